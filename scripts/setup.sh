@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install every Debian package the build, the tests and the benchmarks need, if it is
+# missing. Safe to run repeatedly; does nothing when all are present.
+# Usage: scripts/setup.sh            (needs root, or sudo)
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  make cmake ninja-build python3 pkg-config
+  clang-19 llvm-19-dev llvm-19-tools libclang-rt-19-dev libstdc++-12-dev
+  libcjson-dev libcmocka-dev libgc-dev zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev
+  # editor extension and browser tests
+  nodejs chromium
+  # benchmarks
+  linux-perf libgoogle-perftools-dev google-perftools valgrind hyperfine
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+# Debian's nodejs ships npm separately; nodesource's includes it.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; then
+  $SUDO apt-get update
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
