@@ -359,7 +359,7 @@ int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err,
     lines[i].body = bodies.str[id];
     lines[i].blen = bodies.len[id];
   }
-  qsort(lines, nlines, sizeof *lines, fline_cmp);
+  if (nlines > 1) qsort(lines, nlines, sizeof *lines, fline_cmp);
   ospprof_buf *b = &w.b;
   for (size_t i = 0; i < nlines;) {
     size_t j = i + 1;
@@ -399,7 +399,7 @@ size_t ospprof_hot_functions(const ospprof_profile *p, uint32_t **out) {
   for (size_t i = 0; i < p->nfuncs; i++)
     if (p->funcs[i].total_n) idx[n++] = (uint32_t)i;
   g_sort_prof = p;
-  qsort(idx, n, sizeof *idx, func_cmp);
+  if (n > 1) qsort(idx, n, sizeof *idx, func_cmp);
   g_sort_prof = NULL;
   *out = idx;
   return n;
@@ -479,7 +479,7 @@ int ospprof_write_summary(const ospprof_profile *p, const char *path, char *err,
   }
   ospprof_map_free(&lm);
   g_sort_prof = p;
-  qsort(hl, nhl, sizeof *hl, hline_cmp);
+  if (nhl > 1) qsort(hl, nhl, sizeof *hl, hline_cmp);
   g_sort_prof = NULL;
   size_t out = 0;
   for (size_t i = 0; i < nhl && out < 100; i++) {

@@ -155,7 +155,7 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_
             /* a chain with an unknown name at any level is not trusted */
             bool good = k > 0;
             for (int j = 0; j < k; j++)
-              if (!f[j].name) good = false;
+              if (!f[j].name || !f[j].name[0]) good = false;
             if (good) {
               for (int j = 0; j < k; j++) {
                 const char *file = f[j].file ? f[j].file : "";
