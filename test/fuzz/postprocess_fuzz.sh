@@ -25,9 +25,9 @@ clang++-19 -fsanitize=fuzzer,address,undefined "$out/postprocess_fuzz.o" "${objs
   "$out/symbolizer.o" -L/usr/lib/llvm-19/lib -lLLVM-19 -lcjson -lm \
   -Wl,-rpath,/usr/lib/llvm-19/lib -o "$out/postprocess_fuzz"
 mkdir -p "$out/new-corpus"
-ASAN_OPTIONS=detect_leaks=1 "$out/postprocess_fuzz" -jobs=1 -workers=1 \
+(cd "$out" && ASAN_OPTIONS=detect_leaks=1 ./postprocess_fuzz -jobs=1 -workers=1 \
   -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-  -dict=test/fuzz/postprocess.dict "$out/new-corpus" test/fuzz/postprocess_corpus
+  -dict=../test/fuzz/postprocess.dict new-corpus ../test/fuzz/postprocess_corpus)
 # keep a minimal corpus covering everything found
 "$out/postprocess_fuzz" -merge=1 test/fuzz/postprocess_corpus "$out/new-corpus" >/dev/null 2>&1
 echo "corpus: $(ls test/fuzz/postprocess_corpus | wc -l) files"
