@@ -73,11 +73,12 @@ static const char *stack_json(ospprof_profile *p, uint32_t k) {
     ospprof_buf b = {0};
     ospprof_buf_putc(&b, '[');
     for (size_t j = si->n; j-- > 0;) { /* root first */
-      ospprof_buf_printf(&b, "%" PRIu32, p->stack_frames[si->off + j]);
+      ospprof_buf_u64(&b, p->stack_frames[si->off + j]);
       if (j) ospprof_buf_putc(&b, ',');
     }
     ospprof_buf_putc(&b, ']');
     si->ss_json = b.p;
+    si->ss_len = b.n;
   }
   return si->ss_json;
 }
@@ -124,7 +125,9 @@ int ospprof_write_speedscope(const ospprof_profile *cp, const char *path, char *
       ospprof_buf_puts(b, ",\"samples\":[");
       for (size_t i = st[r]; i < st[r + 1]; i++) {
         if (i > st[r]) ospprof_buf_putc(b, ',');
-        ospprof_buf_puts(b, stack_json(p, p->samples[ord[i]].stack));
+        uint32_t k = p->samples[ord[i]].stack;
+        stack_json(p, k);
+        ospprof_buf_put(b, p->stacks[k].ss_json, p->stacks[k].ss_len);
         wr_maybe_flush(&w);
       }
       ospprof_buf_puts(b, "],\"startValue\":0,\"type\":\"sampled\",\"unit\":\"seconds\","
@@ -272,7 +275,7 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
   ospprof_buf_puts(b, "],\"samples\":[");
   for (size_t i = 0; i < n; i++) {
     if (i) ospprof_buf_putc(b, ',');
-    ospprof_buf_printf(b, "%" PRIu32, sample_node[i] + 1);
+    ospprof_buf_u64(b, sample_node[i] + 1);
     wr_maybe_flush(&w);
   }
   ospprof_buf_puts(b, "],\"startTime\":0,\"timeDeltas\":[");
@@ -280,7 +283,7 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
   for (size_t i = 0; i < n; i++) {
     uint64_t us = p->samples[keys[i].idx].t_ns / 1000;
     if (i) ospprof_buf_putc(b, ',');
-    ospprof_buf_printf(b, "%" PRIu64, us - prev);
+    ospprof_buf_u64(b, us - prev);
     prev = us;
     wr_maybe_flush(&w);
   }
@@ -301,6 +304,12 @@ typedef struct fline {
 
 static int fline_cmp(const void *a, const void *b) {
   const fline *x = a, *y = b;
+  if (x->lab == y->lab) { /* same row: compare the bodies */
+    size_t n = x->blen < y->blen ? x->blen : y->blen;
+    int c = memcmp(x->body, y->body, n);
+    if (c) return c;
+    return x->blen < y->blen ? -1 : x->blen > y->blen;
+  }
   size_t nx = x->llen + x->blen, ny = y->llen + y->blen;
   for (size_t i = 0; i < nx && i < ny; i++) {
     unsigned char cx = (unsigned char)(i < x->llen ? x->lab[i] : x->body[i - x->llen]);

@@ -97,6 +97,7 @@ typedef struct ospprof_stackinfo {
   size_t off, n;       /* frames[off .. off+n) in prof->stack_frames, leaf first */
   uint64_t on_w, on_n; /* on-CPU weight and count of samples on this stack */
   char *ss_json;       /* cached root-first speedscope index list, or NULL */
+  size_t ss_len;
 } ospprof_stackinfo;
 
 typedef struct ospprof_rowinfo {
@@ -202,6 +203,8 @@ void ospprof_buf_free(ospprof_buf *b);
 void ospprof_json_str(ospprof_buf *b, const char *s);
 /* Shortest %.<p>g (p = 1..17) that reads back as the same double. */
 void ospprof_json_double(ospprof_buf *b, double v);
+/* Decimal digits of v. */
+void ospprof_buf_u64(ospprof_buf *b, uint64_t v);
 /* ns / 1e9 in the shortest round-trip form (fast path for integral ns). */
 void ospprof_json_seconds(ospprof_buf *b, uint64_t ns);
 

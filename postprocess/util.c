@@ -252,10 +252,22 @@ void ospprof_json_double(ospprof_buf *b, double v) {
   ospprof_buf_puts(b, tmp);
 }
 
+void ospprof_buf_u64(ospprof_buf *b, uint64_t v) {
+  char tmp[24];
+  int i = 24;
+  do {
+    tmp[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  ospprof_buf_put(b, tmp + i, (size_t)(24 - i));
+}
+
 void ospprof_json_seconds(ospprof_buf *b, uint64_t ns) {
   /* For ns < 9e15 the exact decimal ns·10^-9 is the shortest string that reads back as
    * the correctly rounded quotient ns/1e9 (any shorter decimal differs by at least
-   * 1e-9, far more than half an ulp), so p = the significant digits of ns. */
+   * 1e-9, far more than half an ulp), so p = the significant digits of ns, and %.<p>g
+   * prints exactly that decimal. It is written directly when %g would choose fixed
+   * notation (exponent X in [-4, p)); otherwise snprintf does it. */
   if (ns == 0) {
     ospprof_buf_putc(b, '0');
     return;
@@ -264,13 +276,27 @@ void ospprof_json_seconds(ospprof_buf *b, uint64_t ns) {
     ospprof_json_double(b, (double)ns / 1e9);
     return;
   }
+  int digits = 0, sig = 0;
   uint64_t m = ns;
-  int trailing = 0, digits = 0;
-  while (m % 10 == 0) m /= 10, trailing++;
-  for (uint64_t k = m; k; k /= 10) digits++;
-  (void)trailing;
+  while (m % 10 == 0) m /= 10;
+  for (uint64_t k = m; k; k /= 10) sig++;
+  for (uint64_t k = ns; k; k /= 10) digits++;
+  int x = digits - 10; /* decimal exponent of ns / 1e9 */
+  if (x >= -4 && x < sig) {
+    ospprof_buf_u64(b, ns / 1000000000u);
+    uint64_t frac = ns % 1000000000u;
+    if (frac) {
+      char f[10];
+      f[0] = '.';
+      for (int i = 9; i >= 1; i--, frac /= 10) f[i] = (char)('0' + frac % 10);
+      int end = 10;
+      while (f[end - 1] == '0') end--;
+      ospprof_buf_put(b, f, (size_t)end);
+    }
+    return;
+  }
   char tmp[40];
-  snprintf(tmp, sizeof tmp, "%.*g", digits, (double)ns / 1e9);
+  snprintf(tmp, sizeof tmp, "%.*g", sig, (double)ns / 1e9);
   ospprof_buf_puts(b, tmp);
 }
 
