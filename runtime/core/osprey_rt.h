@@ -66,6 +66,13 @@ void *osp_gc_alloc(size_t size);
  */
 void osp_print_line(const char *s);
 
+/*
+ * Write out everything buffered in the stdout stream now (added by the runtime; not
+ * needed by generated code, which relies on the flush at exit). Use it before handing
+ * fd 1 to other code: fork, exec, a foreign call that writes to fd 1 [T3].
+ */
+void osp_stdout_flush(void);
+
 /* Renderings of §8. Each returns a new heap string. */
 const char *osp_show_int(int64_t v);   /* decimal, e.g. "-42" */
 const char *osp_show_float(double v);  /* shortest %.10g..%.17g that round-trips, ".0" rule */
