@@ -10,6 +10,9 @@
  * heap (osp_gc_alloc) and is never freed by the caller. Strings are NUL-terminated
  * UTF-8 byte strings; lengths count bytes.
  *
+ * Linking: a program links `libosprey_rt.a -lgc -lpthread -lm` (in that order; -lgc is
+ * Boehm GC, the Osprey heap). See docs/runtime.md.
+ *
  * Values: int is int64_t, float is double, bool is bool (i1 in IR), string is
  * `const char *`, Unit is the word 0, fiber/channel handles are int64_t ids, every
  * other value is a pointer to a heap block. Values crossing threads are boxed into one

@@ -3,6 +3,7 @@
  * and blocking-region contract (PROFILER.md §(d)), 999 live fibers, fatal awaits.
  * Linked with fake_prof.c, which records the hook calls.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <semaphore.h>
 #include <setjmp.h>
@@ -60,6 +61,7 @@ typedef struct {
     bool registered;
     int depth_in_body;
     int64_t current_id;   /* osp_fiber_current_id() inside */
+    int detach_state;     /* of the fiber's own thread */
     osp_result *result;
 } gated;
 
@@ -70,6 +72,12 @@ static osp_word gated_body(void *env) {
     snprintf(g->seen_label, sizeof g->seen_label, "%s", label ? label : "");
     g->depth_in_body = fake_prof_depth();
     g->current_id = osp_fiber_current_id();
+    pthread_attr_t attr;
+    g->detach_state = -1;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getdetachstate(&attr, &g->detach_state);
+        pthread_attr_destroy(&attr);
+    }
     sem_post(&g->started);
     while (sem_wait(&g->gate) != 0) {
     }
@@ -93,6 +101,9 @@ static void test_await_and_state(void **state) {
     assert_int_equal(g->depth_in_body, 0);
     assert_int_equal(g->current_id, id);
     assert_int_equal(osp_fiber_current_id(), 0);
+    /* Nobody joins fiber threads: they are detached, so an un-awaited fiber that ends
+     * leaves no zombie thread behind. */
+    assert_int_equal(g->detach_state, PTHREAD_CREATE_DETACHED);
 
     assert_int_equal(osp_fiber_state(id), 0); /* still running */
     assert_false(fake_prof_unregistered(id));
