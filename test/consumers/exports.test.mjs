@@ -43,7 +43,7 @@ function generate(raw, stem, program, env = {}) {
 before(() => {
   assert.ok(cli && fixture && golden, 'OSPPROF_CLI, OSPPROF_FIXTURE and OSPPROF_GOLDEN must be set');
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'ospprof-consumers-'));
-  generate(path.join(golden, 'demo.osprof.json'), 'demo', 'demo.osp',
+  generate(path.join(golden, 'demo.raw.json'), 'demo', 'demo.osp',
            { OSPREY_PROFILE_SYMBOLIZER: 'none' });
   const raw = path.join(work, 'fixture.osprof.json');
   execFileSync(fixture, [raw]);

@@ -7,11 +7,11 @@ cli=$1 golden=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
-"$cli" "$golden/demo.osprof.json" -o out/demo --program demo.osp >report.txt 2>err.txt \
+"$cli" "$golden/demo.raw.json" -o out/demo --program demo.osp >report.txt 2>err.txt \
   && { echo "expected failure: missing output directory"; exit 1; } || true
 grep -q "cannot write out/demo.speedscope.json: No such file or directory" err.txt
 mkdir out
-"$cli" "$golden/demo.osprof.json" -o out/demo --program demo.osp >report.txt
+"$cli" "$golden/demo.raw.json" -o out/demo --program demo.osp >report.txt
 for f in speedscope.json cpuprofile folded profile.json; do test -s "out/demo.$f"; done
 if grep -q $'\x1b' report.txt; then echo "ESC in a non-TTY report"; exit 1; fi
 grep -q '^profile: out/demo.speedscope.json · out/demo.cpuprofile · out/demo.folded · out/demo.profile.json$' report.txt

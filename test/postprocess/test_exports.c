@@ -101,7 +101,7 @@ static char *report_text(const ospprof_profile *p, const char *prefix, bool colo
 
 static void test_running_example(void **st) {
   (void)st;
-  char *raw = tu_slurp(GOLDEN_DIR "/demo.osprof.json", NULL);
+  char *raw = tu_slurp(GOLDEN_DIR "/demo.raw.json", NULL);
   assert_non_null(raw);
   run r;
   ospprof_profile *p = build(raw, demo_table, "demo.osp", &r);
@@ -260,7 +260,7 @@ static void test_json_numbers(void **st) {
 
 static void test_atomic_write(void **st) {
   (void)st;
-  char *raw = tu_slurp(GOLDEN_DIR "/demo.osprof.json", NULL);
+  char *raw = tu_slurp(GOLDEN_DIR "/demo.raw.json", NULL);
   run r;
   ospprof_profile *p = build(raw, demo_table, "demo.osp", &r);
   char err[OSPPROF_ERR_MAX];
