@@ -1,0 +1,19 @@
+# lit configuration for test/postprocess/e2e: `osprey --profile` and `osprey --postprocess`
+# end to end (driver, profiler runtime, post-processor), checked with FileCheck and
+# Inputs/check_profile.py.
+import os
+
+import lit.formats
+
+config.name = "osprey-profile-e2e"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".test"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.substitutions.append(("%osprey", config.osprey))
+config.substitutions.append(("%FileCheck", config.filecheck))
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%golden", config.golden))
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TMPDIR", "HOME", "PATH"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
