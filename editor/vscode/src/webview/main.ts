@@ -211,6 +211,10 @@ function ensureLayout(): void {
     loaded.layouts.set(key, l);
   }
   layout = l;
+  // As tall as the graph (plus a spare row), between 160 px and 65% of the window.
+  const want = Math.min(Math.max(160, (l.rows + 1) * ROW + 2), Math.max(160, Math.floor(window.innerHeight * 0.65)));
+  flame.style.height = `${want}px`;
+  resizeCanvas();
   spacer.style.height = `${Math.max(0, l.rows * ROW - canvasCssHeight())}px`;
   empty.textContent = l.totalWeight > 0 && l.count > 0 ? "" : "No samples in this fiber";
 }

@@ -47,7 +47,7 @@ select, input { background: var(--vscode-input-background, #3c3c3c); color: var(
   border: 1px solid var(--vscode-input-border, #555); font: inherit; padding: 2px 4px; }
 #search { width: 16em; }
 #matches { opacity: 0.85; min-width: 10em; }
-#flame { position: relative; height: 60vh; min-height: 160px; overflow-y: auto; overflow-x: hidden;
+#flame { position: relative; height: 160px; overflow-y: auto; overflow-x: hidden;
   border: 1px solid var(--vscode-panel-border, #444); }
 #canvas { position: sticky; top: 0; display: block; width: 100%; cursor: default; }
 #spacer { width: 1px; }
