@@ -70,10 +70,59 @@ export function tri(v: number): number {
  * Returns a CSS colour string.
  */
 export function rankColor(r: number, n: number, user: boolean): string {
+  const [h, s, l] = rankHsl(r, n, user);
+  return `hsl(${h}, ${s}%, ${l}%)`;
+}
+
+/** The components of {@link rankColor}: hue in degrees, saturation and lightness in percent. */
+export function rankHsl(r: number, n: number, user: boolean): [number, number, number] {
   const t = n > 0 ? Math.floor((255 * r) / n) / 255 : 0;
   const x = tri(30 * t);
-  if (user) return `hsl(${324 * t}, ${25 + 20 * x}%, ${65 - 15 * x}%)`;
-  return `hsl(215, 12%, ${58 - 12 * x}%)`;
+  if (user) return [324 * t, 25 + 20 * x, 65 - 15 * x];
+  return [215, 12, 58 - 12 * x];
+}
+
+/**
+ * The same colour as CSS `hsl(h, s%, l%)` written `#rrggbb` (the CSS Color 4 conversion, each
+ * channel rounded). Canvas parses hex faster than hsl; the colour is unchanged.
+ */
+export function hslToHex(h: number, s: number, l: number): string {
+  const sat = s / 100;
+  const lig = l / 100;
+  const f = (k0: number): string => {
+    const k = (k0 + h / 30) % 12;
+    const a = sat * Math.min(lig, 1 - lig);
+    const v = lig - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+    return Math.round(v * 255)
+      .toString(16)
+      .padStart(2, "0");
+  };
+  return `#${f(0)}${f(8)}${f(4)}`;
+}
+
+/**
+ * The frames' colours as a palette of distinct `#rrggbb` strings plus, per frame, its index in
+ * the palette. t takes at most 256 values, so the palette stays small however many frames
+ * there are, which lets the renderer batch rectangles by colour.
+ */
+export function framePalette(frames: readonly Pick<Frame, "file" | "name">[]): { palette: string[]; index: Uint16Array } {
+  const ranks = frameRanks(frames);
+  const n = frames.length;
+  const palette: string[] = [];
+  const seen = new Map<string, number>();
+  const index = new Uint16Array(n);
+  for (let i = 0; i < n; i++) {
+    const [h, s, l] = rankHsl(ranks[i], n, isUserFile(frames[i].file));
+    const hex = hslToHex(h, s, l);
+    let k = seen.get(hex);
+    if (k === undefined) {
+      k = palette.length;
+      palette.push(hex);
+      seen.set(hex, k);
+    }
+    index[i] = k;
+  }
+  return { palette, index };
 }
 
 /** The colour of every frame of a document, index-aligned with `frames`. */

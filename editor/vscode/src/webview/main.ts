@@ -4,7 +4,7 @@
  * documents, and draws the selected fiber's Left Heavy or Time Order layout on a canvas.
  * Posts `{type: "ready"}` once listening and `{type: "select", file, line}` on click-to-source.
  */
-import { frameColors } from "../model/colors";
+import { framePalette } from "../model/colors";
 import { elideMiddle } from "../model/elide";
 import {
   buildLayout,
@@ -18,7 +18,6 @@ import {
   type ViewKind,
 } from "../model/flame";
 import { formatMs, formatPct, headerText, locationText, sampledFibers, tooltipLocation } from "../model/format";
-import { isUserFile } from "../model/kind";
 import type { ProfileSummary, SpeedscopeDoc } from "../model/types";
 import { validateSpeedscope, validateSummary } from "../model/validate";
 import { DRAG_THRESHOLD_PX, FULL_VIEW, clampView, panBy, zoomAt, zoomTo, type View } from "../model/viewport";
@@ -33,6 +32,8 @@ const FONT_PX = 11;
 const MIN_RECT_PX = 0.3;
 const DIM_ALPHA = 0.22;
 const LABEL_PAD = 3;
+/** Rectangles at least this wide get a label (room for the padding and an ellipsis). */
+const LABEL_MIN_PX = 2 * LABEL_PAD + 6;
 
 const vscode = acquireVsCodeApi();
 
@@ -63,8 +64,9 @@ const ctx = canvas.getContext("2d", { alpha: false }) as CanvasRenderingContext2
 interface Loaded {
   summary: ProfileSummary;
   doc: SpeedscopeDoc;
-  colors: string[];
-  user: Uint8Array;
+  /** Distinct frame colours (#rrggbb) and each frame's index into them. */
+  palette: string[];
+  paletteIndex: Uint16Array;
   /** Per profile, computed on first use. */
   stats: (FrameStats | undefined)[];
   /** Per profile and view kind, computed once. */
@@ -89,7 +91,11 @@ function showError(message: string): void {
   errorBox.textContent = message;
 }
 
+/** Milliseconds spent in the phases of the last load (for the benchmark). */
+const loadTimes: Record<string, number> = {};
+
 function load(summaryRaw: unknown, speedscopeRaw: unknown): void {
+  const t0 = performance.now();
   let summary: ProfileSummary;
   let doc: SpeedscopeDoc;
   try {
@@ -104,9 +110,11 @@ function load(summaryRaw: unknown, speedscopeRaw: unknown): void {
     return;
   }
   showError("");
-  const user = new Uint8Array(doc.frames.length);
-  doc.frames.forEach((f, i) => (user[i] = isUserFile(f.file) ? 1 : 0));
-  loaded = { summary, doc, colors: frameColors(doc.frames), user, stats: [], layouts: new Map() };
+  const t1 = performance.now();
+  loadTimes.validate = t1 - t0;
+  const { palette, index } = framePalette(doc.frames);
+  loadTimes.colors = performance.now() - t1;
+  loaded = { summary, doc, palette, paletteIndex: index, stats: [], layouts: new Map() };
   header.textContent = headerText(summary);
   buildChips();
   buildFiberSelect();
@@ -207,8 +215,10 @@ function ensureLayout(): void {
   const key = `${profileIndex}:${viewKind}`;
   let l = loaded.layouts.get(key);
   if (!l) {
+    const t0 = performance.now();
     l = buildLayout(viewKind, loaded.doc.profiles[profileIndex], loaded.doc.frames.length);
     loaded.layouts.set(key, l);
+    loadTimes[`layout-${viewKind}`] = performance.now() - t0;
   }
   layout = l;
   // As tall as the graph (plus a spare row), between 160 px and 65% of the window.
@@ -316,11 +326,10 @@ function themeColor(name: string, fallback: string): string {
   return v || fallback;
 }
 
-let background = "#1e1e1e";
 let highlight = "#ffffff";
 
 function readTheme(): void {
-  background = themeColor("--vscode-editor-background", "#1e1e1e");
+  backgroundRgb = cssToRgb(themeColor("--vscode-editor-background", "#1e1e1e"));
   highlight = themeColor("--vscode-focusBorder", "#ffffff");
   const ff = themeColor("--vscode-font-family", "system-ui, sans-serif");
   if (ff !== fontFamily) {
@@ -329,70 +338,144 @@ function readTheme(): void {
   }
 }
 
+/** A CSS colour as [r, g, b] (0..255), resolved by the browser; opaque black if unparsable. */
+function cssToRgb(color: string): [number, number, number] {
+  const c = document.createElement("canvas");
+  c.width = c.height = 1;
+  const x = c.getContext("2d") as CanvasRenderingContext2D;
+  x.fillStyle = "#000000";
+  x.fillStyle = color;
+  x.fillRect(0, 0, 1, 1);
+  const d = x.getImageData(0, 0, 1, 1).data;
+  return [d[0], d[1], d[2]];
+}
+
+/** A colour packed as one RGBA pixel of an ImageData buffer (little-endian: 0xAABBGGRR). */
+function packRgb(r: number, g: number, b: number): number {
+  return ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+}
+
+let backgroundRgb: [number, number, number] = [30, 30, 30];
+/** Per palette entry p: packed[2p] the colour, packed[2p + 1] the colour at alpha 0.22 over the background. */
+let packedPalette = new Uint32Array(0);
+let packedFor: { palette: string[]; bg: string } | null = null;
+
+function ensurePackedPalette(palette: string[]): void {
+  const key = backgroundRgb.join(",");
+  if (packedFor && packedFor.palette === palette && packedFor.bg === key) return;
+  packedPalette = new Uint32Array(2 * palette.length);
+  palette.forEach((hex, i) => {
+    const r = parseInt(hex.slice(1, 3), 16);
+    const g = parseInt(hex.slice(3, 5), 16);
+    const b = parseInt(hex.slice(5, 7), 16);
+    const [R, G, B] = backgroundRgb;
+    const dim = (c: number, bg: number): number => Math.round(DIM_ALPHA * c + (1 - DIM_ALPHA) * bg);
+    packedPalette[2 * i] = packRgb(r, g, b);
+    packedPalette[2 * i + 1] = packRgb(dim(r, R), dim(g, G), dim(b, B));
+  });
+  packedFor = { palette, bg: key };
+}
+
+let image: ImageData | null = null;
+let pixels = new Uint32Array(0);
+let scanline = new Uint32Array(0);
+
 /**
  * Draws the rows in the vertical viewport; within each row starts at the first rectangle that
  * reaches the view (binary search), stops past its end, skips rectangles under 0.3 px.
+ * Rectangles are painted into a pixel buffer, one scanline per row copied down the row's
+ * height, then put on the canvas at once: the cost is bounded by the visible rectangles plus
+ * the canvas area, however many tiny frames there are. Edges snap to device pixels and a
+ * device-pixel column of a row is painted once (a sliver falling in a column its left
+ * neighbour already filled is not painted again). Labels and the hover outline go on top.
  */
 function draw(): void {
   const t0 = performance.now();
   const dpr = window.devicePixelRatio || 1;
   if (canvas.width !== Math.round(cssWidth * dpr) || cssHeight !== canvasCssHeight()) resizeCanvas();
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.globalAlpha = 1;
-  ctx.fillStyle = background;
-  ctx.fillRect(0, 0, cssWidth, cssHeight);
+  const W = canvas.width;
+  const H = canvas.height;
+  if (!image || image.width !== W || image.height !== H) {
+    image = ctx.createImageData(Math.max(1, W), Math.max(1, H));
+    pixels = new Uint32Array(image.data.buffer);
+    scanline = new Uint32Array(Math.max(1, W));
+  }
+  const bgPacked = packRgb(backgroundRgb[0], backgroundRgb[1], backgroundRgb[2]);
+  pixels.fill(bgPacked);
   const l = layout;
   if (!loaded || !l || l.totalWeight <= 0) {
+    ctx.putImageData(image, 0, 0);
     recordDraw(t0);
     return;
   }
-  const colors = loaded.colors;
+  const { palette, paletteIndex } = loaded;
+  ensurePackedPalette(palette);
   const frames = loaded.doc.frames;
   const span = view.end - view.start;
-  const scale = cssWidth / span;
+  const scale = (cssWidth / span) * dpr; // device pixels per unit of x
   const top = flame.scrollTop;
   const firstRow = Math.max(0, Math.floor(top / ROW));
   const lastRow = Math.min(l.rows - 1, Math.floor((top + cssHeight) / ROW));
-  ctx.font = `${FONT_PX}px ${fontFamily}`;
-  ctx.textBaseline = "middle";
   const m = mask;
-  let fill = "";
-  let alpha = 1;
+  const minRect = MIN_RECT_PX * dpr;
+  const labelMin = LABEL_MIN_PX * dpr;
+  const gap = Math.max(1, Math.round(0.5 * dpr));
   const labels: number[] = [];
   for (let d = firstRow; d <= lastRow; d++) {
-    const y = d * ROW - top;
     const end = l.rowStart[d + 1];
+    let filledTo = 0;
+    let any = false;
     for (let k = firstInRow(l, d, view.start); k < end; k++) {
       const x0 = l.x0[k];
       if (x0 >= view.end) break;
-      const px0 = (x0 - view.start) * scale;
       const w = (l.x1[k] - x0) * scale;
-      if (w < MIN_RECT_PX) continue;
+      if (w < minRect) continue;
+      const left = (x0 - view.start) * scale;
+      let a = Math.round(left);
+      let b = Math.round(left + w);
+      if (b - a < 1) b = a + 1;
+      if (a < filledTo) a = filledTo;
+      if (b > W) b = W;
+      if (b <= a) continue;
+      if (!any) {
+        scanline.fill(bgPacked);
+        any = true;
+      }
+      filledTo = b;
       const f = l.frame[k];
-      const a = m !== null && m[f] === 0 ? DIM_ALPHA : 1;
-      if (a !== alpha) ctx.globalAlpha = alpha = a;
-      const c = colors[f];
-      if (c !== fill) ctx.fillStyle = fill = c;
-      ctx.fillRect(px0, y, w > 1.5 ? w - 0.5 : w, ROW - 1);
-      if (w >= 2 * LABEL_PAD + 4) labels.push(k);
+      const color = packedPalette[2 * paletteIndex[f] + (m !== null && m[f] === 0 ? 1 : 0)];
+      const stop = b - a >= 3 ? b - gap : b;
+      if (stop - a < 16) for (let x = a; x < stop; x++) scanline[x] = color;
+      else scanline.fill(color, a, stop);
+      if (w >= labelMin) labels.push(k);
     }
+    if (!any) continue;
+    // Copy the scanline down the row, leaving its last device pixel(s) as the row gap.
+    const y0 = Math.max(0, Math.round((d * ROW - top) * dpr));
+    const y1 = Math.min(H, Math.round((d * ROW - top + ROW - 1) * dpr));
+    for (let y = y0; y < y1; y++) pixels.set(scanline, y * W);
   }
-  // Labels in a second pass so fillStyle switches once.
+  ctx.putImageData(image, 0, 0);
+  // Labels.
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.font = `${FONT_PX}px ${fontFamily}`;
+  ctx.textBaseline = "middle";
   ctx.fillStyle = "#000000";
+  let alpha = -1;
+  const cssScale = scale / dpr;
   for (const k of labels) {
-    const d = l.depth[k];
-    const px0 = Math.max(0, (l.x0[k] - view.start) * scale);
-    const px1 = Math.min(cssWidth, (l.x1[k] - view.start) * scale);
+    const px0 = Math.max(0, (l.x0[k] - view.start) * cssScale);
+    const px1 = Math.min(cssWidth, (l.x1[k] - view.start) * cssScale);
     const text = elideMiddle(frames[l.frame[k]].name, px1 - px0 - 2 * LABEL_PAD, measure);
     if (text === "") continue;
     const a = m !== null && m[l.frame[k]] === 0 ? DIM_ALPHA : 1;
     if (a !== alpha) ctx.globalAlpha = alpha = a;
-    ctx.fillText(text, px0 + LABEL_PAD, d * ROW - top + (ROW - 1) / 2);
+    ctx.fillText(text, px0 + LABEL_PAD, l.depth[k] * ROW - top + (ROW - 1) / 2);
   }
   ctx.globalAlpha = 1;
   if (hovered >= 0 && hovered < l.count) {
-    const px0 = (l.x0[hovered] - view.start) * scale;
-    const w = (l.x1[hovered] - l.x0[hovered]) * scale;
+    const px0 = (l.x0[hovered] - view.start) * cssScale;
+    const w = (l.x1[hovered] - l.x0[hovered]) * cssScale;
     ctx.strokeStyle = highlight;
     ctx.lineWidth = 1.5;
     ctx.strokeRect(Math.max(-1, px0) + 0.75, l.depth[hovered] * ROW - top + 0.75, Math.min(w, cssWidth + 2) - 1.5, ROW - 2.5);
@@ -400,7 +483,11 @@ function draw(): void {
   recordDraw(t0);
 }
 
+/** When set (benchmark), each draw is followed by a 1-pixel read so its time includes rasterising. */
+let flushAfterDraw = false;
+
 function recordDraw(t0: number): void {
+  if (flushAfterDraw) ctx.getImageData(0, 0, 1, 1);
   drawTimes.push(performance.now() - t0);
   if (drawTimes.length > 1000) drawTimes.splice(0, drawTimes.length - 1000);
 }
@@ -595,6 +682,10 @@ window.addEventListener("message", (e: MessageEvent) => {
     return null;
   },
   drawTimes: (): number[] => drawTimes.slice(),
+  loadTimes: (): Record<string, number> => ({ ...loadTimes }),
+  setFlushAfterDraw: (on: boolean): void => {
+    flushAfterDraw = on;
+  },
   clearDrawTimes: (): void => {
     drawTimes.length = 0;
   },

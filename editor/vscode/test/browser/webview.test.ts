@@ -15,6 +15,8 @@ import {
   type Browser,
   type PageProblems,
 } from "../support/browser";
+import { frameColors, framePalette } from "../../src/model/colors";
+import { validateSpeedscope } from "../../src/model/validate";
 import { generateProfile } from "../support/generate";
 import { ARTIFACTS, FIXTURES, clone, readFixture } from "../support/paths";
 
@@ -291,4 +293,30 @@ test("a real driver export, when present, loads and renders", { skip: !fs.exists
   assert.ok((await distinctColors(page)) > 10);
   await page.screenshot({ path: path.join(ARTIFACTS, "webview-driver.png") });
   assert.deepEqual(problems.errors, []);
+});
+
+test("frames are painted in exactly the colours of the spec's hsl formula", async () => {
+  await fresh();
+  // Chromium's own reading of every hsl() string equals the hex the renderer paints with.
+  const g = generateProfile({ frames: 3000, seed: 3 });
+  const frames = (g.speedscope as { shared: { frames: { file: string; name: string }[] } }).shared.frames;
+  const css = frameColors(frames);
+  const { palette, index } = framePalette(frames);
+  const parsed = await page.evaluate((list) => {
+    const ctx = document.createElement("canvas").getContext("2d") as CanvasRenderingContext2D;
+    return list.map((c) => {
+      ctx.fillStyle = "#000000";
+      ctx.fillStyle = c;
+      return ctx.fillStyle as string;
+    });
+  }, css);
+  css.forEach((_, i) => assert.equal(parsed[i], palette[index[i]], `frame ${i}: ${css[i]}`));
+  // And the pixels on the canvas carry them: crunch@7 of the running example.
+  const doc = validateSpeedscope(DEMO_SPEEDSCOPE);
+  const demo = framePalette(doc.frames);
+  const crunch = await debug(page, "locate", "crunch");
+  assert.ok(crunch);
+  const px = await pixelAt(page, crunch.x + 150, crunch.y + 5);
+  const hex = "#" + px.slice(0, 3).map((v) => v.toString(16).padStart(2, "0")).join("");
+  assert.equal(hex, demo.palette[demo.index[0]]);
 });

@@ -113,6 +113,8 @@ export interface ProfilerDebug {
   rectCount(): number;
   locate(name: string): { x: number; y: number; file: string; line: number } | null;
   drawTimes(): number[];
+  loadTimes(): Record<string, number>;
+  setFlushAfterDraw(on: boolean): void;
   clearDrawTimes(): void;
   drawNow(): number;
   setView(start: number, end: number): void;
@@ -151,4 +153,14 @@ export async function distinctColors(page: Page): Promise<number> {
     for (let i = 0; i < d.length; i += 4) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
     return seen.size;
   });
+}
+
+/** Like postProfile, but ships the documents as JSON text parsed inside the page (fast for big ones). */
+export async function postProfileText(page: Page, summary: string, speedscope: string): Promise<void> {
+  await page.evaluate(
+    ([summary, speedscope]) =>
+      window.postMessage({ type: "profile", title: "t", summary: JSON.parse(summary), speedscope: JSON.parse(speedscope) }, "*"),
+    [summary, speedscope] as const,
+  );
+  await settle(page);
 }

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { compareFrames, frameColors, frameRanks, rankColor, tri, type FrameKey } from "../../src/model/colors";
+import { compareFrames, frameColors, framePalette, frameRanks, hslToHex, rankColor, tri, type FrameKey } from "../../src/model/colors";
 import { validateSpeedscope } from "../../src/model/validate";
 import { prng } from "../support/generate";
 import { readFixture } from "../support/paths";
@@ -139,4 +139,23 @@ test("colours are user/runtime by the shared classification rule", () => {
   assert.ok(!c[1].startsWith("hsl(215, 12%"));
   assert.ok(c[2].startsWith("hsl(215, 12%"));
   assert.ok(c[3].startsWith("hsl(215, 12%"));
+});
+
+test("hsl to hex follows CSS and the palette stays small", () => {
+  assert.equal(hslToHex(0, 100, 50), "#ff0000");
+  assert.equal(hslToHex(120, 100, 25), "#008000");
+  assert.equal(hslToHex(240, 100, 50), "#0000ff");
+  assert.equal(hslToHex(0, 0, 100), "#ffffff");
+  assert.equal(hslToHex(215, 12, 58), "#8792a1");
+  assert.equal(hslToHex(360, 100, 50), "#ff0000");
+  const frames = Array.from({ length: 5000 }, (_, i) => ({ file: i % 3 ? `/w/f${i % 17}.osp` : "", name: `fn_${i}` }));
+  const { palette, index } = framePalette(frames);
+  assert.ok(palette.length <= 512, `palette of ${palette.length}`);
+  const css = frameColors(frames);
+  // Palette entries are the same colours as the hsl strings.
+  for (const i of [0, 1, 2, 777, 4999]) {
+    const m = /^hsl\(([^,]+), ([^%]+)%, ([^%]+)%\)$/.exec(css[i]);
+    assert.ok(m);
+    assert.equal(palette[index[i]], hslToHex(Number(m[1]), Number(m[2]), Number(m[3])));
+  }
 });
