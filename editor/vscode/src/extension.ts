@@ -48,6 +48,9 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
     heat.setHotLines(p.summary.hotLines);
   };
 
+  // The run in flight, if any: a new run or deactivation cancels it (kills its process group).
+  let inFlight: AbortController | null = null;
+
   const profileCurrentFile = async (): Promise<ProfileRunReport> => {
     const editor = vscode.window.activeTextEditor;
     if (!editor) {
@@ -75,7 +78,9 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
     const osprey = vscode.workspace.getConfiguration().get<string>("osprey.path", "osprey") || "osprey";
     output.appendLine(`$ ${[osprey, source, "--run", "--profile"].map(quoteForLog).join(" ")}   (in ${dir})`);
 
+    inFlight?.abort();
     const abort = new AbortController();
+    inFlight = abort;
     const result: RunResult = await vscode.window.withProgress(
       {
         location: vscode.ProgressLocation.Notification,
@@ -95,6 +100,7 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
       },
     );
 
+    if (inFlight === abort) inFlight = null;
     if (result.outcome === "cancelled") {
       output.appendLine("[cancelled: the process group was killed]");
       removeDir(dir);
@@ -176,6 +182,7 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
     output,
     heat,
     { dispose: () => panel.dispose() },
+    { dispose: () => inFlight?.abort() },
     vscode.commands.registerCommand("osprey.profileCurrentFile", profileCurrentFile),
     vscode.commands.registerCommand("osprey.profiler.openLast", openLast),
     vscode.commands.registerCommand("osprey.profiler.openFile", openFile),

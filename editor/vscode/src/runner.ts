@@ -59,12 +59,16 @@ export function exportStem(source: string): string {
   return dot > 0 ? base.slice(0, dot) : base;
 }
 
-/** Sends SIGKILL to the child's whole process group (POSIX) or kills the child (Windows). */
+/** Sends SIGKILL to the child's whole process group (POSIX) or ends its process tree (Windows). */
 export function killTree(child: ChildProcess): void {
   if (child.pid === undefined) return;
   try {
-    if (process.platform === "win32") child.kill("SIGKILL");
-    else process.kill(-child.pid, "SIGKILL");
+    if (process.platform === "win32") {
+      // No process groups: taskkill /T ends the child's whole tree.
+      spawn("taskkill", ["/pid", String(child.pid), "/T", "/F"], { windowsHide: true, stdio: "ignore" }).on("error", () => child.kill());
+    } else {
+      process.kill(-child.pid, "SIGKILL");
+    }
   } catch {
     // Already gone.
   }

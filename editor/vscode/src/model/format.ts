@@ -9,11 +9,6 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** JSON that can sit inside a `<script>` element: every `<` written `\u003c`. */
-export function jsonForScript(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, "\\u003c");
-}
-
 /** Seconds with 1 decimal below 100, else 0 decimals. */
 export function formatSeconds(s: number): string {
   return s < 100 ? s.toFixed(1) : s.toFixed(0);

@@ -320,3 +320,25 @@ test("frames are painted in exactly the colours of the spec's hsl formula", asyn
   const hex = "#" + px.slice(0, 3).map((v) => v.toString(16).padStart(2, "0")).join("");
   assert.equal(hex, demo.palette[demo.index[0]]);
 });
+
+test("the canvas is scaled by the device pixel ratio", async () => {
+  if (page) await page.close();
+  ({ page, problems } = await openPanel(browser));
+  const session = await page.context().newCDPSession(page);
+  await session.send("Emulation.setDeviceMetricsOverride", { width: 1000, height: 700, deviceScaleFactor: 2, mobile: false });
+  await page.evaluate(() => window.dispatchEvent(new Event("resize")));
+  await postProfile(page, DEMO_SUMMARY, DEMO_SPEEDSCOPE);
+  const dims = await page.evaluate(() => {
+    const c = document.getElementById("canvas") as HTMLCanvasElement;
+    return { dpr: window.devicePixelRatio, w: c.width, css: c.getBoundingClientRect().width };
+  });
+  assert.equal(dims.dpr, 2);
+  assert.equal(dims.w, Math.round(dims.css * 2));
+  const box = await page.locator("#canvas").boundingBox();
+  assert.ok(box);
+  await page.mouse.click(box.x + box.width * 0.9, box.y + 18 + 9);
+  await settle(page);
+  assert.deepEqual((await posted(page)).filter((m) => m.type === "select"), [{ type: "select", file: "/w/demo.osp", line: 8 }]);
+  await page.screenshot({ path: path.join(ARTIFACTS, "webview-demo-dpr2.png") });
+  assert.deepEqual(problems.errors, []);
+});

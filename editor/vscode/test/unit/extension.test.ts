@@ -263,6 +263,27 @@ test("cancelling the progress kills the process group and finishes at once", { s
   assert.ok(recorded.output.join("").includes("[cancelled"));
 });
 
+test("a new run cancels the one in flight", { skip: !posix }, async () => {
+  testing.reset();
+  recorded.settings.set("osprey.path", fakeOsprey("echo $$ > child.pid\nsleep 300"));
+  const first = api.profileCurrentFile();
+  assert.ok(await waitFor(() => recorded.progress.length === 1, 5000));
+  let firstDir = "";
+  assert.ok(
+    await waitFor(() => {
+      firstDir =
+        fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("osprey-profile-")).map((d) => path.join(os.tmpdir(), d)).find((d) => fs.existsSync(path.join(d, "child.pid"))) ?? "";
+      return firstDir !== "";
+    }, 10_000),
+  );
+  const pid = Number(fs.readFileSync(path.join(firstDir, "child.pid"), "utf8"));
+  recorded.settings.set("osprey.path", exportingOsprey());
+  const second = api.profileCurrentFile();
+  assert.equal((await first).outcome, "cancelled");
+  assert.equal((await second).outcome, "shown");
+  assert.ok(await waitFor(() => !isAlive(pid), 10_000));
+});
+
 test("openLast re-shows the last profile; openFile loads a speedscope file and its summary", async () => {
   testing.reset();
   const panel = recorded.panels[0];

@@ -6,7 +6,6 @@ import {
   escapeHtml,
   formatSeconds,
   headerText,
-  jsonForScript,
   locationText,
   parseSelectMessage,
   sampledFibers,
@@ -51,9 +50,6 @@ test("locations", () => {
 
 test("escaping", () => {
   assert.equal(escapeHtml(`<a href="x">'&'</a>`), "&#60;a href=&#34;x&#34;&#62;&#39;&#38;&#39;&#60;/a&#62;");
-  const j = jsonForScript({ name: "</script><script>alert(1)</script>" });
-  assert.ok(!j.includes("<"));
-  assert.deepEqual(JSON.parse(j), { name: "</script><script>alert(1)</script>" });
 });
 
 test("select messages are checked", () => {
