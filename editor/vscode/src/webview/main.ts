@@ -119,7 +119,7 @@ function load(summaryRaw: unknown, speedscopeRaw: unknown): void {
   buildChips();
   buildFiberSelect();
   buildHotTable();
-  selectProfile(firstProfile(summary, doc), false);
+  selectProfile(firstProfile(summary, doc));
 }
 
 /** The fiber shown first: the profile whose chip has the most on-CPU samples. */
@@ -158,7 +158,7 @@ function buildChips(): void {
         : `${f.samples} samples · waiting`
       : `${p.samples.length} samples`;
     chip.textContent = `${label} · ${detail}`;
-    chip.addEventListener("click", () => selectProfile(i, true));
+    chip.addEventListener("click", () => selectProfile(i));
     chips.appendChild(chip);
   });
 }
@@ -221,16 +221,21 @@ function ensureLayout(): void {
     loadTimes[`layout-${viewKind}`] = performance.now() - t0;
   }
   layout = l;
-  // As tall as the graph (plus a spare row), between 160 px and 65% of the window.
-  const want = Math.min(Math.max(160, (l.rows + 1) * ROW + 2), Math.max(160, Math.floor(window.innerHeight * 0.65)));
-  flame.style.height = `${want}px`;
-  resizeCanvas();
-  spacer.style.height = `${Math.max(0, l.rows * ROW - canvasCssHeight())}px`;
+  fitHeight();
   empty.textContent = l.totalWeight > 0 && l.count > 0 ? "" : "No samples in this fiber";
 }
 
+/** Makes the graph as tall as its rows (plus a spare one), between 160 px and 65% of the window. */
+function fitHeight(): void {
+  const rows = layout ? layout.rows : 0;
+  const want = Math.min(Math.max(160, (rows + 1) * ROW + 2), Math.max(160, Math.floor(window.innerHeight * 0.65)));
+  flame.style.height = `${want}px`;
+  resizeCanvas();
+  spacer.style.height = `${Math.max(0, rows * ROW - canvasCssHeight())}px`;
+}
+
 /** Switches fiber: resets the zoom and re-applies the search (§(j) "Fiber filter"). */
-function selectProfile(i: number, _user: boolean): void {
+function selectProfile(i: number): void {
   if (!loaded) return;
   profileIndex = Math.max(0, Math.min(loaded.doc.profiles.length - 1, i));
   fiberSelect.value = String(profileIndex);
@@ -634,7 +639,12 @@ search.addEventListener("input", () => applySearch());
 resetButton.addEventListener("click", () => resetZoom());
 lhButton.addEventListener("click", () => setViewKind("left-heavy"));
 toButton.addEventListener("click", () => setViewKind("time-order"));
-fiberSelect.addEventListener("change", () => selectProfile(Number(fiberSelect.value), true));
+fiberSelect.addEventListener("change", () => selectProfile(Number(fiberSelect.value)));
+
+window.addEventListener("resize", () => {
+  fitHeight();
+  scheduleDraw();
+});
 
 new ResizeObserver(() => {
   resizeCanvas();
