@@ -20,10 +20,7 @@ import { validateSpeedscope } from "../../src/model/validate";
 import { generateProfile } from "../support/generate";
 import { ARTIFACTS, FIXTURES, clone, readFixture } from "../support/paths";
 
-/**
- * The export pair the page is tested with: a real one written by `osprey --profile` when the
- * fixture exists (fixtures/driver/), else the running example of PROFILER.md.
- */
+/** The running example of PROFILER.md §(g.2), §(g.5); a real driver export is in fixtures/driver/ when present. */
 const DEMO_SUMMARY = readFixture("demo.profile.json");
 const DEMO_SPEEDSCOPE = readFixture("demo.speedscope.json");
 
@@ -288,8 +285,24 @@ test("a real driver export, when present, loads and renders", { skip: !fs.exists
   const stem = ss.slice(0, -".speedscope.json".length);
   const summary = JSON.parse(fs.readFileSync(path.join(dir, `${stem}.profile.json`), "utf8"));
   const speedscope = JSON.parse(fs.readFileSync(path.join(dir, ss), "utf8"));
+  // The program behind the fixture ran long enough for a meaningful profile (§(k) item 36).
+  assert.ok(summary.sampleCount >= 100, `only ${summary.sampleCount} samples in the driver fixture`);
   await fresh(summary, speedscope);
   assert.equal(await text("#error"), "");
+  assert.ok((await page.locator(".chip").count()) >= 1);
+  assert.ok((await page.locator("#hot tbody tr").count()) >= 1);
+  // Clicking the first user frame found posts its own file and line.
+  const doc = validateSpeedscope(speedscope);
+  const user = doc.frames.find((f) => /\.ospm?l?$/i.test(f.file) && f.line > 0);
+  if (user) {
+    const at = await debug(page, "locate", user.name);
+    if (at) {
+      await page.mouse.click(at.x, at.y);
+      await settle(page);
+      const sel = (await posted(page)).filter((m) => m.type === "select").pop();
+      assert.deepEqual(sel, { type: "select", file: at.file, line: at.line });
+    }
+  }
   assert.ok((await distinctColors(page)) > 10);
   await page.screenshot({ path: path.join(ARTIFACTS, "webview-driver.png") });
   assert.deepEqual(problems.errors, []);
