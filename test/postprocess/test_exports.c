@@ -280,11 +280,122 @@ static void test_atomic_write(void **st) {
   free(raw);
 }
 
+
+/* ---- the report example of PROFILER.md §(h), reproduced exactly ------------------------- */
+
+static const fake spec_table[] = {
+    {0x100, {"fib"}, {"/w/demo.osp"}, {3}, 1},
+    {0x11f, {"fib"}, {"/w/demo.osp"}, {5}, 1}, /* fib calling step */
+    {0x200, {"step"}, {"/w/demo.osp"}, {9}, 1},
+    {0x300, {"osp_gc_alloc"}, {"/opt/osprey/runtime/core/alloc.c"}, {41}, 1},
+    {0x3ff, {"main"}, {"/w/demo.osp"}, {14}, 1},
+    {0x410, {"main"}, {"/w/demo.osp"}, {14}, 1},
+    {0, {NULL}, {NULL}, {0}, 0},
+};
+
+/* Append `n` samples on `stack` of `row` whose weights sum to exactly `total` ns. */
+static void spec_samples(ospprof_buf *s, ospprof_buf *w, uint64_t *t, int row, int stack,
+                         int state, int n, uint64_t total) {
+  for (int i = 0; i < n; i++) {
+    uint64_t wi = total / (uint64_t)n + (i == 0 ? total % (uint64_t)n : 0);
+    ospprof_buf_printf(s, "%s[%llu,%d,%d,%d]", s->n > 1 ? "," : "", (unsigned long long)*t, row,
+                       stack, state);
+    ospprof_buf_printf(w, "%s%llu", w->n > 1 ? "," : "", (unsigned long long)wi);
+    *t += 400000;
+  }
+}
+
+static void test_spec_report_example(void **st) {
+  (void)st;
+  /* 3.10 s of on-CPU weight: fib 2.17 s self (+ step 0.62 s below it), osp_gc_alloc 0.28 s,
+   * main 0.03 s; 5556 samples: main 2910/3000 on-CPU, fiber-1 1980/2000, fiber-2 waiting */
+  ospprof_buf s = {0}, w = {0}, doc = {0};
+  ospprof_buf_putc(&s, '[');
+  ospprof_buf_putc(&w, '[');
+  uint64_t t = 0;
+  spec_samples(&s, &w, &t, 0, 0, 0, 2000, 1400000000); /* fib ← main */
+  spec_samples(&s, &w, &t, 0, 2, 0, 460, 280000000);   /* osp_gc_alloc ← main */
+  spec_samples(&s, &w, &t, 0, 3, 0, 50, 30000000);     /* main */
+  spec_samples(&s, &w, &t, 0, 0, 0, 400, 770000000);   /* fib ← main */
+  spec_samples(&s, &w, &t, 0, 3, 1, 90, 90000000);     /* main, waiting */
+  spec_samples(&s, &w, &t, 1, 1, 0, 980, 620000000);   /* step ← fib ← main */
+  spec_samples(&s, &w, &t, 1, 0, 0, 1000, 0);          /* zero-weight on-CPU samples */
+  spec_samples(&s, &w, &t, 1, 1, 1, 20, 20000000);
+  spec_samples(&s, &w, &t, 2, 3, 1, 556, 500000000);
+  ospprof_buf_putc(&s, ']');
+  ospprof_buf_putc(&w, ']');
+  ospprof_buf_printf(&doc,
+      "{\"version\":1,\"pid\":1,\"exe\":\"/w/demo\",\"rate_hz\":997,\"platform\":\"linux-x86_64\","
+      "\"start_unix_ns\":1000000000,\"end_unix_ns\":3400000000,\"images\":[{\"path\":\"/w/demo\","
+      "\"base\":65536,\"slide\":65536,\"text\":65536,\"text_size\":4096}],\"threads\":["
+      "{\"fiber\":0,\"label\":\"main\"},{\"fiber\":1,\"label\":\"fiber\"},{\"fiber\":2,\"label\":\"fiber\"}],"
+      "\"stacks\":[[65792,66560],[66048,65824,66560],[66304,66560],[66576]],\"samples\":%s,"
+      "\"dropped\":0,\"sample_weights_ns\":%s}", s.p, w.p);
+  run r;
+  ospprof_profile *p = build(doc.p, spec_table, "demo.osp", &r);
+  char *rep = report_text(p, "demo", false);
+  char *want = tu_slurp(GOLDEN_DIR "/spec.report.txt", NULL); /* copied from PROFILER.md §(h) */
+  assert_non_null(want);
+  assert_string_equal(rep, want);
+  free(rep);
+  /* with colour: the first three rows bold red, main yellow; bars uncoloured */
+  rep = report_text(p, "demo", true);
+  assert_non_null(strstr(rep, "████▎ \x1b[1;31m  70.0%   90.0%    2.17s    2.79s  fib  demo.osp:3\x1b[0m\n"));
+  assert_non_null(strstr(rep, "█▎    \x1b[1;31m  20.0%"));
+  assert_non_null(strstr(rep, "▌     \x1b[1;31m   9.0%"));
+  assert_non_null(strstr(rep, "      \x1b[33m   1.0%  100.0%    0.03s    3.10s  main  demo.osp:14\x1b[0m\n"));
+  free(rep);
+  free(want);
+  ospprof_profile_free(p);
+  tu_rmtree(r.dir);
+  free(r.dir);
+  ospprof_buf_free(&s);
+  ospprof_buf_free(&w);
+  ospprof_buf_free(&doc);
+}
+
+static void test_report_bars(void **st) {
+  (void)st;
+  /* eighths: floor(share × 48 + 0.5), capped at 48, padded to six cells */
+  static const struct { uint64_t self, rest; const char *bar; } cases[] = {
+      {1, 0, "██████"}, {1, 1, "███   "}, {1, 47, "▏     "}, {1, 200, "      "},
+      {6, 42, "▊     "}, {7, 41, "▉     "}, {15, 33, "█▉    "}, {47, 1, "█████▉"},
+      {3, 45, "▍     "}, {5, 43, "▋     "}, {2, 46, "▎     "}, {4, 44, "▌     "},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char doc[1024];
+    snprintf(doc, sizeof doc,
+             "{\"version\":1,\"pid\":1,\"exe\":\"/w/b\",\"rate_hz\":10,\"platform\":\"p\","
+             "\"start_unix_ns\":0,\"end_unix_ns\":0,\"images\":[{\"path\":\"/w/b\",\"base\":65536,"
+             "\"slide\":65536,\"text\":65536,\"text_size\":4096}],\"threads\":[{\"fiber\":0,"
+             "\"label\":\"main\"}],\"stacks\":[[65792],[66048]],\"samples\":[[0,0,0,0],[1,0,1,0]],"
+             "\"dropped\":0,\"sample_weights_ns\":[%llu,%llu]}",
+             (unsigned long long)cases[i].self, (unsigned long long)cases[i].rest);
+    run r;
+    ospprof_profile *p = build(doc, spec_table, "b.osp", &r);
+    char *rep = report_text(p, "b", false);
+    char line[256];
+    snprintf(line, sizeof line, "\n%s", cases[i].bar);
+    /* the fib row (self = cases[i].self) carries the bar */
+    char *row = strstr(rep, "  fib  demo.osp:3\n");
+    if (!row) fail_msg("no fib row in:\n%s", rep);
+    char *start = row;
+    while (start > rep && start[-1] != '\n') start--;
+    if (strncmp(start, cases[i].bar, strlen(cases[i].bar)) != 0)
+      fail_msg("case %zu: row %.*s", i, (int)(row - start + 17), start);
+    free(rep);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_running_example), cmocka_unit_test(test_empty_profile),
       cmocka_unit_test(test_single_sample),   cmocka_unit_test(test_sanitising),
       cmocka_unit_test(test_json_numbers),    cmocka_unit_test(test_atomic_write),
+      cmocka_unit_test(test_spec_report_example), cmocka_unit_test(test_report_bars),
   };
   return cmocka_run_group_tests_name("postprocess_exports", tests, NULL, NULL);
 }
