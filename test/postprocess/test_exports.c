@@ -10,6 +10,8 @@
  */
 #include "testutil.h"
 
+#include <pty.h>
+
 /* rel address → frames (innermost first) for the running example's /w/demo */
 typedef struct fake {
   uint64_t rel;
@@ -390,12 +392,37 @@ static void test_report_bars(void **st) {
   }
 }
 
+static void test_color_decision(void **st) {
+  (void)st;
+  /* colour only on a terminal, and only when NO_COLOR is unset or empty (§(h).5) */
+  int master, slave;
+  assert_int_equal(openpty(&master, &slave, NULL, NULL, NULL), 0);
+  FILE *tty = fdopen(slave, "w");
+  assert_non_null(tty);
+  char *mem = NULL;
+  size_t n = 0;
+  FILE *pipe_like = open_memstream(&mem, &n);
+  unsetenv("NO_COLOR");
+  assert_true(ospprof_color_wanted(tty));
+  assert_false(ospprof_color_wanted(pipe_like));
+  setenv("NO_COLOR", "", 1);
+  assert_true(ospprof_color_wanted(tty));
+  setenv("NO_COLOR", "1", 1);
+  assert_false(ospprof_color_wanted(tty));
+  unsetenv("NO_COLOR");
+  fclose(pipe_like);
+  free(mem);
+  fclose(tty);
+  close(master);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_running_example), cmocka_unit_test(test_empty_profile),
       cmocka_unit_test(test_single_sample),   cmocka_unit_test(test_sanitising),
       cmocka_unit_test(test_json_numbers),    cmocka_unit_test(test_atomic_write),
       cmocka_unit_test(test_spec_report_example), cmocka_unit_test(test_report_bars),
+      cmocka_unit_test(test_color_decision),
   };
   return cmocka_run_group_tests_name("postprocess_exports", tests, NULL, NULL);
 }
