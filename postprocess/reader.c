@@ -341,6 +341,9 @@ static bool parse_image(rd *r, const char **pp, parse *ps, size_t i) {
         *dst = v.str;
         v.str = NULL;
       }
+    } else if (key_is(&k, "symbols") && im->has_symbols) {
+      sem(r, "image %zu: duplicate key \"symbols\"", i);
+      if (!skip_value(r, pp)) { leaf_clear(&k); return false; }
     } else if (key_is(&k, "symbols")) {
       if (!open_c(r, pp, '[')) {
         if (!skip_value(r, pp)) { leaf_clear(&k); return false; }

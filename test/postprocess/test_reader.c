@@ -190,6 +190,12 @@ static void test_images_threads(void **st) {
   expect_variant("{\"fiber\":1,", "{", "t.json: thread 1: missing key \"fiber\"");
   expect_variant(",\"label\":\"fiber\"", "", "t.json: thread 1: missing key \"label\"");
   expect_variant(IMAGES, "\"images\":[3],", "t.json: image 0 must be an object");
+  expect_variant("\"arch\":\"x86_64\"}", "\"symbols\":[{\"name\":\"a\",\"addr\":1}],\"symbols\":[{\"name\":\"b\",\"addr\":2}]}",
+                 "t.json: image 0: duplicate key \"symbols\"");
+  expect_variant("\"arch\":\"x86_64\"}", "\"symbols\":[{\"addr\":1}]}",
+                 "t.json: image 0: symbol 0: missing key \"name\"");
+  expect_variant("\"arch\":\"x86_64\"}", "\"symbols\":[{\"name\":\"a\",\"addr\":-1}]}",
+                 "t.json: image 0: symbol 0: key \"addr\" must be a non-negative integer");
   expect_variant(THREADS, "\"threads\":[[]],", "t.json: thread 0 must be an object");
 }
 
