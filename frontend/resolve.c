@@ -130,12 +130,12 @@ static void resolve_ident(Resolver *r, Expr *e) {
             return;
         }
         if (r->cur_fn) {
-            for (int i = 0; i < r->filescope.len; i++) {
-                Sym *g = r->filescope.items[i];
-                if (strcmp(g->name, name) == 0) {
+            for (int i = 0; i < r->prog->nstmts; i++) {
+                Stmt *st = r->prog->stmts[i];
+                if (st->kind == S_LET && i > r->cur_fn->decl_index && strcmp(st->u.let.name, name) == 0) {
                     error(r, e->pos,
                           "`%s` is declared at line %d, below `%s`; a function may read only file-scope bindings declared above it",
-                          name, g->pos.line, r->cur_fn->name);
+                          name, st->u.let.name_pos.line, r->cur_fn->name);
                     return;
                 }
             }
@@ -397,7 +397,7 @@ int resolve_program(Program *prog, Diags *d) {
         r->fnrefs = NULL;
     }
     /* reading a file-scope binding before its initialiser has run */
-    if (r->errors == 0 && prog->fns.len > 0) {
+    if (prog->fns.len > 0) {
         int *marks = arena_alloc(r->a, sizeof(int) * (size_t)prog->fns.len);
         int stamp = 0;
         for (int i = 0; i < prog->nstmts; i++) {
@@ -405,6 +405,7 @@ int resolve_program(Program *prog, Diags *d) {
             if (s->kind == S_FN) continue;
             for (int k = 0; k < stmt_refs[i].len; k++) {
                 Expr *id = stmt_refs[i].items[k];
+                if (!id->u.ident.sym) continue;
                 FnDecl *via = NULL;
                 Sym *g = reads_uninitialised(id->u.ident.sym->fn, i, ++stamp, marks, prog, &via);
                 if (g) {
