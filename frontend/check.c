@@ -681,7 +681,7 @@ static Type *check_match(Checker *c, Expr *e) {
             break;
         }
         case PAT_UNSUPPORTED:
-            catchall = true;
+            seen_true = seen_false = seen_ok = seen_err = true;
             break;
         }
         if (pt && !ty_unify(tc, st, pt))

@@ -943,6 +943,27 @@ static FnDecl *parse_fn_decl(Parser *p) {
     return fn;
 }
 
+/* Report an unsupported declaration and skip it: up to the next line that starts at
+ * bracket depth 0 with something other than a continuation (`|`, `=`, a closer). */
+static Stmt *skip_unsupported_decl(Parser *p, const char *feature, const char *tier) {
+    Token *t = peek(p);
+    unsupported(p, t->pos, feature, tier);
+    int depth = 0;
+    next(p);
+    while (kind(p) != T_EOF) {
+        Token *k = peek(p);
+        if (k->nl_before && depth <= 0 && k->kind != P_BAR && k->kind != P_ASSIGN && k->kind != P_RBRACE &&
+            k->kind != P_RPAREN && k->kind != P_RBRACKET)
+            break;
+        if (k->kind == P_LPAREN || k->kind == P_LBRACE || k->kind == P_LBRACKET) depth++;
+        if (k->kind == P_RPAREN || k->kind == P_RBRACE || k->kind == P_RBRACKET) depth--;
+        next(p);
+    }
+    Stmt *s = stmt_new(p->a, S_UNSUPPORTED, t->pos);
+    s->u.feature = feature;
+    return s;
+}
+
 static Stmt *parse_stmt(Parser *p, bool top) {
     Token *t = peek(p);
     switch (t->kind) {
@@ -969,11 +990,11 @@ static Stmt *parse_stmt(Parser *p, bool top) {
         return s;
     }
     case K_TYPE:
-        fail(p, t->pos, "not supported yet: type declarations (records, unions, aliases) (Tier 2)");
+        return skip_unsupported_decl(p, "type declarations (records, unions, aliases)", "2");
     case K_EFFECT:
-        fail(p, t->pos, "not supported yet: effect declarations (Tier 2)");
+        return skip_unsupported_decl(p, "effect declarations", "2");
     case K_EXTERN:
-        fail(p, t->pos, "not supported yet: `extern` functions (Tier 3)");
+        return skip_unsupported_decl(p, "`extern` functions", "3");
     case K_IMPORT:
     case K_NAMESPACE:
     case K_MODULE:
