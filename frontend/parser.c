@@ -630,8 +630,28 @@ static Expr *parse_primary(Parser *p) {
         parse_args(p, &n);
         return unsup_expr(p, t->pos, "channels", "2");
     }
-    case K_HANDLE:
-        fail(p, t->pos, "not supported yet: effect handlers (`handle`) (Tier 2)");
+    case K_HANDLE: {
+        /* skip the arms up to `in` (at bracket depth 0), then parse the handled body */
+        next(p);
+        int depth = 0;
+        while (!(kind(p) == K_IN && depth == 0)) {
+            TokKind k = kind(p);
+            if (k == T_EOF) fail(p, t->pos, "expected `in` after the arms of `handle`");
+            if (k == P_LPAREN || k == P_LBRACE || k == P_LBRACKET) depth++;
+            if (k == P_RPAREN || k == P_RBRACE || k == P_RBRACKET) depth--;
+            next(p);
+        }
+        next(p);
+        bool nb = p->no_brace;
+        p->no_brace = false;
+        Expr *body = parse_expr(p);
+        p->no_brace = nb;
+        Expr *u = unsup_expr(p, t->pos, "effect handlers (`handle`)", "2");
+        u->u.unsup.subs = arena_alloc(p->a, sizeof(Expr *));
+        u->u.unsup.subs[0] = body;
+        u->u.unsup.nsubs = 1;
+        return u;
+    }
     case K_SELECT:
         fail(p, t->pos, "`select` is reserved and not supported");
     default:

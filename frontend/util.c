@@ -141,6 +141,10 @@ void diag_print(Diags *d, FILE *out) {
     if (d->items.len > 1) qsort(d->items.items, (size_t)d->items.len, sizeof(void *), diag_cmp);
     for (int i = 0; i < d->items.len; i++) {
         Diag *g = d->items.items[i];
+        if (i > 0) {
+            Diag *prev = d->items.items[i - 1];
+            if (prev->pos.line == g->pos.line && prev->pos.col == g->pos.col) continue; /* one error per position */
+        }
         fprintf(out, "%s:%d:%d: error: %s\n", d->path, g->pos.line, g->pos.col, g->msg);
         size_t len = 0;
         const char *ls = line_start(d, g->pos.line, &len);

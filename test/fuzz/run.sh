@@ -16,8 +16,13 @@ cp test/fuzz/corpus/* "$work"/ 2>/dev/null || true
 for f in test/programs/*.osp test/lit/*.osp test/lit/Inputs/*.osp examples/*.osp; do
   [ -e "$f" ] && cp "$f" "$work/seed-$(basename "$f")"
 done
-"$out/fuzz_frontend" "$work" -max_total_time="$secs" -jobs=1 -workers=1 -max_len=4096 \
-  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/"
+# -jobs=1 writes its log (fuzz-0.log) into the working directory: keep it in $out
+(cd "$out" && ./fuzz_frontend corpus-work -max_total_time="$secs" -jobs=1 -workers=1 -max_len=4096 \
+  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=./)
+if ls "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-* >/dev/null 2>&1; then
+  echo "fuzz: failures found:"; ls "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-* 2>/dev/null
+  exit 1
+fi
 mkdir -p "$out/merged"
 rm -f "$out/merged"/*
 "$out/fuzz_frontend" -merge=1 "$out/merged" "$work" >/dev/null 2>&1
