@@ -8,6 +8,8 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".osp", ".test"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
+# longer names first: lit substitutes in order
+config.substitutions.append(("%osprey_libdir", os.path.join(os.path.dirname(os.path.dirname(config.osprey)), "lib")))
 config.substitutions.append(("%osprey", config.osprey))
 config.substitutions.append(("%FileCheck", config.filecheck))
 config.substitutions.append(("%not", os.path.join(config.llvm_tools_dir, "not")))
