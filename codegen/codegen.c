@@ -349,11 +349,17 @@ static void print_line(CG *g, LLVMValueRef s) {
 
 static void set_fp_attr(CG *g, LLVMValueRef fn) {
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, g->fp_attr);
+    /* asynchronous unwind tables (.eh_frame), as C compilers emit by default */
+    unsigned uw = LLVMGetEnumAttributeKindForName("uwtable", 7);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, uw, 2));
+    unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, nu, 0));
 }
 
 static LLVMMetadataRef make_subprogram(CG *g, LLVMValueRef fn, const char *name, int line) {
+    bool local = LLVMGetLinkage(fn) == LLVMInternalLinkage;
     LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(g->dib, g->di_file, name, strlen(name), name, strlen(name), g->di_file,
-                                                     (unsigned)(line > 0 ? line : 1), g->di_fnty, 1, 1,
+                                                     (unsigned)(line > 0 ? line : 1), g->di_fnty, local, 1,
                                                      (unsigned)(line > 0 ? line : 1), LLVMDIFlagPrototyped,
                                                      g->opts->opt_level > 0);
     LLVMSetSubprogram(fn, sp);
@@ -1328,9 +1334,10 @@ LLVMModuleRef osp_codegen(LLVMContextRef ctx, const Program *prog, LLVMTargetMac
     const char *producer = "osprey " OSPREY_VERSION_STRING;
     g->di_cu = LLVMDIBuilderCreateCompileUnit(g->dib, LLVMDWARFSourceLanguageC, g->di_file, producer, strlen(producer),
                                               opts->opt_level > 0, "", 0, 0, "", 0,
-                                              opts->full_debug ? LLVMDWARFEmissionFull : LLVMDWARFEmissionLineTablesOnly,
+                                              LLVMDWARFEmissionFull,
                                               0, 0, 0, "", 0, "", 0);
-    g->di_fnty = LLVMDIBuilderCreateSubroutineType(g->dib, g->di_file, NULL, 0, LLVMDIFlagZero);
+    LLVMMetadataRef no_types[1] = {NULL}; /* return type unspecified, like C's `void f()` */
+    g->di_fnty = LLVMDIBuilderCreateSubroutineType(g->dib, g->di_file, no_types, 1, LLVMDIFlagZero);
     LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
                       LLVMValueAsMetadata(LLVMConstInt(g->i32, LLVMDebugMetadataVersion(), 0)));
     LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
