@@ -169,6 +169,38 @@ static int write_atomically(const char *path, const char *text) {
     return 0;
 }
 
+/* True if `prog` names an executable: a path, or a name found in $PATH. */
+static bool on_path(const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t n = end ? (size_t)(end - path) : strlen(path);
+        char buf[PATH_MAX];
+        if (n > 0 && n + strlen(prog) + 2 < sizeof buf) {
+            memcpy(buf, path, n);
+            snprintf(buf + n, sizeof buf - n, "/%s", prog);
+            if (access(buf, X_OK) == 0) return true;
+        }
+        if (!end) break;
+        path = end + 1;
+    }
+    return false;
+}
+
+/* The link compiler: $OSPREY_CC, else the configured default, else the first of
+ * clang-19, clang, gcc found in PATH (a fresh system may have no `cc`). */
+static const char *link_compiler(void) {
+    const char *cc = getenv("OSPREY_CC");
+    if (cc && *cc) return cc;
+    if (on_path(OSPREY_DEFAULT_CC)) return OSPREY_DEFAULT_CC;
+    static const char *const fallbacks[] = {"clang-19", "clang", "gcc"};
+    for (size_t i = 0; i < sizeof fallbacks / sizeof *fallbacks; i++)
+        if (on_path(fallbacks[i])) return fallbacks[i];
+    return OSPREY_DEFAULT_CC;
+}
+
 /* Link `obj` with the runtime into `exe`. Returns 0 or 1 (message printed). */
 static int link_program(const char *obj, const char *exe, bool profile) {
     char *bindir = self_dir();
@@ -185,8 +217,7 @@ static int link_program(const char *obj, const char *exe, bool profile) {
         free(rt);
         return 1;
     }
-    const char *cc = getenv("OSPREY_CC");
-    if (!cc || !*cc) cc = OSPREY_DEFAULT_CC;
+    const char *cc = link_compiler();
     const char *extra[] = OSPREY_LINK_EXTRA_FLAGS;
     const char *argv[32];
     int n = 0;
