@@ -14,6 +14,8 @@ config.substitutions.append(("%osprey", config.osprey))
 config.substitutions.append(("%FileCheck", config.filecheck))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%golden", config.golden))
+if config.prof_runtime:
+    config.available_features.add("prof-runtime")
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TMPDIR", "HOME", "PATH"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
