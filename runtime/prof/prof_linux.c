@@ -749,7 +749,6 @@ static void sampler_teardown(void) {
 static void *sampler_main(void *arg) {
     (void)arg;
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    pthread_setname_np(pthread_self(), "osprey-sampler");
     uint64_t rng = osp_prof__mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
     if (rng == 0) rng = 1;
     uint64_t deadline = osp_prof__mono_ns();
@@ -1011,6 +1010,7 @@ static bool session_start(const char *path, uint32_t rate, int *cause) {
     pthread_mutex_unlock(&g_reg);
     int rc = pthread_create(&g_sampler, NULL, sampler_main, NULL);
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (rc == 0) pthread_setname_np(g_sampler, "osprey-sampler"); /* visible in top, gdb */
     if (rc != 0) {
         pthread_mutex_lock(&g_reg);
         g_state = SESSION_IDLE;

@@ -9,7 +9,7 @@
  *   helper fork <path> <ms>      a forked child burns and exits; report whether <path>
  *                                exists after it ended; then burn
  *
- * Every mode first prints "threads=<n>" and the two variables as seen after boot.
+ * Every mode first prints "samplers=<n>" (running sampler threads) and the two variables as seen after boot.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -37,12 +37,20 @@ __attribute__((noinline)) double helper_hot(double ms) {
     return x;
 }
 
-static int threads(void) {
+/* Threads named "osprey-sampler" (sanitizer runtimes add threads of their own). */
+static int samplers(void) {
     DIR *d = opendir("/proc/self/task");
     int n = 0;
     struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') n++;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char path[128], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(comm, sizeof comm, f) && strcmp(comm, "osprey-sampler\n") == 0) n++;
+        fclose(f);
+    }
     if (d) closedir(d);
     return n;
 }
@@ -59,7 +67,7 @@ static void *exiting_worker(void *arg) {
 
 int main(int argc, char **argv) {
     const char *p = getenv("OSPREY_PROFILE"), *hz = getenv("OSPREY_PROFILE_HZ");
-    printf("threads=%d\nOSPREY_PROFILE=%s\nOSPREY_PROFILE_HZ=%s\n", threads(), p ? p : "<unset>",
+    printf("samplers=%d\nOSPREY_PROFILE=%s\nOSPREY_PROFILE_HZ=%s\n", samplers(), p ? p : "<unset>",
            hz ? hz : "<unset>");
     fflush(stdout);
     if (argc < 2) return 2;
@@ -78,7 +86,7 @@ int main(int argc, char **argv) {
         pid_t pid = fork();
         if (pid < 0) return 6;
         if (pid == 0) {
-            printf("child-threads=%d\n", threads());
+            printf("child-samplers=%d\n", samplers());
             helper_hot(atof(argv[3]) / 2);
             exit(0);
         }

@@ -431,3 +431,18 @@ out:
     free(img);
     return found;
 }
+
+int sampler_count(void) {
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char path[128], comm[64];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        if (read_text(path, comm, sizeof comm) > 0 && strcmp(comm, "osprey-sampler\n") == 0) n++;
+    }
+    closedir(d);
+    return n;
+}

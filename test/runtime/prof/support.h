@@ -104,5 +104,8 @@ bool elf_symbol(const char *path, const char *name, uint64_t *addr, uint64_t *si
 
 /* Number of threads of this process (entries of /proc/self/task). */
 int thread_count(void);
+/* Number of this process's threads named "osprey-sampler" (the profiler's sampler).
+ * Sanitizer runtimes start threads of their own, so tests count this instead. */
+int sampler_count(void);
 
 #endif

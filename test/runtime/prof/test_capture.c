@@ -36,6 +36,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RUNNING_UNDER_TSAN 1
+#endif
+#endif
+#ifndef RUNNING_UNDER_TSAN
+#define RUNNING_UNDER_TSAN 0
+#endif
+
 static char g_dir[PATH_MAX];
 
 static int setup(void **state) {
@@ -47,6 +56,13 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     scratch_cleanup(g_dir);
+    return 0;
+}
+
+/* After each test: a failed assertion must not leave a session running for the next. */
+static int end_session(void **state) {
+    (void)state;
+    osp_prof_session_end();
     return 0;
 }
 
@@ -101,10 +117,10 @@ static void test_capture_main_and_two_workers(void **state) {
     (void)state;
     char path[PATH_MAX];
     raw_path(path, sizeof path, "capture.json");
-    int threads_before = thread_count();
+    assert_int_equal(sampler_count(), 0);
     assert_true(osp_prof_session_begin(path, 2000));
     assert_true(osp_prof__active());
-    assert_int_equal(thread_count(), threads_before + 1); /* the sampler */
+    assert_int_equal(sampler_count(), 1);
     assert_false(osp_prof_session_begin(path, 2000));     /* one session at a time */
     struct worker w[2] = {{1, 0.4, 0, 0}, {2, 0.4, 0, 0}};
     pthread_t t[2];
@@ -113,7 +129,7 @@ static void test_capture_main_and_two_workers(void **state) {
     for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
     assert_true(osp_prof_session_end());
     assert_false(osp_prof__active());
-    assert_int_equal(thread_count(), threads_before); /* sampler joined */
+    assert_int_equal(sampler_count(), 0); /* joined */
     assert_false(osp_prof_session_end());
 
     struct stat sb;
@@ -523,7 +539,11 @@ static void test_blocked_in_foreign_calls(void **state) {
         print_message("blocked %d: %zu waiting (%zu with caller) %.3f s, %zu on-CPU, eintr %d, %.3f s\n", i,
                       st.n[1], with_caller, (double)st.w[1] / 1e9, st.n[0], b[i].eintr, b[i].elapsed);
         assert_true(st.n[1] >= 50);
-        assert_true(with_caller * 10 >= st.n[1] * 9);
+        /* Frame-pointer walks pass through libc's wrappers to our caller. Under
+         * ThreadSanitizer poll and read go through its interceptors, which are built
+         * without frame pointers and hide every caller (the documented limitation of
+         * code without frame pointers, §(c)); there only nanosleep is checked. */
+        if (!RUNNING_UNDER_TSAN || i == 0) assert_true(with_caller * 10 >= st.n[1] * 9);
         double waited = (double)st.w[1] / 1e9;
         assert_true(waited > 0.25 && waited < 0.5);
     }
@@ -749,7 +769,7 @@ static void test_fork_child_never_writes(void **state) {
         /* The child: inert. No cmocka asserts here; failures are exit codes. */
         int code = 0;
         struct sigaction cur;
-        if (thread_count() != 1) code = 1;
+        if (thread_count() != 1 || sampler_count() != 0) code = 1;
         if (sigaction(SIGPROF, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL) code = 2;
         if (osp_prof__active()) code = 3;
         osp_prof_thread_register(61, "child");
@@ -757,7 +777,7 @@ static void test_fork_child_never_writes(void **state) {
         osp_prof_block_end();
         osp_prof_thread_unregister();
         if (osp_prof_session_begin(path, 1000)) code = 4;
-        if (thread_count() != 1) code = 5;
+        if (sampler_count() != 0) code = 5;
         burn_cpu(0.03);
         exit(code); /* atexit handlers run: the profiler's must not write */
     }
@@ -808,17 +828,17 @@ static void test_truncated_stacks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_capture_main_and_two_workers),
-        cmocka_unit_test(test_second_session),
-        cmocka_unit_test(test_churn),
-        cmocka_unit_test(test_threads_exit_without_unregistering),
-        cmocka_unit_test(test_more_threads_than_slots),
-        cmocka_unit_test(test_blocked_in_foreign_calls),
-        cmocka_unit_test(test_blocking_region),
-        cmocka_unit_test(test_errno_preserved),
-        cmocka_unit_test(test_previous_handler_chained_and_restored),
-        cmocka_unit_test(test_fork_child_never_writes),
-        cmocka_unit_test(test_truncated_stacks),
+        cmocka_unit_test_teardown(test_capture_main_and_two_workers, end_session),
+        cmocka_unit_test_teardown(test_second_session, end_session),
+        cmocka_unit_test_teardown(test_churn, end_session),
+        cmocka_unit_test_teardown(test_threads_exit_without_unregistering, end_session),
+        cmocka_unit_test_teardown(test_more_threads_than_slots, end_session),
+        cmocka_unit_test_teardown(test_blocked_in_foreign_calls, end_session),
+        cmocka_unit_test_teardown(test_blocking_region, end_session),
+        cmocka_unit_test_teardown(test_errno_preserved, end_session),
+        cmocka_unit_test_teardown(test_previous_handler_chained_and_restored, end_session),
+        cmocka_unit_test_teardown(test_fork_child_never_writes, end_session),
+        cmocka_unit_test_teardown(test_truncated_stacks, end_session),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -39,6 +39,8 @@ struct run {
 };
 
 /* Run the helper with up to three variables (NULL entries skipped). */
+static bool g_no_leak_check;
+
 static void helper(struct run *r, const char *cwd, const char *v1, const char *v2, const char *v3,
                    const char *a1, const char *a2, const char *a3) {
     char *env[8];
@@ -49,7 +51,10 @@ static void helper(struct run *r, const char *cwd, const char *v1, const char *v
     /* Sanitizer runtimes read their options from the environment. */
     static char asan[512], tsan[512], ubsan[512];
     const char *o;
-    if ((o = getenv("ASAN_OPTIONS")) != NULL) env[n++] = (snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s", o), asan);
+    if ((o = getenv("ASAN_OPTIONS")) != NULL || g_no_leak_check)
+        env[n++] = (snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%s", o ? o : "",
+                             g_no_leak_check ? ":detect_leaks=0" : ""),
+                    asan);
     if ((o = getenv("TSAN_OPTIONS")) != NULL) env[n++] = (snprintf(tsan, sizeof tsan, "TSAN_OPTIONS=%s", o), tsan);
     if ((o = getenv("UBSAN_OPTIONS")) != NULL)
         env[n++] = (snprintf(ubsan, sizeof ubsan, "UBSAN_OPTIONS=%s", o), ubsan);
@@ -89,12 +94,12 @@ static void test_unset_or_empty_is_inert(void **state) {
     helper(&r, g_dir, NULL, "OSPREY_PROFILE_HZ=abc", NULL, "busy", "20", NULL);
     expect_clean_exit(&r);
     assert_string_equal(r.err, ""); /* HZ is not even looked at */
-    assert_non_null(strstr(r.out, "threads=1\n"));
+    assert_non_null(strstr(r.out, "samplers=0\n"));
     assert_non_null(strstr(r.out, "OSPREY_PROFILE_HZ=abc\n")); /* untouched */
     helper(&r, g_dir, "OSPREY_PROFILE=", NULL, NULL, "busy", "20", NULL);
     expect_clean_exit(&r);
     assert_string_equal(r.err, "");
-    assert_non_null(strstr(r.out, "threads=1\n"));
+    assert_non_null(strstr(r.out, "samplers=0\n"));
     assert_int_equal(stray_files(NULL), 0);
 }
 
@@ -113,7 +118,7 @@ static void test_active_boot(void **state) {
     expect_clean_exit(&r);
     assert_string_equal(r.err, "");
     /* Sampler running; both variables gone from the environment. */
-    assert_non_null(strstr(r.out, "threads=2\n"));
+    assert_non_null(strstr(r.out, "samplers=1\n"));
     assert_non_null(strstr(r.out, "OSPREY_PROFILE=<unset>\n"));
     assert_non_null(strstr(r.out, "OSPREY_PROFILE_HZ=<unset>\n"));
     struct stat sb;
@@ -207,7 +212,7 @@ static void test_path_too_long(void **state) {
     helper(&r, g_dir, var, NULL, NULL, "busy", "10", NULL);
     expect_clean_exit(&r);
     assert_string_equal(r.err, "osprey profiler: output path too long; profiling disabled\n");
-    assert_non_null(strstr(r.out, "threads=1\n"));
+    assert_non_null(strstr(r.out, "samplers=0\n"));
     /* Relative, too long only once joined to the working directory. */
     n = snprintf(var, sizeof var, "OSPREY_PROFILE=");
     size_t len = 4096 - strlen(g_dir) - 1;
@@ -253,10 +258,14 @@ static void test_forked_child_never_writes(void **state) {
     snprintf(path, sizeof path, "%s/fork.json", g_dir);
     snprintf(var, sizeof var, "OSPREY_PROFILE=%s", path);
     struct run r;
+    /* LeakSanitizer cannot check a forked child of a threaded process (it reports the
+     * parent's threads as unsuspended); it is not what this test is about. */
+    g_no_leak_check = true;
     helper(&r, g_dir, var, NULL, NULL, "fork", path, "60");
+    g_no_leak_check = false;
     expect_clean_exit(&r);
     assert_string_equal(r.err, "");
-    assert_non_null(strstr(r.out, "child-threads=1\n")); /* no sampler in the child */
+    assert_non_null(strstr(r.out, "child-samplers=0\n")); /* no sampler in the child */
     assert_non_null(strstr(r.out, "after-child=absent\n"));
     struct raw raw;
     raw_load(&raw, path);
