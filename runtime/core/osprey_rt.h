@@ -10,6 +10,9 @@
  * heap (osp_gc_alloc) and is never freed by the caller. Strings are NUL-terminated
  * UTF-8 byte strings; lengths count bytes.
  *
+ * Linking: a program links `libosprey_rt.a -lgc -lpthread -lm` (in that order; -lgc is
+ * Boehm GC, the Osprey heap). See docs/runtime.md.
+ *
  * Values: int is int64_t, float is double, bool is bool (i1 in IR), string is
  * `const char *`, Unit is the word 0, fiber/channel handles are int64_t ids, every
  * other value is a pointer to a heap block. Values crossing threads are boxed into one
@@ -65,6 +68,13 @@ void *osp_gc_alloc(size_t size);
  * unit (lines from concurrent fibers never interleave within a line). Flushed at exit.
  */
 void osp_print_line(const char *s);
+
+/*
+ * Write out everything buffered in the stdout stream now (added by the runtime; not
+ * needed by generated code, which relies on the flush at exit). Use it before handing
+ * fd 1 to other code: fork, exec, a foreign call that writes to fd 1 [T3].
+ */
+void osp_stdout_flush(void);
 
 /* Renderings of §8. Each returns a new heap string. */
 const char *osp_show_int(int64_t v);   /* decimal, e.g. "-42" */

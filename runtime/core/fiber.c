@@ -1,0 +1,207 @@
+/*
+ * Fibers, the shared handle-id table, yield and sleep (LANGUAGE.md §11.1, §11.2, §14.5;
+ * PROFILER.md §(d) registration sites and blocking regions, §(b.3) "No early returns").
+ *
+ * A fiber is one detached OS thread created through the collector (GC_pthread_create),
+ * so its stack is scanned and it may allocate. Its record lives on the Osprey heap and
+ * stays reachable from the handle table for the life of the process: ids are never
+ * reused and awaiting a fiber again returns the same value. Nobody joins fiber threads;
+ * a fiber that is never awaited simply ends (no zombie thread) or is discarded at exit.
+ */
+#include "rt_internal.h"
+#include "osp_prof.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- handle table --------------------------------------------------------------------- */
+
+/*
+ * Two levels: a directory of chunk pointers, each chunk holding OSP_HANDLE_CHUNK entries
+ * indexed by id. Both levels are uncollectable collector memory, so they are scanned
+ * as roots and keep the registered objects alive. Guarded by one mutex: lookups happen
+ * on await / fiberDone / channel operations, never in a hot loop of generated code.
+ */
+#define OSP_HANDLE_CHUNK 1024
+
+typedef struct {
+    void *object;
+    int64_t kind;
+} handle_entry;
+
+static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
+static handle_entry **handle_dir;
+static size_t handle_dir_len;
+static int64_t handle_next = 1;
+
+int64_t osp_handle_register(int kind, void *object) {
+    osp_rt_heap_init();
+    pthread_mutex_lock(&handle_lock);
+    int64_t id = handle_next;
+    size_t chunk = (size_t)id / OSP_HANDLE_CHUNK;
+    if (chunk >= handle_dir_len) {
+        size_t len = handle_dir_len ? handle_dir_len * 2 : 16;
+        while (len <= chunk) len *= 2;
+        handle_entry **dir = GC_MALLOC_UNCOLLECTABLE(len * sizeof *dir);
+        if (dir == NULL) osp_fatal_oom();
+        if (handle_dir_len) memcpy(dir, handle_dir, handle_dir_len * sizeof *dir);
+        if (handle_dir) GC_FREE(handle_dir);
+        handle_dir = dir;
+        handle_dir_len = len;
+    }
+    if (handle_dir[chunk] == NULL) {
+        handle_dir[chunk] = GC_MALLOC_UNCOLLECTABLE(OSP_HANDLE_CHUNK * sizeof(handle_entry));
+        if (handle_dir[chunk] == NULL) osp_fatal_oom();
+    }
+    handle_dir[chunk][(size_t)id % OSP_HANDLE_CHUNK] = (handle_entry){object, kind};
+    handle_next = id + 1;
+    pthread_mutex_unlock(&handle_lock);
+    return id;
+}
+
+void *osp_handle_lookup(int64_t id, int kind) {
+    void *object = NULL;
+    pthread_mutex_lock(&handle_lock);
+    if (id >= 1 && id < handle_next) {
+        handle_entry e = handle_dir[(size_t)id / OSP_HANDLE_CHUNK][(size_t)id % OSP_HANDLE_CHUNK];
+        if (e.kind == kind) object = e.object;
+    }
+    pthread_mutex_unlock(&handle_lock);
+    return object;
+}
+
+/* ---- fibers ------------------------------------------------------------------------------ */
+
+typedef struct osp_fiber {
+    osp_thunk_fn thunk;
+    void *env;      /* owned by the fiber; cleared once the thunk has it */
+    void *handlers; /* [T2] copy of the spawner's effect-handler stack (osp_eff_copy) */
+    osp_word result;
+    int64_t id;
+    atomic_int done; /* 1 once `result` is published */
+} osp_fiber;
+
+/*
+ * Completion is signalled on one of a few striped (mutex, condition) pairs chosen by
+ * id, rather than one pair per fiber: records stay small (a program may spawn millions
+ * of fibers over its life and every record is kept), and waiters on other fibers of the
+ * same stripe just re-check their own flag.
+ */
+#define OSP_FIBER_STRIPES 64
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+} stripes[OSP_FIBER_STRIPES];
+static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
+
+static void stripes_init(void) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    for (int i = 0; i < OSP_FIBER_STRIPES; i++) {
+        pthread_mutex_init(&stripes[i].lock, NULL);
+        pthread_cond_init(&stripes[i].cond, &ca);
+    }
+    pthread_condattr_destroy(&ca);
+}
+
+static _Thread_local int64_t current_fiber_id;
+
+int64_t osp_fiber_current_id(void) { return current_fiber_id; }
+
+/* Thread entry of every fiber (PROFILER.md §(d): register before the body, unregister
+ * after it and before completion is signalled). */
+static void *osp_fiber_entry(void *arg) {
+    osp_fiber *f = arg;
+    current_fiber_id = f->id;
+    osp_prof_thread_register(f->id, "fiber");
+    /* [T2] adopt f->handlers as this thread's effect-handler stack here. */
+    void *env = f->env;
+    f->env = NULL;
+    osp_word value = f->thunk(env);
+    osp_prof_thread_unregister();
+
+    size_t s = (size_t)f->id % OSP_FIBER_STRIPES;
+    pthread_mutex_lock(&stripes[s].lock);
+    f->result = value;
+    atomic_store_explicit(&f->done, 1, memory_order_release);
+    pthread_cond_broadcast(&stripes[s].cond);
+    pthread_mutex_unlock(&stripes[s].lock);
+    return NULL;
+}
+
+int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
+    osp_rt_heap_init();
+    pthread_once(&stripes_once, stripes_init);
+    osp_fiber *f = osp_gc_alloc(sizeof *f);
+    f->thunk = thunk;
+    f->env = env;
+    f->id = osp_handle_register(OSP_HANDLE_FIBER, f);
+
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0) rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    if (rc == 0) rc = GC_pthread_create(&thread, &attr, osp_fiber_entry, f);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) osp_fatalf("cannot start fiber: %s", strerror(rc));
+    return f->id;
+}
+
+osp_word osp_fiber_wait(int64_t id) {
+    osp_fiber *f = osp_handle_lookup(id, OSP_HANDLE_FIBER);
+    if (f == NULL) osp_fatalf("await of unknown fiber %lld", (long long)id);
+    if (atomic_load_explicit(&f->done, memory_order_acquire)) return f->result;
+    if (id == current_fiber_id) osp_fatalf("fiber %lld awaits itself", (long long)id);
+
+    size_t s = (size_t)id % OSP_FIBER_STRIPES;
+    osp_prof_block_begin();
+    pthread_mutex_lock(&stripes[s].lock);
+    while (!atomic_load_explicit(&f->done, memory_order_acquire))
+        pthread_cond_wait(&stripes[s].cond, &stripes[s].lock);
+    osp_word value = f->result;
+    pthread_mutex_unlock(&stripes[s].lock);
+    osp_prof_block_end();
+    return value;
+}
+
+int64_t osp_fiber_state(int64_t id) {
+    osp_fiber *f = osp_handle_lookup(id, OSP_HANDLE_FIBER);
+    if (f == NULL) return -1;
+    return atomic_load_explicit(&f->done, memory_order_acquire) ? 1 : 0;
+}
+
+void osp_fiber_yield(void) { sched_yield(); }
+
+/* ---- sleep ---------------------------------------------------------------------------- */
+
+void osp_sleep_ms(int64_t ms) {
+    if (ms <= 0) return;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    int64_t sec = ms / 1000;
+    long nsec = (long)(ms % 1000) * 1000000L;
+    if ((int64_t)deadline.tv_sec > INT64_MAX - sec - 1) {
+        deadline.tv_sec = (time_t)INT64_MAX; /* ~292 billion years: forever */
+        deadline.tv_nsec = 0;
+    } else {
+        deadline.tv_sec += (time_t)sec;
+        deadline.tv_nsec += nsec;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec += 1;
+            deadline.tv_nsec -= 1000000000L;
+        }
+    }
+    osp_prof_block_begin();
+    int rc;
+    /* An absolute deadline: a signal (profiler, collector, user) interrupts the call
+     * with EINTR and we simply sleep again to the same instant, never returning early. */
+    while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL)) == EINTR) {
+    }
+    osp_prof_block_end();
+    if (rc != 0) osp_fatalf("sleep failed: %s", strerror(rc));
+}

@@ -1,0 +1,99 @@
+/*
+ * rt_internal.h — declarations shared by the runtime/core sources (not part of the ABI
+ * that generated code calls; see osprey_rt.h for that). Unit tests in test/runtime/core
+ * include it to reach the stream and the handle table directly.
+ *
+ * Source: ../shared/spec/LANGUAGE.md §8 (one stdout stream), §11 (shared id counter),
+ * §2 and §14 (runtime failures); docs/runtime.md describes the behaviour.
+ */
+#ifndef OSP_RT_INTERNAL_H
+#define OSP_RT_INTERNAL_H
+
+/* Boehm GC with thread support; thread calls are made explicitly (GC_pthread_create),
+ * never through macro redirection, so it is clear where threads are created. */
+#ifndef GC_THREADS
+#define GC_THREADS 1
+#endif
+#ifndef GC_NO_THREAD_REDIRECTS
+#define GC_NO_THREAD_REDIRECTS 1
+#endif
+#include <gc/gc.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "osprey_rt.h"
+
+/* ---- heap ------------------------------------------------------------------------- */
+
+/*
+ * Initialise the Boehm collector once (fork handling on, warnings silenced, foreign
+ * threads allowed to register). Called by osp_rt_start and lazily by every allocating
+ * entry point, so a call before osp_rt_start is safe. Must first run on the main thread.
+ */
+void osp_rt_heap_init(void);
+
+/*
+ * Copy `n` bytes of `s` into a new NUL-terminated string on the Osprey heap (pointer-free
+ * memory, never freed by the caller). Exits with `fatal: out of memory` on exhaustion.
+ */
+char *osp_str_dup_n(const char *s, size_t n);
+
+/* ---- runtime failures --------------------------------------------------------------- */
+
+/*
+ * Flush the stdout stream, write `fatal: <formatted message>\n` to stderr in one write,
+ * then exit(1) (atexit handlers run, so the profiler still writes its file). Concurrent
+ * fatal exits are serialised: the first one wins, later callers block until the process
+ * ends.
+ */
+_Noreturn void osp_fatalf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* `fatal: out of memory` without allocating. */
+_Noreturn void osp_fatal_oom(void);
+
+/* ---- the stdout stream (LANGUAGE.md §8) ------------------------------------------------ */
+
+/*
+ * Write `n` bytes of `s` and then "\n" to the stdout stream as one unit under the stream
+ * lock. `s` may contain NUL or newline bytes; nothing is interpreted. Buffered when fd 1
+ * is not a terminal (flushed when the 64 KiB buffer fills, at exit and before fatal
+ * exits), written at once when it is a terminal. Write errors other than EINTR/EAGAIN
+ * discard the output silently (as C's stdio does); EAGAIN waits with poll(2).
+ */
+void osp_stream_write_line(const char *s, size_t n);
+
+/* printf-style convenience over osp_stream_write_line (the format excludes the "\n"). */
+void osp_stream_printf_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Flush the buffer and re-detect whether fd 1 is a terminal (tests call it after
+ * dup2 onto fd 1 in a forked child). Also clears the "exit in progress" state.
+ */
+void osp_stream_rebind(void);
+
+/* Set up the stream once: terminal detection, atexit flush, fork handlers. */
+void osp_stream_init(void);
+
+/* ---- handle ids shared by fibers and channels (LANGUAGE.md §11.1, §11.3) --------------- */
+
+enum { OSP_HANDLE_FIBER = 1, OSP_HANDLE_CHANNEL = 2 };
+
+/*
+ * Take the next id from the one process-wide counter (starting at 1, never reused) and
+ * record `object` (an Osprey-heap pointer; the table keeps it alive for the life of the
+ * process) under it with `kind`. Thread-safe. Returns the id.
+ */
+int64_t osp_handle_register(int kind, void *object);
+
+/* The object registered under `id` if it has `kind`, else NULL (unknown id or other kind). */
+void *osp_handle_lookup(int64_t id, int kind);
+
+/* ---- fibers --------------------------------------------------------------------------- */
+
+/* Id of the fiber running on the calling thread; 0 on the main thread or a foreign one. */
+int64_t osp_fiber_current_id(void);
+
+#endif /* OSP_RT_INTERNAL_H */
