@@ -61,7 +61,9 @@ enum { SCHED_RUNNABLE, SCHED_BLOCKED, SCHED_GONE };
 struct ring_entry {
     uint64_t seq;        /* the request this answers (slot's req_seq when the handler ran) */
     uint64_t cpu_end_ns; /* the thread's CPU clock when the handler finished its walk */
-    uint32_t n, truncated;
+    uint32_t n;
+    uint16_t truncated;
+    uint16_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
     uintptr_t pcs[OSP_PROF_MAX_FRAMES];
 };
 
@@ -86,6 +88,8 @@ struct sampler_state {
     bool ep_on, ep_lost;    /* blocking episode outside a region (§(b.2) case 3) */
     int64_t ep_stack;       /* its captured stack, -1 until the capture arrives */
     uint64_t ep_pre_w;      /* waiting weight accumulated before a capture could be sent */
+    int64_t ans_stack;      /* stack of the last answer, while no progress was seen since */
+    bool ans_in_syscall;    /* ... and that answer interrupted a blocking system call */
     uint32_t blk_seq_cached;
     int64_t blk_stack_cached;
     int stat_fd;            /* cached /proc/self/task/<tid>/stat, or -1 */
@@ -254,16 +258,19 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
     }
     const ucontext_t *uc = ucv;
     uintptr_t pc, fp, sp, lr;
+    long ret; /* the system-call return register */
 #if defined(__x86_64__)
     pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
     sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     lr = 0;
+    ret = (long)uc->uc_mcontext.gregs[REG_RAX];
 #elif defined(__aarch64__)
     pc = (uintptr_t)uc->uc_mcontext.pc;
     fp = (uintptr_t)uc->uc_mcontext.regs[29];
     sp = (uintptr_t)uc->uc_mcontext.sp;
     lr = (uintptr_t)uc->uc_mcontext.regs[30];
+    ret = (long)uc->uc_mcontext.regs[0];
 #endif
     /* Nothing below the interrupted stack pointer is a frame, and everything between it
      * and the top of the stack is mapped: a tighter lower bound than the registered one
@@ -274,6 +281,9 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
     e->seq = atomic_load_explicit(&s->req_seq, memory_order_acquire);
     e->n = (uint32_t)osp_prof__fp_walk(pc, fp, lr, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES, &truncated);
     e->truncated = truncated;
+    /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)
+     * returns -EINTR in the return register: the stack is the thread's blocking stack. */
+    e->in_syscall = ret == -EINTR;
     struct timespec ts;
     e->cpu_end_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
                         ? (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec
@@ -459,6 +469,7 @@ static void register_current(int64_t fiber_id, const char *label) {
     s->sm.last_t = osp_prof__mono_ns();
     s->sm.cpu_req = s->sm.cpu_base = cpu0;
     s->sm.ep_stack = -1;
+    s->sm.ans_stack = -1;
     s->sm.blk_stack_cached = -1;
     s->sm.stat_fd = -1;
     s->sm.ring_full_seen = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
@@ -596,6 +607,8 @@ static void drain(struct slot *s) {
                                     m->pend_capture ? 1 : 0, m->pend_w);
                 if (m->pend_capture && m->ep_on) m->ep_stack = k;
             }
+            m->ans_stack = k;
+            m->ans_in_syscall = e->in_syscall != 0;
             m->pend_on = false;
             if (e->cpu_end_ns != 0 && e->cpu_end_ns + RESTART_ALLOWANCE_NS > m->cpu_base)
                 m->cpu_base = e->cpu_end_ns + RESTART_ALLOWANCE_NS;
@@ -639,6 +652,7 @@ static void examine(struct slot *s, uint64_t t) {
     if (c > m->cpu_base) {
         m->cpu_base = c;
         m->ep_on = false;
+        m->ans_stack = -1; /* the thread has moved since that answer */
         if (!m->pend_on) {
             uint64_t w = c - m->cpu_req + m->carry_w;
             m->cpu_req = c;
@@ -660,6 +674,10 @@ static void examine(struct slot *s, uint64_t t) {
         m->ep_lost = false;
         m->ep_stack = -1;
         m->ep_pre_w = 0;
+        /* An answer that interrupted a blocking call, with no progress since: it was
+         * taken in this very wait, so the episode needs no capture signal of its own
+         * (the request was sent when the thread had just run and then blocked). */
+        if (m->ans_stack >= 0 && m->ans_in_syscall && !m->pend_on) m->ep_stack = m->ans_stack;
     }
     if (m->ep_stack >= 0) {
         osp_prof__store_add(&g_store, t_rel(t), s->row, (uint32_t)m->ep_stack, 1, wall);

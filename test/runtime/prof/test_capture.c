@@ -444,6 +444,7 @@ struct blocked {
     int eintr;
     double elapsed;
     ssize_t got;
+    _Atomic double t0; /* set just before blocking */
 };
 
 __attribute__((noinline)) void sleeper_nanosleep(struct blocked *b) {
@@ -479,6 +480,7 @@ void *blocked_thread_main(void *p) {
     osp_prof_thread_register(30 + b->kind, "blocked");
     burn_cpu(0.03); /* a stale stack would show hot_loop */
     double t0 = mono_seconds();
+    atomic_store(&b->t0, t0);
     if (b->kind == 0) sleeper_nanosleep(b);
     else if (b->kind == 1) sleeper_poll(b);
     else sleeper_read(b);
@@ -493,12 +495,17 @@ static void test_blocked_in_foreign_calls(void **state) {
     raw_path(path, sizeof path, "blocked.json");
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    struct blocked b[3] = {{0, -1, 0.4, 0, 0, 0}, {1, -1, 0.4, 0, 0, 0}, {2, fds[0], 0, 0, 0, 0}};
+    struct blocked b[3] = {{0, -1, 0.4, 0, 0, 0, 0}, {1, -1, 0.4, 0, 0, 0, 0}, {2, fds[0], 0, 0, 0, 0, 0}};
     assert_true(osp_prof_session_begin(path, 2000));
     pthread_t t[3];
     for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&t[i], NULL, blocked_thread_main, &b[i]), 0);
-    /* The main thread is registered too: its sleep may see EINTR. */
-    double wake = mono_seconds() + 0.45;
+    /* Write 0.4 s after the reader blocked. The main thread is registered too: its
+     * sleeps may see EINTR, so it polls the clock. */
+    while (atomic_load(&b[2].t0) == 0) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    double wake = atomic_load(&b[2].t0) + 0.4;
     while (mono_seconds() < wake) {
         struct timespec ts = {0, 10000000};
         nanosleep(&ts, NULL);
@@ -514,7 +521,7 @@ static void test_blocked_in_foreign_calls(void **state) {
      * when the thread blocked) — not once per tick. */
     assert_true(b[0].elapsed >= 0.4 - 1e-3);
     assert_true(b[1].elapsed >= 0.4 - 1e-3);
-    assert_true(b[2].elapsed >= 0.35);
+    assert_true(b[2].elapsed >= 0.4 - 1e-3);
     assert_int_equal(b[2].got, 1);
     assert_int_equal(b[2].eintr, 0);
     assert_true(b[0].eintr <= 2);
