@@ -306,10 +306,22 @@ static ssize_t stat_read_fd(int fd, char *buf, size_t cap) {
     return n;
 }
 
+/* Decimal digits of a positive id into `out` (at least 12 bytes); returns the length. */
+static size_t format_id(char *out, pid_t id) {
+    char tmp[12];
+    size_t n = 0;
+    unsigned v = (unsigned)id;
+    do tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* Whether a stat line belongs to thread `tid` ("<tid> (comm) ..."). */
 static bool stat_names(const char *buf, pid_t tid) {
-    char want[24];
-    int k = snprintf(want, sizeof want, "%d (", (int)tid);
-    return k > 0 && strncmp(buf, want, (size_t)k) == 0;
+    char digits[12];
+    size_t n = format_id(digits, tid);
+    return strncmp(buf, digits, n) == 0 && buf[n] == ' ' && buf[n + 1] == '(';
 }
 
 static void stat_fd_forget(struct slot *s, bool close_it) {
@@ -340,8 +352,10 @@ static int sched_state(struct slot *s) {
         }
     }
     if (n < 0) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)s->tid);
+        char path[64] = "/proc/self/task/";
+        size_t k = strlen(path);
+        k += format_id(path + k, s->tid);
+        memcpy(path + k, "/stat", 6);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return errno == ENOENT || errno == ESRCH ? SCHED_GONE : SCHED_BLOCKED;
         n = stat_read_fd(fd, buf, sizeof buf);
@@ -494,22 +508,16 @@ OSP_PROF_PUBLIC void osp_prof_thread_unregister(void) {
 
 /* ---- blocking regions (§(b.3), §(c) item 6, §(d)) --------------------------------------- */
 
-/* Kept out of line with its own frame: the capture starts from this function's frame
- * record, and frame 0 is its return address minus 1 (the call site in the runtime's
- * waiting function). Lock-free and allocation-free. */
-OSP_PROF_PUBLIC __attribute__((noinline)) void osp_prof_block_begin(void) {
-    if (!atomic_load_explicit(&g_on, memory_order_relaxed)) return;
-    struct slot *s = t_slot;
-    if (s == NULL) return;
-    if (s->block_depth++ > 0) return;
-    uintptr_t self_fp = (uintptr_t)__builtin_frame_address(0);
-    uintptr_t ret = (uintptr_t)__builtin_return_address(0);
+/* The capture of osp_prof_block_begin, out of line so that the hook's fast path (no
+ * session, no slot, nested region) stays a few instructions. `hook_fp` is the hook's
+ * frame record {caller's fp, return address}; the walk starts at the caller's record,
+ * with frame 0 = the hook's return address - 1 standing for the call site in the
+ * runtime's waiting function (§(c) item 6). */
+static __attribute__((noinline)) void block_capture(struct slot *s, uintptr_t hook_fp, uintptr_t ret) {
     uintptr_t pcs[OSP_PROF_MAX_FRAMES];
     bool truncated;
-    /* Our frame record is {caller's fp, our return address}: the walk starts at the
-     * caller's record, with frame 0 = ret - 1 standing for the call site. */
-    uintptr_t caller_fp = *(const uintptr_t *)self_fp;
-    uintptr_t lo = s->lo > self_fp ? s->lo : self_fp;
+    uintptr_t caller_fp = *(const uintptr_t *)hook_fp;
+    uintptr_t lo = s->lo > hook_fp ? s->lo : hook_fp;
     size_t n = osp_prof__fp_walk(ret - 1, caller_fp, 0, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated);
     uint32_t q = atomic_load_explicit(&s->block_seq, memory_order_relaxed);
     atomic_store_explicit(&s->block_seq, q + 1, memory_order_relaxed);
@@ -519,6 +527,15 @@ OSP_PROF_PUBLIC __attribute__((noinline)) void osp_prof_block_begin(void) {
     atomic_store_explicit(&s->block_trunc, truncated, memory_order_relaxed);
     atomic_store_explicit(&s->block_seq, q + 2, memory_order_release);
     atomic_store_explicit(&s->in_block, 1, memory_order_release);
+}
+
+/* Kept out of line with its own frame record (the runtime is built with frame
+ * pointers): the capture starts from it. Lock-free and allocation-free. */
+OSP_PROF_PUBLIC __attribute__((noinline)) void osp_prof_block_begin(void) {
+    if (!atomic_load_explicit(&g_on, memory_order_relaxed)) return;
+    struct slot *s = t_slot;
+    if (s == NULL || s->block_depth++ > 0) return;
+    block_capture(s, (uintptr_t)__builtin_frame_address(0), (uintptr_t)__builtin_return_address(0));
 }
 
 OSP_PROF_PUBLIC void osp_prof_block_end(void) {
