@@ -691,13 +691,15 @@ static void examine(struct slot *s, uint64_t t) {
         m->ep_lost = false;
         m->ep_stack = -1;
         m->ep_pre_w = 0;
-        /* An answer that interrupted a blocking call, with no progress since: it was
-         * taken in this very wait, so the episode needs no capture signal of its own
-         * (the request was sent when the thread had just run and then blocked). */
-        if (m->ans_stack >= 0 && m->ans_in_syscall && !m->pend_on) m->ep_stack = m->ans_stack;
     }
+    /* An answer that interrupted a blocking call, with no progress since, was taken in
+     * this very wait: the episode needs no capture signal of its own. (This is the usual
+     * case when a thread runs and then blocks between two ticks: the on-CPU request sent
+     * for its last run lands in the wait.) */
+    if (m->ep_stack < 0 && !m->pend_on && m->ans_stack >= 0 && m->ans_in_syscall) m->ep_stack = m->ans_stack;
     if (m->ep_stack >= 0) {
-        osp_prof__store_add(&g_store, t_rel(t), s->row, (uint32_t)m->ep_stack, 1, wall);
+        osp_prof__store_add(&g_store, t_rel(t), s->row, (uint32_t)m->ep_stack, 1, m->ep_pre_w + wall);
+        m->ep_pre_w = 0;
     } else if (m->pend_on && m->pend_capture) {
         m->pend_w += wall; /* ticks before the capture arrives add to its sample */
     } else if (m->pend_on) {
