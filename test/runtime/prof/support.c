@@ -197,7 +197,8 @@ void raw_load(struct raw *r, const char *path) {
         assert_true(cJSON_IsArray(s));
         int n = cJSON_GetArraySize(s);
         assert_true(n >= 1 && n <= 128);
-        for (const cJSON *a = s->child; a; a = a->next) assert_true(is_int(a) && a->valuedouble >= 0);
+        /* Any unsigned 64-bit value is an address; scan_stacks parses them exactly. */
+        for (const cJSON *a = s->child; a; a = a->next) assert_true(cJSON_IsNumber(a) && a->valuedouble >= 0);
         r->stack_len[i] = (uint32_t)n;
         r->stacks[i] = calloc((size_t)n, sizeof **r->stacks);
     }

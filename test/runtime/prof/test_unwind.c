@@ -158,6 +158,15 @@ static void test_small_return_address_and_big_frame(void **state) {
     frame(f1, f2, R(1));
     frame(f2, p.lo + 0x300, 4095);
     assert_int_equal(walk(&p, f1, 0, out, &trunc), 2);
+#if defined(__x86_64__)
+    /* Nor is a value beyond the user address space (a stack word read through a frame
+     * without a frame record). */
+    frame(f2, p.lo + 0x300, (uintptr_t)0x26f75f5c7f650b35ull);
+    assert_int_equal(walk(&p, f1, 0, out, &trunc), 2);
+    frame(f2, p.lo + 0x300, ((uintptr_t)1 << 56) - 16);
+    frame(p.lo + 0x300, 0, R(3));
+    assert_int_equal(walk(&p, f1, 0, out, &trunc), 4); /* 5-level paging user space */
+#endif
     unplant(&p);
 
     /* A frame bigger than 1 MiB ends the walk (its return address is kept). */
