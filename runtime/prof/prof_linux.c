@@ -43,12 +43,13 @@
 #define NSLOTS 1024                      /* live registered threads, §(d) "at least 1024" */
 #define RING_N 8                         /* ring entries per slot, §(b.3) "at least 8" */
 #define ANSWER_TIMEOUT_NS 1000000000ull  /* a request unanswered after 1 s is no_answer */
-/* CPU time a thread may consume after our own handler returned (sigreturn, restart of
- * the interrupted call, an EINTR retry) without that counting as progress; without this
- * allowance, answering a capture signal would itself look like progress and a blocked
- * thread would be signalled every tick. Real work is far above it at any rate we allow
- * (the shortest tick at 10 kHz is 70 µs). */
-#define RESTART_ALLOWANCE_NS 50000ull
+/* CPU time a thread may consume between a request and the next tick without that
+ * counting as progress, once the request has been answered: the cost of taking our own
+ * signal (delivery, the handler, sigreturn, restarting the interrupted call or an EINTR
+ * retry). Without this allowance, answering a capture signal would itself look like
+ * progress and a blocked thread would be signalled every tick. A thread that really runs
+ * is far above it at any rate we allow (the shortest tick at 10 kHz is 70 µs). */
+#define SIGNAL_ALLOWANCE_NS 50000ull
 #define MAX_STAT_FDS 64                  /* cached /proc/self/task/<tid>/stat descriptors */
 #define SLEEP_CHUNK_NS 20000000ull       /* the sampler notices a stop within 20 ms */
 
@@ -60,7 +61,6 @@ enum { SCHED_RUNNABLE, SCHED_BLOCKED, SCHED_GONE };
 
 struct ring_entry {
     uint64_t seq;        /* the request this answers (slot's req_seq when the handler ran) */
-    uint64_t cpu_end_ns; /* the thread's CPU clock when the handler finished its walk */
     uint32_t n;
     uint16_t truncated;
     uint16_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
@@ -85,6 +85,7 @@ struct sampler_state {
     uint64_t ring_full_seen;
     bool pend_on, pend_capture;
     uint64_t pend_seq, pend_t, pend_w, pend_sent;
+    uint64_t pend_cpu;      /* the thread's CPU clock when the request was sent */
     bool ep_on, ep_lost;    /* blocking episode outside a region (§(b.2) case 3) */
     int64_t ep_stack;       /* its captured stack, -1 until the capture arrives */
     uint64_t ep_pre_w;      /* waiting weight accumulated before a capture could be sent */
@@ -284,10 +285,6 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
     /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)
      * returns -EINTR in the return register: the stack is the thread's blocking stack. */
     e->in_syscall = ret == -EINTR;
-    struct timespec ts;
-    e->cpu_end_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
-                        ? (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec
-                        : 0;
     atomic_store_explicit(&r->head, head + 1, memory_order_release);
     errno = saved_errno;
 }
@@ -590,7 +587,7 @@ static void slot_gone(struct slot *s) {
     atomic_store_explicit(&s->state, SLOT_RETIRED, memory_order_release);
 }
 
-static void send_request(struct slot *s, uint64_t t, uint64_t weight, bool capture) {
+static void send_request(struct slot *s, uint64_t t, uint64_t cpu, uint64_t weight, bool capture) {
     uint64_t seq = ++g_next_seq;
     atomic_store_explicit(&s->req_seq, seq, memory_order_release);
     s->sm.pend_on = true;
@@ -599,6 +596,7 @@ static void send_request(struct slot *s, uint64_t t, uint64_t weight, bool captu
     s->sm.pend_t = t;
     s->sm.pend_w = weight;
     s->sm.pend_sent = t;
+    s->sm.pend_cpu = cpu;
     if (syscall(SYS_tgkill, (pid_t)atomic_load(&g_pid), s->tid, SIGPROF) != 0) {
         s->sm.pend_on = false; /* ESRCH or any error: the thread is gone (§(b.3)) */
         slot_gone(s);
@@ -627,8 +625,7 @@ static void drain(struct slot *s) {
             m->ans_stack = k;
             m->ans_in_syscall = e->in_syscall != 0;
             m->pend_on = false;
-            if (e->cpu_end_ns != 0 && e->cpu_end_ns + RESTART_ALLOWANCE_NS > m->cpu_base)
-                m->cpu_base = e->cpu_end_ns + RESTART_ALLOWANCE_NS;
+            if (m->pend_cpu + SIGNAL_ALLOWANCE_NS > m->cpu_base) m->cpu_base = m->pend_cpu + SIGNAL_ALLOWANCE_NS;
         }
         tail++;
         atomic_store_explicit(&r->tail, tail, memory_order_release);
@@ -674,7 +671,7 @@ static void examine(struct slot *s, uint64_t t) {
             uint64_t w = c - m->cpu_req + m->carry_w;
             m->cpu_req = c;
             m->carry_w = 0;
-            send_request(s, t, w, false);
+            send_request(s, t, c, w, false);
         }
         return;
     }
@@ -709,7 +706,7 @@ static void examine(struct slot *s, uint64_t t) {
     } else {
         uint64_t w = m->ep_pre_w + wall;
         m->ep_pre_w = 0;
-        send_request(s, t, w, true); /* the one capture signal of this episode */
+        send_request(s, t, c, w, true); /* the one capture signal of this episode */
     }
 }
 
