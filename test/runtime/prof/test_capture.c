@@ -697,12 +697,42 @@ static void profile_briefly(const char *name, void (*inside)(void)) {
     raw_free(&r);
 }
 
-static void send_foreign(void) {
+/* Wait until `counter` reaches `want` (up to 5 s). Sleeping also lets ThreadSanitizer,
+ * which defers signals to its interceptors, deliver them. */
+static void wait_for(atomic_int *counter, int want) {
+    for (int i = 0; i < 500 && atomic_load(counter) < want; i++) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static atomic_int *g_foreign_counter;
+
+static void send_ignored(void) {
     assert_int_equal(kill(getpid(), SIGPROF), 0);
-    union sigval v = {.sival_int = 7};
-    assert_int_equal(sigqueue(getpid(), SIGPROF, v), 0);
     struct timespec ts = {0, 20000000};
     nanosleep(&ts, NULL);
+}
+
+/* Two SIGPROFs that are not the sampler's: kill() (SI_USER, to the process; only this
+ * thread has SIGPROF unblocked) and pthread_sigqueue() (SI_QUEUE, to this thread). One
+ * at a time: a standard signal sent while the same one is pending is merged. */
+static void send_foreign(void) {
+    int base = atomic_load(g_foreign_counter);
+    assert_int_equal(kill(getpid(), SIGPROF), 0);
+    wait_for(g_foreign_counter, base + 1);
+    union sigval v = {.sival_int = 7};
+    assert_int_equal(pthread_sigqueue(pthread_self(), SIGPROF, v), 0);
+    wait_for(g_foreign_counter, base + 2);
+}
+
+static struct sigaction g_saved_sigprof;
+
+/* Teardown of the SIGPROF test: end any session, put the original action back. */
+static int restore_sigprof(void **state) {
+    end_session(state);
+    sigaction(SIGPROF, &g_saved_sigprof, NULL);
+    return 0;
 }
 
 static void test_previous_handler_chained_and_restored(void **state) {
@@ -714,7 +744,9 @@ static void test_previous_handler_chained_and_restored(void **state) {
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     assert_int_equal(sigaction(SIGPROF, &sa, &saved), 0);
+    g_saved_sigprof = saved;
     atomic_store(&g_foreign_calls, 0);
+    g_foreign_counter = &g_foreign_calls;
     profile_briefly("chain1.json", send_foreign);
     assert_int_equal(atomic_load(&g_foreign_calls), 2);
     assert_int_equal(atomic_load(&g_foreign_codes[0]), SI_USER);
@@ -729,6 +761,7 @@ static void test_previous_handler_chained_and_restored(void **state) {
     sigemptyset(&sa.sa_mask);
     assert_int_equal(sigaction(SIGPROF, &sa, NULL), 0);
     atomic_store(&g_plain_calls, 0);
+    g_foreign_counter = &g_plain_calls;
     profile_briefly("chain2.json", send_foreign);
     assert_int_equal(atomic_load(&g_plain_calls), 2);
     assert_int_equal(sigaction(SIGPROF, NULL, &cur), 0);
@@ -737,7 +770,7 @@ static void test_previous_handler_chained_and_restored(void **state) {
     /* Ignored: foreign signals stay ignored, SIG_IGN comes back. */
     sa.sa_handler = SIG_IGN;
     assert_int_equal(sigaction(SIGPROF, &sa, NULL), 0);
-    profile_briefly("chain3.json", send_foreign);
+    profile_briefly("chain3.json", send_ignored);
     assert_int_equal(sigaction(SIGPROF, NULL, &cur), 0);
     assert_true(cur.sa_handler == SIG_IGN);
 
@@ -765,6 +798,8 @@ static void test_fork_child_never_writes(void **state) {
     (void)state;
     char path[PATH_MAX];
     raw_path(path, sizeof path, "fork.json");
+    struct sigaction before;
+    assert_int_equal(sigaction(SIGPROF, NULL, &before), 0);
     assert_true(osp_prof_session_begin(path, 2000));
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, fork_worker, NULL), 0);
@@ -777,7 +812,7 @@ static void test_fork_child_never_writes(void **state) {
         int code = 0;
         struct sigaction cur;
         if (thread_count() != 1 || sampler_count() != 0) code = 1;
-        if (sigaction(SIGPROF, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL) code = 2;
+        if (sigaction(SIGPROF, NULL, &cur) != 0 || cur.sa_handler != before.sa_handler) code = 2;
         if (osp_prof__active()) code = 3;
         osp_prof_thread_register(61, "child");
         osp_prof_block_begin();
@@ -843,7 +878,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_blocked_in_foreign_calls, end_session),
         cmocka_unit_test_teardown(test_blocking_region, end_session),
         cmocka_unit_test_teardown(test_errno_preserved, end_session),
-        cmocka_unit_test_teardown(test_previous_handler_chained_and_restored, end_session),
+        cmocka_unit_test_teardown(test_previous_handler_chained_and_restored, restore_sigprof),
         cmocka_unit_test_teardown(test_fork_child_never_writes, end_session),
         cmocka_unit_test_teardown(test_truncated_stacks, end_session),
     };
