@@ -46,18 +46,19 @@ static void test_fibers_sleep_and_await(void **state) {
     raw_load(&r, path);
     long ra = raw_row(&r, "fiber", a), rb = raw_row(&r, "fiber", b);
     assert_true(ra > 0 && rb > 0);
+    /* Waiting samples in the runtime's waits start at its call site. (A thread may also
+     * wait outside them, e.g. stopped by the collector, so not every waiting sample
+     * does.) */
     size_t main_wait = 0, sleep_wait = 0, a_on = 0;
     uint64_t main_w = 0, sleep_w = 0;
     for (size_t i = 0; i < r.nsamples; i++) {
         const struct raw_sample *s = &r.samples[i];
         const char *leaf = sym_name(r.stacks[s->stack][0], false);
-        if (s->row == 0 && s->state == 1) {
-            assert_string_equal(leaf, "osp_fiber_wait"); /* the runtime's call site */
+        if (s->row == 0 && s->state == 1 && strcmp(leaf, "osp_fiber_wait") == 0) {
             main_wait++;
             main_w += s->weight;
         }
-        if ((long)s->row == rb && s->state == 1) {
-            assert_string_equal(leaf, "osp_sleep_ms");
+        if ((long)s->row == rb && s->state == 1 && strcmp(leaf, "osp_sleep_ms") == 0) {
             assert_true(raw_stack_has(&r, s->stack, "sleeping_fiber"));
             sleep_wait++;
             sleep_w += s->weight;
@@ -69,6 +70,7 @@ static void test_fibers_sleep_and_await(void **state) {
                   (double)main_w / 1e9, main_wait, waited, (long long)b, (double)sleep_w / 1e9, sleep_wait,
                   (long long)a, a_on);
     assert_true(main_wait >= 50);
+    assert_true((double)main_w / 1e9 > 0.5 * waited);
     assert_true(sleep_wait >= 50);
     assert_true((double)sleep_w / 1e9 > 0.2 && (double)sleep_w / 1e9 < 0.3);
     assert_true(a_on >= 50);
