@@ -13,7 +13,10 @@
 #     Target: wall ratio <= 1.01 at 997 Hz (PROFILER.md (k) 18 requires < 1.05).
 #  2. Rate fidelity: on-CPU samples per CPU-second of each busy thread, against the
 #     requested rate, at 997 Hz and 10 kHz. Target: within +-3 %.
-#  3. Inactive hooks: ns per hook pair with OSPREY_PROFILE unset, against empty calls.
+#  3. Accuracy with more threads than cores (PROFILER.md (k) 7): 8 equally busy threads
+#     at 997 Hz; the on-CPU weight of each against the CPU time it measured itself, and
+#     each thread's share of the total (ideal 1/8).
+#  4. Inactive hooks: ns per hook pair with OSPREY_PROFILE unset, against empty calls.
 #
 # Usage: bench/prof_overhead.sh            (after `make build`)
 #   REPS=<n>   rounds (default 7)      SECONDS_PER_RUN=<s>  CPU per thread (default 1.0)
@@ -76,6 +79,11 @@ def run(threads, units, mode):
         res["rate"] = [on.get(rows.get(tid, -1), 0) / c for tid, c in zip(res["tid"], res["tcpu"])]
         res["late"] = d["late_ticks"] / max(1, d["ticks"])
         res["dropped"] = d["dropped"]
+        wsum = {}
+        for s, w in zip(d["samples"], d["sample_weights_ns"]):
+            if s[3] == 0:
+                wsum[s[1]] = wsum.get(s[1], 0) + w
+        res["weight"] = [wsum.get(rows.get(tid, -1), 0) / 1e9 for tid in res["tid"]]
     return res
 
 def run_timed(threads, units, mode):
@@ -129,6 +137,17 @@ for threads in (1, 2):
         desc = ", ".join(f"thread {i}: {v:.0f}/s ({v / m:.3f}, {100 * (v / m - 1):+.1f}%)" for i, v in enumerate(meds))
         print(f"  rate {name[m]}: on-CPU samples per CPU-second, median: {desc}; "
               f"late ticks {100 * late:.1f}%, dropped {drops} in {reps} runs")
+
+# More runnable threads than cores.
+n8 = 8
+acc = run(n8, max(1, units // 4), 997)
+tot_w, tot_c = sum(acc["weight"]), sum(acc["tcpu"])
+shares = [w / tot_w for w in acc["weight"]]
+ratios = [w / c for w, c in zip(acc["weight"], acc["tcpu"])]
+print(f"\n{n8} busy threads on {os.cpu_count()} CPUs at 997 Hz: on-CPU weight {tot_w:.3f} s vs "
+      f"{tot_c:.3f} s measured CPU ({tot_w / tot_c:.4f}); per thread weight/CPU "
+      f"{min(ratios):.4f}..{max(ratios):.4f}; share of total {min(shares):.3f}..{max(shares):.3f} "
+      f"(1/{n8} = {1 / n8:.3f}; CPU shares {min(acc['tcpu']) / tot_c:.3f}..{max(acc['tcpu']) / tot_c:.3f})")
 
 print(f"\nload average {loadavg()} at end; {time.time() - t_start:.0f} s")
 PY
