@@ -2,21 +2,25 @@
 # Profiler runtime benchmarks (runtime/prof). Prints measured figures and writes them to
 # bench/results/prof_overhead.txt.
 #
-#  1. Overhead: a CPU-bound workload (bench/prof_workload.c, fib with frame pointers) on
-#     one thread, then two, run unprofiled, at 997 Hz, at 10 kHz, and under
-#     `perf record -F 997 --call-graph fp`, in interleaved rounds (a shuffled order per
-#     round) so that load from other processes hits every mode alike. Each figure is the
-#     median over rounds, as a ratio to the unprofiled median of the same run:
+#  1. Overhead, in-process A/B (bench/prof_ab.c): one process alternates short windows
+#     of the same CPU-bound work (fib with frame pointers) unprofiled, at 997 Hz and at
+#     10 kHz, shuffled per round; medians of wall time and of the working threads' own
+#     CPU time per unit of work, as ratios to unprofiled. The most precise figure on a
+#     machine whose load drifts. One thread, then two.
+#  2. Overhead, whole processes (bench/prof_workload.c): the same work as separate runs
+#     unprofiled, at 997 Hz, at 10 kHz, and under `perf record -F 997 --call-graph fp`,
+#     in interleaved rounds (a shuffled order per round). Medians as ratios to the
+#     unprofiled median of the same run:
 #       wall  the workload's own wall time (start of work to end of work);
 #       cpu   CPU time of the whole process (user + sys, sampler thread included; for
-#             perf, perf's own process too).
-#     Target: wall ratio <= 1.01 at 997 Hz (PROFILER.md (k) 18 requires < 1.05).
-#  2. Rate fidelity: on-CPU samples per CPU-second of each busy thread, against the
+#             perf, perf's own process too; clock-tick resolution).
+#     Target: <= 1.01 at 997 Hz (PROFILER.md (k) 18 requires < 1.05).
+#  3. Rate fidelity: on-CPU samples per CPU-second of each busy thread, against the
 #     requested rate, at 997 Hz and 10 kHz. Target: within +-3 %.
-#  3. Accuracy with more threads than cores (PROFILER.md (k) 7): 8 equally busy threads
+#  4. Accuracy with more threads than cores (PROFILER.md (k) 7): 8 equally busy threads
 #     at 997 Hz; the on-CPU weight of each against the CPU time it measured itself, and
 #     each thread's share of the total (ideal 1/8).
-#  4. Inactive hooks: ns per hook pair with OSPREY_PROFILE unset, against empty calls.
+#  5. Inactive hooks: ns per hook pair with OSPREY_PROFILE unset, against empty calls.
 #
 # Usage: bench/prof_overhead.sh            (after `make build`)
 #   REPS=<n>   rounds (default 7)      SECONDS_PER_RUN=<s>  CPU per thread (default 1.0)
@@ -34,13 +38,24 @@ CFLAGS=(-O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Iruntime/pr
 LIBS=("$LIB" -lgc -lm -lpthread)
 clang-19 "${CFLAGS[@]}" bench/prof_workload.c "${LIBS[@]}" -o "$BIN/prof_workload"
 clang-19 "${CFLAGS[@]}" bench/prof_hooks.c "${LIBS[@]}" -o "$BIN/prof_hooks"
+clang-19 "${CFLAGS[@]}" bench/prof_ab.c "${LIBS[@]}" -o "$BIN/prof_ab"
+AB_ROUNDS=${AB_ROUNDS:-31}
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
+{
+  echo "prof_overhead: in-process A/B, $AB_ROUNDS shuffled rounds of ~0.15 s windows, load average $(cut -d' ' -f1 /proc/loadavg)"
+  for n in 1 2; do
+    echo " $n thread(s):"
+    "$BIN/prof_ab" "$n" "$AB_ROUNDS" 1200 "$SCRATCH"
+  done
+} | tee bench/results/prof_overhead.txt
 
 PERF_OK=1
 if ! command -v perf >/dev/null 2>&1 || ! perf record -q -F 997 --call-graph fp -o /dev/null -- true >/dev/null 2>&1; then
   PERF_OK=0
 fi
 
-python3 - "$BIN" "$REPS" "$SECONDS_PER_RUN" "$PERF_OK" <<'PY' | tee bench/results/prof_overhead.txt
+python3 - "$BIN" "$REPS" "$SECONDS_PER_RUN" "$PERF_OK" <<'PY' | tee -a bench/results/prof_overhead.txt
 import json, os, random, statistics, subprocess, sys, tempfile, time
 
 bin_dir, reps, secs, perf_ok = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
@@ -101,7 +116,7 @@ units = max(200, int(200 * secs / max(1e-3, probe["tcpu"][0])))
 def loadavg():
     return open("/proc/loadavg").read().split()[0]
 
-print(f"prof_overhead: {os.cpu_count()} CPUs, load average {loadavg()} at start, "
+print(f"\nprof_overhead: whole processes, {os.cpu_count()} CPUs, load average {loadavg()} at start, "
       f"{reps} interleaved rounds, {units} units (~{secs:.1f} s CPU) per thread")
 modes = [None, 997, 10000] + (["perf"] if perf_ok else [])
 name = {None: "unprofiled", 997: "997 Hz", 10000: "10 kHz", "perf": "perf -F 997 fp"}
