@@ -1,0 +1,1383 @@
+/* codegen.c — lowering the typed AST to LLVM IR (see codegen.h). */
+#include "codegen.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "osprey_rt.h"
+
+/* ---- compile-time values ---- */
+
+typedef enum CalleeKind { CAL_NONE, CAL_FN, CAL_BUILTIN, CAL_LAMBDA } CalleeKind;
+typedef struct Job Job;
+
+/* A function known at compile time (Tier 1 function values are always static). */
+typedef struct Callee {
+    CalleeKind kind;
+    FnDecl *fn;        /* CAL_FN */
+    Type **targs;      /* CAL_FN: concrete type arguments (fn->nqvars) */
+    Builtin builtin;   /* CAL_BUILTIN */
+    Expr *lambda;      /* CAL_LAMBDA */
+    Job *encl;         /* CAL_LAMBDA: enclosing function instance (NULL: main) */
+} Callee;
+
+typedef struct Stage {
+    bool is_filter;
+    Callee cb;
+    Type *in, *out;
+} Stage;
+
+/* A range pipeline whose bounds have been evaluated (compiled to one counted loop). */
+typedef struct IterDesc {
+    LLVMValueRef start, end;
+    Stage stages[32];
+    int nstages;
+} IterDesc;
+
+typedef enum BindKind { BIND_VALUE, BIND_CALLEE, BIND_ITER } BindKind;
+typedef struct Binding {
+    Sym *sym;
+    BindKind kind;
+    LLVMValueRef v;
+    Callee callee;
+    IterDesc *iter;
+    struct Binding *next;
+} Binding;
+
+typedef enum JobKind { JOB_FN, JOB_LAMBDA, JOB_SPAWN } JobKind;
+
+/* One machine function to emit: a function instance, a lambda or a spawn thunk. */
+struct Job {
+    JobKind kind;
+    FnDecl *fn;          /* JOB_FN */
+    Type **targs;        /* JOB_FN */
+    Expr *expr;          /* JOB_LAMBDA / JOB_SPAWN */
+    Job *encl;           /* lambda/spawn: enclosing instance (NULL: main) */
+    Binding *static_caps;/* JOB_SPAWN: compile-time bindings visible in the thunk */
+    const char *name;
+    LLVMValueRef llfn;
+    LLVMTypeRef llty;
+    bool emitted;
+};
+
+typedef struct FnState {
+    LLVMValueRef fn;
+    LLVMMetadataRef sp;
+    Job *job;            /* NULL for the entry point */
+    Job *inst;           /* substitution context: the enclosing function instance (NULL: main) */
+    Binding *env;
+    LLVMBasicBlockRef entry;
+    LLVMMetadataRef loc;
+} FnState;
+
+typedef struct CG {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMDIBuilderRef dib;
+    LLVMMetadataRef di_file, di_cu, di_fnty;
+    const Program *prog;
+    Arena *arena;
+    TypeCtx *tc;
+    const osp_cg_options *opts;
+    LLVMTypeRef i1, i8, i32, i64, f64, ptr, voidt, rest, osp_result_t;
+    PtrVec jobs;
+    FnState *fs;
+    LLVMAttributeRef fp_attr;
+    LLVMValueRef str_integer_overflow, str_division_by_zero, str_zero, str_true, str_false, str_file;
+    Binding *globals;    /* file-scope bindings stored in LLVM globals: sym -> global */
+    char *error;
+} CG;
+
+/* ---- small helpers ---- */
+
+static LLVMValueRef ci64(CG *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+static LLVMValueRef ci32(CG *g, int v) { return LLVMConstInt(g->i32, (unsigned long long)v, 1); }
+
+static void set_loc_line(CG *g, int line, int col) {
+    if (!g->fs || !g->fs->sp) return;
+    LLVMMetadataRef loc = LLVMDIBuilderCreateDebugLocation(g->ctx, (unsigned)(line > 0 ? line : 1),
+                                                           (unsigned)(col > 0 ? col : 0), g->fs->sp, NULL);
+    g->fs->loc = loc;
+    LLVMSetCurrentDebugLocation2(g->b, loc);
+}
+
+static void restore_loc(CG *g, LLVMMetadataRef loc) {
+    if (!g->fs) return;
+    g->fs->loc = loc;
+    LLVMSetCurrentDebugLocation2(g->b, loc);
+}
+
+static LLVMValueRef const_string(CG *g, const char *s, size_t len) {
+    LLVMValueRef init = LLVMConstStringInContext(g->ctx, s, (unsigned)len, 0);
+    LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), ".str");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(gv, 1);
+    return gv;
+}
+
+static LLVMValueRef cstr(CG *g, const char *s) { return const_string(g, s, strlen(s)); }
+
+/* Declare (once) a runtime function. */
+static LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *out_ty) {
+    LLVMTypeRef ty = LLVMFunctionType(ret, params, (unsigned)n, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    if (!f) f = LLVMAddFunction(g->mod, name, ty);
+    *out_ty = ty;
+    return f;
+}
+
+static LLVMValueRef call_rt(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt, LLVMValueRef *args, int n) {
+    LLVMTypeRef ty;
+    LLVMValueRef f = rt_fn(g, name, ret, pt, n, &ty);
+    return LLVMBuildCall2(g->b, ty, f, args, (unsigned)n, "");
+}
+
+static void add_zeroext(CG *g, LLVMValueRef fn_or_call, unsigned idx, bool is_call) {
+    unsigned kind = LLVMGetEnumAttributeKindForName("zeroext", 7);
+    LLVMAttributeRef a = LLVMCreateEnumAttribute(g->ctx, kind, 0);
+    if (is_call) LLVMAddCallSiteAttribute(fn_or_call, idx, a);
+    else LLVMAddAttributeAtIndex(fn_or_call, idx, a);
+}
+
+static LLVMValueRef intrinsic(CG *g, const char *name, LLVMTypeRef *tys, int ntys, LLVMTypeRef *fnty) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    *fnty = LLVMIntrinsicGetType(g->ctx, id, tys, (size_t)ntys);
+    return LLVMGetIntrinsicDeclaration(g->mod, id, tys, (size_t)ntys);
+}
+
+static LLVMValueRef entry_alloca(CG *g, LLVMTypeRef ty, const char *name) {
+    LLVMBuilderRef tmp = LLVMCreateBuilderInContext(g->ctx);
+    LLVMValueRef first = LLVMGetFirstInstruction(g->fs->entry);
+    if (first) LLVMPositionBuilderBefore(tmp, first);
+    else LLVMPositionBuilderAtEnd(tmp, g->fs->entry);
+    LLVMValueRef a = LLVMBuildAlloca(tmp, ty, name);
+    LLVMDisposeBuilder(tmp);
+    return a;
+}
+
+static LLVMBasicBlockRef new_block(CG *g, const char *name) {
+    return LLVMAppendBasicBlockInContext(g->ctx, g->fs->fn, name);
+}
+
+/* ---- types ---- */
+
+static bool type_eq(Type *a, Type *b) {
+    a = ty_find(a);
+    b = ty_find(b);
+    if (a == b) return true;
+    if (a->kind != b->kind || a->nargs != b->nargs) return false;
+    for (int i = 0; i < a->nargs; i++)
+        if (!type_eq(a->args[i], b->args[i])) return false;
+    if (a->ret || b->ret) return a->ret && b->ret && type_eq(a->ret, b->ret);
+    return true;
+}
+
+/* Substitute the generic variables of `inst`'s function by its type arguments. */
+static Type *subst(CG *g, Type *t, Job *inst) {
+    t = ty_find(t);
+    if (t->kind == TY_VAR) {
+        if (t->generic) {
+            for (Job *j = inst; j; j = j->encl) {
+                if (j->kind != JOB_FN) continue;
+                for (int i = 0; i < j->fn->nqvars; i++)
+                    if (ty_find(j->fn->qvars[i]) == t) return ty_find(j->targs[i]);
+            }
+        }
+        return g->tc->t_int; /* unconstrained: defaulted */
+    }
+    if (t->nargs == 0 && !t->ret) return t;
+    Type **args = t->nargs ? arena_alloc(g->arena, sizeof(Type *) * (size_t)t->nargs) : NULL;
+    bool same = true;
+    for (int i = 0; i < t->nargs; i++) {
+        args[i] = subst(g, t->args[i], inst);
+        if (args[i] != ty_find(t->args[i])) same = false;
+    }
+    Type *ret = t->ret ? subst(g, t->ret, inst) : NULL;
+    if (ret && ret != ty_find(t->ret)) same = false;
+    if (same) return t;
+    Type *n = ty_con(g->tc, t->kind, t->nargs, args);
+    n->ret = ret;
+    return n;
+}
+
+static Type *ety(CG *g, Expr *e) { return subst(g, e->type, g->fs->inst); }
+static Type *sty(CG *g, Type *t) { return subst(g, t, g->fs->inst); }
+
+static LLVMTypeRef llty(CG *g, Type *t) {
+    t = ty_find(t);
+    switch (t->kind) {
+    case TY_BOOL: return g->i1;
+    case TY_FLOAT: return g->f64;
+    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: return g->ptr;
+    case TY_RESULT: return g->rest;
+    default: return g->i64;
+    }
+}
+
+static LLVMValueRef unit_value(CG *g) { return ci64(g, 0); }
+
+/* Box a value into one 64-bit word (LANGUAGE.md §14.3). */
+static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
+    t = ty_find(t);
+    switch (t->kind) {
+    case TY_BOOL: return LLVMBuildZExt(g->b, v, g->i64, "");
+    case TY_FLOAT: return LLVMBuildBitCast(g->b, v, g->i64, "");
+    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: return LLVMBuildPtrToInt(g->b, v, g->i64, "");
+    case TY_RESULT: {
+        LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
+        LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "w");
+        LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
+        LLVMBasicBlockRef okb = new_block(g, "box.ok"), errb = new_block(g, "box.err"), join = new_block(g, "box.join");
+        LLVMBuildCondBr(g->b, is_err, errb, okb);
+        LLVMPositionBuilderAtEnd(g->b, okb);
+        LLVMValueRef a1[1] = {w};
+        LLVMTypeRef p1[1] = {g->i64};
+        LLVMValueRef okp = call_rt(g, "osp_result_ok", g->ptr, p1, a1, 1);
+        LLVMBuildBr(g->b, join);
+        LLVMPositionBuilderAtEnd(g->b, errb);
+        LLVMValueRef a2[1] = {LLVMBuildIntToPtr(g->b, w, g->ptr, "")};
+        LLVMTypeRef p2[1] = {g->ptr};
+        LLVMValueRef errp = call_rt(g, "osp_result_err", g->ptr, p2, a2, 1);
+        LLVMBuildBr(g->b, join);
+        LLVMPositionBuilderAtEnd(g->b, join);
+        LLVMValueRef phi = LLVMBuildPhi(g->b, g->ptr, "boxed");
+        LLVMValueRef vals[2] = {okp, errp};
+        LLVMBasicBlockRef bbs[2] = {okb, errb};
+        LLVMAddIncoming(phi, vals, bbs, 2);
+        return LLVMBuildPtrToInt(g->b, phi, g->i64, "");
+    }
+    default: return v;
+    }
+}
+
+static LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
+    t = ty_find(t);
+    switch (t->kind) {
+    case TY_BOOL: return LLVMBuildTrunc(g->b, w, g->i1, "");
+    case TY_FLOAT: return LLVMBuildBitCast(g->b, w, g->f64, "");
+    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+    case TY_RESULT: {
+        LLVMValueRef p = LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+        LLVMValueRef tag = LLVMBuildLoad2(g->b, g->i64, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 0, ""), "tag");
+        LLVMValueRef val = LLVMBuildLoad2(g->b, g->i64, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 1, ""), "val");
+        LLVMValueRef msg = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 2, ""), "msg");
+        LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
+        LLVMValueRef word = LLVMBuildSelect(g->b, is_err, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), val, "");
+        LLVMValueRef r = LLVMGetUndef(g->rest);
+        r = LLVMBuildInsertValue(g->b, r, LLVMBuildZExt(g->b, is_err, g->i64, ""), 0, "");
+        return LLVMBuildInsertValue(g->b, r, word, 1, "");
+    }
+    default: return w;
+    }
+}
+
+static LLVMValueRef make_result(CG *g, LLVMValueRef is_err_i1, LLVMValueRef word) {
+    LLVMValueRef r = LLVMGetUndef(g->rest);
+    r = LLVMBuildInsertValue(g->b, r, LLVMBuildZExt(g->b, is_err_i1, g->i64, ""), 0, "");
+    return LLVMBuildInsertValue(g->b, r, word, 1, "");
+}
+
+/* ---- rendering (§8) ---- */
+
+static LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
+    t = ty_find(t);
+    switch (t->kind) {
+    case TY_STRING:
+        return v;
+    case TY_BOOL: {
+        LLVMTypeRef p[1] = {g->i1};
+        LLVMValueRef a[1] = {v};
+        LLVMValueRef c = call_rt(g, "osp_show_bool", g->ptr, p, a, 1);
+        add_zeroext(g, c, 1, true);
+        return c;
+    }
+    case TY_FLOAT: {
+        LLVMTypeRef p[1] = {g->f64};
+        LLVMValueRef a[1] = {v};
+        return call_rt(g, "osp_show_float", g->ptr, p, a, 1);
+    }
+    case TY_UNIT:
+        return g->str_zero;
+    case TY_RESULT: {
+        LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
+        LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "w");
+        LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
+        LLVMValueRef tmp = entry_alloca(g, g->osp_result_t, "result.tmp");
+        LLVMBuildStore(g->b, tag, LLVMBuildStructGEP2(g->b, g->osp_result_t, tmp, 0, ""));
+        LLVMBuildStore(g->b, LLVMBuildSelect(g->b, is_err, ci64(g, 0), w, ""), LLVMBuildStructGEP2(g->b, g->osp_result_t, tmp, 1, ""));
+        LLVMBuildStore(g->b, LLVMBuildSelect(g->b, is_err, LLVMBuildIntToPtr(g->b, w, g->ptr, ""), LLVMConstNull(g->ptr), ""),
+                       LLVMBuildStructGEP2(g->b, g->osp_result_t, tmp, 2, ""));
+        LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b);
+        LLVMBasicBlockRef okb = new_block(g, "show.ok"), join = new_block(g, "show.join");
+        LLVMBuildCondBr(g->b, is_err, join, okb);
+        LLVMPositionBuilderAtEnd(g->b, okb);
+        LLVMValueRef payload = render(g, unbox(g, w, t->args[0]), t->args[0], false);
+        LLVMBasicBlockRef okend = LLVMGetInsertBlock(g->b);
+        LLVMBuildBr(g->b, join);
+        LLVMPositionBuilderAtEnd(g->b, join);
+        LLVMValueRef phi = LLVMBuildPhi(g->b, g->ptr, "payload");
+        LLVMValueRef vals[2] = {LLVMConstNull(g->ptr), payload};
+        LLVMBasicBlockRef bbs[2] = {cur, okend};
+        LLVMAddIncoming(phi, vals, bbs, 2);
+        LLVMTypeRef p[3] = {g->ptr, g->ptr, g->i1};
+        LLVMValueRef a[3] = {tmp, phi, LLVMConstInt(g->i1, bare, 0)};
+        LLVMValueRef c = call_rt(g, "osp_show_result", g->ptr, p, a, 3);
+        add_zeroext(g, c, 3, true);
+        return c;
+    }
+    default: {
+        LLVMTypeRef p[1] = {g->i64};
+        LLVMValueRef a[1] = {v};
+        return call_rt(g, "osp_show_int", g->ptr, p, a, 1);
+    }
+    }
+}
+
+static void print_line(CG *g, LLVMValueRef s) {
+    LLVMTypeRef p[1] = {g->ptr};
+    LLVMValueRef a[1] = {s};
+    call_rt(g, "osp_print_line", g->voidt, p, a, 1);
+}
+
+/* ---- functions and jobs ---- */
+
+static void set_fp_attr(CG *g, LLVMValueRef fn) {
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, g->fp_attr);
+    /* asynchronous unwind tables (.eh_frame), as C compilers emit by default */
+    unsigned uw = LLVMGetEnumAttributeKindForName("uwtable", 7);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, uw, 2));
+    unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, nu, 0));
+}
+
+static LLVMMetadataRef make_subprogram(CG *g, LLVMValueRef fn, const char *name, int line) {
+    bool local = LLVMGetLinkage(fn) == LLVMInternalLinkage;
+    LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(g->dib, g->di_file, name, strlen(name), name, strlen(name), g->di_file,
+                                                     (unsigned)(line > 0 ? line : 1), g->di_fnty, local, 1,
+                                                     (unsigned)(line > 0 ? line : 1), LLVMDIFlagPrototyped,
+                                                     g->opts->opt_level > 0);
+    LLVMSetSubprogram(fn, sp);
+    return sp;
+}
+
+static bool targs_eq(Type **a, Type **b, int n) {
+    for (int i = 0; i < n; i++)
+        if (!type_eq(a[i], b[i])) return false;
+    return true;
+}
+
+static const char *unique_name(CG *g, const char *base) {
+    if (!LLVMGetNamedFunction(g->mod, base) && !LLVMGetNamedGlobal(g->mod, base)) return base;
+    for (int k = 2;; k++) {
+        const char *n = arena_printf(g->arena, "%s$%d", base, k);
+        if (!LLVMGetNamedFunction(g->mod, n)) return n;
+    }
+}
+
+/* The instance of user function `fn` for concrete `targs` (declared now, body queued). */
+static Job *fn_instance(CG *g, FnDecl *fn, Type **targs) {
+    int count = 0;
+    for (int i = 0; i < g->jobs.len; i++) {
+        Job *j = g->jobs.items[i];
+        if (j->kind != JOB_FN || j->fn != fn) continue;
+        count++;
+        if (targs_eq(j->targs, targs, fn->nqvars)) return j;
+    }
+    Job *j = arena_alloc(g->arena, sizeof *j);
+    j->kind = JOB_FN;
+    j->fn = fn;
+    j->targs = targs;
+    const char *name = count == 0 ? fn->name : arena_printf(g->arena, "%s$%d", fn->name, count + 1);
+    j->name = name;
+    Type *ft = subst(g, fn->type, j);
+    LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(fn->nparams + 1));
+    for (int i = 0; i < fn->nparams; i++) ps[i] = llty(g, ft->args[i]);
+    j->llty = LLVMFunctionType(llty(g, ft->ret), ps, (unsigned)fn->nparams, 0);
+    j->llfn = LLVMAddFunction(g->mod, name, j->llty);
+    LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
+    for (int i = 0; i < fn->nparams; i++)
+        if (fn->params[i].name) LLVMSetValueName2(LLVMGetParam(j->llfn, (unsigned)i), fn->params[i].name, strlen(fn->params[i].name));
+    vec_push(g->arena, &g->jobs, j);
+    return j;
+}
+
+static const char *encl_name(Job *encl) { return encl ? encl->name : "main"; }
+
+static Job *lambda_job(CG *g, Expr *lam, Job *encl) {
+    for (int i = 0; i < g->jobs.len; i++) {
+        Job *j = g->jobs.items[i];
+        if (j->kind == JOB_LAMBDA && j->expr == lam && j->encl == encl) return j;
+    }
+    Job *j = arena_alloc(g->arena, sizeof *j);
+    j->kind = JOB_LAMBDA;
+    j->expr = lam;
+    j->encl = encl;
+    j->name = unique_name(g, arena_printf(g->arena, "%s$lambda%d", encl_name(encl), lam->u.lambda.unit->index));
+    Type *ft = subst(g, lam->type, encl);
+    int n = lam->u.lambda.nparams;
+    LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) ps[i] = llty(g, ft->args[i]);
+    j->llty = LLVMFunctionType(llty(g, ft->ret), ps, (unsigned)n, 0);
+    j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
+    LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
+    vec_push(g->arena, &g->jobs, j);
+    return j;
+}
+
+/* ---- environment ---- */
+
+static Binding *bind(CG *g, Sym *s, BindKind k) {
+    Binding *b = arena_alloc(g->arena, sizeof *b);
+    b->sym = s;
+    b->kind = k;
+    b->next = g->fs->env;
+    g->fs->env = b;
+    return b;
+}
+
+static Binding *lookup(CG *g, Sym *s) {
+    for (Binding *b = g->fs->env; b; b = b->next)
+        if (b->sym == s) return b;
+    return NULL;
+}
+
+static LLVMValueRef global_of(CG *g, Sym *s) {
+    for (Binding *b = g->globals; b; b = b->next)
+        if (b->sym == s) return b->v;
+    LLVMTypeRef t = llty(g, s->type);
+    LLVMValueRef gv = LLVMAddGlobal(g->mod, t, arena_printf(g->arena, "osprey.global.%s", s->name));
+    LLVMSetInitializer(gv, LLVMConstNull(t));
+    LLVMSetLinkage(gv, LLVMInternalLinkage);
+    Binding *b = arena_alloc(g->arena, sizeof *b);
+    b->sym = s;
+    b->v = gv;
+    b->next = g->globals;
+    g->globals = b;
+    return gv;
+}
+
+static void internal_error(CG *g, const char *msg) {
+    if (!g->error) g->error = strdup(msg);
+}
+
+/* ---- expressions ---- */
+
+static LLVMValueRef gen(CG *g, Expr *e);
+static void gen_stmt(CG *g, Stmt *s, LLVMValueRef *value);
+
+static Callee callee_of(CG *g, Expr *e);
+
+static Callee callee_from_sym(CG *g, Sym *s) {
+    Callee c = {0};
+    Binding *b = lookup(g, s);
+    if (b && b->kind == BIND_CALLEE) return b->callee;
+    if (s->init && s->file_scope) {
+        /* a file-scope alias read from another unit: resolve in main's context */
+        FnState tmp = *g->fs;
+        tmp.inst = NULL;
+        tmp.env = NULL;
+        FnState *save = g->fs;
+        g->fs = &tmp;
+        c = callee_of(g, s->init);
+        g->fs = save;
+        return c;
+    }
+    internal_error(g, "unresolved function value");
+    return c;
+}
+
+static Type **ident_targs(CG *g, Expr *id) {
+    FnDecl *fn = id->u.ident.sym->fn;
+    int n = fn->nqvars;
+    Type **t = arena_alloc(g->arena, sizeof(Type *) * (size_t)(n + 1));
+    if (n == 0) return t;
+    if (id->u.ident.inst) {
+        for (int i = 0; i < n; i++) t[i] = subst(g, id->u.ident.inst[i], g->fs->inst);
+        return t;
+    }
+    /* recursive reference inside its own component: same substitution */
+    for (Job *j = g->fs->inst; j; j = j->encl)
+        if (j->kind == JOB_FN && j->fn->scc == fn->scc) {
+            for (int i = 0; i < n; i++) t[i] = ty_find(j->targs[i]);
+            return t;
+        }
+    for (int i = 0; i < n; i++) t[i] = g->tc->t_int;
+    return t;
+}
+
+static Callee callee_of(CG *g, Expr *e) {
+    Callee c = {0};
+    if (e->kind == E_LAMBDA) {
+        c.kind = CAL_LAMBDA;
+        c.lambda = e;
+        c.encl = g->fs->inst;
+        return c;
+    }
+    if (e->kind == E_IDENT && e->u.ident.sym) {
+        Sym *s = e->u.ident.sym;
+        if (s->kind == SYM_FN) {
+            c.kind = CAL_FN;
+            c.fn = s->fn;
+            c.targs = ident_targs(g, e);
+            return c;
+        }
+        if (s->kind == SYM_BUILTIN) {
+            c.kind = CAL_BUILTIN;
+            c.builtin = s->builtin;
+            return c;
+        }
+        return callee_from_sym(g, s);
+    }
+    internal_error(g, "function value is not known at compile time");
+    return c;
+}
+
+/* Call a static callee. `argt` are the (concrete) argument types. */
+static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **argt, int n) {
+    switch (c->kind) {
+    case CAL_FN: {
+        Job *j = fn_instance(g, c->fn, c->targs);
+        return LLVMBuildCall2(g->b, j->llty, j->llfn, args, (unsigned)n, "");
+    }
+    case CAL_LAMBDA: {
+        Job *j = lambda_job(g, c->lambda, c->encl);
+        return LLVMBuildCall2(g->b, j->llty, j->llfn, args, (unsigned)n, "");
+    }
+    case CAL_BUILTIN:
+        if (c->builtin == B_PRINT) {
+            print_line(g, render(g, args[0], argt[0], false));
+            return unit_value(g);
+        }
+        if (c->builtin == B_TOSTRING) return render(g, args[0], argt[0], false);
+        internal_error(g, "unsupported built-in callback");
+        return unit_value(g);
+    default:
+        internal_error(g, "bad callee");
+        return unit_value(g);
+    }
+}
+
+static IterDesc *gen_iter(CG *g, Expr *e) {
+    if (e->kind == E_IDENT) {
+        Binding *b = lookup(g, e->u.ident.sym);
+        if (b && b->kind == BIND_ITER) return b->iter;
+        internal_error(g, "unknown iterator");
+        IterDesc *d = arena_alloc(g->arena, sizeof *d);
+        d->start = d->end = ci64(g, 0);
+        return d;
+    }
+    Builtin bi = e->u.call.callee->u.ident.sym->builtin;
+    if (bi == B_RANGE) {
+        IterDesc *d = arena_alloc(g->arena, sizeof *d);
+        d->start = gen(g, e->u.call.args[0]);
+        d->end = gen(g, e->u.call.args[1]);
+        return d;
+    }
+    IterDesc *src = gen_iter(g, e->u.call.args[0]);
+    IterDesc *d = arena_alloc(g->arena, sizeof *d);
+    *d = *src;
+    if (d->nstages >= 32) {
+        internal_error(g, "iterator pipeline too long (at most 32 stages)");
+        return d;
+    }
+    Stage *st = &d->stages[d->nstages++];
+    st->is_filter = bi == B_FILTER;
+    st->cb = callee_of(g, e->u.call.args[1]);
+    st->in = ty_find(sty(g, e->u.call.args[0]->type))->args[0];
+    st->out = ty_find(ety(g, e))->args[0];
+    return d;
+}
+
+/* forEach / fold: one counted loop over the pipeline. */
+static LLVMValueRef gen_loop(CG *g, Expr *e, bool is_fold) {
+    Expr **args = e->u.call.args;
+    IterDesc *d = gen_iter(g, args[0]);
+    Type *elem = ty_find(sty(g, args[0]->type))->args[0];
+    Type *acct = is_fold ? ety(g, e) : NULL;
+    LLVMValueRef acc_slot = NULL;
+    if (is_fold) {
+        LLVMValueRef init = gen(g, args[1]);
+        acc_slot = entry_alloca(g, llty(g, acct), "acc");
+        LLVMBuildStore(g->b, init, acc_slot);
+    }
+    Callee cb = callee_of(g, is_fold ? args[2] : args[1]);
+    LLVMValueRef i_slot = entry_alloca(g, g->i64, "i");
+    LLVMBuildStore(g->b, d->start, i_slot);
+    LLVMBasicBlockRef cond = new_block(g, "loop.cond"), body = new_block(g, "loop.body"),
+                      latch = new_block(g, "loop.next"), done = new_block(g, "loop.done");
+    LLVMBuildBr(g->b, cond);
+    LLVMPositionBuilderAtEnd(g->b, cond);
+    LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, i_slot, "i");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, d->end, ""), body, done);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef x = i;
+    Type *xt = g->tc->t_int;
+    for (int k = 0; k < d->nstages; k++) {
+        Stage *st = &d->stages[k];
+        LLVMValueRef a[1] = {x};
+        Type *at[1] = {xt};
+        LLVMValueRef r = call_callee(g, &st->cb, a, at, 1);
+        if (st->is_filter) {
+            LLVMBasicBlockRef pass = new_block(g, "filter.pass");
+            LLVMBuildCondBr(g->b, r, pass, latch);
+            LLVMPositionBuilderAtEnd(g->b, pass);
+        } else {
+            x = r;
+            xt = st->out;
+        }
+    }
+    (void)elem;
+    if (is_fold) {
+        LLVMValueRef a[2] = {LLVMBuildLoad2(g->b, llty(g, acct), acc_slot, "acc"), x};
+        Type *at[2] = {acct, xt};
+        LLVMBuildStore(g->b, call_callee(g, &cb, a, at, 2), acc_slot);
+    } else {
+        LLVMValueRef a[1] = {x};
+        Type *at[1] = {xt};
+        call_callee(g, &cb, a, at, 1);
+    }
+    LLVMBuildBr(g->b, latch);
+    LLVMPositionBuilderAtEnd(g->b, latch);
+    LLVMValueRef i2 = LLVMBuildLoad2(g->b, g->i64, i_slot, "i");
+    LLVMBuildStore(g->b, LLVMBuildNSWAdd(g->b, i2, ci64(g, 1), "i.next"), i_slot);
+    LLVMBuildBr(g->b, cond);
+    LLVMPositionBuilderAtEnd(g->b, done);
+    return is_fold ? LLVMBuildLoad2(g->b, llty(g, acct), acc_slot, "acc") : unit_value(g);
+}
+
+static LLVMValueRef str_eq(CG *g, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef p[2] = {g->ptr, g->ptr};
+    LLVMValueRef args[2] = {a, b};
+    LLVMValueRef c = call_rt(g, "osp_str_cmp", g->i64, p, args, 2);
+    return LLVMBuildICmp(g->b, LLVMIntEQ, c, ci64(g, 0), "");
+}
+
+static void tap_check(CG *g, LLVMValueRef label, LLVMValueRef ok, LLVMValueRef expected, LLVMValueRef actual) {
+    LLVMTypeRef p[4] = {g->ptr, g->i1, g->ptr, g->ptr};
+    LLVMValueRef a[4] = {label ? label : LLVMConstNull(g->ptr), ok, expected, actual};
+    LLVMValueRef c = call_rt(g, "osp_tap_check", g->voidt, p, a, 4);
+    add_zeroext(g, c, 2, true);
+}
+
+static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
+    Expr **args = e->u.call.args;
+    switch (b) {
+    case B_PRINT: {
+        LLVMValueRef v = gen(g, args[0]);
+        print_line(g, render(g, v, ety(g, args[0]), false));
+        return unit_value(g);
+    }
+    case B_TOSTRING: {
+        LLVMValueRef v = gen(g, args[0]);
+        return render(g, v, ety(g, args[0]), false);
+    }
+    case B_INTDIV: {
+        LLVMValueRef a = gen(g, args[0]), d = gen(g, args[1]);
+        LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, 0), "");
+        LLVMValueRef ovf = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, a, ci64(g, INT64_MIN), ""),
+                                        LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, -1), ""), "");
+        LLVMValueRef bad = LLVMBuildOr(g->b, zero, ovf, "");
+        LLVMValueRef safe = LLVMBuildSelect(g->b, bad, ci64(g, 1), d, "");
+        LLVMValueRef q = LLVMBuildSDiv(g->b, a, safe, "");
+        LLVMValueRef msg = LLVMBuildSelect(g->b, zero, g->str_division_by_zero, g->str_integer_overflow, "");
+        LLVMValueRef w = LLVMBuildSelect(g->b, bad, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), q, "");
+        return make_result(g, bad, w);
+    }
+    case B_FOREACH: return gen_loop(g, e, false);
+    case B_FOLD: return gen_loop(g, e, true);
+    case B_SLEEP: {
+        LLVMTypeRef p[1] = {g->i64};
+        LLVMValueRef a[1] = {gen(g, args[0])};
+        call_rt(g, "osp_sleep_ms", g->voidt, p, a, 1);
+        return unit_value(g);
+    }
+    case B_FIBER_YIELD: {
+        LLVMValueRef v = gen(g, args[0]);
+        call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0);
+        return v;
+    }
+    case B_TOFLOAT:
+        return LLVMBuildSIToFP(g->b, gen(g, args[0]), g->f64, "");
+    case B_TEST: {
+        LLVMValueRef name = gen(g, args[0]);
+        Callee body = callee_of(g, args[1]);
+        LLVMTypeRef p[1] = {g->ptr};
+        LLVMValueRef a[1] = {name};
+        LLVMValueRef run = call_rt(g, "osp_tap_case_begin", g->i32, p, a, 1);
+        LLVMBasicBlockRef yes = new_block(g, "test.run"), after = new_block(g, "test.after");
+        LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, run, ci32(g, 0), ""), yes, after);
+        LLVMPositionBuilderAtEnd(g->b, yes);
+        call_callee(g, &body, NULL, NULL, 0);
+        call_rt(g, "osp_tap_case_end", g->voidt, NULL, NULL, 0);
+        LLVMBuildBr(g->b, after);
+        LLVMPositionBuilderAtEnd(g->b, after);
+        return unit_value(g);
+    }
+    case B_EXPECT: case B_CHECK: {
+        int off = b == B_CHECK ? 1 : 0;
+        LLVMValueRef label = off ? gen(g, args[0]) : NULL;
+        LLVMValueRef x = gen(g, args[off]), y = gen(g, args[off + 1]);
+        /* expect(actual, expected); check(label, expected, actual) */
+        LLVMValueRef sx = render(g, x, ety(g, args[off]), true);
+        LLVMValueRef sy = render(g, y, ety(g, args[off + 1]), true);
+        LLVMValueRef expected = b == B_CHECK ? sx : sy, actual = b == B_CHECK ? sy : sx;
+        tap_check(g, label, str_eq(g, sx, sy), expected, actual);
+        return unit_value(g);
+    }
+    case B_EXPECT_TRUE: case B_EXPECT_FALSE: case B_CHECK_TRUE: case B_CHECK_FALSE: {
+        bool labelled = b == B_CHECK_TRUE || b == B_CHECK_FALSE;
+        bool want_true = b == B_EXPECT_TRUE || b == B_CHECK_TRUE;
+        LLVMValueRef label = labelled ? gen(g, args[0]) : NULL;
+        LLVMValueRef v = gen(g, args[labelled ? 1 : 0]);
+        LLVMValueRef ok = want_true ? v : LLVMBuildNot(g->b, v, "");
+        tap_check(g, label, ok, want_true ? g->str_true : g->str_false, want_true ? g->str_false : g->str_true);
+        return unit_value(g);
+    }
+    case B_EXPECT_ALL: case B_CHECK_ALL: {
+        bool labelled = b == B_CHECK_ALL;
+        LLVMValueRef label = labelled ? gen(g, args[0]) : NULL;
+        Expr *list = args[labelled ? 1 : 0];
+        for (int i = 0; i < list->u.list.n; i++) {
+            LLVMValueRef v = gen(g, list->u.list.elems[i]);
+            tap_check(g, label, v, g->str_true, g->str_false);
+        }
+        return unit_value(g);
+    }
+    default:
+        internal_error(g, "built-in used outside a pipeline");
+        return unit_value(g);
+    }
+}
+
+static LLVMValueRef gen_call(CG *g, Expr *e) {
+    Expr *callee = e->u.call.callee;
+    if (callee->kind == E_IDENT && callee->u.ident.sym && callee->u.ident.sym->kind == SYM_BUILTIN)
+        return gen_builtin_call(g, e, callee->u.ident.sym->builtin);
+    int n = e->u.call.nargs;
+    LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 1));
+    Type **at = arena_alloc(g->arena, sizeof(Type *) * (size_t)(n + 1));
+    Callee c = callee_of(g, callee);
+    for (int i = 0; i < n; i++) {
+        args[i] = gen(g, e->u.call.args[i]);
+        at[i] = ety(g, e->u.call.args[i]);
+    }
+    return call_callee(g, &c, args, at, n);
+}
+
+/* Split an arithmetic operand into (is_err, payload as base type, word). */
+typedef struct Operand {
+    LLVMValueRef is_err; /* i1 */
+    LLVMValueRef word;   /* i64: boxed payload or message */
+    LLVMValueRef val;    /* payload as i64 or double */
+    bool is_float;
+    bool is_result;
+} Operand;
+
+static Operand operand(CG *g, LLVMValueRef v, Type *t) {
+    Operand o = {0};
+    t = ty_find(t);
+    if (t->kind == TY_RESULT) {
+        o.is_result = true;
+        o.is_err = LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildExtractValue(g->b, v, 0, ""), ci64(g, 0), "");
+        o.word = LLVMBuildExtractValue(g->b, v, 1, "");
+        Type *p = ty_find(t->args[0]);
+        o.is_float = p->kind == TY_FLOAT;
+        o.val = o.is_float ? LLVMBuildBitCast(g->b, o.word, g->f64, "") : o.word;
+    } else {
+        o.is_err = LLVMConstInt(g->i1, 0, 0);
+        o.is_float = t->kind == TY_FLOAT;
+        o.val = v;
+        o.word = o.is_float ? NULL : v;
+    }
+    return o;
+}
+
+static LLVMValueRef overflow_op(CG *g, const char *name, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *ovf) {
+    LLVMTypeRef fty;
+    LLVMTypeRef tys[1] = {g->i64};
+    LLVMValueRef f = intrinsic(g, name, tys, 1, &fty);
+    LLVMValueRef args[2] = {a, b};
+    LLVMValueRef r = LLVMBuildCall2(g->b, fty, f, args, 2, "");
+    *ovf = LLVMBuildExtractValue(g->b, r, 1, "ovf");
+    return LLVMBuildExtractValue(g->b, r, 0, "");
+}
+
+/* Combine operand errors (left wins), the operation's own error and its value. */
+static LLVMValueRef finish_arith(CG *g, Type *rt, Operand *l, Operand *r, LLVMValueRef op_err, LLVMValueRef op_msg,
+                                 LLVMValueRef val) {
+    rt = ty_find(rt);
+    if (rt->kind != TY_RESULT) return val;
+    LLVMValueRef word = ty_find(rt->args[0])->kind == TY_FLOAT ? LLVMBuildBitCast(g->b, val, g->i64, "") : val;
+    LLVMValueRef err = op_err ? op_err : LLVMConstInt(g->i1, 0, 0);
+    if (op_err) word = LLVMBuildSelect(g->b, op_err, LLVMBuildPtrToInt(g->b, op_msg, g->i64, ""), word, "");
+    if (r && r->is_result) {
+        word = LLVMBuildSelect(g->b, r->is_err, r->word, word, "");
+        err = LLVMBuildOr(g->b, err, r->is_err, "");
+    }
+    if (l->is_result) {
+        word = LLVMBuildSelect(g->b, l->is_err, l->word, word, "");
+        err = LLVMBuildOr(g->b, err, l->is_err, "");
+    }
+    return make_result(g, err, word);
+}
+
+static LLVMValueRef gen_arith(CG *g, Expr *e) {
+    BinOp op = e->u.bin.op;
+    LLVMValueRef lv = gen(g, e->u.bin.l), rv = gen(g, e->u.bin.r);
+    Type *lt = ety(g, e->u.bin.l), *rtp = ety(g, e->u.bin.r), *res = ety(g, e);
+    if (ty_find(lt)->kind == TY_STRING) {
+        LLVMTypeRef p[2] = {g->ptr, g->ptr};
+        LLVMValueRef a[2] = {lv, rv};
+        return call_rt(g, "osp_str_cat", g->ptr, p, a, 2);
+    }
+    Operand l = operand(g, lv, lt), r = operand(g, rv, rtp);
+    bool fl = l.is_float || r.is_float || op == OP_DIV;
+    LLVMValueRef a = l.val, b = r.val;
+    if (fl) {
+        if (!l.is_float) a = LLVMBuildSIToFP(g->b, a, g->f64, "");
+        if (!r.is_float) b = LLVMBuildSIToFP(g->b, b, g->f64, "");
+    }
+    LLVMValueRef val = NULL, err = NULL, msg = NULL;
+    if (fl) {
+        switch (op) {
+        case OP_ADD: val = LLVMBuildFAdd(g->b, a, b, ""); break;
+        case OP_SUB: val = LLVMBuildFSub(g->b, a, b, ""); break;
+        case OP_MUL: val = LLVMBuildFMul(g->b, a, b, ""); break;
+        case OP_DIV:
+        case OP_MOD:
+            err = LLVMBuildFCmp(g->b, LLVMRealOEQ, b, LLVMConstReal(g->f64, 0.0), "divzero");
+            msg = g->str_division_by_zero;
+            val = op == OP_DIV ? LLVMBuildFDiv(g->b, a, b, "") : LLVMBuildFRem(g->b, a, b, "");
+            break;
+        default: break;
+        }
+    } else {
+        switch (op) {
+        case OP_ADD: val = overflow_op(g, "llvm.sadd.with.overflow", a, b, &err); msg = g->str_integer_overflow; break;
+        case OP_SUB: val = overflow_op(g, "llvm.ssub.with.overflow", a, b, &err); msg = g->str_integer_overflow; break;
+        case OP_MUL: val = overflow_op(g, "llvm.smul.with.overflow", a, b, &err); msg = g->str_integer_overflow; break;
+        case OP_MOD: {
+            err = LLVMBuildICmp(g->b, LLVMIntEQ, b, ci64(g, 0), "divzero");
+            LLVMValueRef m1 = LLVMBuildICmp(g->b, LLVMIntEQ, b, ci64(g, -1), "");
+            LLVMValueRef safe = LLVMBuildSelect(g->b, LLVMBuildOr(g->b, err, m1, ""), ci64(g, 1), b, "");
+            val = LLVMBuildSRem(g->b, a, safe, "");
+            msg = g->str_division_by_zero;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (!val) {
+        internal_error(g, "bad arithmetic operator");
+        return LLVMGetUndef(llty(g, res));
+    }
+    return finish_arith(g, res, &l, &r, err, msg, val);
+}
+
+static LLVMValueRef gen_compare(CG *g, Expr *e) {
+    BinOp op = e->u.bin.op;
+    LLVMValueRef a = gen(g, e->u.bin.l), b = gen(g, e->u.bin.r);
+    Type *lt = ty_find(ety(g, e->u.bin.l)), *rt = ty_find(ety(g, e->u.bin.r));
+    if (lt->kind == TY_STRING) {
+        LLVMTypeRef p[2] = {g->ptr, g->ptr};
+        LLVMValueRef args[2] = {a, b};
+        a = call_rt(g, "osp_str_cmp", g->i64, p, args, 2);
+        b = ci64(g, 0);
+        lt = rt = g->tc->t_int;
+    }
+    if (lt->kind == TY_FLOAT || rt->kind == TY_FLOAT) {
+        if (lt->kind != TY_FLOAT) a = LLVMBuildSIToFP(g->b, a, g->f64, "");
+        if (rt->kind != TY_FLOAT) b = LLVMBuildSIToFP(g->b, b, g->f64, "");
+        LLVMRealPredicate p = op == OP_EQ ? LLVMRealOEQ : op == OP_NE ? LLVMRealUNE : op == OP_LT ? LLVMRealOLT
+                            : op == OP_GT ? LLVMRealOGT : op == OP_LE ? LLVMRealOLE : LLVMRealOGE;
+        return LLVMBuildFCmp(g->b, p, a, b, "");
+    }
+    LLVMIntPredicate p = op == OP_EQ ? LLVMIntEQ : op == OP_NE ? LLVMIntNE : op == OP_LT ? LLVMIntSLT
+                       : op == OP_GT ? LLVMIntSGT : op == OP_LE ? LLVMIntSLE : LLVMIntSGE;
+    return LLVMBuildICmp(g->b, p, a, b, "");
+}
+
+static LLVMValueRef gen_logic(CG *g, Expr *e) {
+    bool is_and = e->u.bin.op == OP_AND;
+    LLVMValueRef l = gen(g, e->u.bin.l);
+    LLVMBasicBlockRef lend = LLVMGetInsertBlock(g->b);
+    LLVMBasicBlockRef rhs = new_block(g, is_and ? "and.rhs" : "or.rhs"), join = new_block(g, is_and ? "and.end" : "or.end");
+    if (is_and) LLVMBuildCondBr(g->b, l, rhs, join);
+    else LLVMBuildCondBr(g->b, l, join, rhs);
+    LLVMPositionBuilderAtEnd(g->b, rhs);
+    LLVMValueRef r = gen(g, e->u.bin.r);
+    LLVMBasicBlockRef rend = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(g->b, g->i1, "");
+    LLVMValueRef vals[2] = {LLVMConstInt(g->i1, is_and ? 0 : 1, 0), r};
+    LLVMBasicBlockRef bbs[2] = {lend, rend};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    return phi;
+}
+
+static LLVMValueRef gen_unary(CG *g, Expr *e) {
+    LLVMValueRef v = gen(g, e->u.un.e);
+    if (e->u.un.op == UOP_NOT) return LLVMBuildNot(g->b, v, "");
+    if (e->u.un.op == UOP_PLUS) return v;
+    Type *t = ety(g, e->u.un.e);
+    Operand o = operand(g, v, t);
+    if (o.is_float) return finish_arith(g, ety(g, e), &o, NULL, NULL, NULL, LLVMBuildFNeg(g->b, o.val, ""));
+    LLVMValueRef ovf;
+    LLVMValueRef r = overflow_op(g, "llvm.ssub.with.overflow", ci64(g, 0), o.val, &ovf);
+    return finish_arith(g, ety(g, e), &o, NULL, ovf, g->str_integer_overflow, r);
+}
+
+static LLVMValueRef gen_elvis(CG *g, Expr *e) {
+    LLVMValueRef r = gen(g, e->u.elvis.l);
+    Type *rt = ty_find(ety(g, e->u.elvis.l));
+    Type *pt = rt->kind == TY_RESULT ? rt->args[0] : g->tc->t_int;
+    LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildExtractValue(g->b, r, 0, ""), ci64(g, 0), "");
+    LLVMValueRef w = LLVMBuildExtractValue(g->b, r, 1, "");
+    LLVMBasicBlockRef okb = new_block(g, "elvis.ok"), errb = new_block(g, "elvis.default"), join = new_block(g, "elvis.end");
+    LLVMBuildCondBr(g->b, is_err, errb, okb);
+    LLVMPositionBuilderAtEnd(g->b, okb);
+    LLVMValueRef okv = unbox(g, w, pt);
+    LLVMBasicBlockRef okend = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, errb);
+    LLVMValueRef dv = gen(g, e->u.elvis.r);
+    LLVMBasicBlockRef dend = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(g->b, llty(g, pt), "");
+    LLVMValueRef vals[2] = {okv, dv};
+    LLVMBasicBlockRef bbs[2] = {okend, dend};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    return phi;
+}
+
+static LLVMValueRef gen_match(CG *g, Expr *e) {
+    LLVMValueRef sv = gen(g, e->u.match.scrut);
+    Type *st = ty_find(ety(g, e->u.match.scrut));
+    Type *rt = ety(g, e);
+    LLVMBasicBlockRef join = new_block(g, "match.end");
+    LLVMValueRef *vals = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(e->u.match.narms + 1));
+    LLVMBasicBlockRef *bbs = arena_alloc(g->arena, sizeof(LLVMBasicBlockRef) * (size_t)(e->u.match.narms + 1));
+    int nin = 0;
+    bool exhausted = false;
+    for (int i = 0; i < e->u.match.narms && !exhausted; i++) {
+        MatchArm *arm = &e->u.match.arms[i];
+        Pattern *p = arm->pat;
+        set_loc_line(g, p->pos.line, p->pos.col);
+        LLVMValueRef cond = NULL;
+        bool never = false;
+        switch (p->kind) {
+        case PAT_INT: cond = LLVMBuildICmp(g->b, LLVMIntEQ, sv, ci64(g, p->ival), ""); break;
+        case PAT_FLOAT: cond = LLVMBuildFCmp(g->b, LLVMRealOEQ, sv, LLVMConstReal(g->f64, p->fval), ""); break;
+        case PAT_BOOL: cond = LLVMBuildICmp(g->b, LLVMIntEQ, sv, LLVMConstInt(g->i1, p->bval, 0), ""); break;
+        case PAT_STRING: cond = str_eq(g, sv, const_string(g, p->sval, p->slen)); break;
+        case PAT_SUCCESS:
+        case PAT_ERROR:
+            if (st->kind == TY_RESULT) {
+                LLVMValueRef tag = LLVMBuildExtractValue(g->b, sv, 0, "");
+                cond = LLVMBuildICmp(g->b, p->kind == PAT_SUCCESS ? LLVMIntEQ : LLVMIntNE, tag, ci64(g, 0), "");
+            } else if (p->kind == PAT_ERROR) {
+                never = true;
+            }
+            break;
+        default: break;
+        }
+        if (never) continue;
+        LLVMBasicBlockRef armb = new_block(g, "match.arm"), next = NULL;
+        if (cond) {
+            next = new_block(g, "match.next");
+            LLVMBuildCondBr(g->b, cond, armb, next);
+        } else {
+            LLVMBuildBr(g->b, armb);
+            exhausted = true;
+        }
+        LLVMPositionBuilderAtEnd(g->b, armb);
+        Binding *save_env = g->fs->env;
+        if (p->sym) {
+            Binding *bd = bind(g, p->sym, BIND_VALUE);
+            if (p->kind == PAT_BIND) bd->v = sv;
+            else if (st->kind != TY_RESULT) bd->v = sv;
+            else {
+                LLVMValueRef w = LLVMBuildExtractValue(g->b, sv, 1, "");
+                bd->v = p->kind == PAT_SUCCESS ? unbox(g, w, st->args[0]) : LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+            }
+        }
+        LLVMValueRef v = gen(g, arm->body);
+        g->fs->env = save_env;
+        vals[nin] = v;
+        bbs[nin] = LLVMGetInsertBlock(g->b);
+        nin++;
+        LLVMBuildBr(g->b, join);
+        if (next) LLVMPositionBuilderAtEnd(g->b, next);
+    }
+    if (!exhausted) {
+        set_loc_line(g, e->pos.line, e->pos.col);
+        LLVMTypeRef p[2] = {g->ptr, g->i64};
+        LLVMValueRef a[2] = {g->str_file, ci64(g, e->pos.line)};
+        LLVMValueRef c = call_rt(g, "osp_fatal_no_match", g->voidt, p, a, 2);
+        LLVMSetInstructionCallConv(c, LLVMCCallConv);
+        LLVMBuildUnreachable(g->b);
+    }
+    LLVMPositionBuilderAtEnd(g->b, join);
+    if (nin == 0) {
+        LLVMBuildUnreachable(g->b);
+        LLVMBasicBlockRef dead = new_block(g, "dead");
+        LLVMPositionBuilderAtEnd(g->b, dead);
+        return LLVMGetUndef(llty(g, rt));
+    }
+    LLVMValueRef phi = LLVMBuildPhi(g->b, llty(g, rt), "");
+    LLVMAddIncoming(phi, vals, bbs, (unsigned)nin);
+    return phi;
+}
+
+static LLVMValueRef gen_interp(CG *g, Expr *e) {
+    int n = e->u.interp.nparts;
+    LLVMValueRef *parts = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        Expr *p = e->u.interp.parts[i];
+        LLVMValueRef v = gen(g, p);
+        parts[i] = p->kind == E_STRING ? v : render(g, v, ety(g, p), false);
+    }
+    if (n == 1) return parts[0];
+    if (n == 2) {
+        LLVMTypeRef p[2] = {g->ptr, g->ptr};
+        return call_rt(g, "osp_str_cat", g->ptr, p, parts, 2);
+    }
+    LLVMTypeRef arr_t = LLVMArrayType2(g->ptr, (uint64_t)n);
+    LLVMValueRef arr = entry_alloca(g, arr_t, "parts");
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef idx[2] = {ci64(g, 0), ci64(g, i)};
+        LLVMBuildStore(g->b, parts[i], LLVMBuildInBoundsGEP2(g->b, arr_t, arr, idx, 2, ""));
+    }
+    LLVMTypeRef p[2] = {g->i64, g->ptr};
+    LLVMValueRef a[2] = {ci64(g, n), arr};
+    return call_rt(g, "osp_str_concat", g->ptr, p, a, 2);
+}
+
+static Job *spawn_job(CG *g, Expr *e) {
+    Job *j = arena_alloc(g->arena, sizeof *j);
+    j->kind = JOB_SPAWN;
+    j->expr = e;
+    j->encl = g->fs->inst;
+    j->name = unique_name(g, arena_printf(g->arena, "%s$spawn%d", encl_name(j->encl), e->u.spawn.unit->index));
+    LLVMTypeRef p[1] = {g->ptr};
+    j->llty = LLVMFunctionType(g->i64, p, 1, 0);
+    j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
+    LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
+    vec_push(g->arena, &g->jobs, j);
+    return j;
+}
+
+static LLVMValueRef gen_spawn(CG *g, Expr *e) {
+    Unit *u = e->u.spawn.unit;
+    Job *j = NULL;
+    for (int i = 0; i < g->jobs.len; i++) {
+        Job *k = g->jobs.items[i];
+        if (k->kind == JOB_SPAWN && k->expr == e && k->encl == g->fs->inst) j = k;
+    }
+    if (!j) j = spawn_job(g, e);
+    int n = u->captures.len;
+    LLVMValueRef env = LLVMConstNull(g->ptr);
+    if (n > 0) {
+        LLVMTypeRef p[1] = {g->i64};
+        LLVMValueRef a[1] = {ci64(g, 8 * n)};
+        env = call_rt(g, "osp_gc_alloc", g->ptr, p, a, 1);
+    }
+    Binding *caps = NULL;
+    for (int i = 0; i < n; i++) {
+        Sym *s = u->captures.items[i];
+        Binding *b = lookup(g, s);
+        if (!b) {
+            internal_error(g, "captured variable not found");
+            continue;
+        }
+        if (b->kind == BIND_CALLEE) {
+            Binding *c = arena_alloc(g->arena, sizeof *c);
+            *c = *b;
+            c->next = caps;
+            caps = c;
+            continue;
+        }
+        LLVMValueRef idx[1] = {ci64(g, i)};
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, g->i64, env, idx, 1, "");
+        LLVMBuildStore(g->b, box(g, b->v, sty(g, s->type)), slot);
+    }
+    j->static_caps = caps;
+    LLVMTypeRef p[2] = {g->ptr, g->ptr};
+    LLVMValueRef a[2] = {j->llfn, env};
+    return call_rt(g, "osp_fiber_spawn", g->i64, p, a, 2);
+}
+
+static LLVMValueRef gen_inner(CG *g, Expr *e) {
+    switch (e->kind) {
+    case E_INT: return ci64(g, e->u.ival);
+    case E_FLOAT: return LLVMConstReal(g->f64, e->u.fval);
+    case E_BOOL: return LLVMConstInt(g->i1, e->u.bval, 0);
+    case E_STRING: return const_string(g, e->u.str.s, e->u.str.len);
+    case E_INTERP: return gen_interp(g, e);
+    case E_IDENT: {
+        Sym *s = e->u.ident.sym;
+        if (s->kind == SYM_LOCAL) {
+            Binding *b = lookup(g, s);
+            if (b && b->kind == BIND_VALUE) return b->v;
+            if (s->is_global) return LLVMBuildLoad2(g->b, llty(g, s->type), global_of(g, s), s->name);
+        }
+        internal_error(g, "value of an identifier is not available");
+        return LLVMGetUndef(llty(g, ety(g, e)));
+    }
+    case E_CALL: return gen_call(g, e);
+    case E_BINARY:
+        switch (e->u.bin.op) {
+        case OP_AND: case OP_OR: return gen_logic(g, e);
+        case OP_EQ: case OP_NE: case OP_LT: case OP_GT: case OP_LE: case OP_GE: return gen_compare(g, e);
+        default: return gen_arith(g, e);
+        }
+    case E_UNARY: return gen_unary(g, e);
+    case E_ELVIS: return gen_elvis(g, e);
+    case E_MATCH: return gen_match(g, e);
+    case E_BLOCK: {
+        Binding *save = g->fs->env;
+        LLVMValueRef value = unit_value(g);
+        for (int i = 0; i < e->u.block.nstmts; i++) gen_stmt(g, e->u.block.stmts[i], &value);
+        g->fs->env = save;
+        return value;
+    }
+    case E_LAMBDA:
+        internal_error(g, "lambda used as a value");
+        return unit_value(g);
+    case E_SPAWN: return gen_spawn(g, e);
+    case E_AWAIT: {
+        LLVMValueRef id = gen(g, e->u.await.e);
+        LLVMTypeRef p[1] = {g->i64};
+        LLVMValueRef a[1] = {id};
+        LLVMValueRef w = call_rt(g, "osp_fiber_wait", g->i64, p, a, 1);
+        return unbox(g, w, ety(g, e));
+    }
+    case E_YIELD: {
+        LLVMValueRef v = e->u.yield.e ? gen(g, e->u.yield.e) : unit_value(g);
+        call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0);
+        return v;
+    }
+    case E_RESULT_CTOR: {
+        LLVMValueRef v = gen(g, e->u.ctor.e);
+        if (e->u.ctor.is_error) return make_result(g, LLVMConstInt(g->i1, 1, 0), LLVMBuildPtrToInt(g->b, v, g->i64, ""));
+        return make_result(g, LLVMConstInt(g->i1, 0, 0), box(g, v, ety(g, e->u.ctor.e)));
+    }
+    case E_LIST:
+    case E_UNSUPPORTED:
+        internal_error(g, "unsupported expression reached code generation");
+        return unit_value(g);
+    }
+    return unit_value(g);
+}
+
+static LLVMValueRef gen(CG *g, Expr *e) {
+    LLVMMetadataRef prev = g->fs->loc;
+    set_loc_line(g, e->pos.line, e->pos.col);
+    LLVMValueRef v = gen_inner(g, e);
+    restore_loc(g, prev);
+    return v;
+}
+
+static void gen_stmt(CG *g, Stmt *s, LLVMValueRef *value) {
+    switch (s->kind) {
+    case S_LET: {
+        Sym *sym = s->u.let.sym;
+        LLVMMetadataRef prev = g->fs->loc;
+        set_loc_line(g, s->pos.line, s->pos.col);
+        if (sym->static_kind == STATIC_FN) {
+            Binding *b = bind(g, sym, BIND_CALLEE);
+            b->callee = callee_of(g, s->u.let.init);
+        } else if (sym->static_kind == STATIC_ITER) {
+            IterDesc *d = gen_iter(g, s->u.let.init);
+            Binding *b = bind(g, sym, BIND_ITER);
+            b->iter = d;
+        } else {
+            LLVMValueRef v = gen(g, s->u.let.init);
+            Binding *b = bind(g, sym, BIND_VALUE);
+            b->v = v;
+            if (sym->is_global) LLVMBuildStore(g->b, v, global_of(g, sym));
+        }
+        restore_loc(g, prev);
+        *value = unit_value(g);
+        return;
+    }
+    case S_EXPR:
+        *value = gen(g, s->u.expr);
+        return;
+    default:
+        *value = unit_value(g);
+        return;
+    }
+}
+
+/* ---- emitting jobs ---- */
+
+static void begin_function(CG *g, FnState *fs, LLVMValueRef fn, const char *name, int line, Job *job, Job *inst) {
+    memset(fs, 0, sizeof *fs);
+    fs->fn = fn;
+    fs->job = job;
+    fs->inst = inst;
+    set_fp_attr(g, fn);
+    fs->sp = make_subprogram(g, fn, name, line);
+    fs->entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
+    g->fs = fs;
+    LLVMPositionBuilderAtEnd(g->b, fs->entry);
+    set_loc_line(g, line, 1);
+}
+
+static void emit_job(CG *g, Job *j) {
+    FnState fs;
+    j->emitted = true;
+    if (j->kind == JOB_FN) {
+        FnDecl *f = j->fn;
+        begin_function(g, &fs, j->llfn, j->name, f->line, j, j);
+        for (int i = 0; i < f->nparams; i++)
+            if (f->params[i].sym) bind(g, f->params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
+        LLVMValueRef v = gen(g, f->body);
+        LLVMBuildRet(g->b, v);
+    } else if (j->kind == JOB_LAMBDA) {
+        Expr *lam = j->expr;
+        begin_function(g, &fs, j->llfn, j->name, lam->pos.line, j, j->encl);
+        for (int i = 0; i < lam->u.lambda.nparams; i++)
+            if (lam->u.lambda.params[i].sym) bind(g, lam->u.lambda.params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
+        LLVMValueRef v = gen(g, lam->u.lambda.body);
+        LLVMBuildRet(g->b, v);
+    } else {
+        Expr *e = j->expr;
+        begin_function(g, &fs, j->llfn, j->name, e->pos.line, j, j->encl);
+        fs.env = j->static_caps;
+        Unit *u = e->u.spawn.unit;
+        LLVMValueRef env = LLVMGetParam(j->llfn, 0);
+        for (int i = 0; i < u->captures.len; i++) {
+            Sym *s = u->captures.items[i];
+            bool is_static = false;
+            for (Binding *b = j->static_caps; b; b = b->next)
+                if (b->sym == s) is_static = true;
+            if (is_static) continue;
+            LLVMValueRef idx[1] = {ci64(g, i)};
+            LLVMValueRef w = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, env, idx, 1, ""), s->name);
+            bind(g, s, BIND_VALUE)->v = unbox(g, w, sty(g, s->type));
+        }
+        LLVMValueRef v = gen(g, e->u.spawn.e);
+        LLVMBuildRet(g->b, box(g, v, ety(g, e->u.spawn.e)));
+    }
+    g->fs = NULL;
+}
+
+static void emit_main(CG *g) {
+    const Program *prog = g->prog;
+    LLVMTypeRef p[2] = {g->i32, g->ptr};
+    LLVMTypeRef ty = LLVMFunctionType(g->i32, p, 2, 0);
+    LLVMValueRef fn = LLVMAddFunction(g->mod, "main", ty);
+    FnState fs;
+    begin_function(g, &fs, fn, "main", prog->main_line, NULL, NULL);
+    LLVMValueRef a[2] = {LLVMGetParam(fn, 0), LLVMGetParam(fn, 1)};
+    call_rt(g, "osp_rt_start", g->voidt, p, a, 2);
+    LLVMValueRef value;
+    for (int i = 0; i < prog->nstmts; i++) gen_stmt(g, prog->stmts[i], &value);
+    if (prog->main_fn) gen(g, prog->main_fn->body);
+    set_loc_line(g, prog->main_line, 1);
+    if (prog->uses_testing) LLVMBuildRet(g->b, call_rt(g, "osp_tap_finish", g->i32, NULL, NULL, 0));
+    else LLVMBuildRet(g->b, ci32(g, 0));
+    g->fs = NULL;
+}
+
+LLVMModuleRef osp_codegen(LLVMContextRef ctx, const Program *prog, LLVMTargetMachineRef tm,
+                          const osp_cg_options *opts, char **err) {
+    CG G = {0}, *g = &G;
+    g->ctx = ctx;
+    g->prog = prog;
+    g->opts = opts;
+    g->arena = prog->arena;
+    g->tc = (TypeCtx *)&prog->types;
+    g->mod = LLVMModuleCreateWithNameInContext(prog->abs_path, ctx);
+    LLVMSetSourceFileName(g->mod, prog->abs_path, strlen(prog->abs_path));
+    if (tm) {
+        char *triple = LLVMGetTargetMachineTriple(tm);
+        LLVMSetTarget(g->mod, triple);
+        LLVMDisposeMessage(triple);
+        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+        char *dl = LLVMCopyStringRepOfTargetData(td);
+        LLVMSetDataLayout(g->mod, dl);
+        LLVMDisposeMessage(dl);
+        LLVMDisposeTargetData(td);
+    }
+    g->b = LLVMCreateBuilderInContext(ctx);
+    g->i1 = LLVMInt1TypeInContext(ctx);
+    g->i8 = LLVMInt8TypeInContext(ctx);
+    g->i32 = LLVMInt32TypeInContext(ctx);
+    g->i64 = LLVMInt64TypeInContext(ctx);
+    g->f64 = LLVMDoubleTypeInContext(ctx);
+    g->ptr = LLVMPointerTypeInContext(ctx, 0);
+    g->voidt = LLVMVoidTypeInContext(ctx);
+    LLVMTypeRef rf[2] = {g->i64, g->i64};
+    g->rest = LLVMStructTypeInContext(ctx, rf, 2, 0);
+    LLVMTypeRef of[3] = {g->i64, g->i64, g->ptr}; /* osp_result: tag, value, message */
+    g->osp_result_t = LLVMStructTypeInContext(ctx, of, 3, 0);
+    g->fp_attr = LLVMCreateStringAttribute(ctx, "frame-pointer", 13, "all", 3);
+
+    /* debug info: one compile unit naming the absolute source path */
+    g->dib = LLVMCreateDIBuilder(g->mod);
+    const char *path = prog->abs_path;
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) : 0;
+    g->di_file = LLVMDIBuilderCreateFile(g->dib, path, strlen(path), path, dirlen ? dirlen : 1);
+    if (!dirlen) g->di_file = LLVMDIBuilderCreateFile(g->dib, path, strlen(path), ".", 1);
+    const char *producer = "osprey " OSPREY_VERSION_STRING;
+    g->di_cu = LLVMDIBuilderCreateCompileUnit(g->dib, LLVMDWARFSourceLanguageC, g->di_file, producer, strlen(producer),
+                                              opts->opt_level > 0, "", 0, 0, "", 0,
+                                              LLVMDWARFEmissionFull,
+                                              0, 0, 0, "", 0, "", 0);
+    LLVMMetadataRef no_types[1] = {NULL}; /* return type unspecified, like C's `void f()` */
+    g->di_fnty = LLVMDIBuilderCreateSubroutineType(g->dib, g->di_file, no_types, 1, LLVMDIFlagZero);
+    LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
+                      LLVMValueAsMetadata(LLVMConstInt(g->i32, LLVMDebugMetadataVersion(), 0)));
+    LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
+                      LLVMValueAsMetadata(LLVMConstInt(g->i32, 5, 0)));
+    LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorWarning, "frame-pointer", 13,
+                      LLVMValueAsMetadata(LLVMConstInt(g->i32, 2, 0)));
+
+    g->str_integer_overflow = cstr(g, "integer overflow");
+    g->str_division_by_zero = cstr(g, "division by zero");
+    g->str_zero = cstr(g, "0");
+    g->str_true = cstr(g, "true");
+    g->str_false = cstr(g, "false");
+    g->str_file = cstr(g, prog->path);
+
+    /* every monomorphic function is emitted (in source order), polymorphic ones per use */
+    for (int i = 0; i < prog->fns.len; i++) {
+        FnDecl *f = prog->fns.items[i];
+        if (!f->is_main && f->nqvars == 0 && f->type) fn_instance(g, f, NULL);
+    }
+    emit_main(g);
+    for (int i = 0; i < g->jobs.len && !g->error; i++) {
+        Job *j = g->jobs.items[i];
+        if (!j->emitted) emit_job(g, j);
+    }
+    LLVMDIBuilderFinalize(g->dib);
+    LLVMDisposeDIBuilder(g->dib);
+    LLVMDisposeBuilder(g->b);
+    if (!g->error) {
+        char *msg = NULL;
+        if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &msg)) {
+            size_t n = strlen(msg) + 64;
+            g->error = malloc(n);
+            if (g->error) snprintf(g->error, n, "generated invalid IR: %s", msg);
+        }
+        LLVMDisposeMessage(msg);
+    }
+    if (g->error) {
+        *err = g->error;
+        LLVMDisposeModule(g->mod);
+        return NULL;
+    }
+    return g->mod;
+}

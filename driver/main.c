@@ -1,0 +1,449 @@
+/*
+ * main.c — the `osprey` compiler driver (docs/compiler.md).
+ *
+ *   osprey <file.osp> [--run | --emit-llvm | --build] [-o <path>] [--debug | --profile] [-- args...]
+ *
+ * Pipeline: front end → LLVM module → pass pipeline → .o (target machine) → link with
+ * the runtime archive (<bindir>/../lib/libosprey_rt.a) using `cc` (or $OSPREY_CC) →
+ * dsymutil on macOS → optionally run. Exit statuses: 0 success; 1 compile, I/O or
+ * link error; 2 command-line error; with --run/--profile the program's own status
+ * (128 + N when it was killed by signal N).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <llvm-c/Core.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codegen.h"
+#include "config.h"
+#include "frontend.h"
+#include "process.h"
+
+typedef enum Mode { MODE_DEFAULT, MODE_BUILD, MODE_RUN, MODE_EMIT_LLVM } Mode;
+
+typedef struct Options {
+    const char *input;
+    const char *output;
+    Mode mode;
+    bool debug;
+    bool profile;
+    bool run_flag;
+    char **prog_args;
+    int nprog_args;
+} Options;
+
+static void usage(FILE *out) {
+    fputs("usage: osprey <file.osp> [options] [-- program arguments]\n"
+          "\n"
+          "Compile an Osprey program to a native executable.\n"
+          "\n"
+          "options:\n"
+          "  --run          compile, then run the program; its exit status is osprey's\n"
+          "  --emit-llvm    write the optimised LLVM IR (to stdout, or to -o <path>)\n"
+          "  --build        compile to an executable only (the default mode)\n"
+          "  -o <path>      output path (executable or IR); with --profile, the stem of the exports\n"
+          "  --debug        build at -O0 with full debug info\n"
+          "  --profile      build at -O2 with DWARF line tables and frame pointers and run the\n"
+          "                 program under the sampling profiler (implies --run)\n"
+          "  --postprocess <raw.json> [--binary <exe>] [-o <out>]\n"
+          "                 post-process a raw profile (not available in this build yet)\n"
+          "  --help         show this help\n"
+          "  --version      show the version\n"
+          "\n"
+          "environment: OSPREY_CC (link compiler, default " OSPREY_DEFAULT_CC "), TMPDIR\n",
+          out);
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+    fputs("osprey: error: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (see osprey --help)\n", stderr);
+    return 2;
+}
+
+/* Parse the command line; returns -1 to continue, else an exit status. */
+static int parse_args(int argc, char **argv, Options *o) {
+    bool emit = false, build = false, postprocess = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            o->prog_args = argv + i + 1;
+            o->nprog_args = argc - i - 1;
+            break;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            unsigned ma, mi, pa;
+            LLVMGetVersion(&ma, &mi, &pa);
+            printf("osprey %s (LLVM %u.%u.%u)\n", OSPREY_VERSION, ma, mi, pa);
+            return 0;
+        } else if (strcmp(a, "--run") == 0) {
+            o->run_flag = true;
+        } else if (strcmp(a, "--emit-llvm") == 0) {
+            emit = true;
+        } else if (strcmp(a, "--build") == 0) {
+            build = true;
+        } else if (strcmp(a, "--debug") == 0) {
+            o->debug = true;
+        } else if (strcmp(a, "--profile") == 0) {
+            o->profile = true;
+        } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
+            if (i + 1 >= argc) return usage_error("%s needs an argument", a);
+            if (strcmp(a, "--postprocess") == 0) postprocess = true;
+            i++;
+        } else if (strcmp(a, "-o") == 0) {
+            if (i + 1 >= argc) return usage_error("%s needs an argument", a);
+            o->output = argv[++i];
+        } else if (a[0] == '-' && a[1] != 0) {
+            return usage_error("unknown option '%s'", a);
+        } else {
+            if (o->input) return usage_error("more than one input file ('%s')", a);
+            o->input = a;
+        }
+    }
+    if (postprocess) {
+        fputs("osprey: error: --postprocess is not available in this build\n", stderr);
+        return 2;
+    }
+    if (!o->input) return usage_error("%s", "no input file");
+    if ((emit && (o->run_flag || build)) || (build && o->run_flag))
+        return usage_error("%s", "choose one of --run, --emit-llvm and --build");
+    if (o->profile && o->debug) {
+        fputs("osprey: error: --profile cannot be combined with --debug\n", stderr);
+        return 2;
+    }
+    o->mode = emit ? MODE_EMIT_LLVM : build ? MODE_BUILD : o->run_flag ? MODE_RUN : MODE_DEFAULT;
+    if (o->mode == MODE_DEFAULT) o->mode = o->profile ? MODE_RUN : MODE_BUILD;
+    return -1;
+}
+
+static char *path_join(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+/* The source file's name without directory and last extension ("demo.osp" -> "demo"). */
+static char *source_stem(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char *s = strdup(base);
+    char *dot = strrchr(s, '.');
+    if (dot && dot != s) *dot = 0;
+    if (!*s) {
+        free(s);
+        s = strdup("a.out");
+    }
+    return s;
+}
+
+/* Write `text` to `path` atomically (temporary file in the same directory, then rename). */
+static int write_atomically(const char *path, const char *text) {
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) return -1;
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        fprintf(stderr, "osprey: error: cannot write '%s': %s\n", tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    size_t len = strlen(text);
+    bool ok = fwrite(text, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "osprey: error: cannot write '%s': %s\n", path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+/* True if `prog` names an executable: a path, or a name found in $PATH. */
+static bool on_path(const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t n = end ? (size_t)(end - path) : strlen(path);
+        char buf[PATH_MAX];
+        if (n > 0 && n + strlen(prog) + 2 < sizeof buf) {
+            memcpy(buf, path, n);
+            snprintf(buf + n, sizeof buf - n, "/%s", prog);
+            if (access(buf, X_OK) == 0) return true;
+        }
+        if (!end) break;
+        path = end + 1;
+    }
+    return false;
+}
+
+/* The link compiler: $OSPREY_CC, else the configured default, else the first of
+ * clang-19, clang, gcc found in PATH (a fresh system may have no `cc`). */
+static const char *link_compiler(void) {
+    const char *cc = getenv("OSPREY_CC");
+    if (cc && *cc) return cc;
+    if (on_path(OSPREY_DEFAULT_CC)) return OSPREY_DEFAULT_CC;
+    static const char *const fallbacks[] = {"clang-19", "clang", "gcc"};
+    for (size_t i = 0; i < sizeof fallbacks / sizeof *fallbacks; i++)
+        if (on_path(fallbacks[i])) return fallbacks[i];
+    return OSPREY_DEFAULT_CC;
+}
+
+/* Link `obj` with the runtime into `exe`. Returns 0 or 1 (message printed). */
+static int link_program(const char *obj, const char *exe, bool profile) {
+    char *bindir = self_dir();
+    if (!bindir) {
+        fputs("osprey: error: cannot locate the osprey executable (needed to find its runtime)\n", stderr);
+        return 1;
+    }
+    char *libdir = path_join(bindir, "../lib");
+    char *rt = path_join(libdir, "libosprey_rt.a");
+    free(bindir);
+    free(libdir);
+    if (access(rt, R_OK) != 0) {
+        fprintf(stderr, "osprey: error: cannot find the runtime library '%s': %s\n", rt, strerror(errno));
+        free(rt);
+        return 1;
+    }
+    const char *cc = link_compiler();
+    const char *extra[] = OSPREY_LINK_EXTRA_FLAGS;
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = cc;
+    argv[n++] = "-o";
+    argv[n++] = exe;
+    argv[n++] = obj;
+    argv[n++] = rt;
+    argv[n++] = "-lgc";
+    argv[n++] = "-lpthread";
+    argv[n++] = "-lm";
+    argv[n++] = "-g";
+    argv[n++] = "-fno-omit-frame-pointer";
+    (void)profile; /* the profiling link flags are harmless for every build */
+    for (size_t i = 0; i < sizeof extra / sizeof *extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
+    argv[n] = NULL;
+    int st = proc_run((char *const *)argv, NULL);
+    free(rt);
+    if (st != 0) {
+        if (st > 0) fprintf(stderr, "osprey: error: linking failed ('%s' exited with status %d)\n", cc, st);
+        return 1;
+    }
+#ifdef __APPLE__
+    const char *ds[] = {"dsymutil", exe, NULL};
+    if (proc_run((char *const *)ds, NULL) != 0) fprintf(stderr, "osprey: warning: dsymutil failed for '%s'\n", exe);
+#endif
+    return 0;
+}
+
+/*
+ * Post-processing plug-in point (PROFILER.md §(e)–(i), issue 4).
+ * Called after a --profile run when the program left a raw profile at `raw_path`;
+ * `exe_path` is the profiled executable (still present), exports go to
+ * `<out_dir>/<stem>.{speedscope.json,cpuprofile,folded,profile.json}` followed by the
+ * terminal report. Problems must be single `osprey: warning: profile not processed:
+ * <message>` lines and never change the exit status. The caller deletes the raw file
+ * and the scratch directory afterwards, whatever this returns.
+ * Not wired yet: it does nothing.
+ */
+static int run_postprocess(const char *raw_path, const char *exe_path, const char *out_dir, const char *stem) {
+    (void)raw_path;
+    (void)exe_path;
+    (void)out_dir;
+    (void)stem;
+    return 0;
+}
+
+/* Environment for the profiled program: ours plus OSPREY_PROFILE=<raw>. malloc'd. */
+static char **profile_env(const char *raw) {
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "OSPREY_PROFILE=", 15) != 0) env[k++] = environ[i];
+    size_t len = strlen(raw) + 16;
+    env[k] = malloc(len);
+    if (!env[k]) {
+        free(env);
+        return NULL;
+    }
+    snprintf(env[k], len, "OSPREY_PROFILE=%s", raw);
+    env[k + 1] = NULL;
+    return env;
+}
+
+static int run_program(const Options *o, const char *exe, const char *scratch, const char *stem) {
+    char **argv = calloc((size_t)o->nprog_args + 2, sizeof *argv);
+    if (!argv) return 1;
+    argv[0] = (char *)exe;
+    for (int i = 0; i < o->nprog_args; i++) argv[i + 1] = o->prog_args[i];
+    int status;
+    if (!o->profile) {
+        status = proc_run(argv, NULL);
+    } else {
+        char rnd[9];
+        random_hex(rnd);
+        size_t len = strlen(scratch) + strlen(stem) + 64;
+        char *raw = malloc(len);
+        snprintf(raw, len, "%s/%s-%ld-%s.osprof.json", scratch, stem, (long)getpid(), rnd);
+        char **env = profile_env(raw);
+        status = proc_run(argv, env);
+        if (env) {
+            for (size_t i = 0; env[i]; i++)
+                if (strncmp(env[i], "OSPREY_PROFILE=", 15) == 0) free(env[i]);
+            free(env);
+        }
+        if (status >= 0) {
+            if (access(raw, F_OK) == 0) {
+                char *out_dir, *out_stem;
+                if (o->output) {
+                    char *copy = strdup(o->output);
+                    char *slash = strrchr(copy, '/');
+                    out_stem = strdup(slash ? slash + 1 : copy);
+                    if (slash) *slash = 0;
+                    out_dir = slash ? (copy[0] ? copy : strdup("/")) : strdup(".");
+                    if (!slash) free(copy);
+                    else if (!copy[0]) free(copy);
+                } else {
+                    out_dir = strdup(".");
+                    out_stem = strdup(stem);
+                }
+                run_postprocess(raw, exe, out_dir, out_stem);
+                free(out_dir);
+                free(out_stem);
+                unlink(raw);
+            } else {
+                fputs("osprey: warning: no profile was written (the program did not exit normally)\n", stderr);
+            }
+        }
+        free(raw);
+    }
+    free(argv);
+    return status < 0 ? 1 : status;
+}
+
+int main(int argc, char **argv) {
+    Options o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0) return rc;
+
+    size_t len = 0;
+    char *src = read_file(o.input, &len);
+    if (!src) {
+        fprintf(stderr, "osprey: error: cannot read '%s': %s\n", o.input, strerror(errno));
+        return 1;
+    }
+    char *abs = realpath(o.input, NULL);
+    int nerrors = 0;
+    Program *prog = osp_frontend_run(o.input, abs ? abs : o.input, src, len, stderr, &nerrors);
+    if (nerrors > 0) {
+        osp_program_free(prog);
+        free(src);
+        free(abs);
+        return 1;
+    }
+
+    int opt = o.debug ? 0 : 2;
+    char *err = NULL;
+    int status = 1;
+    char *scratch = NULL, *stem = source_stem(o.input), *obj = NULL, *exe = NULL, *tmp_exe = NULL;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = NULL;
+    LLVMTargetMachineRef tm = osp_target_machine(opt, &err);
+    if (!tm) goto fail;
+    osp_cg_options cgo = {.opt_level = opt, .full_debug = o.debug};
+    mod = osp_codegen(ctx, prog, tm, &cgo, &err);
+    if (!mod) goto fail;
+    if (osp_optimize(mod, tm, opt, &err) != 0) goto fail;
+
+    if (o.mode == MODE_EMIT_LLVM) {
+        char *text = osp_module_text(mod);
+        if (o.output && strcmp(o.output, "-") != 0) {
+            status = write_atomically(o.output, text) == 0 ? 0 : 1;
+        } else {
+            fputs(text, stdout);
+            status = fflush(stdout) == 0 ? 0 : 1;
+        }
+        LLVMDisposeMessage(text);
+        goto done;
+    }
+
+    scratch = scratch_create();
+    if (!scratch) goto done;
+    obj = path_join(scratch, "program.o");
+    if (osp_emit_object(mod, tm, obj, &err) != 0) goto fail;
+    LLVMDisposeModule(mod);
+    mod = NULL;
+
+    bool run = o.mode == MODE_RUN;
+    if (run && (o.profile || !o.output)) {
+        exe = path_join(scratch, stem);
+    } else {
+        const char *dest = o.output ? o.output : stem;
+        char *rdest = realpath(dest, NULL);
+        if (abs && rdest && strcmp(rdest, abs) == 0) {
+            fprintf(stderr, "osprey: error: the output '%s' would overwrite the source file\n", dest);
+            free(rdest);
+            goto done;
+        }
+        free(rdest);
+        exe = strdup(dest);
+        size_t n = strlen(dest) + 32;
+        tmp_exe = malloc(n);
+        snprintf(tmp_exe, n, "%s.tmp.%ld", dest, (long)getpid());
+    }
+    if (link_program(obj, tmp_exe ? tmp_exe : exe, o.profile) != 0) {
+        if (tmp_exe) unlink(tmp_exe);
+        goto done;
+    }
+    if (tmp_exe && rename(tmp_exe, exe) != 0) {
+        fprintf(stderr, "osprey: error: cannot write '%s': %s\n", exe, strerror(errno));
+        unlink(tmp_exe);
+        goto done;
+    }
+    if (!run) {
+        status = 0;
+        goto done;
+    }
+    if (exe[0] != '/' && !strchr(exe, '/')) {
+        char *rel = path_join(".", exe);
+        free(exe);
+        exe = rel;
+    }
+    status = run_program(&o, exe, scratch, stem);
+    goto done;
+
+fail:
+    fprintf(stderr, "osprey: error: %s\n", err ? err : "internal error");
+    status = 1;
+done:
+    free(err);
+    if (mod) LLVMDisposeModule(mod);
+    if (tm) LLVMDisposeTargetMachine(tm);
+    LLVMContextDispose(ctx);
+    if (scratch) scratch_remove(scratch);
+    free(scratch);
+    free(stem);
+    free(obj);
+    free(exe);
+    free(tmp_exe);
+    osp_program_free(prog);
+    free(src);
+    free(abs);
+    LLVMShutdown();
+    return status;
+}

@@ -1,0 +1,313 @@
+/**
+ * The flame-graph model (PROFILER.md §(j) "Flame graph"): per-frame statistics, the Left Heavy
+ * and Time Order layouts, hit testing and search. Everything is iterative (no recursion
+ * proportional to stack depth, §(k) item 29) and uses memory linear in the distinct stacks.
+ * Coordinates are normalised: x in [0, 1] as a share of the profile's total weight, rows
+ * counted from the root (row 0 at the top).
+ */
+import type { SampledProfile } from "./types";
+
+export type ViewKind = "left-heavy" | "time-order";
+
+/**
+ * The rectangles of one view of one profile, in struct-of-arrays form. Rectangle k spans
+ * [x0[k], x1[k]) on row depth[k] and shows frame[k] (an index into shared.frames). Rectangles
+ * are sorted by row, then by x0; row d is `[rowStart[d], rowStart[d + 1])` and its rectangles do
+ * not overlap. `weight[k]` is the rectangle's weight in the profile's unit (seconds).
+ */
+export interface FlameLayout {
+  kind: ViewKind;
+  count: number;
+  rows: number;
+  totalWeight: number;
+  x0: Float64Array;
+  x1: Float64Array;
+  weight: Float64Array;
+  depth: Int32Array;
+  frame: Int32Array;
+  /** Length rows + 1. */
+  rowStart: Int32Array;
+}
+
+/** Per-frame statistics of one profile; arrays are indexed by frame and sized to the frame table. */
+export interface FrameStats {
+  /** Weight of samples whose leaf is the frame. */
+  self: Float64Array;
+  /** Weight of samples containing the frame, counted once per sample even when recursive. */
+  total: Float64Array;
+  /** Number of samples containing the frame (once per sample). */
+  samples: Int32Array;
+  /** Sum of all sample weights of the profile. */
+  totalWeight: number;
+}
+
+/** Sum of a profile's weights. */
+export function totalWeight(p: SampledProfile): number {
+  let t = 0;
+  for (let i = 0; i < p.weights.length; i++) t += p.weights[i];
+  return t;
+}
+
+/** Self, total and sample count of every frame in profile `p` (frame table of size `nFrames`). */
+export function frameStats(p: SampledProfile, nFrames: number): FrameStats {
+  const self = new Float64Array(nFrames);
+  const total = new Float64Array(nFrames);
+  const samples = new Int32Array(nFrames);
+  const lastSeen = new Int32Array(nFrames).fill(-1);
+  let tw = 0;
+  for (let s = 0; s < p.samples.length; s++) {
+    const stack = p.samples[s];
+    const w = p.weights[s];
+    tw += w;
+    for (let d = 0; d < stack.length; d++) {
+      const f = stack[d];
+      if (lastSeen[f] === s) continue;
+      lastSeen[f] = s;
+      total[f] += w;
+      samples[f] += 1;
+    }
+    if (stack.length > 0) self[stack[stack.length - 1]] += w;
+  }
+  return { self, total, samples, totalWeight: tw };
+}
+
+/** Growable parallel arrays of rectangles, turned into a FlameLayout by {@link finishLayout}. */
+class RectBuilder {
+  x0: number[] = [];
+  x1: number[] = [];
+  depth: number[] = [];
+  frame: number[] = [];
+  push(frame: number, depth: number, x0: number, x1: number): void {
+    this.frame.push(frame);
+    this.depth.push(depth);
+    this.x0.push(x0);
+    this.x1.push(x1);
+  }
+}
+
+/**
+ * Sorts rectangles by row with a stable counting sort (they arrive in increasing x within a
+ * row) and normalises x by `total`.
+ */
+function finishLayout(kind: ViewKind, b: RectBuilder, total: number): FlameLayout {
+  const count = b.frame.length;
+  let rows = 0;
+  for (let k = 0; k < count; k++) if (b.depth[k] + 1 > rows) rows = b.depth[k] + 1;
+  const rowStart = new Int32Array(rows + 1);
+  for (let k = 0; k < count; k++) rowStart[b.depth[k] + 1]++;
+  for (let d = 0; d < rows; d++) rowStart[d + 1] += rowStart[d];
+  const next = rowStart.slice(0, rows);
+  const x0 = new Float64Array(count);
+  const x1 = new Float64Array(count);
+  const weight = new Float64Array(count);
+  const depth = new Int32Array(count);
+  const frame = new Int32Array(count);
+  const scale = total > 0 ? 1 / total : 0;
+  for (let k = 0; k < count; k++) {
+    const d = b.depth[k];
+    const at = next[d]++;
+    x0[at] = b.x0[k] * scale;
+    x1[at] = b.x1[k] * scale;
+    weight[at] = b.x1[k] - b.x0[k];
+    depth[at] = d;
+    frame[at] = b.frame[k];
+  }
+  return { kind, count, rows, totalWeight: total, x0, x1, weight, depth, frame, rowStart };
+}
+
+/**
+ * Left Heavy: the profile's root-first stacks merged into a tree; a node's total is the summed
+ * weight of the samples through it; siblings ordered by total descending, then frame index
+ * ascending; x normalised by the profile's total weight.
+ */
+export function leftHeavyLayout(p: SampledProfile, nFrames: number): FlameLayout {
+  // Node 0 is a virtual root above the real roots. Children are found through one Map keyed
+  // by parent·(nFrames) + frame (exact in a double up to 2^53 keys).
+  const parent: number[] = [-1];
+  const nodeFrame: number[] = [-1];
+  const nodeTotal: number[] = [0];
+  const child = new Map<number, number>();
+  const F = Math.max(1, nFrames);
+  let tw = 0;
+  for (let s = 0; s < p.samples.length; s++) {
+    const stack = p.samples[s];
+    const w = p.weights[s];
+    tw += w;
+    let node = 0;
+    for (let d = 0; d < stack.length; d++) {
+      const key = node * F + stack[d];
+      let c = child.get(key);
+      if (c === undefined) {
+        c = parent.length;
+        parent.push(node);
+        nodeFrame.push(stack[d]);
+        nodeTotal.push(0);
+        child.set(key, c);
+      }
+      nodeTotal[c] += w;
+      node = c;
+    }
+  }
+  const n = parent.length;
+  // Children lists in CSR form, then each list sorted.
+  const childStart = new Int32Array(n + 1);
+  for (let v = 1; v < n; v++) childStart[parent[v] + 1]++;
+  for (let v = 0; v < n; v++) childStart[v + 1] += childStart[v];
+  const fill = childStart.slice(0, n);
+  const children = new Int32Array(Math.max(0, n - 1));
+  for (let v = 1; v < n; v++) children[fill[parent[v]]++] = v;
+  const bySize = (a: number, b: number): number => nodeTotal[b] - nodeTotal[a] || nodeFrame[a] - nodeFrame[b];
+  for (let v = 0; v < n; v++) {
+    const a = childStart[v];
+    const b = childStart[v + 1];
+    if (b - a > 1) children.subarray(a, b).sort(bySize);
+  }
+  // Preorder walk with an explicit stack: (node, depth, x). Children pushed in reverse so the
+  // heaviest is visited first; rectangles of one row therefore come out in increasing x.
+  const out = new RectBuilder();
+  const stNode: number[] = [];
+  const stDepth: number[] = [];
+  const stX: number[] = [];
+  const pushChildren = (v: number, depth: number, x: number): void => {
+    const a = childStart[v];
+    const b = childStart[v + 1];
+    // x offsets of each child: prefix sums in order.
+    let off = x;
+    const xs: number[] = [];
+    for (let i = a; i < b; i++) {
+      xs.push(off);
+      off += nodeTotal[children[i]];
+    }
+    for (let i = b - 1; i >= a; i--) {
+      stNode.push(children[i]);
+      stDepth.push(depth);
+      stX.push(xs[i - a]);
+    }
+  };
+  pushChildren(0, 0, 0);
+  while (stNode.length > 0) {
+    const v = stNode.pop() as number;
+    const depth = stDepth.pop() as number;
+    const x = stX.pop() as number;
+    out.push(nodeFrame[v], depth, x, x + nodeTotal[v]);
+    pushChildren(v, depth + 1, x);
+  }
+  return finishLayout("left-heavy", out, tw);
+}
+
+/**
+ * Time Order (flame chart): samples in file order; consecutive samples that share a prefix
+ * keep those frames as one continuous slab; x is the cumulative weight, normalised; no gaps.
+ */
+export function timeOrderLayout(p: SampledProfile): FlameLayout {
+  const out = new RectBuilder();
+  const openFrame: number[] = [];
+  const openStart: number[] = [];
+  let x = 0;
+  for (let s = 0; s < p.samples.length; s++) {
+    const stack = p.samples[s];
+    let common = 0;
+    const lim = Math.min(openFrame.length, stack.length);
+    while (common < lim && openFrame[common] === stack[common]) common++;
+    for (let d = openFrame.length - 1; d >= common; d--) out.push(openFrame[d], d, openStart[d], x);
+    openFrame.length = common;
+    openStart.length = common;
+    for (let d = common; d < stack.length; d++) {
+      openFrame.push(stack[d]);
+      openStart.push(x);
+    }
+    x += p.weights[s];
+  }
+  for (let d = openFrame.length - 1; d >= 0; d--) out.push(openFrame[d], d, openStart[d], x);
+  return finishLayout("time-order", out, x);
+}
+
+/** Builds the layout of the given kind. */
+export function buildLayout(kind: ViewKind, p: SampledProfile, nFrames: number): FlameLayout {
+  return kind === "left-heavy" ? leftHeavyLayout(p, nFrames) : timeOrderLayout(p);
+}
+
+/**
+ * The rectangle under normalised position `x` on row `row`, or -1. Binary search within the row.
+ */
+export function hitTest(layout: FlameLayout, x: number, row: number): number {
+  if (row < 0 || row >= layout.rows) return -1;
+  let lo = layout.rowStart[row];
+  let hi = layout.rowStart[row + 1] - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (layout.x0[mid] <= x) {
+      found = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (found >= 0 && x < layout.x1[found]) return found;
+  return -1;
+}
+
+/** First rectangle of `row` whose right edge is beyond `x` (rectangles of a row are sorted). */
+export function firstInRow(layout: FlameLayout, row: number, x: number): number {
+  let lo = layout.rowStart[row];
+  let hi = layout.rowStart[row + 1];
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (layout.x1[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * Frames whose name contains `query`, case-insensitively (an empty query matches nothing).
+ * Returns a 0/1 mask indexed by frame.
+ */
+export function matchFrames(frames: readonly { name: string }[], query: string): Uint8Array {
+  const mask = new Uint8Array(frames.length);
+  const q = query.toLowerCase();
+  if (q === "") return mask;
+  for (let i = 0; i < frames.length; i++) if (frames[i].name.toLowerCase().includes(q)) mask[i] = 1;
+  return mask;
+}
+
+/** Result of a search over one profile. */
+export interface SearchResult {
+  /** Distinct frames of the profile whose name matched. */
+  frames: number;
+  /** Weight covered by matching rectangles, each sample counted once however many matches it holds. */
+  weight: number;
+  /** weight / total weight of the profile, in [0, 1] (0 for an empty profile). */
+  share: number;
+}
+
+/**
+ * Share of profile `p` covered by the frames in `mask`: a matching rectangle nested inside an
+ * already counted match adds nothing, which is the weight of the samples whose stack holds at
+ * least one matching frame. The same in Left Heavy and Time Order.
+ */
+export function searchShare(p: SampledProfile, mask: Uint8Array): SearchResult {
+  const seen = new Uint8Array(mask.length);
+  let frames = 0;
+  let weight = 0;
+  let total = 0;
+  for (let s = 0; s < p.samples.length; s++) {
+    const stack = p.samples[s];
+    const w = p.weights[s];
+    total += w;
+    let hit = false;
+    for (let d = 0; d < stack.length; d++) {
+      const f = stack[d];
+      if (mask[f] === 1) {
+        hit = true;
+        if (seen[f] === 0) {
+          seen[f] = 1;
+          frames++;
+        }
+      }
+    }
+    if (hit) weight += w;
+  }
+  return { frames, weight, share: total > 0 ? weight / total : 0 };
+}

@@ -1,0 +1,51 @@
+import "../support/install-vscode-stub";
+import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { test } from "node:test";
+import { ARTIFACTS, ROOT } from "../support/paths";
+import * as vscode from "../stubs/vscode";
+
+const VSIX = path.join(ARTIFACTS, "osprey-profiler.vsix");
+
+test("vsce packages the extension into a .vsix without prompting", { timeout: 300_000 }, () => {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  fs.rmSync(VSIX, { force: true });
+  const vsce = path.join(ROOT, "node_modules", "@vscode", "vsce", "vsce");
+  const r = spawnSync(
+    process.execPath,
+    [vsce, "package", "--no-dependencies", "--skip-license", "--allow-missing-repository", "-o", VSIX],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8", timeout: 280_000 },
+  );
+  assert.equal(r.status, 0, `vsce failed:\n${r.stdout}\n${r.stderr}`);
+  assert.ok(fs.existsSync(VSIX));
+  const list = spawnSync("python3", ["-c", "import json,sys,zipfile; print(json.dumps(zipfile.ZipFile(sys.argv[1]).namelist()))", VSIX], {
+    encoding: "utf8",
+  });
+  assert.equal(list.status, 0, list.stderr);
+  const names: string[] = JSON.parse(list.stdout);
+  for (const n of ["extension.vsixmanifest", "[Content_Types].xml", "extension/package.json", "extension/readme.md", "extension/dist/extension.js", "extension/dist/webview.js"]) {
+    assert.ok(names.includes(n), `${n} in ${names.join(", ")}`);
+  }
+  assert.deepEqual(
+    names.filter((n) => /^extension\/(node_modules|src|test|out|fixtures|scripts)\//.test(n)),
+    [],
+    "no sources, tests or dependencies in the package",
+  );
+});
+
+test("the bundled extension activates and registers its commands", () => {
+  const bundle = path.join(ROOT, "dist", "extension.js");
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const ext = require(bundle) as { activate(c: unknown): unknown; deactivate(): void };
+  const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: vscode.Uri.file(ROOT) };
+  vscode.recorded.commands.clear();
+  ext.activate(context);
+  assert.deepEqual([...vscode.recorded.commands.keys()].sort(), ["osprey.profileCurrentFile", "osprey.profiler.openFile", "osprey.profiler.openLast"]);
+  for (const d of context.subscriptions) d.dispose();
+  ext.deactivate();
+  // The webview bundle has no Node-only imports left in it.
+  const web = fs.readFileSync(path.join(ROOT, "dist", "webview.js"), "utf8");
+  assert.ok(!/require\(["'](fs|path|child_process|vscode)["']\)/.test(web));
+});

@@ -1,0 +1,315 @@
+import "../support/install-vscode-stub";
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { test } from "node:test";
+import * as ext from "../../src/extension";
+import { fakeOsprey, isAlive, waitFor } from "../support/fake-osprey";
+import { FIXTURES, ROOT } from "../support/paths";
+import * as vscode from "../stubs/vscode";
+
+const { recorded, testing } = vscode;
+const posix = process.platform !== "win32";
+
+// A workspace with a real source file, opened in a visible editor.
+const work = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "osprey-ext-")));
+const source = path.join(work, "demo.osp");
+fs.writeFileSync(source, Array.from({ length: 24 }, (_, i) => `line ${i + 1}`).join("\n"));
+const doc = new vscode.FakeDocument(vscode.Uri.file(source), fs.readFileSync(source, "utf8"));
+const editor = new vscode.FakeEditor(doc);
+
+/** A fake CLI writing the running example's exports, with `/w/demo.osp` replaced by the source. */
+function exportingOsprey(extra = ""): string {
+  return fakeOsprey(
+    [
+      'b=$(basename "$1"); stem="${b%.*}"',
+      `sed "s#/w/demo.osp#$1#g" "${FIXTURES}/demo.profile.json" > "$stem.profile.json"`,
+      `sed "s#/w/demo.osp#$1#g" "${FIXTURES}/demo.speedscope.json" > "$stem.speedscope.json"`,
+      "echo program output",
+      extra,
+    ].join("\n"),
+  );
+}
+
+const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: vscode.Uri.file(ROOT) };
+const api = ext.activate(context as never);
+
+function heatOf(e: vscode.FakeEditor): { line: number; text: string | undefined; tier: number }[] {
+  const out: { line: number; text: string | undefined; tier: number }[] = [];
+  recorded.decorationTypes.forEach((t, tier) => {
+    for (const d of e.decorations.get(t) ?? []) out.push({ line: d.range.start.line, text: d.renderOptions?.after?.contentText, tier });
+  });
+  return out.sort((a, b) => a.line - b.line);
+}
+
+test("contributions match the editor contract", () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"));
+  const c = pkg.contributes;
+  const cmd = (id: string) => c.commands.find((x: { command: string }) => x.command === id);
+  assert.equal(`${cmd("osprey.profileCurrentFile").category}: ${cmd("osprey.profileCurrentFile").title}`, "Osprey: Profile Current File");
+  assert.equal(`${cmd("osprey.profiler.openLast").category}: ${cmd("osprey.profiler.openLast").title}`, "Osprey: Show Last Profile");
+  assert.ok(cmd("osprey.profiler.openFile"));
+  const title = c.menus["editor/title"][0];
+  assert.equal(title.command, "osprey.profileCurrentFile");
+  assert.match(title.when, /resourceLangId == osprey\b/);
+  assert.match(title.when, /resourceLangId == osprey-ml\b/);
+  const explorer = c.menus["explorer/context"][0];
+  assert.equal(explorer.command, "osprey.profiler.openFile");
+  assert.ok(new RegExp(explorer.when.match(/=~ \/(.*)\/$/)[1]).test("demo.speedscope.json"));
+  assert.deepEqual(
+    c.languages.map((l: { id: string; extensions: string[] }) => [l.id, l.extensions]),
+    [["osprey", [".osp"]], ["osprey-ml", [".ospml"]]],
+  );
+  const props = c.configuration.properties;
+  assert.deepEqual([props["osprey.path"].type, props["osprey.path"].default], ["string", "osprey"]);
+  assert.deepEqual([props["osprey.profiler.inlineHeat"].type, props["osprey.profiler.inlineHeat"].default], ["boolean", true]);
+  assert.deepEqual([...recorded.commands.keys()].sort(), ["osprey.profileCurrentFile", "osprey.profiler.openFile", "osprey.profiler.openLast"]);
+  // Four decoration types, one per tier, styled as specified.
+  assert.deepEqual(recorded.decorationTypes.map((t) => t.options.overviewRulerColor), ["#e8500a", "#f97316", "#fbbf24", "#88888899"]);
+  for (const t of recorded.decorationTypes) {
+    assert.equal(t.options.isWholeLine, true);
+    assert.equal(t.options.overviewRulerLane, vscode.OverviewRulerLane.Right);
+    assert.deepEqual(t.options.after, { color: t.options.overviewRulerColor, fontStyle: "italic", margin: "0 0 0 1em" });
+  }
+});
+
+test("without an Osprey editor the command only informs", async () => {
+  testing.reset();
+  vscode.window.activeTextEditor = undefined;
+  assert.deepEqual(await api.profileCurrentFile(), { outcome: "no-editor" });
+  const other = new vscode.FakeEditor(new vscode.FakeDocument(vscode.Uri.file(path.join(work, "x.c")), ""));
+  vscode.window.activeTextEditor = other;
+  assert.deepEqual(await api.profileCurrentFile(), { outcome: "not-osprey" });
+  assert.equal(recorded.info.length, 2);
+  assert.equal(recorded.progress.length, 0);
+  assert.equal(recorded.panels.length, 0);
+});
+
+test("openLast before any run informs", async () => {
+  testing.reset();
+  await api.openLast();
+  assert.equal(recorded.info.length, 1);
+  assert.equal(recorded.panels.length, 0);
+});
+
+test("a successful run shows the profile, keeps the artifacts and decorates hot lines", { skip: !posix }, async () => {
+  testing.reset();
+  recorded.settings.set("osprey.path", exportingOsprey());
+  vscode.window.activeTextEditor = editor;
+  testing.setVisibleEditors([editor]);
+  const r = await api.profileCurrentFile();
+  assert.equal(r.outcome, "shown", JSON.stringify({ r, errors: recorded.errors }));
+  assert.equal(r.status, 0);
+  assert.equal(doc.saved, 1, "the document is saved first");
+  assert.ok(r.dir && path.basename(r.dir).startsWith("osprey-profile-") && path.dirname(r.dir) === os.tmpdir());
+  assert.ok(fs.existsSync(path.join(r.dir, "demo.speedscope.json")), "artifacts are kept");
+  assert.deepEqual(recorded.progress.map((p) => (p.options as { cancellable: boolean }).cancellable), [true]);
+  const out = recorded.output.join("");
+  assert.ok(out.includes("--run --profile"), out);
+  assert.ok(out.includes("program output\n"), out);
+  assert.ok(out.includes("[exit status 0]"), out);
+  assert.ok(recorded.outputShown > 0);
+  assert.deepEqual(recorded.warnings, []);
+  assert.deepEqual(recorded.errors, []);
+  // The panel.
+  assert.equal(recorded.panels.length, 1);
+  const panel = recorded.panels[0];
+  assert.equal(panel.viewType, "ospreyProfiler");
+  assert.equal(panel.title, "Profile: demo.osp");
+  assert.equal((panel.options as { enableScripts: boolean }).enableScripts, true);
+  assert.match(panel.webview.html.replace(/&#39;/g, "'"), /default-src 'none'; script-src 'nonce-[A-Za-z0-9]{32}'; style-src 'nonce-[A-Za-z0-9]{32}'/);
+  assert.ok(!panel.webview.html.includes("crunch"), "no profile data in the HTML");
+  assert.equal(panel.posted.length, 0, "nothing is posted before the page is ready");
+  panel.fromPage({ type: "ready" });
+  assert.equal(panel.posted.length, 1);
+  const m = panel.posted[0] as { type: string; title: string; summary: { hotLines: { file: string }[] }; speedscope: unknown };
+  assert.equal(m.type, "profile");
+  assert.equal(m.summary.hotLines[0].file, source);
+  assert.ok(m.speedscope);
+  assert.equal(api.last?.title, "demo.osp");
+  // Heat on the visible editor.
+  assert.deepEqual(heatOf(editor), [
+    { line: 6, text: " ▍ 66.7% · 2 samples", tier: 0 },
+    { line: 7, text: " ▍ 33.3% · 1 samples", tier: 0 },
+  ]);
+  // An editor opened later on the same file (through a symlinked directory) gets them too.
+  const link = path.join(os.tmpdir(), `osprey-ext-link-${process.pid}`);
+  fs.symlinkSync(work, link);
+  try {
+    const viaLink = new vscode.FakeEditor(new vscode.FakeDocument(vscode.Uri.file(path.join(link, "demo.osp")), fs.readFileSync(source, "utf8")));
+    testing.setVisibleEditors([editor, viaLink]);
+    assert.equal(heatOf(viaLink).length, 2);
+  } finally {
+    fs.unlinkSync(link);
+  }
+  testing.setVisibleEditors([editor]);
+});
+
+test("inlineHeat=false hides the decorations and keeps the state", async () => {
+  testing.setSetting("osprey.profiler.inlineHeat", false);
+  assert.deepEqual(heatOf(editor), []);
+  assert.equal(api.heat.hasHotLines, true);
+  testing.setSetting("osprey.profiler.inlineHeat", true);
+  assert.equal(heatOf(editor).length, 2);
+});
+
+test("click-to-source opens, clamps, centres and selects; bad messages are ignored", async () => {
+  const panel = recorded.panels[0];
+  testing.reset();
+  panel.fromPage({ type: "select", file: source, line: 7 });
+  await waitFor(() => recorded.shown.length === 1, 2000);
+  assert.equal(recorded.shown.length, 1);
+  assert.equal(recorded.shown[0].document.uri.fsPath, source);
+  assert.equal((recorded.shown[0].options as { viewColumn: number }).viewColumn, vscode.ViewColumn.One);
+  panel.fromPage({ type: "select", file: source, line: 999 });
+  await waitFor(() => recorded.shown.length === 2, 2000);
+  panel.fromPage({ type: "select", file: source, line: "3" });
+  panel.fromPage({ type: "select", file: "", line: 3 });
+  panel.fromPage({ type: "open", file: source, line: 3 });
+  panel.fromPage({ type: "select", file: path.join(work, "missing.osp"), line: 3 });
+  await waitFor(() => recorded.warnings.length === 1, 2000);
+  assert.equal(recorded.shown.length, 2);
+  assert.equal(recorded.warnings.length, 1);
+  assert.match(recorded.warnings[0], /cannot open .*missing\.osp/);
+});
+
+test("click-to-source selection lands on the clamped line", async () => {
+  // Observe the editor the stub returns through a wrapped showTextDocument.
+  const original = vscode.window.showTextDocument;
+  const editors: vscode.FakeEditor[] = [];
+  vscode.window.showTextDocument = async (d: vscode.FakeDocument, o: unknown) => {
+    const e = await original(d, o);
+    editors.push(e);
+    return e;
+  };
+  try {
+    const panel = recorded.panels[0];
+    panel.fromPage({ type: "select", file: source, line: 7 });
+    panel.fromPage({ type: "select", file: source, line: 999 });
+    panel.fromPage({ type: "select", file: source, line: -4 });
+    await waitFor(() => editors.length === 3 && editors.every((e) => e.selection), 2000);
+    const sel = editors.map((e) => [e.selection?.start.line, e.selection?.start.character, e.selection?.end.character]);
+    assert.deepEqual(sel, [[6, 0, 6], [23, 0, 7], [0, 0, 6]]);
+    assert.deepEqual(editors.map((e) => e.revealed[0].type), [2, 2, 2]);
+  } finally {
+    vscode.window.showTextDocument = original;
+  }
+});
+
+test("a non-zero status still shows the profile, with a warning", { skip: !posix }, async () => {
+  testing.reset();
+  recorded.settings.set("osprey.path", exportingOsprey("exit 3"));
+  const r = await api.profileCurrentFile();
+  assert.equal(r.outcome, "shown");
+  assert.deepEqual(recorded.warnings, ["The program exited with status 3; showing its profile."]);
+  assert.equal(recorded.panels.length, 1, "the one panel is re-used");
+  assert.equal(recorded.panels[0].posted.length, 2, "the ready page gets the new profile at once");
+});
+
+test("a failed run shows the last 12 non-empty stderr lines and clears the heat", { skip: !posix }, async () => {
+  testing.reset();
+  const lines = Array.from({ length: 20 }, (_, i) => `echo "err ${i}" >&2\necho >&2`).join("\n");
+  recorded.settings.set("osprey.path", fakeOsprey(`${lines}\nexit 1`));
+  const before = api.last;
+  const r = await api.profileCurrentFile();
+  assert.equal(r.outcome, "failed");
+  assert.equal(recorded.errors.length, 1);
+  const expected = Array.from({ length: 12 }, (_, i) => `err ${i + 8}`).join("\n");
+  assert.equal(recorded.errors[0], `Osprey: profiling demo.osp failed (status 1):\n${expected}`);
+  assert.equal(fs.existsSync(r.dir as string), false, "the failed run's directory is removed");
+  assert.deepEqual(heatOf(editor), [], "heat is cleared when a new run starts");
+  assert.equal(api.last, before, "openLast still has the last good profile");
+});
+
+test("a malformed export is reported with its load error", { skip: !posix }, async () => {
+  testing.reset();
+  recorded.settings.set("osprey.path", exportingOsprey(`echo '{"version":1}' > demo.profile.json\necho warning text >&2`));
+  const r = await api.profileCurrentFile();
+  assert.equal(r.outcome, "failed");
+  assert.match(recorded.errors[0], /demo\.profile\.json: profile summary: "wallSeconds" must be a number, got missing/);
+});
+
+test("a missing CLI points at the osprey.path setting", async () => {
+  testing.reset();
+  recorded.settings.set("osprey.path", path.join(work, "no-such-osprey"));
+  const r = await api.profileCurrentFile();
+  assert.equal(r.outcome, "failed");
+  assert.match(recorded.errors[0], /cannot run .*no-such-osprey.*ENOENT.*osprey\.path/);
+});
+
+test("cancelling the progress kills the process group and finishes at once", { skip: !posix }, async () => {
+  testing.reset();
+  recorded.settings.set("osprey.path", fakeOsprey("sleep 300 &\necho $! > grandchild.pid\necho $$ > child.pid\nwait"));
+  const running = api.profileCurrentFile();
+  assert.ok(await waitFor(() => recorded.progress.length === 1, 5000));
+  const dirs = () => fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("osprey-profile-")).map((d) => path.join(os.tmpdir(), d));
+  let runDir = "";
+  assert.ok(
+    await waitFor(() => {
+      runDir = dirs().find((d) => fs.existsSync(path.join(d, "grandchild.pid")) && fs.existsSync(path.join(d, "child.pid"))) ?? "";
+      return runDir !== "";
+    }, 10_000),
+  );
+  const child = Number(fs.readFileSync(path.join(runDir, "child.pid"), "utf8"));
+  const grandchild = Number(fs.readFileSync(path.join(runDir, "grandchild.pid"), "utf8"));
+  const t0 = Date.now();
+  recorded.progress[0].cancel();
+  const r = await running;
+  assert.equal(r.outcome, "cancelled");
+  assert.ok(Date.now() - t0 < 1000);
+  assert.ok(await waitFor(() => !isAlive(child) && !isAlive(grandchild), 10_000));
+  assert.deepEqual(recorded.errors, []);
+  assert.ok(recorded.output.join("").includes("[cancelled"));
+});
+
+test("a new run cancels the one in flight", { skip: !posix }, async () => {
+  testing.reset();
+  recorded.settings.set("osprey.path", fakeOsprey("echo $$ > child.pid\nsleep 300"));
+  const first = api.profileCurrentFile();
+  assert.ok(await waitFor(() => recorded.progress.length === 1, 5000));
+  let firstDir = "";
+  assert.ok(
+    await waitFor(() => {
+      firstDir =
+        fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("osprey-profile-")).map((d) => path.join(os.tmpdir(), d)).find((d) => fs.existsSync(path.join(d, "child.pid"))) ?? "";
+      return firstDir !== "";
+    }, 10_000),
+  );
+  const pid = Number(fs.readFileSync(path.join(firstDir, "child.pid"), "utf8"));
+  recorded.settings.set("osprey.path", exportingOsprey());
+  const second = api.profileCurrentFile();
+  assert.equal((await first).outcome, "cancelled");
+  assert.equal((await second).outcome, "shown");
+  assert.ok(await waitFor(() => !isAlive(pid), 10_000));
+});
+
+test("openLast re-shows the last profile; openFile loads a speedscope file and its summary", async () => {
+  testing.reset();
+  const panel = recorded.panels[0];
+  const n = panel.posted.length;
+  await api.openLast();
+  assert.equal(panel.posted.length, n + 1);
+  await api.openFile(vscode.Uri.file(path.join(FIXTURES, "demo.speedscope.json")) as never);
+  assert.deepEqual(recorded.errors, []);
+  assert.equal(panel.title, "Profile: demo.osp");
+  assert.equal(api.last?.summaryPath, path.join(FIXTURES, "demo.profile.json"));
+  // A speedscope file without its summary.
+  const lone = path.join(work, "lone.speedscope.json");
+  fs.copyFileSync(path.join(FIXTURES, "demo.speedscope.json"), lone);
+  await api.openFile(vscode.Uri.file(lone) as never);
+  assert.match(recorded.errors[0], /lone\.profile\.json was not written|lone\.profile\.json/);
+  await api.openFile(vscode.Uri.file(path.join(work, "demo.osp")) as never);
+  assert.match(recorded.errors[1], /not a <stem>\.speedscope\.json file/);
+});
+
+test("closing the panel and showing again creates a new one", async () => {
+  recorded.panels[0].dispose();
+  await api.openLast();
+  assert.equal(recorded.panels.length, 2);
+});
+
+test.after(() => {
+  for (const d of context.subscriptions) d.dispose();
+  fs.rmSync(work, { recursive: true, force: true });
+});

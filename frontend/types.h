@@ -1,0 +1,69 @@
+/*
+ * types.h — Osprey types for Hindley–Milner inference (LANGUAGE.md §4).
+ *
+ * A type is a constructor with arguments or a type variable. Variables are
+ * union-find nodes (`link`), carry a binding level for generalisation (Rémy's
+ * levels) and become `generic` when generalised into a function's type scheme.
+ * Tier 2 constructors (List, Map, Channel, named records/unions) are declared so
+ * that the representation does not change when they are implemented.
+ */
+#ifndef OSP_FE_TYPES_H
+#define OSP_FE_TYPES_H
+
+#include "util.h"
+
+typedef enum TyKind {
+    TY_VAR,
+    TY_INT, TY_FLOAT, TY_BOOL, TY_STRING, TY_UNIT,
+    TY_MATHERROR, TY_ERRORT,  /* the two error types; both a message string at run time */
+    TY_RESULT,                /* args[0] payload, args[1] error type */
+    TY_FIBER,                 /* args[0] */
+    TY_ITER,                  /* args[0] element */
+    TY_FN,                    /* args[0..nargs) params, ret */
+    TY_LIST, TY_MAP, TY_CHANNEL, /* Tier 2 */
+    TY_POISON                 /* the type of an erroneous expression; unifies with anything */
+} TyKind;
+
+/* Hint for defaulting an unconstrained variable at the end of inference. */
+enum { HINT_NONE = 0, HINT_ERROR = 1 };
+
+typedef struct Type {
+    TyKind kind;
+    int nargs;
+    struct Type **args;
+    struct Type *ret;
+    /* TY_VAR */
+    struct Type *link;
+    int id;
+    int level;
+    bool generic;
+    unsigned char hint;
+} Type;
+
+typedef struct TypeCtx {
+    Arena *arena;
+    int next_var;
+    int level;
+    Type *t_int, *t_float, *t_bool, *t_string, *t_unit, *t_matherror, *t_errort, *t_poison;
+} TypeCtx;
+
+void types_init(TypeCtx *tc, Arena *a);
+Type *ty_var(TypeCtx *tc);
+Type *ty_con(TypeCtx *tc, TyKind k, int nargs, Type **args);
+Type *ty_con1(TypeCtx *tc, TyKind k, Type *a);
+Type *ty_result(TypeCtx *tc, Type *payload, Type *err);
+Type *ty_fn(TypeCtx *tc, int nparams, Type **params, Type *ret);
+
+/* Follow variable links; returns the representative. */
+Type *ty_find(Type *t);
+
+/* Unify; returns false on mismatch (nothing is reported). Occurs check included. */
+bool ty_unify(TypeCtx *tc, Type *a, Type *b);
+
+/* Render a type for a diagnostic ("Result<int, MathError>", "(int) -> int", "'a"). */
+char *ty_show(Arena *a, Type *t);
+
+/* True when `t` (after find) contains no unbound variable. */
+bool ty_is_ground(Type *t);
+
+#endif

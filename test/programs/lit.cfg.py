@@ -1,0 +1,21 @@
+# lit configuration for test/programs.
+#
+# Every `<name>.osp` here is compiled and run with `osprey <name>.osp --run`; its stdout
+# must equal `<name>.out` byte for byte (an absent .out means empty stdout) and its exit
+# status must equal the `// exit: N` directive (default 0). Further directives, each on
+# a line of its own near the top of the program:
+#   // env: NAME=value         extra environment variable for the run (repeatable)
+#   // stderr: text            stderr must contain this text (repeatable)
+#   // compile-error: text     the compile must fail (exit 1) with this text on stderr
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import osprey_format  # noqa: E402
+
+config.name = "osprey-programs"
+config.test_source_root = os.path.dirname(__file__)
+
+
+config.test_format = osprey_format.OspreyProgram()
+config.excludes = ["osprey_format.py"]
