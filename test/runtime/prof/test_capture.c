@@ -715,9 +715,14 @@ static void send_ignored(void) {
 }
 
 /* Two SIGPROFs that are not the sampler's: kill() (SI_USER, to the process; only this
- * thread has SIGPROF unblocked) and pthread_sigqueue() (SI_QUEUE, to this thread). One
- * at a time: a standard signal sent while the same one is pending is merged. */
+ * thread has SIGPROF unblocked) and pthread_sigqueue() (SI_QUEUE, to this thread). A
+ * standard signal sent while the same one is pending on the thread is merged into it,
+ * so this thread first stops being sampled (and lets a last request of ours arrive),
+ * and the two are sent one at a time. */
 static void send_foreign(void) {
+    osp_prof_thread_unregister();
+    struct timespec settle = {0, 20000000};
+    nanosleep(&settle, NULL);
     int base = atomic_load(g_foreign_counter);
     assert_int_equal(kill(getpid(), SIGPROF), 0);
     wait_for(g_foreign_counter, base + 1);
