@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""Accuracy and overhead of our profiler, side by side with perf and gperftools, on the
+same binaries in the same run (issue 6). Driven by bench/accuracy.sh; see there for the
+environment variables. Prints one table and writes it, with the machine's description and
+the truth it was measured against, to bench/results/accuracy.md.
+
+Workloads (each in C, bench/accuracy/work.c, and in Osprey, bench/accuracy/workloads_osp.py):
+  ratio-1/2/4/16  burn60/burn30/burn10 in a 60/30/10 ratio of iterations, on 1..16 threads
+  mixed           2 computing threads + 2 sleeping threads + a waiting main thread
+  deep            the same rounds run 200 frames below main (stacks are cut at 128)
+  tiny            tinyA/tinyB/tinyC, a few instructions each, called 6:3:1 per iteration
+
+Truth (measured, never assumed):
+  burn functions  each function's part timed alone on the same binary (CPU time of runs
+                  doing only burn60's, only burn30's, only burn10's part of every round,
+                  minus an empty run; medians of interleaved repeats)
+  tiny functions  self instruction counts from callgrind, restricted to the driver
+                  (--toggle-collect): includes the driver loop's own share
+  waiting share   from bench/accuracy/measure.c in the same run: wall time the program's
+                  threads spent in sleeps, joins and condition waits, against that plus
+                  the CPU time of the process (minus our sampler thread's)
+
+Profilers (997 Hz each):
+  perf   perf record -F 997 --call-graph fp; perf script folded by accuracy/perf_fold.py;
+         weights are the cpu-clock periods (ns of CPU)
+  gperf  gperftools' libprofiler.so preloaded, CPUPROFILE_FREQUENCY=997; google-pprof --text
+  ours   C: libosprey_prof.so preloaded; Osprey: the binary `osprey --build --profile`
+         makes, run with OSPREY_PROFILE as `osprey --profile` runs it; both then through
+         `osprey --postprocess <raw> --binary <exe>`; numbers from <stem>.profile.json (and
+         the speedscope weights for the waiting share)
+"""
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "accuracy"))
+import perf_fold  # noqa: E402
+import workloads_osp  # noqa: E402
+
+HZ = 997
+BUILD = os.path.abspath(os.environ.get("BUILD", os.path.join(ROOT, "build")))
+REPS = int(os.environ.get("REPS", "3"))
+SECONDS = float(os.environ.get("SECONDS_PER_RUN", "1.0"))
+TRUTH_REPS = int(os.environ.get("TRUTH_REPS", "3"))
+ONLY = os.environ.get("ONLY", "")  # comma-separated workload names, for development
+OSPREY = os.path.join(BUILD, "bin", "osprey")
+PRELOAD_OURS = os.path.join(BUILD, "lib", "libosprey_prof.so")
+GPERF_LIB = next((p for p in ("/usr/lib/x86_64-linux-gnu/libprofiler.so.0",
+                              "/usr/lib/aarch64-linux-gnu/libprofiler.so.0",
+                              "/usr/lib/x86_64-linux-gnu/libprofiler.so") if os.path.exists(p)), None)
+PPROF = shutil.which("google-pprof") or shutil.which("pprof")
+RESULTS = os.path.join(HERE, "results")
+BURN = ("burn60", "burn30", "burn10")
+TINY = ("tinyA", "tinyB", "tinyC")
+MODES = ("plain", "ours", "perf", "gperf")
+NAMES = {"ours": "ours", "perf": "perf", "gperf": "gperftools"}
+
+BASE_ENV = {k: v for k, v in os.environ.items()
+            if not k.startswith("OSPREY_PROFILE") and k not in ("LD_PRELOAD", "CPUPROFILE", "OSPREY_TEST_FILTER")}
+BASE_ENV["NO_COLOR"] = "1"
+
+
+def die(msg):
+    sys.exit(f"accuracy: {msg}")
+
+
+def run(argv, env=None, check=True, **kw):
+    p = subprocess.run(argv, env=env if env is not None else BASE_ENV, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, **kw)
+    if check and p.returncode != 0:
+        die(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()[-400:]}")
+    return p
+
+
+def loadavg():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+# ---- tools and binaries ----------------------------------------------------------------
+
+def perf_works():
+    if shutil.which("perf") is None:
+        return False
+    p = subprocess.run(["perf", "record", "-q", "-F", str(HZ), "--call-graph", "fp", "-o", "/dev/null",
+                        "--", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return p.returncode == 0
+
+
+def build(work):
+    cflags = ["-O2", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"]
+    exe = os.path.join(work, "work")
+    run(["clang-19", *cflags, os.path.join(HERE, "accuracy", "work.c"), "-o", exe, "-lpthread"])
+    shim = os.path.join(work, "libbench_measure.so")
+    run(["clang-19", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
+         os.path.join(HERE, "accuracy", "measure.c"), "-o", shim, "-ldl"])
+    return exe, shim
+
+
+def build_osprey(work, **params):
+    src = os.path.join(work, "workloads.osp")
+    with open(src, "w") as f:
+        f.write(workloads_osp.source(**params))
+    exe = os.path.join(work, "workloads")
+    # Exactly the build `osprey <file> --profile` runs: -O2, DWARF, frame pointers.
+    run([OSPREY, src, "--build", "--profile", "-o", exe])
+    return src, exe
+
+
+# ---- one run ----------------------------------------------------------------------------
+
+class Ctx:
+    def __init__(self, work, shim, perf_ok, gperf_ok):
+        self.work, self.shim, self.perf_ok, self.gperf_ok = work, shim, perf_ok, gperf_ok
+        self.seq = 0
+
+
+def read_measure(path):
+    with open(path) as f:
+        m = dict(kv.split("=") for kv in f.read().split())
+    return {k: int(v) for k, v in m.items()}
+
+
+def run_once(ctx, wl, mode):
+    """Run workload `wl` under `mode`; return a dict of measurements and the profile paths."""
+    ctx.seq += 1
+    tag = os.path.join(ctx.work, f"r{ctx.seq}")
+    meas = tag + ".measure"
+    env = dict(BASE_ENV, OSPREY_BENCH_MEASURE=meas, **wl.get("env", {}))
+    argv = list(wl["argv"])
+    preload = [ctx.shim]  # first, so the program's own calls reach it directly
+    res = {"mode": mode}
+    if mode == "ours":
+        env["OSPREY_PROFILE"] = tag + ".osprof.json"
+        env["OSPREY_PROFILE_HZ"] = str(HZ)
+        if wl["lang"] == "C":
+            preload.append(PRELOAD_OURS)
+    elif mode == "gperf":
+        env["CPUPROFILE"] = tag + ".gperf"
+        env["CPUPROFILE_FREQUENCY"] = str(HZ)
+        preload.append(GPERF_LIB)
+    if mode == "perf":
+        argv = ["perf", "record", "-q", "-F", str(HZ), "--call-graph", "fp", "-o", tag + ".perf",
+                "--", "env", "LD_PRELOAD=" + " ".join(preload)] + argv
+    else:
+        env["LD_PRELOAD"] = " ".join(preload)
+    p = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        die(f"{wl['name']} ({mode}) failed with status {p.returncode}: {p.stderr.strip()[-400:]}")
+    m = read_measure(meas)
+    res.update(wall=m["wall_ns"] / 1e9, cpu=(m["utime_ns"] + m["stime_ns"]) / 1e9,
+               blocked=m["blocked_ns"] / 1e9, sampler_cpu=m["sampler_cpu_ns"] / 1e9, tag=tag)
+    return res
+
+
+# ---- reading each profiler's output ----------------------------------------------------
+
+def stats_ours(wl, r):
+    """Post-process our raw profile exactly as `osprey --profile` does; read the summary."""
+    raw, stem = r["tag"] + ".osprof.json", r["tag"] + ".ours"
+    run([OSPREY, "--postprocess", raw, "--binary", wl["exe"], "-o", stem])
+    with open(stem + ".profile.json") as f:
+        s = json.load(f)
+    with open(stem + ".speedscope.json") as f:
+        sp = json.load(f)
+    with open(raw) as f:
+        raw_d = json.load(f)
+    cpu = s["cpuSeconds"]
+    self_w = {}
+    for h in s["hotFunctions"]:
+        self_w[h["name"]] = self_w.get(h["name"], 0.0) + h["selfPct"] / 100.0 * cpu
+    samples = s["sampleCount"]
+    oncpu = sum(fb["oncpuSamples"] for fb in s["fibers"])
+    all_w = sum(pr["endValue"] for pr in sp["profiles"])
+    return {"total_w": cpu, "self_w": self_w, "prof_cpu": cpu, "samples": oncpu,
+            "wait_samples_share": (samples - oncpu) / samples if samples else 0.0,
+            "wait_weight_share": (all_w - cpu) / all_w if all_w else 0.0,
+            "dropped": s["droppedSamples"], "late": raw_d.get("late_ticks", 0), "ticks": raw_d.get("ticks", 0)}
+
+
+def stats_perf(wl, r):
+    p = run(["perf", "script", "-i", r["tag"] + ".perf", "-F", "comm,tid,period,ip,sym"])
+    self_w, total, n = {}, 0, 0
+    for comm, _tid, period, frames in perf_fold.parse(p.stdout.splitlines(), ("env", "perf", "perf-exec")):
+        leaf = frames[0] if frames else "[unknown]"
+        self_w[leaf] = self_w.get(leaf, 0) + period / 1e9
+        total += period / 1e9
+        n += 1
+    return {"total_w": total, "self_w": self_w, "prof_cpu": total, "samples": n}
+
+
+PPROF_LINE = re.compile(r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+\d+\s+[\d.]+%\s+(.+?)\s*$")
+
+
+def stats_gperf(wl, r):
+    prof = r["tag"] + ".gperf"
+    if not os.path.exists(prof):
+        return {"total_w": 0, "self_w": {}, "prof_cpu": 0.0, "samples": 0}
+    p = run([PPROF, "--text", "--nodefraction=0", "--edgefraction=0", wl["exe"], prof])
+    total = 0
+    self_w = {}
+    for line in p.stdout.splitlines():
+        mt = re.match(r"^Total: (\d+) samples", line)
+        if mt:
+            total = int(mt.group(1))
+            continue
+        ml = PPROF_LINE.match(line)
+        if ml:
+            name = ml.group(2)
+            self_w[name] = self_w.get(name, 0) + int(ml.group(1))
+    # Each sample stands for one interval of the requested rate.
+    return {"total_w": total, "self_w": self_w, "prof_cpu": total / HZ, "samples": total}
+
+
+STATS = {"ours": stats_ours, "perf": stats_perf, "gperf": stats_gperf}
+
+
+# ---- truth ------------------------------------------------------------------------------
+
+def truth_burn(ctx, only_wls, empty_wl):
+    """Shares of burn60/30/10 from timing each part alone (median CPU minus an empty run)."""
+    cpu = {k: [] for k in list(only_wls) + ["empty"]}
+    for _ in range(TRUTH_REPS):
+        order = list(only_wls.items()) + [("empty", empty_wl)]
+        random.shuffle(order)
+        for k, wl in order:
+            cpu[k].append(run_once(ctx, wl, "plain")["cpu"])
+    base = statistics.median(cpu["empty"])
+    part = {k: max(0.0, statistics.median(cpu[k]) - base) for k in only_wls}
+    tot = sum(part.values())
+    return {f: 100.0 * part[f] / tot for f in BURN}, {k: statistics.median(v) for k, v in cpu.items()}
+
+
+CG_LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?):(\S+)(?:\s+\[.*\])?\s*$")
+
+
+def truth_tiny(argv, env, driver):
+    """Self shares of tinyA/B/C in callgrind's instruction counts inside `driver`."""
+    out = os.path.join(os.path.dirname(argv[0]), f"cg-{driver}.out")
+    run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect={driver}"] + argv,
+        env=dict(BASE_ENV, **env))
+    p = run(["callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", out])
+    ir = {}
+    for line in p.stdout.splitlines():
+        m = CG_LINE.match(line)
+        if m:
+            ir[m.group(3)] = ir.get(m.group(3), 0) + int(m.group(1).replace(",", ""))
+    total = sum(ir.values())
+    if total == 0:
+        die("callgrind counted nothing")
+    return {f: 100.0 * ir.get(f, 0) / total for f in TINY}
+
+
+# ---- the measurement --------------------------------------------------------------------
+
+def calibrate(ctx, c_exe, work):
+    """Rounds and iterations so each workload burns about SECONDS of CPU."""
+    k_c, k_o = 10000, 3000
+    probe = 200
+    wl = {"name": "probe", "lang": "C", "argv": [c_exe, "ratio", "1", str(probe), str(k_c)]}
+    per_round_c = min(run_once(ctx, wl, "plain")["cpu"] for _ in range(3)) / probe
+    wl = {"name": "probe", "lang": "C", "argv": [c_exe, "tiny", "2000000"]}
+    per_tiny_c = min(run_once(ctx, wl, "plain")["cpu"] for _ in range(3)) / 2e6
+    src, exe = build_osprey(work, k=k_o, rounds=probe, tiny_n=2000000, tinycg_n=1000, depth=200,
+                            sleep_ms=5, nap_slices=1)
+    wl = {"name": "probe", "lang": "Osprey", "argv": [exe], "env": {"OSPREY_TEST_FILTER": "ratio1"}}
+    per_round_o = min(run_once(ctx, wl, "plain")["cpu"] for _ in range(3)) / probe
+    wl = {"name": "probe", "lang": "Osprey", "argv": [exe], "env": {"OSPREY_TEST_FILTER": "tiny"}}
+    per_tiny_o = min(run_once(ctx, wl, "plain")["cpu"] for _ in range(3)) / 2e6
+    return {
+        "c": {"k": k_c, "rounds": max(50, int(SECONDS / per_round_c)),
+              "tiny": max(100000, int(SECONDS / per_tiny_c)), "round_s": per_round_c},
+        "o": {"k": k_o, "rounds": max(50, int(SECONDS / per_round_o)),
+              "tiny": max(100000, int(SECONDS / per_tiny_o)), "round_s": per_round_o},
+    }
+
+
+def workloads(c_exe, o_exe, cal):
+    c, o = cal["c"], cal["o"]
+    R, K = str(c["rounds"]), str(c["k"])
+    wls = []
+    for lang, exe in (("C", c_exe), ("Osprey", o_exe)):
+        def mk(name, kind, argv=None, test=None):
+            w = {"name": name, "lang": lang, "kind": kind, "exe": exe}
+            if lang == "C":
+                w["argv"] = [exe] + argv
+            else:
+                w["argv"] = [exe]
+                w["env"] = {"OSPREY_TEST_FILTER": test}
+            return w
+        for n in (1, 2, 4, 16):
+            wls.append(mk(f"ratio-{n}", "burn", ["ratio", str(n), R, K], f"ratio{n}"))
+        wls.append(mk("mixed", "burn", ["mixed", R, K, "5"], "mixed"))
+        wls.append(mk("deep", "burn", ["deep", "200", R, K], "deep"))
+        wls.append(mk("tiny", "tiny", ["tiny", str(c["tiny"])], "tiny"))
+    if ONLY:
+        keep = set(ONLY.split(","))
+        wls = [w for w in wls if w["name"] in keep or f"{w['lang']}:{w['name']}" in keep]
+    return wls
+
+
+def fmt_err(errs):
+    return "/".join(f"{e:+.1f}" for e in errs)
+
+
+def main():
+    t_start = time.time()
+    load_start = loadavg()
+    for tool in ("clang-19", "valgrind", "callgrind_annotate"):
+        if shutil.which(tool) is None:
+            die(f"{tool} not found (scripts/setup.sh installs it)")
+    for f in (OSPREY, PRELOAD_OURS):
+        if not os.path.exists(f):
+            die(f"{f} missing; run make build first")
+    perf_ok = perf_works()
+    gperf_ok = GPERF_LIB is not None and PPROF is not None
+    work = os.environ.get("WORKDIR") or subprocess.check_output(["mktemp", "-d"], text=True).strip()
+    keep_work = "WORKDIR" in os.environ
+    try:
+        c_exe, shim = build(work)
+        ctx = Ctx(work, shim, perf_ok, gperf_ok)
+        cal = calibrate(ctx, c_exe, work)
+        o = cal["o"]
+        nap_slices = max(1, int(o["rounds"] * o["round_s"] / 2 / 0.005))
+        o_src, o_exe = build_osprey(work, k=o["k"], rounds=o["rounds"], tiny_n=o["tiny"],
+                                    tinycg_n=200000, depth=200, sleep_ms=5, nap_slices=nap_slices)
+
+        # Truth.
+        c = cal["c"]
+        only_c = {f: {"name": f, "lang": "C", "argv": [c_exe, "only", f[4:], str(c["rounds"]), str(c["k"])]}
+                  for f in BURN}
+        empty_c = {"name": "empty", "lang": "C", "argv": [c_exe, "only", "60", "0", str(c["k"])]}
+        only_o = {f: {"name": f, "lang": "Osprey", "argv": [o_exe], "env": {"OSPREY_TEST_FILTER": "only" + f[4:]}}
+                  for f in BURN}
+        empty_o = {"name": "empty", "lang": "Osprey", "argv": [o_exe], "env": {"OSPREY_TEST_FILTER": "none"}}
+        truth = {}
+        truth["C", "burn"], tc_raw = truth_burn(ctx, only_c, empty_c)
+        truth["Osprey", "burn"], to_raw = truth_burn(ctx, only_o, empty_o)
+        truth["C", "tiny"] = truth_tiny([c_exe, "tiny", "200000"], {}, "tiny_driver")
+        truth["Osprey", "tiny"] = truth_tiny([o_exe], {"OSPREY_TEST_FILTER": "tinycg"}, "tinyDriver")
+
+        wls = workloads(c_exe, o_exe, cal)
+        modes = ["plain", "ours"] + (["perf"] if perf_ok else []) + (["gperf"] if gperf_ok else [])
+        rows = []
+        for wl in wls:
+            runs = {m: [] for m in modes}
+            for _ in range(REPS):
+                order = modes[:]
+                random.shuffle(order)
+                for m in order:
+                    runs[m].append(run_once(ctx, wl, m))
+            funcs = BURN if wl["kind"] == "burn" else TINY
+            tr = truth[wl["lang"], wl["kind"]]
+            base_wall = statistics.median(r["wall"] for r in runs["plain"])
+            for m in modes[1:]:
+                st = [STATS[m](wl, r) for r in runs[m]]
+                tot = sum(s["total_w"] for s in st)
+                pct = [100.0 * sum(s["self_w"].get(f, 0.0) for s in st) / tot if tot else 0.0 for f in funcs]
+                errs = [p - tr[f] for p, f in zip(pct, funcs)]
+                row = {
+                    "lang": wl["lang"], "workload": wl["name"], "profiler": m, "funcs": funcs,
+                    "pct": pct, "errs": errs,
+                    "cpu_ratio": statistics.median(s["prof_cpu"] / r["cpu"] for s, r in zip(st, runs[m])),
+                    "rate": statistics.median(s["samples"] / r["cpu"] for s, r in zip(st, runs[m])),
+                    "samples": sum(s["samples"] for s in st),
+                    "overhead": statistics.median(r["wall"] for r in runs[m]) / base_wall,
+                    "ov_range": (min(r["wall"] for r in runs[m]) / base_wall, max(r["wall"] for r in runs[m]) / base_wall),
+                    "cpu_over": statistics.median(r["cpu"] for r in runs[m]) / statistics.median(r["cpu"] for r in runs["plain"]),
+                }
+                if m == "ours":
+                    row["dropped"] = sum(s["dropped"] for s in st)
+                    row["late"] = sum(s["late"] for s in st) / max(1, sum(s["ticks"] for s in st))
+                if m == "ours" and wl["name"] == "mixed":
+                    row["wait_samples"] = statistics.median(s["wait_samples_share"] for s in st)
+                    row["wait_weight"] = statistics.median(s["wait_weight_share"] for s in st)
+                    row["wait_truth"] = statistics.median(
+                        r["blocked"] / (r["blocked"] + r["cpu"] - r["sampler_cpu"]) for r in runs[m])
+                rows.append(row)
+            print(f"  {wl['lang']:<6} {wl['name']:<9} done ({time.time() - t_start:.0f} s)", file=sys.stderr)
+        report(rows, truth, cal, tc_raw, to_raw, perf_ok, gperf_ok, load_start, t_start)
+    finally:
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def machine():
+    model = "unknown"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    hv = ""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        m = re.search(r"Hypervisor vendor:\s*(\S+)", out)
+        if m:
+            hv = f", {m.group(1)} guest"
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} CPUs{hv}, Linux {os.uname().release}"
+
+
+def tool_versions():
+    v = []
+    p = subprocess.run(["perf", "--version"], capture_output=True, text=True) if shutil.which("perf") else None
+    if p and p.returncode == 0:
+        v.append(p.stdout.strip())
+    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libgoogle-perftools4"], capture_output=True, text=True)
+    if p.returncode == 0 and p.stdout:
+        v.append("gperftools " + p.stdout.strip())
+    return ", ".join(v)
+
+
+def report(rows, truth, cal, tc_raw, to_raw, perf_ok, gperf_ok, load_start, t_start):
+    lines = []
+    out = lines.append
+    out(f"accuracy: {REPS} interleaved runs per workload and profiler, ~{SECONDS:.1f} s CPU each, {HZ} Hz requested")
+    out("truth (percent of CPU): burn60/burn30/burn10 each timed alone, tinyA/tinyB/tinyC from callgrind")
+    out(f"  C       burn {truth['C', 'burn']['burn60']:.1f}/{truth['C', 'burn']['burn30']:.1f}/{truth['C', 'burn']['burn10']:.1f}"
+        f"   tiny {truth['C', 'tiny']['tinyA']:.1f}/{truth['C', 'tiny']['tinyB']:.1f}/{truth['C', 'tiny']['tinyC']:.1f}")
+    out(f"  Osprey  burn {truth['Osprey', 'burn']['burn60']:.1f}/{truth['Osprey', 'burn']['burn30']:.1f}/{truth['Osprey', 'burn']['burn10']:.1f}"
+        f"   tiny {truth['Osprey', 'tiny']['tinyA']:.1f}/{truth['Osprey', 'tiny']['tinyB']:.1f}/{truth['Osprey', 'tiny']['tinyC']:.1f}")
+    out("")
+    hdr = (f"{'lang':<6} {'workload':<9} {'profiler':<10} {'self% err (pts)':>17} {'max':>5} "
+           f"{'prof CPU/rusage':>15} {'samples/CPU-s':>14} {'wall overhead':>22} {'waiting: ours vs truth':>24}")
+    out(hdr)
+    out("-" * len(hdr))
+    for r in rows:
+        wait = ""
+        if "wait_truth" in r:
+            wait = f"{100 * r['wait_samples']:.1f}% ({100 * r['wait_weight']:.1f}% wt) vs {100 * r['wait_truth']:.1f}%"
+        ov = f"{r['overhead']:.3f} ({r['ov_range'][0]:.2f}..{r['ov_range'][1]:.2f})"
+        out(f"{r['lang']:<6} {r['workload']:<9} {NAMES[r['profiler']]:<10} {fmt_err(r['errs']):>17} "
+            f"{max(abs(e) for e in r['errs']):5.1f} {r['cpu_ratio']:15.3f} "
+            f"{r['rate']:7.0f} ({r['rate'] / HZ:.2f}) {ov:>22} {wait:>24}")
+    out("")
+    out("columns: self% err = profiler's self% minus truth for burn60/burn30/burn10 (tiny: tinyA/tinyB/tinyC),")
+    out("  pooled over the runs; max = largest |err|; prof CPU/rusage = CPU seconds in the profile over the")
+    out("  process's user+system time (median); samples/CPU-s = on-CPU samples per second of process CPU")
+    out(f"  (in brackets: over {HZ}); wall overhead = median wall time over the unprofiled median (min..max of")
+    out("  the runs); waiting = ours' share of samples classified waiting (and of weight) in the mixed")
+    out("  workload vs the share of thread time the program spent in waits.")
+
+    # Targets for ours.
+    verdict = []
+    for r in rows:
+        if r["profiler"] != "ours":
+            continue
+        key = f"{r['lang']} {r['workload']}"
+        peer = next((p for p in rows if p["profiler"] == "perf" and p["lang"] == r["lang"] and p["workload"] == r["workload"]), None)
+        m = max(abs(e) for e in r["errs"])
+        if m > 2.0:
+            verdict.append(f"{key}: self% off by {m:.1f} pts (target 2)")
+        if peer is not None and m > max(abs(e) for e in peer["errs"]) + 0.05 and m > 1.0:
+            verdict.append(f"{key}: self% error {m:.1f} pts worse than perf's {max(abs(e) for e in peer['errs']):.1f}")
+        if abs(r["cpu_ratio"] - 1) > 0.05:
+            verdict.append(f"{key}: profile CPU {r['cpu_ratio']:.3f} of rusage (target 0.95..1.05)")
+    ov1 = [r for r in rows if r["profiler"] == "ours" and r["workload"] == "ratio-1"]
+    for r in ov1:
+        if r["overhead"] > 1.01:
+            verdict.append(f"{r['lang']} ratio-1: wall overhead {r['overhead']:.3f} (target <= 1.010)")
+    out("")
+    out("targets for ours (self% within 2 pts and no worse than perf, CPU within 5 %, overhead <= 1 % on")
+    out("one thread): " + ("all met" if not verdict else f"{len(verdict)} missed"))
+    for v in verdict:
+        out("  MISSED " + v)
+    if not perf_ok:
+        out("perf: not usable here (perf record failed); its rows are missing")
+    if not gperf_ok:
+        out("gperftools: libprofiler.so or google-pprof missing; its rows are missing")
+
+    text = "\n".join(lines)
+    print(text)
+    load_end = loadavg()
+    os.makedirs(RESULTS, exist_ok=True)
+    c, o = cal["c"], cal["o"]
+    md = [
+        "# Profiler accuracy and overhead (bench/accuracy.sh)",
+        "",
+        f"Machine: {machine()}. Load average {load_start} at start, {load_end} at end; "
+        f"{time.time() - t_start:.0f} s. Tools: {tool_versions()}.",
+        "",
+        f"Workloads: C built with `clang-19 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer` "
+        f"({c['rounds']} rounds of {10 * c['k']} iterations, tiny {c['tiny']} iterations); Osprey built with "
+        f"`osprey --build --profile` ({o['rounds']} rounds of {10 * o['k']} iterations, tiny {o['tiny']} iterations). "
+        "Calibration CPU seconds (medians of the truth runs): "
+        f"C {', '.join(f'{k} {v:.3f}' for k, v in tc_raw.items())}; "
+        f"Osprey {', '.join(f'{k} {v:.3f}' for k, v in to_raw.items())}.",
+        "",
+        "```",
+        text,
+        "```",
+        "",
+    ]
+    with open(os.path.join(RESULTS, "accuracy.md"), "w") as f:
+        f.write("\n".join(md))
+    print(f"\nload average {load_end} at end; {time.time() - t_start:.0f} s; written to bench/results/accuracy.md")
+
+
+if __name__ == "__main__":
+    main()
