@@ -114,8 +114,19 @@ static _Thread_local int64_t current_fiber_id;
 int64_t osp_fiber_current_id(void) { return current_fiber_id; }
 
 /* Thread entry of every fiber (PROFILER.md §(d): register before the body, unregister
- * after it and before completion is signalled). */
+ * after it and before completion is signalled).
+ *
+ * While the body runs, this frame's return-address slot holds 0, which ends every
+ * frame-pointer walk here (PROFILER.md §(c): a return address below 4096 is not
+ * recorded): fiber stacks end at osp_fiber_entry instead of continuing into the
+ * collector's start routine, which has no frame pointer or symbol and showed as a hex
+ * frame. Debuggers see the same outermost frame. The slot is restored before returning. */
 static void *osp_fiber_entry(void *arg) {
+#if defined(__x86_64__) || defined(__aarch64__)
+    void *volatile *ret_slot = (void *volatile *)__builtin_frame_address(0) + 1;
+    void *ret = *ret_slot;
+    *ret_slot = NULL;
+#endif
     osp_fiber *f = arg;
     current_fiber_id = f->id;
     osp_prof_thread_register(f->id, "fiber");
@@ -131,6 +142,9 @@ static void *osp_fiber_entry(void *arg) {
     atomic_store_explicit(&f->done, 1, memory_order_release);
     pthread_cond_broadcast(&stripes[s].cond);
     pthread_mutex_unlock(&stripes[s].lock);
+#if defined(__x86_64__) || defined(__aarch64__)
+    *ret_slot = ret;
+#endif
     return NULL;
 }
 

@@ -45,6 +45,7 @@ static void test_fibers_sleep_and_await(void **state) {
     struct raw r;
     raw_load(&r, path);
     long ra = raw_row(&r, "fiber", a), rb = raw_row(&r, "fiber", b);
+    size_t mi = raw_main_image(&r);
     assert_true(ra > 0 && rb > 0);
     /* Waiting samples in the runtime's waits start at its call site. (A thread may also
      * wait outside them, e.g. stopped by the collector, so not every waiting sample
@@ -64,6 +65,14 @@ static void test_fibers_sleep_and_await(void **state) {
             sleep_w += s->weight;
         }
         if ((long)s->row == ra && s->state == 0) a_on++;
+        /* Fiber stacks end at the runtime's fiber entry, in the program itself: the
+         * collector's start routine above it (no frame pointer, no symbol) is never
+         * recorded as a frame. */
+        if ((long)s->row == ra || (long)s->row == rb) {
+            const uint64_t *st = r.stacks[s->stack];
+            uint32_t n = r.stack_len[s->stack];
+            if (n >= 2) assert_true(raw_in_text(&r, mi, st[n - 1]));
+        }
     }
     print_message("main waited %.3f s (%zu samples, %.3f s measured); fiber %lld slept %.3f s (%zu samples); "
                   "fiber %lld %zu on-CPU\n",
