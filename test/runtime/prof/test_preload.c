@@ -52,7 +52,12 @@ static void test_preloaded_program_is_profiled(void **state) {
     size_t mi = raw_main_image(&r);
     uint64_t addr, size;
     assert_true(elf_symbol(PROF_PRELOAD_TARGET, "target_hot", &addr, &size));
-    for (long row = 0; row < 3; row++) {
+    /* Rows are in registration order, which is the order the threads start in, not the
+     * order they were created in: look them up by fiber id. */
+    const long busy[3] = {raw_row(&r, "main", 0), raw_row(&r, "thread", 1), raw_row(&r, "thread", 2)};
+    for (int b = 0; b < 3; b++) {
+        long row = busy[b];
+        assert_true(row >= 0);
         size_t on = 0, hot = 0;
         for (size_t i = 0; i < r.nsamples; i++) {
             if ((long)r.samples[i].row != row || r.samples[i].state != 0) continue;
