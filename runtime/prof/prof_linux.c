@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -80,7 +81,11 @@ struct ring {
 struct sampler_state {
     uint64_t last_t;        /* monotonic time of the previous examination */
     uint64_t cpu_req;       /* CPU clock at the last on-CPU request: weight baseline */
+    uint64_t cpu_due;       /* CPU clock from which the next on-CPU request is due */
     uint64_t cpu_base;      /* CPU clock below which the thread has made no progress */
+    uint64_t run_cpu;       /* CPU clock when the thread was last seen runnable ... */
+    bool run_known;         /* ... valid while this is set */
+    int64_t last_on;        /* store index of the thread's last on-CPU sample, or -1 */
     uint64_t carry_w;       /* weight of unanswered on-CPU requests, for the next one */
     uint64_t ring_full_seen;
     bool pend_on, pend_capture;
@@ -389,6 +394,21 @@ static void slot_abandon_request(struct slot *s, uint64_t *dropped) {
     s->sm.ring_full_seen = rf;
 }
 
+/* The thread stops being sampled while its CPU clock reads `c`: the CPU time it
+ * consumed since its last on-CPU request (and that of a request that will never be
+ * answered) is added to its last on-CPU sample, so that a thread's on-CPU weights add up
+ * to all the CPU time it used while registered, not only up to its last request.
+ * Call before slot_abandon_request. Under g_reg. */
+static void flush_tail(struct slot *s, uint64_t c) {
+    struct sampler_state *m = &s->sm;
+    uint64_t tail = (c > m->cpu_req ? c - m->cpu_req : 0) + m->carry_w;
+    if (m->pend_on && !m->pend_capture) tail += m->pend_w;
+    if (m->last_on >= 0 && (size_t)m->last_on < g_store.nsamples) g_store.samples[m->last_on].weight_ns += tail;
+    m->cpu_req = c > m->cpu_req ? c : m->cpu_req;
+    m->carry_w = 0;
+    if (m->pend_on && !m->pend_capture) m->pend_w = 0;
+}
+
 /* Release the calling thread's slot (§(d) unregister): block SIGPROF, mark the slot
  * free and bump its generation under the registry mutex, clear the slot pointer, and
  * only then restore the signal mask (a SIGPROF that became pending meanwhile then finds
@@ -404,6 +424,8 @@ static void release_current(void) {
         int st = atomic_load_explicit(&s->state, memory_order_relaxed);
         if (st == SLOT_ACTIVE) {
             drain(s); /* answers already in the ring still become samples */
+            uint64_t c;
+            if (read_clock(s->cpu_clock, &c)) flush_tail(s, c);
             slot_abandon_request(s, g_reg_dropped);
             atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
         }
@@ -478,7 +500,8 @@ static void register_current(int64_t fiber_id, const char *label) {
     atomic_store_explicit(&s->in_block, 0, memory_order_relaxed);
     memset(&s->sm, 0, sizeof s->sm);
     s->sm.last_t = osp_prof__mono_ns();
-    s->sm.cpu_req = s->sm.cpu_base = cpu0;
+    s->sm.cpu_req = s->sm.cpu_base = s->sm.cpu_due = cpu0; /* first progress: a request */
+    s->sm.last_on = -1;
     s->sm.ep_stack = -1;
     s->sm.ans_stack = -1;
     s->sm.blk_stack_cached = -1;
@@ -618,8 +641,10 @@ static void drain(struct slot *s) {
             if (k < 0) {
                 g_store.dropped[OSP_DROP_ALLOC]++;
             } else {
-                osp_prof__store_add(&g_store, t_rel(m->pend_t), s->row, (uint32_t)k,
-                                    m->pend_capture ? 1 : 0, m->pend_w);
+                if (osp_prof__store_add(&g_store, t_rel(m->pend_t), s->row, (uint32_t)k,
+                                        m->pend_capture ? 1 : 0, m->pend_w) &&
+                    !m->pend_capture)
+                    m->last_on = (int64_t)g_store.nsamples - 1;
                 if (m->pend_capture && m->ep_on) m->ep_stack = k;
             }
             m->ans_stack = k;
@@ -657,7 +682,12 @@ static void examine(struct slot *s, uint64_t t) {
         return;
     }
 
-    /* 2. CPU progress: an on-CPU request (one outstanding at a time). */
+    /* 2. CPU progress: an on-CPU request (one outstanding at a time) once the thread has
+     * used a period's worth of CPU since its previous one (deviation from §(b.2), see
+     * docs/profiler-runtime.md "Rate"): requests follow consumed CPU time, so a thread
+     * that shares its core is sampled about rate_hz times per CPU-second, not once per
+     * tick in which it ran at all. The weight is still all CPU time since the previous
+     * request. */
     uint64_t c;
     if (!read_clock(s->cpu_clock, &c)) {
         slot_gone(s);
@@ -667,22 +697,41 @@ static void examine(struct slot *s, uint64_t t) {
         m->cpu_base = c;
         m->ep_on = false;
         m->ans_stack = -1; /* the thread has moved since that answer */
-        if (!m->pend_on) {
-            uint64_t w = c - m->cpu_req + m->carry_w;
-            m->cpu_req = c;
-            m->carry_w = 0;
-            send_request(s, t, c, w, false);
+        if (c >= m->cpu_due) {
+            if (!m->pend_on) {
+                uint64_t w = c - m->cpu_req + m->carry_w;
+                m->cpu_req = c;
+                m->carry_w = 0;
+                /* The next request is due one period of CPU after this one was, so the
+                 * long-run count is the CPU time over the period. A thread more than
+                 * three periods behind (late ticks) keeps only two periods of backlog:
+                 * catching up costs at most one request per tick, never a burst. */
+                m->cpu_due = c - m->cpu_due < 3 * g_period_ns ? m->cpu_due + g_period_ns
+                                                               : c - 2 * g_period_ns;
+                send_request(s, t, c, w, false);
+            }
+            return;
         }
-        return;
+        /* Progress, but less than a period: no on-CPU sample this tick (the time goes to
+         * the next one); the scheduler says whether the thread is waiting now. */
     }
 
-    /* 3. No progress: ask the scheduler. */
-    int st = sched_state(s);
+    /* 3. No progress (or not a period's worth): ask the scheduler. A thread last seen
+     * runnable whose CPU clock has not moved since is still runnable (it cannot block
+     * without running), which spares the /proc read for preempted threads. */
+    int st;
+    if (m->run_known && c == m->run_cpu) {
+        st = SCHED_RUNNABLE;
+    } else {
+        st = sched_state(s);
+        m->run_known = st == SCHED_RUNNABLE;
+        m->run_cpu = c;
+    }
     if (st == SCHED_GONE) {
         slot_gone(s);
         return;
     }
-    if (st == SCHED_RUNNABLE) return; /* preempted: neither on-CPU nor waiting */
+    if (st == SCHED_RUNNABLE) return; /* running or preempted: neither sample nor wait */
     if (!m->ep_on) {
         m->ep_on = true;
         m->ep_lost = false;
@@ -773,16 +822,48 @@ static void sampler_teardown(void) {
     pthread_mutex_lock(&g_reg);
     for (size_t i = 0; i < g_slots_hi; i++) {
         struct slot *s = &g_slots[i];
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_ACTIVE)
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_ACTIVE) {
+            uint64_t c;
+            if (read_clock(s->cpu_clock, &c)) flush_tail(s, c);
             slot_abandon_request(s, g_store.dropped);
+        }
         stat_fd_release(s);
     }
     pthread_mutex_unlock(&g_reg);
 }
 
+/* struct sched_attr of sched_setattr(2) (not in glibc's headers). */
+struct sched_attr_v1 {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+};
+
+/* Ask the kernel for a short time slice for the sampler (SCHED_OTHER's sched_runtime,
+ * honoured by the EEVDF scheduler since Linux 6.12 without privileges, ignored before):
+ * a thread with a short slice gets the CPU soon after it wakes even when every core is
+ * busy with the program's threads, so ticks stay on time when threads outnumber cores.
+ * Policy and nice value are kept; any failure leaves the defaults. */
+static void sampler_short_slice(void) {
+#if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
+    struct sched_attr_v1 a;
+    memset(&a, 0, sizeof a);
+    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) != 0) return;
+    if (a.policy != SCHED_OTHER) return;
+    a.size = (uint32_t)sizeof a;
+    a.flags = 0;
+    a.runtime = 100000; /* 0.1 ms, the shortest slice the kernel accepts */
+    (void)syscall(SYS_sched_setattr, 0, &a, 0);
+#endif
+}
+
 static void *sampler_main(void *arg) {
     (void)arg;
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    sampler_short_slice();
     uint64_t rng = osp_prof__mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
     if (rng == 0) rng = 1;
     uint64_t deadline = osp_prof__mono_ns();
