@@ -5,7 +5,8 @@
 # truth each is measured against, and how each profiler is run and read.
 #
 # Usage: bench/accuracy.sh                      (after `make build`)
-#   REPS=<n>             runs per workload and profiler, interleaved (default 3)
+#   REPS=<n>             rounds per workload, one run per profiler each (default 3)
+#   OVERHEAD_REPS=<n>    rounds for ratio-1, whose overhead is the target (default 7)
 #   SECONDS_PER_RUN=<s>  CPU seconds per run (default 1.0)
 #   TRUTH_REPS=<n>       repeats of the calibration timings (default 3)
 #   ONLY=<names>         only these workloads, e.g. ONLY=ratio-1,Osprey:mixed

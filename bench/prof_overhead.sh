@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Profiler runtime benchmarks (runtime/prof). Prints measured figures and writes them to
-# bench/results/prof_overhead.txt.
+# Profiler runtime benchmarks (runtime/prof). Prints measured figures (`make bench` keeps
+# them in bench/results/prof_overhead.txt).
 #
 #  1. Overhead, in-process A/B (bench/prof_ab.c): one process alternates short windows
 #     of the same CPU-bound work (fib with frame pointers) unprofiled, at 997 Hz and at
@@ -23,17 +23,19 @@
 #  5. Inactive hooks: ns per hook pair with OSPREY_PROFILE unset, against empty calls.
 #
 # Usage: bench/prof_overhead.sh            (after `make build`)
-#   REPS=<n>   rounds (default 7)      SECONDS_PER_RUN=<s>  CPU per thread (default 1.0)
+#   REPS=<n>   rounds (default 5)      SECONDS_PER_RUN=<s>  CPU per thread (default 0.6)
+# (bench/accuracy.sh measures whole-process overhead again, on more workloads and against
+# gperftools too; the defaults here are kept short so that `make bench` stays quick.)
 #   BUILD=<d>  build directory (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-REPS=${REPS:-7}
-SECONDS_PER_RUN=${SECONDS_PER_RUN:-1.0}
+REPS=${REPS:-5}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-0.6}
 LIB="$BUILD/lib/libosprey_rt.a"
 [ -f "$LIB" ] || { echo "prof_overhead: $LIB missing; run make build first" >&2; exit 1; }
 BIN="$BUILD/bench"
-mkdir -p "$BIN" bench/results
+mkdir -p "$BIN"
 CFLAGS=(-O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -Iruntime/prof)
 LIBS=("$LIB" -lgc -lm -lpthread)
 clang-19 "${CFLAGS[@]}" bench/prof_workload.c "${LIBS[@]}" -o "$BIN/prof_workload"
@@ -48,14 +50,14 @@ trap 'rm -rf "$SCRATCH"' EXIT
     echo " $n thread(s):"
     "$BIN/prof_ab" "$n" "$AB_ROUNDS" 1200 "$SCRATCH"
   done
-} | tee bench/results/prof_overhead.txt
+}
 
 PERF_OK=1
 if ! command -v perf >/dev/null 2>&1 || ! perf record -q -F 997 --call-graph fp -o /dev/null -- true >/dev/null 2>&1; then
   PERF_OK=0
 fi
 
-python3 - "$BIN" "$REPS" "$SECONDS_PER_RUN" "$PERF_OK" <<'PY' | tee -a bench/results/prof_overhead.txt
+python3 - "$BIN" "$REPS" "$SECONDS_PER_RUN" "$PERF_OK" <<'PY'
 import json, os, random, statistics, subprocess, sys, tempfile, time
 
 bin_dir, reps, secs, perf_ok = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
@@ -166,4 +168,4 @@ print(f"\n{n8} busy threads on {os.cpu_count()} CPUs at 997 Hz: on-CPU weight {t
 
 print(f"\nload average {loadavg()} at end; {time.time() - t_start:.0f} s")
 PY
-"$BIN/prof_hooks" 50000000 | tee -a bench/results/prof_overhead.txt
+"$BIN/prof_hooks" 50000000

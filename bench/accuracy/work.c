@@ -15,11 +15,15 @@
  *   work tiny <iterations>              per iteration: 6 calls of tinyA, 3 of tinyB,
  *                                       1 of tinyC (a few instructions each, never
  *                                       inlined)
+ *   work tinyx <iterations> <A|B|C>     the same plus 10 more calls of tinyA, tinyB or
+ *                                       tinyC per iteration (truth: the extra CPU time
+ *                                       over the `tiny` run is 10 calls' worth)
  *
  * The three burn functions have identical bodies (an xorshift chain), so an iteration
  * costs the same in each and the ratio of CPU time is the ratio of iterations, 60/30/10;
  * bench/accuracy.py checks that by timing each alone (`only`). tinyA/B/C likewise share
- * one body; their truth (including the driver loop's own share) comes from callgrind.
+ * one body; their truth comes from the marginal CPU time of 10 more calls of each
+ * (`tinyx`), and callgrind's instruction counts are shown next to it.
  * Prints one line `result=<n>` so the work cannot be optimised away.
  */
 #define _GNU_SOURCE
@@ -148,6 +152,28 @@ __attribute__((noinline)) uint64_t tiny_driver(long iterations) {
     return x;
 }
 
+#define TINY_EXTRA(f)                                                                      \
+    __attribute__((noinline)) uint64_t tiny_driver_##f(long iterations) {                  \
+        uint64_t x = 12345;                                                                \
+        for (long i = 0; i < iterations; i++) {                                            \
+            x = tinyA(x);                                                                  \
+            x = tinyB(x);                                                                  \
+            x = tinyA(x);                                                                  \
+            x = tinyC(x);                                                                  \
+            x = tinyA(x);                                                                  \
+            x = tinyB(x);                                                                  \
+            x = tinyA(x);                                                                  \
+            x = tinyA(x);                                                                  \
+            x = tinyB(x);                                                                  \
+            x = tinyA(x);                                                                  \
+            for (int j = 0; j < 10; j++) x = f(x);                                         \
+        }                                                                                  \
+        return x;                                                                          \
+    }
+TINY_EXTRA(tinyA)
+TINY_EXTRA(tinyB)
+TINY_EXTRA(tinyC)
+
 static long arg(char **argv, int i) {
     char *end;
     long v = strtol(argv[i], &end, 10);
@@ -176,6 +202,12 @@ int main(int argc, char **argv) {
         r = deep((int)arg(argv, 2), arg(argv, 3), arg(argv, 4));
     } else if (argc == 3 && strcmp(argv[1], "tiny") == 0) {
         r = tiny_driver(arg(argv, 2));
+    } else if (argc == 4 && strcmp(argv[1], "tinyx") == 0) {
+        long n = arg(argv, 2);
+        if (strcmp(argv[3], "A") == 0) r = tiny_driver_tinyA(n);
+        else if (strcmp(argv[3], "B") == 0) r = tiny_driver_tinyB(n);
+        else if (strcmp(argv[3], "C") == 0) r = tiny_driver_tinyC(n);
+        else return 2;
     } else {
         fprintf(stderr, "usage: work ratio|only|mixed|deep|tiny ... (see work.c)\n");
         return 2;

@@ -13,6 +13,9 @@ Cases (R rounds of K-iteration units, as in work.c):
   deep                             the rounds run DEPTH frames below main (> 128)
   tiny, tinycg                     TINY (resp. TINYCG, for callgrind) iterations of 6 calls
                                    of tinyA, 3 of tinyB, 1 of tinyC
+  tinyxbase                        TINYX iterations of the tiny workload
+  tinyxA, tinyxB, tinyxC           TINYX iterations of the same plus 10 more calls of
+                                   tinyA, tinyB or tinyC (truth: marginal CPU time)
 
 Keeping functions out of line: LLVM inlines a non-recursive function called from one
 place, and its frame would then only exist as an inline frame. Each burn function and
@@ -54,7 +57,18 @@ def spread(fn_name, threads, rounds):
     return "\n".join(lines) + "\n"
 
 
-def source(k, rounds, tiny_n, tinycg_n, depth, sleep_ms, nap_slices):
+def driver(name, step):
+    return f"""fn {name}(n: int) -> int = match n <= 100000 {{
+    true => range(0, n) |> fold(1, {step})
+    false => {{
+        let h = intDiv(n, 2) ?: 0
+        ({name}(h) + {name}(n - h ?: 0)) % 1000003 ?: 0
+    }}
+}}
+"""
+
+
+def source(k, rounds, tiny_n, tinycg_n, tinyx_n, depth, sleep_ms, nap_slices):
     """The program text for unit size k, `rounds` rounds per workload, and the rest."""
     half = rounds // 2
     parts = [
@@ -100,14 +114,10 @@ def source(k, rounds, tiny_n, tinycg_n, depth, sleep_ms, nap_slices):
         "    tinyA(tinyB(tinyA(tinyA(tinyB(tinyA(tinyC(tinyA(tinyB(tinyA(acc, i), i), i), i), i), i), i), i), i), i)\n",
         # Recursive halving keeps tinyDriver out of line (a named frame for callgrind's
         # --toggle-collect) with a depth of only log2(n / 100000).
-        """fn tinyDriver(n: int) -> int = match n <= 100000 {
-    true => range(0, n) |> fold(1, tinyStep)
-    false => {
-        let h = intDiv(n, 2) ?: 0
-        (tinyDriver(h) + tinyDriver(n - h ?: 0)) % 1000003 ?: 0
-    }
-}
-""",
+        driver("tinyDriver", "tinyStep"),
+        "".join(f"fn tinyStep{x}(acc: int, i: int) -> int = {('tiny' + x + '(') * 10}tinyStep(acc, i)"
+                + ", i)" * 10 + "\n" for x in "ABC"),
+        "".join(driver(f"tinyDriver{x}", f"tinyStep{x}") for x in "ABC"),
         f'test("ratio1", fn() => expectTrue(rounds(1, {rounds}) >= 0))\n',
         'test("ratio2", fn() => expectTrue(ratio2() >= 0))\n',
         'test("ratio4", fn() => expectTrue(ratio4() >= 0))\n',
@@ -116,6 +126,8 @@ def source(k, rounds, tiny_n, tinycg_n, depth, sleep_ms, nap_slices):
         f'test("deep", fn() => expectTrue(deep({depth}, 1, {rounds}) >= 0))\n',
         f'test("tiny", fn() => expectTrue(tinyDriver({tiny_n}) >= 0))\n',
         f'test("tinycg", fn() => expectTrue(tinyDriver({tinycg_n}) >= 0))\n',
+        f'test("tinyxbase", fn() => expectTrue(tinyDriver({tinyx_n}) >= 0))\n',
+        "".join(f'test("tinyx{x}", fn() => expectTrue(tinyDriver{x}({tinyx_n}) >= 0))\n' for x in "ABC"),
         f'test("only60", fn() => expectTrue((range(0, {rounds}) |> fold(1, part60)) >= 0))\n',
         f'test("only30", fn() => expectTrue((range(0, {rounds}) |> fold(1, part30)) >= 0))\n',
         f'test("only10", fn() => expectTrue((range(0, {rounds}) |> fold(1, part10)) >= 0))\n',
