@@ -1145,8 +1145,13 @@ static bool session_stop(void) {
      * default: terminate) would otherwise receive. If the program replaced our handler
      * during the session, its own handler stays. */
     struct sigaction cur;
-    if (sigaction(SIGPROF, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-        cur.sa_sigaction == on_sigprof) {
+    bool ours = sigaction(SIGPROF, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+                cur.sa_sigaction == on_sigprof;
+    /* A program that installs its own SIGPROF action (setitimer(ITIMER_PROF) and a
+     * handler, another profiler) takes every sample signal from then on: say so once,
+     * rather than hand over a silently empty profile ((k) item 9; issue 3). */
+    if (!ours) say("osprey profiler: SIGPROF handler was replaced by the program; samples after that point are lost");
+    if (ours) {
         struct sigaction ign;
         memset(&ign, 0, sizeof ign);
         ign.sa_handler = SIG_IGN;

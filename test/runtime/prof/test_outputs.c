@@ -1,10 +1,13 @@
 /*
  * test_outputs.c — where the raw profile goes and what the runtime says about it
- * (PROFILER.md §(a), (k) item 14; docs/profiler-runtime.md):
+ * (PROFILER.md §(a), (k) items 9 and 14; docs/profiler-runtime.md):
  *  - an existing FIFO or character device at the output path is written in place and is
  *    never replaced by a regular file (as root, the old rename destroyed /dev/null);
  *  - a symbolic link to a regular file is followed: the file it names is replaced, the
- *    link stays; a dangling link and a directory are refused with one message.
+ *    link stays; a dangling link and a directory are refused with one message;
+ *  - a program that installs its own SIGPROF handler after the profiler started gets one
+ *    "SIGPROF handler was replaced" line (the profile is not silently empty); a program
+ *    that does not gets none.
  */
 #define _GNU_SOURCE
 #include "support.h"
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char g_dir[PATH_MAX];
@@ -153,12 +157,68 @@ static void test_dangling_symlink_and_directory_refused(void **state) {
     assert_true(S_ISDIR(st.st_mode));
 }
 
+/* ---- SIGPROF replaced by the program ----------------------------------------------- */
+
+static const char k_replaced[] =
+    "osprey profiler: SIGPROF handler was replaced by the program; samples after that point are lost\n";
+
+static void run_program(const char *mode, char *err, size_t cap, char *out, size_t outcap, const char *raw) {
+    char var[PATH_MAX + 32], out_path[PATH_MAX];
+    snprintf(var, sizeof var, "OSPREY_PROFILE=%s", raw);
+    snprintf(out_path, sizeof out_path, "%s/program.stdout", g_dir);
+    char *env[8];
+    int n = 0;
+    env[n++] = var;
+    static char san[3][512];
+    const char *names[3] = {"ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"};
+    for (int i = 0; i < 3; i++) {
+        const char *o = getenv(names[i]);
+        if (o) env[n++] = (snprintf(san[i], sizeof san[i], "%s=%s", names[i], o), san[i]);
+    }
+    env[n] = NULL;
+    char *argv[] = {SIGPROF_PROGRAM, (char *)mode, "300", NULL};
+    int status = run_child(argv, env, NULL, out_path, err, cap);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("status %d, stderr: %s", status, err);
+    assert_true(read_text(out_path, out, outcap) > 0);
+}
+
+static void test_sigprof_replaced_is_reported(void **state) {
+    (void)state;
+    char raw[PATH_MAX], err[4096], out[256];
+    snprintf(raw, sizeof raw, "%s/own.json", g_dir);
+    run_program("own", err, sizeof err, out, sizeof out, raw);
+    print_message("program: %sstderr: %s", out, err);
+    assert_non_null(strstr(out, "ticks="));
+    assert_true(atoi(strstr(out, "ticks=") + 6) > 0); /* its handler works as before */
+    /* exactly one line, exactly this text */
+    const char *hit = strstr(err, k_replaced);
+    assert_non_null(hit);
+    assert_null(strstr(hit + strlen(k_replaced), "SIGPROF handler was replaced"));
+    struct raw r; /* and the raw file is still complete */
+    raw_load(&r, raw);
+    raw_free(&r);
+}
+
+static void test_sigprof_kept_is_silent(void **state) {
+    (void)state;
+    char raw[PATH_MAX], err[4096], out[256];
+    snprintf(raw, sizeof raw, "%s/none.json", g_dir);
+    run_program("none", err, sizeof err, out, sizeof out, raw);
+    assert_null(strstr(err, "SIGPROF handler was replaced"));
+    struct raw r;
+    raw_load(&r, raw);
+    assert_true(r.nsamples > 0);
+    raw_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fifo_written_in_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_char_device_written_in_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dangling_symlink_and_directory_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigprof_replaced_is_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigprof_kept_is_silent, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
