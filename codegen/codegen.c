@@ -631,7 +631,7 @@ static Job *wrap_job(CG *g, Callee *c, Type *ft, int line) {
 
 /* A closure for a static callee (a function value that is known at compile time). */
 static LLVMValueRef callee_value(CG *g, Callee *c, Type *ft) {
-    ft = ty_find(ft);
+    if (ft) ft = ty_find(ft);
     switch (c->kind) {
     case CAL_VALUE:
         return c->env;

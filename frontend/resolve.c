@@ -676,6 +676,15 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
                   s->u.assign.name);
             return;
         }
+        if (!sym->file_scope) {
+            for (Unit *u = r->unit; u && u != sym->owner; u = u->parent)
+                if (u->kind == U_LAMBDA || u->kind == U_SPAWN) {
+                    error(r, s->pos,
+                          "`%s` cannot be assigned here: this %s captured it by value; only the arms of a `handle` in the scope of `%s` share its cell",
+                          s->u.assign.name, u->kind == U_LAMBDA ? "lambda" : "`spawn`", s->u.assign.name);
+                    return;
+                }
+        }
         s->u.assign.sym = sym;
         note_local_use(r, sym);
         return;

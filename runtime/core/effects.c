@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* ---- per-thread state ------------------------------------------------------------------ */
@@ -102,6 +103,32 @@ void osp_eff_adopt(osp_eff_entry *stack) { *slot() = stack; }
 
 /* ---- continuations ------------------------------------------------------------------------ */
 
+/*
+ * The hand-off between a body thread and its driver is strictly alternating and usually
+ * answered within microseconds, while a futex sleep and wake-up costs tens of
+ * microseconds on many machines. A waiter therefore polls for a short while (inside
+ * its blocking region, so the profiler already counts it as waiting) before it sleeps
+ * on the condition variable; a signaller whose partner is still polling makes no
+ * system call.
+ */
+#define OSP_HANDOFF_SPINS 4000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Poll `*flag` until it differs from `unwanted` (or the spin budget is used up). */
+static void spin_while_eq(_Atomic int *flag, int unwanted) {
+    for (int i = 0; i < OSP_HANDOFF_SPINS; i++) {
+        if (atomic_load_explicit(flag, memory_order_acquire) != unwanted) return;
+        cpu_relax();
+    }
+}
+
 enum { R_PENDING = 0, R_VALUE, R_ABANDON, R_GONE };
 enum {
     C_NEW,      /* created, body not started */
@@ -117,7 +144,7 @@ typedef struct msg {
     const osp_eff_entry *entry;
     const osp_word *args;
     int64_t n;
-    int reply;
+    _Atomic int reply;
     bool from_body; /* the performer belongs to this handle's body computation */
     osp_word value;
 } msg;
@@ -125,8 +152,9 @@ typedef struct msg {
 struct osp_cont {
     pthread_mutex_t lock;
     pthread_cond_t to_driver, to_performer;
-    msg *head, *tail;
-    int state;
+    msg *_Atomic head;
+    msg *tail;
+    _Atomic int state;
     bool joined;
     bool abandon_sent; /* the driver itself abandoned a perform of the body */
     osp_word value;
@@ -146,6 +174,16 @@ struct osp_cont_k {
     bool resumed;
     bool tail;
 };
+
+/* Poll until a message is queued or the body's state leaves `state` (spin budget). */
+static void spin_driver(osp_cont *c, int state) {
+    for (int i = 0; i < OSP_HANDOFF_SPINS; i++) {
+        if (atomic_load_explicit(&c->head, memory_order_acquire) ||
+            atomic_load_explicit(&c->state, memory_order_acquire) != state)
+            return;
+        cpu_relax();
+    }
+}
 
 osp_cont *osp_cont_new(void *env, osp_arm_fn const *arms, int64_t narms) {
     osp_cont *c = osp_gc_alloc(sizeof *c);
@@ -284,7 +322,11 @@ static osp_word drive(osp_cont *c) {
             osp_thread_abandon();
         }
         osp_prof_block_begin();
-        pthread_cond_wait(&c->to_driver, &c->lock);
+        int st = c->state;
+        pthread_mutex_unlock(&c->lock);
+        spin_driver(c, st);
+        pthread_mutex_lock(&c->lock);
+        if (!c->head && c->state == st) pthread_cond_wait(&c->to_driver, &c->lock);
         osp_prof_block_end();
     }
 }
@@ -362,6 +404,9 @@ osp_eff_entry *osp_cont_suspend(osp_eff_entry *e, const osp_word *args, int64_t 
     c->tail = &m;
     pthread_cond_broadcast(&c->to_driver);
     osp_prof_block_begin();
+    pthread_mutex_unlock(&c->lock);
+    spin_while_eq(&m.reply, R_PENDING);
+    pthread_mutex_lock(&c->lock);
     while (m.reply == R_PENDING) pthread_cond_wait(&c->to_performer, &c->lock);
     osp_prof_block_end();
     int r = m.reply;
