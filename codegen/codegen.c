@@ -1259,10 +1259,12 @@ static LLVMValueRef gen_arith(CG *g, Expr *e) {
     BinOp op = e->u.bin.op;
     LLVMValueRef lv = gen(g, e->u.bin.l), rv = gen(g, e->u.bin.r);
     Type *lt = ety(g, e->u.bin.l), *rtp = ety(g, e->u.bin.r), *res = ety(g, e);
-    if (ty_find(lt)->kind == TY_STRING) {
+    TyKind lk = ty_find(lt)->kind;
+    if (lk == TY_STRING || lk == TY_LIST || lk == TY_MAP) {
+        /* string `+`, list concatenation, map merge (the right side wins) */
         LLVMTypeRef p[2] = {g->ptr, g->ptr};
         LLVMValueRef a[2] = {lv, rv};
-        return call_rt(g, "osp_str_cat", g->ptr, p, a, 2);
+        return call_rt(g, lk == TY_STRING ? "osp_str_cat" : lk == TY_LIST ? "osp_list_concat" : "osp_map_merge", g->ptr, p, a, 2);
     }
     Operand l = operand(g, lv, lt), r = operand(g, rv, rtp);
     bool fl = l.is_float || r.is_float || op == OP_DIV;

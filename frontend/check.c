@@ -1634,6 +1634,7 @@ static Type *check_match(Checker *c, Expr *e) {
     bool result_set = false;
     TypeDecl *covered_decl = NULL;
     bool *covered = NULL;
+    bool poisoned = false;
     for (int i = 0; i < e->u.match.narms; i++) {
         MatchArm *arm = &e->u.match.arms[i];
         Pattern *p = arm->pat;
@@ -1677,8 +1678,7 @@ static Type *check_match(Checker *c, Expr *e) {
             break;
         }
         case PAT_UNSUPPORTED:
-            seen_true = seen_false = seen_ok = seen_err = true;
-            catchall = true;
+            poisoned = true; /* already reported: no exhaustiveness or reachability follow-ups */
             break;
         default:
             break;
@@ -1691,7 +1691,7 @@ static Type *check_match(Checker *c, Expr *e) {
             error(c, arm->body->pos, "this arm has type `%s`, but the earlier arms have type `%s`", show(c, bt), show(c, result));
         }
     }
-    if (!catchall) {
+    if (!catchall && !poisoned) {
         Type *s = ty_find(st);
         if (s->kind == TY_BOOL) {
             if (!seen_true || !seen_false)
