@@ -886,7 +886,7 @@ static const char *builtin_sig(Builtin b) {
     case B_MAP_KEYS: return "Ma>Ls";
     case B_MAP_VALUES: return "Ma>La";
     case B_CHANNEL: return "i>Ca";
-    case B_FIBER_DONE: return "Fa>i";
+
     default: return NULL;
     }
 }
@@ -960,7 +960,7 @@ static Type *check_ident(Checker *c, Expr *e) {
 static int builtin_arity(Builtin b) {
     switch (b) {
     case B_PRINT: case B_TOSTRING: case B_EXPECT_TRUE: case B_EXPECT_FALSE: case B_EXPECT_ALL:
-    case B_LENGTH: case B_IS_EMPTY:
+    case B_LENGTH: case B_IS_EMPTY: case B_FIBER_DONE:
         return 1;
     case B_FOLD: case B_CHECK:
         return 3;
@@ -1049,6 +1049,15 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     case B_IS_EMPTY:
         add_constraint_named(c, C_SIZED, OP_ADD, t[0], NULL, NULL, args[0]->pos, NULL, builtin_name(b));
         return b == B_LENGTH ? tc->t_int : tc->t_bool;
+    case B_FIBER_DONE: {
+        /* a fiber handle, or any id (an unknown id gives -1) */
+        Type *a = ty_find(t[0]);
+        if (a->kind == TY_VAR && !a->rigid) ty_unify(tc, a, ty_con1(tc, TY_FIBER, ty_var(tc)));
+        a = ty_find(t[0]);
+        if (a->kind != TY_FIBER && a->kind != TY_CHANNEL && a->kind != TY_INT && a->kind != TY_POISON)
+            error(c, args[0]->pos, "`fiberDone` needs a Fiber (or an id), found `%s`", show(c, a));
+        return tc->t_int;
+    }
     case B_RANGE:
         expect_type(c, args[0], t[0], tc->t_int, "the start of `range`");
         expect_type(c, args[1], t[1], tc->t_int, "the end of `range`");
@@ -1454,6 +1463,20 @@ static Type *check_perform(Checker *c, Expr *e) {
                 if (!compatible(ft->args[k], at[k], 0)) fits = false;
             if (fits) {
                 for (int k = 0; k < ed->nparams; k++) ty_unify(tc, inst[k], he->u.handle.inst[k]);
+                break;
+            }
+        }
+    }
+    if (ed->nparams > 0 && c->cur_fn && c->cur_fn->has_row) {
+        /* ... or, in a function whose effect row names an instantiation, that one */
+        for (int r = 0; r < c->cur_fn->nrow; r++) {
+            EffectRef *ref = &c->cur_fn->row[r];
+            if (ref->decl != ed || !ref->types) continue;
+            bool fits = true;
+            for (int k = 0; k < ed->nparams; k++)
+                if (!compatible(inst[k], ref->types[k], 0)) fits = false;
+            if (fits) {
+                for (int k = 0; k < ed->nparams; k++) ty_unify(tc, inst[k], ref->types[k]);
                 break;
             }
         }

@@ -122,12 +122,14 @@ static void escape(EWalk *w, EffKey *k, Pos pos, const char *via) {
         w->errors++;
     }
     if (!w->sink) {
+        const char *why = k->decl->nparams > 0
+                              ? arena_printf(w->a, "no enclosing `handle %s` handles `%s` at this instantiation", k->decl->name,
+                                             k->decl->ops[k->opi].name)
+                              : arena_printf(w->a, "no enclosing `handle %s` handles `%s`", k->decl->name, k->decl->ops[k->opi].name);
         if (via)
-            diag_error(w->d, pos, "unhandled effect `%s` (performed by `%s`): no enclosing `handle %s` handles `%s`",
-                       key_name(w, k), via, k->decl->name, k->decl->ops[k->opi].name);
+            diag_error(w->d, pos, "unhandled effect `%s` (performed by `%s`): %s", key_name(w, k), via, why);
         else
-            diag_error(w->d, pos, "unhandled effect `%s`: no enclosing `handle %s` handles `%s`", key_name(w, k),
-                       k->decl->name, k->decl->ops[k->opi].name);
+            diag_error(w->d, pos, "unhandled effect `%s`: %s", key_name(w, k), why);
         w->errors++;
     }
 }
