@@ -758,6 +758,7 @@ static Callee callee_of(CG *g, Expr *e) {
 }
 
 static LLVMValueRef build_variant(CG *g, Variant *v, LLVMValueRef *args, Type **argt, int n);
+static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t);
 
 /* Call a callee. `argt` are the (concrete) argument types. */
 static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **argt, int n) {
@@ -783,14 +784,14 @@ static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **arg
     }
     case CAL_CTOR:
         return build_variant(g, c->ctor, args, argt, n);
-    case CAL_BUILTIN:
-        if (c->builtin == B_PRINT) {
-            print_line(g, render(g, args[0], argt[0], false));
+    case CAL_BUILTIN: {
+        LLVMValueRef r = builtin_values(g, c->builtin, args, argt);
+        if (!r) {
+            internal_error(g, "unsupported built-in callback");
             return unit_value(g);
         }
-        if (c->builtin == B_TOSTRING) return render(g, args[0], argt[0], false);
-        internal_error(g, "unsupported built-in callback");
-        return unit_value(g);
+        return r;
+    }
     default:
         internal_error(g, "bad callee");
         return unit_value(g);
@@ -1066,10 +1067,58 @@ static void tap_verdict(CG *g, LLVMValueRef v, Type *t) {
     call_rt(g, "osp_tap_verdict", g->voidt, p, a, 2);
 }
 
+/* A built-in applied to evaluated arguments (direct calls and built-ins used as values).
+ * Returns NULL for built-ins that need their argument expressions. */
+static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) {
+    const RtBuiltin *rb = rt_builtin(b);
+    if (rb) return call_sig(g, rb->fn, rb->sig, v, t);
+    switch (b) {
+    case B_PRINT:
+        print_line(g, render(g, v[0], t[0], false));
+        return unit_value(g);
+    case B_TOSTRING:
+        return render(g, v[0], t[0], false);
+    case B_LENGTH:
+    case B_IS_EMPTY: {
+        LLVMValueRef n = gen_size(g, v[0], t[0]);
+        return b == B_LENGTH ? n : LLVMBuildICmp(g->b, LLVMIntEQ, n, ci64(g, 0), "");
+    }
+    case B_LIST:
+        return call_sig(g, "osp_list_new", "p:ip", (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
+    case B_LIST_CONTAINS:
+        return call_sig(g, "osp_list_contains", "b:pwi", (LLVMValueRef[]){v[0], v[1], ci64(g, eq_kind(t[1]))},
+                        (Type *[]){NULL, t[1], NULL});
+    case B_INTDIV: {
+        LLVMValueRef a = v[0], d = v[1];
+        LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, 0), "");
+        LLVMValueRef ovf = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, a, ci64(g, INT64_MIN), ""),
+                                        LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, -1), ""), "");
+        LLVMValueRef bad = LLVMBuildOr(g->b, zero, ovf, "");
+        LLVMValueRef safe = LLVMBuildSelect(g->b, bad, ci64(g, 1), d, "");
+        LLVMValueRef q = LLVMBuildSDiv(g->b, a, safe, "");
+        LLVMValueRef msg = LLVMBuildSelect(g->b, zero, g->str_division_by_zero, g->str_integer_overflow, "");
+        LLVMValueRef w = LLVMBuildSelect(g->b, bad, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), q, "");
+        return make_result(g, bad, w);
+    }
+    case B_SLEEP: {
+        LLVMTypeRef p[1] = {g->i64};
+        call_rt(g, "osp_sleep_ms", g->voidt, p, v, 1);
+        return unit_value(g);
+    }
+    case B_FIBER_YIELD:
+        call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0);
+        return v[0];
+    case B_TOFLOAT:
+        return LLVMBuildSIToFP(g->b, v[0], g->f64, "");
+    default:
+        return NULL;
+    }
+}
+
 static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
     Expr **args = e->u.call.args;
-    const RtBuiltin *rb = rt_builtin(b);
-    if (rb) {
+    if (rt_builtin(b) || b == B_PRINT || b == B_TOSTRING || b == B_LENGTH || b == B_IS_EMPTY || b == B_LIST ||
+        b == B_LIST_CONTAINS || b == B_INTDIV || b == B_SLEEP || b == B_FIBER_YIELD || b == B_TOFLOAT) {
         int n = e->u.call.nargs;
         LLVMValueRef vals[8];
         Type *types[8];
@@ -1077,22 +1126,9 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
             vals[i] = gen(g, args[i]);
             types[i] = ety(g, args[i]);
         }
-        return call_sig(g, rb->fn, rb->sig, vals, types);
+        return builtin_values(g, b, vals, types);
     }
     switch (b) {
-    case B_LENGTH:
-    case B_IS_EMPTY: {
-        LLVMValueRef n = gen_size(g, gen(g, args[0]), ety(g, args[0]));
-        return b == B_LENGTH ? n : LLVMBuildICmp(g->b, LLVMIntEQ, n, ci64(g, 0), "");
-    }
-    case B_LIST:
-        return call_sig(g, "osp_list_new", "p:ip", (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
-    case B_LIST_CONTAINS: {
-        LLVMValueRef xs = gen(g, args[0]), x = gen(g, args[1]);
-        Type *xt = ety(g, args[1]);
-        return call_sig(g, "osp_list_contains", "b:pwi", (LLVMValueRef[]){xs, x, ci64(g, eq_kind(xt))},
-                        (Type *[]){NULL, xt, NULL});
-    }
     case B_FOREACH_LIST:
         return gen_foreach_list(g, e);
     case B_PRINT: {

@@ -950,6 +950,12 @@ static Type *check_ident(Checker *c, Expr *e) {
             add_constraint(c, C_SHOW, OP_ADD, a, NULL, NULL, e->pos, NULL);
             return ty_fn(tc, 1, &a, s->builtin == B_PRINT ? tc->t_unit : tc->t_string);
         }
+        if (s->builtin == B_LENGTH || s->builtin == B_IS_EMPTY) {
+            Type *a = ty_var(tc);
+            add_constraint_named(c, C_SIZED, OP_ADD, a, NULL, NULL, e->pos, NULL, builtin_name(s->builtin));
+            return ty_fn(tc, 1, &a, s->builtin == B_LENGTH ? tc->t_int : tc->t_bool);
+        }
+        if (builtin_sig(s->builtin) && s->builtin != B_FOREACH_LIST) return builtin_type(c, s->builtin);
         error(c, e->pos, "built-in `%s` can only be called here, not used as a value (wrap it in a lambda: `fn(x) => %s(x)`)",
               s->name, s->name);
         return tc->t_poison;
