@@ -22,6 +22,7 @@
 #include "codegen.h"
 #include "config.h"
 #include "frontend.h"
+#include "ospprof.h"
 #include "process.h"
 
 typedef enum Mode { MODE_DEFAULT, MODE_BUILD, MODE_RUN, MODE_EMIT_LLVM } Mode;
@@ -33,6 +34,8 @@ typedef struct Options {
     bool debug;
     bool profile;
     bool run_flag;
+    const char *postprocess; /* --postprocess <raw.json> */
+    const char *binary;      /* --binary <exe> */
     char **prog_args;
     int nprog_args;
 } Options;
@@ -51,7 +54,7 @@ static void usage(FILE *out) {
           "  --profile      build at -O2 with DWARF line tables and frame pointers and run the\n"
           "                 program under the sampling profiler (implies --run)\n"
           "  --postprocess <raw.json> [--binary <exe>] [-o <out>]\n"
-          "                 post-process a raw profile (not available in this build yet)\n"
+          "                 turn a raw profile into the four exports and the report\n"
           "  --help         show this help\n"
           "  --version      show the version\n"
           "\n"
@@ -68,7 +71,7 @@ static int usage_error(const char *fmt, const char *arg) {
 
 /* Parse the command line; returns -1 to continue, else an exit status. */
 static int parse_args(int argc, char **argv, Options *o) {
-    bool emit = false, build = false, postprocess = false;
+    bool emit = false, build = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) {
@@ -95,8 +98,8 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->profile = true;
         } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
-            if (strcmp(a, "--postprocess") == 0) postprocess = true;
-            i++;
+            if (strcmp(a, "--postprocess") == 0) o->postprocess = argv[++i];
+            else o->binary = argv[++i];
         } else if (strcmp(a, "-o") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
             o->output = argv[++i];
@@ -107,10 +110,12 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->input = a;
         }
     }
-    if (postprocess) {
-        fputs("osprey: error: --postprocess is not available in this build\n", stderr);
-        return 2;
+    if (o->postprocess) {
+        if (o->input || o->run_flag || emit || build || o->debug || o->profile)
+            return usage_error("%s", "--postprocess takes only --binary and -o");
+        return -1;
     }
+    if (o->binary) return usage_error("%s", "--binary needs --postprocess");
     if (!o->input) return usage_error("%s", "no input file");
     if ((emit && (o->run_flag || build)) || (build && o->run_flag))
         return usage_error("%s", "choose one of --run, --emit-llvm and --build");
@@ -248,21 +253,45 @@ static int link_program(const char *obj, const char *exe, bool profile) {
 }
 
 /*
- * Post-processing plug-in point (PROFILER.md §(e)–(i), issue 4).
- * Called after a --profile run when the program left a raw profile at `raw_path`;
- * `exe_path` is the profiled executable (still present), exports go to
- * `<out_dir>/<stem>.{speedscope.json,cpuprofile,folded,profile.json}` followed by the
- * terminal report. Problems must be single `osprey: warning: profile not processed:
- * <message>` lines and never change the exit status. The caller deletes the raw file
- * and the scratch directory afterwards, whatever this returns.
- * Not wired yet: it does nothing.
+ * Post-processing (PROFILER.md §(e)–(i)): turn the raw profile into
+ * <prefix>.{speedscope.json,cpuprofile,folded,profile.json} and print the report to
+ * stdout. `prefix` is -o as written, or the source stem. A failure is one warning line
+ * and never changes the exit status; the caller removes the raw file and the scratch
+ * directory whatever happens.
  */
-static int run_postprocess(const char *raw_path, const char *exe_path, const char *out_dir, const char *stem) {
-    (void)raw_path;
-    (void)exe_path;
-    (void)out_dir;
-    (void)stem;
-    return 0;
+static void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
+                            const char *prefix) {
+    fflush(stdout); /* the program's output (none of ours) comes first */
+    ospprof_options po = {.raw_path = raw_path, .binary = exe_path, .program = program,
+                          .output_prefix = prefix, .report = stdout,
+                          .color = ospprof_color_wanted(stdout)};
+    char err[OSPPROF_ERR_MAX];
+    if (ospprof_run(&po, err, sizeof err) != 0)
+        fprintf(stderr, "osprey: warning: profile not processed: %s\n", err);
+}
+
+/* osprey --postprocess <raw.json> [--binary <exe>] [-o <out>]: exit 0, or 1 with
+ * "osprey: error: <message>". Default prefix: the raw file's name without .osprof.json
+ * or .json, in the current directory. */
+static int postprocess_main(const Options *o) {
+    char *prefix = NULL;
+    if (o->output) {
+        prefix = strdup(o->output);
+    } else {
+        const char *slash = strrchr(o->postprocess, '/');
+        prefix = strdup(slash ? slash + 1 : o->postprocess);
+        size_t n = prefix ? strlen(prefix) : 0;
+        if (n > 12 && strcmp(prefix + n - 12, ".osprof.json") == 0) prefix[n - 12] = 0;
+        else if (n > 5 && strcmp(prefix + n - 5, ".json") == 0) prefix[n - 5] = 0;
+    }
+    if (!prefix) return 1;
+    ospprof_options po = {.raw_path = o->postprocess, .binary = o->binary, .output_prefix = prefix,
+                          .report = stdout, .color = ospprof_color_wanted(stdout)};
+    char err[OSPPROF_ERR_MAX];
+    int rc = ospprof_run(&po, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "osprey: error: %s\n", err);
+    free(prefix);
+    return rc == 0 ? 0 : 1;
 }
 
 /* Environment for the profiled program: ours plus OSPREY_PROFILE=<raw>. malloc'd. */
@@ -309,22 +338,7 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
         }
         if (status >= 0) {
             if (access(raw, F_OK) == 0) {
-                char *out_dir, *out_stem;
-                if (o->output) {
-                    char *copy = strdup(o->output);
-                    char *slash = strrchr(copy, '/');
-                    out_stem = strdup(slash ? slash + 1 : copy);
-                    if (slash) *slash = 0;
-                    out_dir = slash ? (copy[0] ? copy : strdup("/")) : strdup(".");
-                    if (!slash) free(copy);
-                    else if (!copy[0]) free(copy);
-                } else {
-                    out_dir = strdup(".");
-                    out_stem = strdup(stem);
-                }
-                run_postprocess(raw, exe, out_dir, out_stem);
-                free(out_dir);
-                free(out_stem);
+                run_postprocess(raw, exe, o->input, o->output ? o->output : stem);
                 unlink(raw);
             } else {
                 fputs("osprey: warning: no profile was written (the program did not exit normally)\n", stderr);
@@ -340,6 +354,7 @@ int main(int argc, char **argv) {
     Options o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0) return rc;
+    if (o.postprocess) return postprocess_main(&o);
 
     size_t len = 0;
     char *src = read_file(o.input, &len);

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The README's first command: compile and run the example program.
+# The README's first command: compile examples/demo.osp for profiling, run it under the
+# sampler, and write the four exports to build/demo/ followed by the report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec build/bin/osprey examples/demo.osp --run
+mkdir -p build/demo
+exec build/bin/osprey examples/demo.osp --profile -o build/demo/demo

@@ -1,13 +1,26 @@
 /*
- * Inactive profiler: every hook does nothing. Used until the Linux sampler lands, and
- * permanently on targets without a sampler (Windows, Wasm) — PROFILER.md §(a).
+ * Inactive profiler for targets without a sampler (Windows, Wasm, and any platform other
+ * than Linux on x86-64 or arm64): every hook exists and does nothing, sessions cannot
+ * start (PROFILER.md §(a) "Platforms"). Compiled everywhere; empty where prof_linux.c
+ * provides the real hooks.
  */
-#include "osp_prof.h"
+#include "prof_internal.h"
+
+#if !OSP_PROF_SAMPLER
 
 void osp_prof_boot(void) {}
-void osp_prof_thread_register(int64_t fiber_id, const char *label) { (void)fiber_id; (void)label; }
+void osp_prof_thread_register(int64_t fiber_id, const char *label) {
+    (void)fiber_id;
+    (void)label;
+}
 void osp_prof_thread_unregister(void) {}
 void osp_prof_block_begin(void) {}
 void osp_prof_block_end(void) {}
-bool osp_prof_session_begin(const char *path, uint32_t rate_hz) { (void)path; (void)rate_hz; return false; }
+bool osp_prof_session_begin(const char *path, uint32_t rate_hz) {
+    (void)path;
+    (void)rate_hz;
+    return false;
+}
 bool osp_prof_session_end(void) { return false; }
+
+#endif

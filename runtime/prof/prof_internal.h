@@ -1,0 +1,210 @@
+/*
+ * prof_internal.h — internal interfaces of the sampling profiler runtime, shared by its
+ * source files and by its unit tests (test/runtime/prof). Not installed, not part of the
+ * runtime ABI: names and shapes may change without notice.
+ *
+ * Source: ../shared/spec/PROFILER.md §(a)–(e), (k); seed 002 [PROF-COLLECT-*],
+ * [PROF-RAW-FORMAT].
+ */
+#ifndef OSP_PROF_INTERNAL_H
+#define OSP_PROF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "osp_prof.h"
+
+/* 1 where this runtime has a sampler (Linux on x86-64 and arm64), 0 elsewhere: there the
+ * inactive stub (prof_stub.c) provides the hooks. PROFILER.md §(a) "Platforms". */
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
+#define OSP_PROF_SAMPLER 1
+#else
+#define OSP_PROF_SAMPLER 0
+#endif
+
+/* Internal symbols stay out of the dynamic symbol table of libosprey_prof.so. */
+#define OSP_PROF_HIDDEN __attribute__((visibility("hidden")))
+#define OSP_PROF_PUBLIC __attribute__((visibility("default")))
+
+/* Maximum frames per stack, PROFILER.md §(c) "depth cap 128". */
+#define OSP_PROF_MAX_FRAMES 128
+/* Rate limits and default, PROFILER.md §(a). */
+#define OSP_PROF_HZ_MIN 10u
+#define OSP_PROF_HZ_MAX 10000u
+#define OSP_PROF_HZ_DEFAULT 997u
+/* Longest usable absolute output path (bytes, without the NUL), PROFILER.md §(a). */
+#define OSP_PROF_PATH_MAX 4095
+/* Label bytes kept per thread row, PROFILER.md §(d). */
+#define OSP_PROF_LABEL_MAX 15
+
+/* ---- frame-pointer walk (prof_unwind.c), PROFILER.md §(c) ---------------------------- */
+
+/*
+ * Walk a frame-pointer chain. `pc` is the precise program counter (frame 0, always
+ * recorded), `fp` the frame pointer of the frame executing `pc`, `lr` the link register
+ * (arm64; pass 0 on x86-64), `[lo, hi)` the thread's stack bounds (lo = hi = 0: unknown,
+ * only pc and lr are recorded). Writes at most `cap` leaf-first addresses to `out`
+ * (caller-owned, `cap` >= 1, at most OSP_PROF_MAX_FRAMES is meaningful) and returns how
+ * many. `*truncated` is set when the walk stopped only because `cap` frames were recorded
+ * while the chain was still valid (§(c) item 5). Never reads outside [lo, hi), never
+ * faults, allocates nothing, takes no lock: async-signal-safe.
+ */
+OSP_PROF_HIDDEN size_t osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr,
+                                         uintptr_t lo, uintptr_t hi, uintptr_t *out,
+                                         size_t cap, bool *truncated);
+
+/* Remove pointer-authentication bits: only on Apple arm64 (§(b.4), (k) item 12). */
+static inline uintptr_t osp_prof__strip_pac(uintptr_t a) {
+#if defined(__APPLE__) && defined(__aarch64__)
+    return a & (uintptr_t)0x00007FFFFFFFFFFFull;
+#else
+    return a;
+#endif
+}
+
+/* ---- activation (prof_util.c), PROFILER.md §(a) --------------------------------------- */
+
+/*
+ * Parse OSPREY_PROFILE_HZ. `s` may be NULL (unset). Returns the clamped rate in Hz.
+ * Unset or empty: 997. An optional sign followed by decimal digits and nothing else is
+ * clamped to [10, 10000] (overflow clamps by sign). Anything else: 997 and `*invalid` is
+ * set (the caller prints the warning). Pure function.
+ */
+OSP_PROF_HIDDEN uint32_t osp_prof__parse_hz(const char *s, bool *invalid);
+
+/*
+ * Write the warning for an invalid OSPREY_PROFILE_HZ value to fd `fd`, exactly
+ * `osprey profiler: OSPREY_PROFILE_HZ="<value>" is not an integer; using 997` plus a
+ * newline; bytes of `value` that would break the line (control bytes, `"`, `\`) are
+ * written as escapes. One write(2) call.
+ */
+OSP_PROF_HIDDEN void osp_prof__warn_bad_hz(int fd, const char *value);
+
+/*
+ * Resolve `path` against the current working directory into `out` (`cap` bytes).
+ * Returns 0 on success; ENAMETOOLONG when the result needs OSP_PROF_PATH_MAX + 1 bytes or
+ * more (§(a): 4096 bytes or more disables profiling); another errno value when the
+ * working directory cannot be read.
+ */
+OSP_PROF_HIDDEN int osp_prof__absolute_path(const char *path, char *out, size_t cap);
+
+/*
+ * Copy `label` (NULL means "") into `out` (at least OSP_PROF_LABEL_MAX + 1 bytes), cut to
+ * at most 15 bytes without splitting a UTF-8 sequence; NUL-terminated. Returns the length.
+ */
+OSP_PROF_HIDDEN size_t osp_prof__cut_label(const char *label, char *out);
+
+/* ---- JSON output (prof_util.c), PROFILER.md §(e) -------------------------------------- */
+
+/*
+ * Buffered writer to a file descriptor. Every write(2) is checked; the first failure is
+ * kept in `err` (an errno value) and later calls do nothing. `buf` is caller-owned with
+ * `cap` bytes. With fd < 0 the writer appends to `buf` only and fails with ENOSPC when
+ * it is full (used by tests).
+ */
+struct osp_prof_out {
+    int fd;
+    char *buf;
+    size_t cap, len;
+    int err;
+};
+OSP_PROF_HIDDEN void osp_prof__out_bytes(struct osp_prof_out *o, const void *p, size_t n);
+OSP_PROF_HIDDEN void osp_prof__out_str(struct osp_prof_out *o, const char *s);
+OSP_PROF_HIDDEN void osp_prof__out_u64(struct osp_prof_out *o, uint64_t v);
+OSP_PROF_HIDDEN void osp_prof__out_i64(struct osp_prof_out *o, int64_t v);
+/* A JSON string literal with quotes: `"` `\` escaped, control bytes as \u00XX, bytes that
+ * are not valid UTF-8 replaced by U+FFFD. `n` bytes from `s`. */
+OSP_PROF_HIDDEN void osp_prof__out_json_string(struct osp_prof_out *o, const char *s, size_t n);
+/* Flush the buffer to the fd. Returns 0 or the first error (errno value). */
+OSP_PROF_HIDDEN int osp_prof__out_flush(struct osp_prof_out *o);
+
+/* ---- sample store (prof_store.c), PROFILER.md §(b.5) ---------------------------------- */
+
+/* Reasons a sample is lost, PROFILER.md §(b.5); the order is the JSON key order. */
+enum osp_prof_drop {
+    OSP_DROP_ALLOC,
+    OSP_DROP_NO_ANSWER,
+    OSP_DROP_RING_FULL,
+    OSP_DROP_STORE_FULL,
+    OSP_DROP_THREAD_GONE,
+    OSP_DROP_COUNT
+};
+
+struct osp_prof_sample {
+    uint64_t t_rel_ns; /* time since the session's monotonic start */
+    uint64_t weight_ns;
+    uint32_t row;
+    uint32_t stack;    /* index into the interned stacks */
+    uint32_t state;    /* 0 on-CPU, 1 waiting */
+};
+
+struct osp_prof_stack_ref {
+    uint64_t off;      /* first address in the address arena */
+    uint32_t n;        /* number of addresses, >= 1 */
+    uint32_t truncated;
+};
+
+/* The sampler's store: written by the sampler thread only, read by the writer after the
+ * sampler has been joined. Zero-initialise before first use. */
+struct osp_prof_store {
+    struct osp_prof_sample *samples;
+    size_t nsamples, samples_cap, samples_limit; /* limit: the store_full cap */
+    struct osp_prof_stack_ref *stacks;
+    size_t nstacks, stacks_cap;
+    uintptr_t *addrs;                            /* arena of stack addresses */
+    size_t naddrs, addrs_cap;
+    uint32_t *table;                             /* open addressing: stack index + 1 */
+    size_t table_cap;                            /* power of two, or 0 */
+    uint64_t dropped[OSP_DROP_COUNT];
+};
+
+/* Default cap on stored samples (at least 4,000,000, §(b.5)). */
+#define OSP_PROF_SAMPLES_LIMIT (UINT64_C(1) << 22)
+
+/*
+ * Intern a stack of `n` >= 1 addresses (leaf first). Returns its index, or -1 when memory
+ * ran out (nothing recorded; the caller counts `alloc`). `truncated` is ORed into the
+ * stack's flag.
+ */
+OSP_PROF_HIDDEN int64_t osp_prof__store_intern(struct osp_prof_store *s, const uintptr_t *pcs,
+                                               uint32_t n, bool truncated);
+/*
+ * Append a sample. Counts `store_full` or `alloc` itself on failure and returns false.
+ */
+OSP_PROF_HIDDEN bool osp_prof__store_add(struct osp_prof_store *s, uint64_t t_rel_ns,
+                                         uint32_t row, uint32_t stack, uint32_t state,
+                                         uint64_t weight_ns);
+/* Intern and append in one step; counts a loss under exactly one reason on failure. */
+OSP_PROF_HIDDEN bool osp_prof__store_record(struct osp_prof_store *s, uint64_t t_rel_ns,
+                                            uint32_t row, const uintptr_t *pcs, uint32_t n,
+                                            bool truncated, uint32_t state, uint64_t weight_ns);
+/* Sort samples by (time, row) for the writer. Allocation-free. */
+OSP_PROF_HIDDEN void osp_prof__store_sort(struct osp_prof_store *s);
+/* Free everything and zero the store (the cap is kept). */
+OSP_PROF_HIDDEN void osp_prof__store_free(struct osp_prof_store *s);
+
+/* ---- images (prof_images.c), PROFILER.md §(e) "Images" -------------------------------- */
+
+/*
+ * Write the JSON array of loaded images (`[...]`, with brackets) to `o`: the main
+ * executable under `exe_path`, every shared object, the dynamic loader and the vDSO
+ * (`[vdso]`, with its dynamic symbols). Enumerated now, with dl_iterate_phdr.
+ */
+OSP_PROF_HIDDEN void osp_prof__write_images(struct osp_prof_out *o, const char *exe_path);
+
+/* "linux-x86_64" / "linux-arm64" / "" and "x86_64" / "arm64" / "" for this build. */
+OSP_PROF_HIDDEN const char *osp_prof__platform(void);
+OSP_PROF_HIDDEN const char *osp_prof__arch_of_machine(unsigned machine);
+
+/* ---- session internals exposed to tests (prof_linux.c) -------------------------------- */
+
+/* CLOCK_MONOTONIC in ns at the start of the current (or last) session: samples' t_rel_ns
+ * are relative to it. 0 before the first session. */
+OSP_PROF_HIDDEN uint64_t osp_prof__session_start_mono_ns(void);
+/* CLOCK_MONOTONIC now, in ns. */
+OSP_PROF_HIDDEN uint64_t osp_prof__mono_ns(void);
+/* Whether a session is running (hooks act). */
+OSP_PROF_HIDDEN bool osp_prof__active(void);
+
+#endif /* OSP_PROF_INTERNAL_H */

@@ -1,0 +1,891 @@
+/*
+ * test_capture.c — real sampling sessions in this process (test entry points
+ * osp_prof_session_begin / osp_prof_session_end, PROFILER.md §(d)), each checked through
+ * the raw file it writes (§(e)):
+ *  - main thread + two workers at 2 kHz: rows, images, hot function inside the
+ *    executable's text range, slide, weights equal to measured CPU time (§(b.2), (k) 7);
+ *  - a second session in the same process holds only its own data ((k) 17);
+ *  - churn: 40 rounds x 8 threads at 10 kHz, no sample outside a thread's lifetime;
+ *  - threads that exit registered (return, pthread_exit, cancellation) are dropped by
+ *    the exit destructor and their slots reused ((k) 4); more than 1024 live threads;
+ *  - threads blocked in nanosleep / poll / read: waiting samples with their blocking
+ *    stack, calls that return after the full time, at most two signals ((k) 5, 8);
+ *  - blocking regions: the self-captured stack, never signalled;
+ *  - errno preserved by the handler, the previous SIGPROF action chained and restored
+ *    ((k) 9); a forked child never writes ((k) 15); stacks cut at 128 frames ((k) 10).
+ *
+ * Minimum sample counts are far below the nominal ones so that a loaded 2-core CI
+ * machine (and ThreadSanitizer) passes; the assertions that matter are structural.
+ */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RUNNING_UNDER_TSAN 1
+#endif
+#endif
+#ifndef RUNNING_UNDER_TSAN
+#define RUNNING_UNDER_TSAN 0
+#endif
+
+static char g_dir[PATH_MAX];
+
+static int setup(void **state) {
+    (void)state;
+    scratch_dir(g_dir, sizeof g_dir, "capture");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    scratch_cleanup(g_dir);
+    return 0;
+}
+
+/* After each test: a failed assertion must not leave a session running for the next. */
+static int end_session(void **state) {
+    (void)state;
+    osp_prof_session_end();
+    return 0;
+}
+
+static void raw_path(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
+
+static pid_t my_tid(void) { return (pid_t)syscall(SYS_gettid); }
+
+static uint64_t mono_ns(void) { return osp_prof__mono_ns(); }
+
+/* Sums per row and state. */
+struct row_stats {
+    size_t n[2];
+    uint64_t w[2];
+};
+
+static void row_stats(const struct raw *r, long row, struct row_stats *st) {
+    memset(st, 0, sizeof *st);
+    for (size_t i = 0; i < r->nsamples; i++)
+        if ((long)r->samples[i].row == row) {
+            st->n[r->samples[i].state]++;
+            st->w[r->samples[i].state] += r->samples[i].weight;
+        }
+}
+
+static bool has_image(const struct raw *r, const char *needle) {
+    for (size_t i = 0; i < r->nimages; i++)
+        if (strstr(r->images[i].path, needle)) return true;
+    return false;
+}
+
+/* ---- main thread and two workers at 2 kHz ------------------------------------------------ */
+
+struct worker {
+    int64_t fiber;
+    double burn;
+    pid_t tid;
+    double cpu_used;
+};
+
+void *capture_worker(void *p) {
+    struct worker *w = p;
+    w->tid = my_tid();
+    osp_prof_thread_register(w->fiber, "fiber");
+    double c0 = thread_cpu_seconds();
+    burn_cpu(w->burn);
+    w->cpu_used = thread_cpu_seconds() - c0;
+    osp_prof_thread_unregister();
+    return NULL;
+}
+
+static void test_capture_main_and_two_workers(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "capture.json");
+    assert_int_equal(sampler_count(), 0);
+    assert_true(osp_prof_session_begin(path, 2000));
+    assert_true(osp_prof__active());
+    assert_int_equal(sampler_count(), 1);
+    assert_false(osp_prof_session_begin(path, 2000));     /* one session at a time */
+    struct worker w[2] = {{1, 0.4, 0, 0}, {2, 0.4, 0, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, capture_worker, &w[i]), 0);
+    burn_cpu(0.2);
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    assert_true(osp_prof_session_end());
+    assert_false(osp_prof__active());
+    assert_int_equal(sampler_count(), 0); /* joined */
+    assert_false(osp_prof_session_end());
+
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+
+    struct raw r;
+    raw_load(&r, path);
+    assert_int_equal(r.rate_hz, 2000);
+    assert_int_equal(r.pid, getpid());
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(k > 0);
+    exe[k] = '\0';
+    assert_string_equal(r.exe, exe);
+    assert_true(r.ticks > 100);
+
+    /* Rows in registration order: main first. */
+    assert_true(r.nthreads == 3);
+    assert_int_equal(r.threads[0].fiber, 0);
+    assert_string_equal(r.threads[0].label, "main");
+    assert_int_equal(r.threads[0].tid, my_tid());
+    for (int i = 0; i < 2; i++) {
+        long row = raw_row(&r, "fiber", w[i].fiber);
+        assert_true(row > 0);
+        assert_int_equal(r.threads[row].tid, w[i].tid);
+    }
+
+    /* Images: the executable (with a correct slide), the loader, libc, the vDSO. */
+    size_t mi = raw_main_image(&r);
+    assert_true(r.images[mi].text_size > 0);
+    assert_string_equal(r.images[mi].arch, "x86_64");
+    uint64_t sym_addr, sym_size;
+    assert_true(elf_symbol(exe, "hot_loop", &sym_addr, &sym_size));
+    assert_int_equal((uint64_t)(uintptr_t)&hot_loop - r.images[mi].slide, sym_addr);
+    assert_true(raw_in_text(&r, mi, (uint64_t)(uintptr_t)&hot_loop));
+    assert_true(has_image(&r, "ld-linux"));
+    assert_true(has_image(&r, "libc.so"));
+    bool vdso = false;
+    for (size_t i = 0; i < r.nimages; i++)
+        if (strcmp(r.images[i].path, "[vdso]") == 0) {
+            vdso = true;
+            assert_true(r.images[i].has_symbols && r.images[i].nsymbols > 0);
+            assert_true(r.images[i].text_size > 0);
+        }
+    assert_true(vdso);
+
+    /* Each worker: on-CPU samples whose leaf is the hot function, inside the text range;
+     * their weights add up to the CPU time the worker measured itself. */
+    for (int i = 0; i < 2; i++) {
+        long row = raw_row(&r, "fiber", w[i].fiber);
+        struct row_stats st;
+        row_stats(&r, row, &st);
+        size_t in_hot = 0, named_hot = 0, with_caller = 0;
+        for (size_t s = 0; s < r.nsamples; s++) {
+            if ((long)r.samples[s].row != row || r.samples[s].state != 0) continue;
+            uint32_t sk = r.samples[s].stack;
+            uint64_t leaf = r.stacks[sk][0];
+            if (strcmp(sym_name(leaf, false), "hot_loop") == 0) {
+                named_hot++;
+                /* The hot function's addresses fall inside the executable's text range. */
+                assert_true(raw_in_text(&r, mi, leaf));
+            }
+            if (leaf >= sym_addr + r.images[mi].slide && leaf < sym_addr + sym_size + r.images[mi].slide) in_hot++;
+            if (raw_stack_has(&r, sk, "burn_cpu")) with_caller++;
+        }
+        print_message("worker %d: %zu on-CPU (%zu in hot_loop, %zu with burn_cpu), "
+                      "%zu waiting; weight %.3f s vs %.3f s CPU\n",
+                      i, st.n[0], in_hot, with_caller, st.n[1], (double)st.w[0] / 1e9, w[i].cpu_used);
+        assert_true(st.n[0] >= 100);
+        assert_int_equal(in_hot, named_hot);
+        assert_true(in_hot * 2 >= st.n[0]);
+        assert_true(with_caller >= 1);
+        assert_true(st.n[1] * 50 <= st.n[0]); /* CPU-bound: waiting is rare */
+        double ratio = (double)st.w[0] / 1e9 / w[i].cpu_used;
+        assert_true(ratio > 0.85 && ratio < 1.02);
+    }
+    assert_int_equal(r.dropped_reasons[4], 0); /* thread_gone */
+    assert_true(r.dropped * 20 <= r.nsamples);
+    raw_free(&r);
+}
+
+/* ---- a second session in the same process ------------------------------------------------- */
+
+static void test_second_session(void **state) {
+    (void)state;
+    char a[PATH_MAX], b[PATH_MAX];
+    raw_path(a, sizeof a, "first.json");
+    raw_path(b, sizeof b, "second.json");
+    struct worker w1 = {11, 0.1, 0, 0}, w2 = {12, 0.15, 0, 0};
+    pthread_t t;
+
+    assert_true(osp_prof_session_begin(a, 500));
+    assert_int_equal(pthread_create(&t, NULL, capture_worker, &w1), 0);
+    burn_cpu(0.05);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(osp_prof_session_end());
+
+    uint64_t b0 = mono_ns();
+    assert_true(osp_prof_session_begin(b, 1000));
+    assert_int_equal(pthread_create(&t, NULL, capture_worker, &w2), 0);
+    burn_cpu(0.05);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(osp_prof_session_end());
+    uint64_t b1 = mono_ns();
+
+    struct raw ra, rb;
+    raw_load(&ra, a);
+    raw_load(&rb, b);
+    assert_int_equal(ra.rate_hz, 500);
+    assert_int_equal(rb.rate_hz, 1000);
+    assert_int_equal(ra.nthreads, 2);
+    assert_int_equal(rb.nthreads, 2);
+    assert_true(raw_row(&ra, "fiber", 11) == 1 && raw_row(&ra, "fiber", 12) < 0);
+    assert_true(raw_row(&rb, "fiber", 12) == 1 && raw_row(&rb, "fiber", 11) < 0);
+    assert_true(raw_row(&rb, "main", 0) == 0); /* the main thread registered afresh */
+    assert_true(rb.start_unix_ns >= ra.end_unix_ns);
+    for (size_t i = 0; i < rb.nsamples; i++) assert_true(rb.samples[i].t <= b1 - b0);
+    struct row_stats st;
+    row_stats(&rb, 1, &st);
+    assert_true(st.n[0] >= 20);
+    raw_free(&ra);
+    raw_free(&rb);
+}
+
+/* ---- churn: 40 rounds x 8 threads at 10 kHz ------------------------------------------------ */
+
+struct churn {
+    int64_t fiber;
+    int mode;
+    uint64_t t_reg;
+};
+
+__attribute__((noinline)) void churn_region(void) {
+    osp_prof_block_begin();
+    struct timespec ts = {0, 300000};
+    nanosleep(&ts, NULL);
+    /* mode 3 leaves the region open and exits: the destructor must cope. */
+}
+
+void *churn_thread(void *p) {
+    struct churn *c = p;
+    c->t_reg = mono_ns();
+    osp_prof_thread_register(c->fiber, "churn");
+    burn_cpu(0.002);
+    switch (c->mode) {
+    case 0: osp_prof_thread_unregister(); break;
+    case 1: break; /* return registered */
+    case 2: pthread_exit(NULL);
+    case 3: churn_region(); break;
+    }
+    return NULL;
+}
+
+static void test_churn(void **state) {
+    (void)state;
+    enum { ROUNDS = 40, PER = 8 };
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "churn.json");
+    static struct churn c[ROUNDS * PER];
+    static uint64_t joined[ROUNDS];
+    assert_true(osp_prof_session_begin(path, 10000));
+    uint64_t start = osp_prof__session_start_mono_ns();
+    for (int round = 0; round < ROUNDS; round++) {
+        pthread_t t[PER];
+        for (int i = 0; i < PER; i++) {
+            struct churn *x = &c[round * PER + i];
+            x->fiber = 100 + round * PER + i;
+            x->mode = i % 4;
+            assert_int_equal(pthread_create(&t[i], NULL, churn_thread, x), 0);
+        }
+        for (int i = 0; i < PER; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+        joined[round] = mono_ns();
+    }
+    assert_true(osp_prof_session_end());
+
+    struct raw r;
+    raw_load(&r, path);
+    assert_int_equal(r.nthreads, 1 + ROUNDS * PER);
+    assert_int_equal(r.threads_over_limit, 0);
+    assert_int_equal(r.dropped_reasons[4], 0); /* never signalled an exited thread */
+    size_t churn_samples = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        const struct raw_sample *s = &r.samples[i];
+        if (s->row == 0) continue;
+        int64_t fiber = r.threads[s->row].fiber;
+        assert_string_equal(r.threads[s->row].label, "churn");
+        int idx = (int)(fiber - 100);
+        assert_true(idx >= 0 && idx < ROUNDS * PER);
+        uint64_t t = start + s->t;
+        /* No sample before the thread registered or after it was joined. */
+        assert_true(t >= c[idx].t_reg);
+        assert_true(t <= joined[idx / PER]);
+        churn_samples++;
+    }
+    print_message("churn: %zu samples of churn threads, %zu total, dropped %llu\n", churn_samples,
+                  r.nsamples, (unsigned long long)r.dropped);
+    assert_true(churn_samples >= 50);
+    raw_free(&r);
+}
+
+/* ---- threads that exit registered; more threads than slots --------------------------------- */
+
+void *exit_registered_thread(void *p) {
+    int mode = (int)(intptr_t)p;
+    osp_prof_thread_register(20 + mode, "noreg");
+    if (mode == 2) {
+        pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
+        for (;;) {
+            burn_cpu(0.005);
+            pthread_testcancel();
+        }
+    }
+    burn_cpu(0.05);
+    if (mode == 1) pthread_exit(NULL);
+    return NULL;
+}
+
+void *short_registered_thread(void *p) {
+    osp_prof_thread_register((int64_t)(intptr_t)p, "short");
+    return NULL;
+}
+
+static void test_threads_exit_without_unregistering(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "noreg.json");
+    assert_true(osp_prof_session_begin(path, 2000));
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, exit_registered_thread, (void *)(intptr_t)i), 0);
+    assert_int_equal(pthread_join(t[0], NULL), 0);
+    assert_int_equal(pthread_join(t[1], NULL), 0);
+    burn_cpu(0.03);
+    assert_int_equal(pthread_cancel(t[2]), 0);
+    void *res;
+    assert_int_equal(pthread_join(t[2], &res), 0);
+    assert_true(res == PTHREAD_CANCELED);
+    uint64_t joined = mono_ns() - osp_prof__session_start_mono_ns();
+    /* 1100 more threads that each exit registered: only works if the destructor frees
+     * their slots (there are 1024). */
+    for (int i = 0; i < 1100; i++) {
+        pthread_t s;
+        assert_int_equal(pthread_create(&s, NULL, short_registered_thread, (void *)(intptr_t)(1000 + i)), 0);
+        assert_int_equal(pthread_join(s, NULL), 0);
+    }
+    burn_cpu(0.05); /* ticks go on after the threads are gone */
+    assert_true(osp_prof_session_end());
+
+    struct raw r;
+    raw_load(&r, path);
+    assert_int_equal(r.threads_over_limit, 0);
+    assert_int_equal(r.nthreads, 1 + 3 + 1100);
+    assert_int_equal(r.dropped_reasons[4], 0);
+    for (int i = 0; i < 3; i++) {
+        long row = raw_row(&r, "noreg", 20 + i);
+        assert_true(row > 0);
+        struct row_stats st;
+        row_stats(&r, row, &st);
+        assert_true(st.n[0] >= 5);
+        for (size_t s = 0; s < r.nsamples; s++)
+            if ((long)r.samples[s].row == row) assert_true(r.samples[s].t <= joined);
+    }
+    raw_free(&r);
+}
+
+static pthread_barrier_t g_many_barrier;
+
+void *many_thread(void *p) {
+    osp_prof_thread_register((int64_t)(intptr_t)p, "many");
+    pthread_barrier_wait(&g_many_barrier); /* all registered */
+    pthread_barrier_wait(&g_many_barrier); /* held until the sampler has seen them */
+    return NULL;
+}
+
+static void test_more_threads_than_slots(void **state) {
+    (void)state;
+    enum { N = 1030 };
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "many.json");
+    assert_true(osp_prof_session_begin(path, 50));
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 128 * 1024);
+    assert_int_equal(pthread_barrier_init(&g_many_barrier, NULL, N + 1), 0);
+    static pthread_t t[N];
+    for (int i = 0; i < N; i++)
+        assert_int_equal(pthread_create(&t[i], &attr, many_thread, (void *)(intptr_t)(i + 1)), 0);
+    pthread_barrier_wait(&g_many_barrier);
+    struct timespec ts = {0, 150000000};
+    nanosleep(&ts, NULL);
+    pthread_barrier_wait(&g_many_barrier);
+    for (int i = 0; i < N; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    pthread_barrier_destroy(&g_many_barrier);
+    pthread_attr_destroy(&attr);
+    assert_true(osp_prof_session_end());
+
+    struct raw r;
+    raw_load(&r, path);
+    /* The main thread holds one of the 1024 slots. */
+    assert_int_equal(r.nthreads, 1024);
+    assert_int_equal(r.threads_over_limit, N + 1 - 1024);
+    raw_free(&r);
+}
+
+/* ---- threads blocked in foreign calls ------------------------------------------------------ */
+
+struct blocked {
+    int kind; /* 0 nanosleep, 1 poll, 2 read */
+    int fd;
+    double secs;
+    int eintr;
+    double elapsed;
+    ssize_t got;
+    _Atomic double t0; /* set just before blocking */
+};
+
+__attribute__((noinline)) void sleeper_nanosleep(struct blocked *b) {
+    struct timespec req = {(time_t)b->secs, (long)((b->secs - (double)(time_t)b->secs) * 1e9)}, rem;
+    while (nanosleep(&req, &rem) == -1 && errno == EINTR) {
+        b->eintr++;
+        req = rem;
+    }
+}
+
+__attribute__((noinline)) void sleeper_poll(struct blocked *b) {
+    double end = mono_seconds() + b->secs;
+    for (;;) {
+        double left = end - mono_seconds();
+        if (left <= 0) break;
+        int r = poll(NULL, 0, (int)(left * 1000.0) + 1);
+        if (r < 0 && errno == EINTR) {
+            b->eintr++;
+            continue;
+        }
+        if (r == 0 && mono_seconds() >= end) break;
+    }
+}
+
+__attribute__((noinline)) void sleeper_read(struct blocked *b) {
+    char c;
+    b->got = read(b->fd, &c, 1); /* SA_RESTART: restarted, never EINTR */
+    if (b->got < 0 && errno == EINTR) b->eintr++;
+}
+
+void *blocked_thread_main(void *p) {
+    struct blocked *b = p;
+    osp_prof_thread_register(30 + b->kind, "blocked");
+    burn_cpu(0.03); /* a stale stack would show hot_loop */
+    double t0 = mono_seconds();
+    atomic_store(&b->t0, t0);
+    if (b->kind == 0) sleeper_nanosleep(b);
+    else if (b->kind == 1) sleeper_poll(b);
+    else sleeper_read(b);
+    b->elapsed = mono_seconds() - t0;
+    osp_prof_thread_unregister();
+    return NULL;
+}
+
+static void test_blocked_in_foreign_calls(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "blocked.json");
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    struct blocked b[3] = {{0, -1, 0.4, 0, 0, 0, 0}, {1, -1, 0.4, 0, 0, 0, 0}, {2, fds[0], 0, 0, 0, 0, 0}};
+    assert_true(osp_prof_session_begin(path, 2000));
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&t[i], NULL, blocked_thread_main, &b[i]), 0);
+    /* Write 0.4 s after the reader blocked. The main thread is registered too: its
+     * sleeps may see EINTR, so it polls the clock. */
+    while (atomic_load(&b[2].t0) == 0) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    double wake = atomic_load(&b[2].t0) + 0.4;
+    while (mono_seconds() < wake) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(write(fds[1], "x", 1), 1);
+    for (int i = 0; i < 3; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    assert_true(osp_prof_session_end());
+    close(fds[0]);
+    close(fds[1]);
+
+    /* The calls returned after their full time, interrupted at most twice (the one
+     * capture signal of the episode, plus possibly an on-CPU request already in flight
+     * when the thread blocked) — not once per tick. */
+    assert_true(b[0].elapsed >= 0.4 - 1e-3);
+    assert_true(b[1].elapsed >= 0.4 - 1e-3);
+    assert_true(b[2].elapsed >= 0.4 - 1e-3);
+    assert_int_equal(b[2].got, 1);
+    assert_int_equal(b[2].eintr, 0);
+    assert_true(b[0].eintr <= 2);
+    assert_true(b[1].eintr <= 2);
+
+    struct raw r;
+    raw_load(&r, path);
+    for (int i = 0; i < 3; i++) {
+        long row = raw_row(&r, "blocked", 30 + i);
+        assert_true(row > 0);
+        struct row_stats st;
+        row_stats(&r, row, &st);
+        size_t with_caller = 0;
+        for (size_t s = 0; s < r.nsamples; s++) {
+            if ((long)r.samples[s].row != row || r.samples[s].state != 1) continue;
+            uint32_t k = r.samples[s].stack;
+            /* Captured during this wait: never the CPU-burning stack from before it. */
+            assert_false(raw_stack_has(&r, k, "hot_loop"));
+            assert_false(raw_stack_has(&r, k, "burn_cpu"));
+            if (raw_stack_has(&r, k, "blocked_thread_main")) with_caller++;
+        }
+        print_message("blocked %d: %zu waiting (%zu with caller) %.3f s, %zu on-CPU, eintr %d, %.3f s\n", i,
+                      st.n[1], with_caller, (double)st.w[1] / 1e9, st.n[0], b[i].eintr, b[i].elapsed);
+        assert_true(st.n[1] >= 50);
+        /* Frame-pointer walks pass through libc's wrappers to our caller. Under
+         * ThreadSanitizer poll and read go through its interceptors, which are built
+         * without frame pointers and hide every caller (the documented limitation of
+         * code without frame pointers, §(c)); there only nanosleep is checked. */
+        if (!RUNNING_UNDER_TSAN || i == 0) assert_true(with_caller * 10 >= st.n[1] * 9);
+        double waited = (double)st.w[1] / 1e9;
+        assert_true(waited > 0.25 && waited < 0.5);
+    }
+    raw_free(&r);
+}
+
+/* ---- blocking regions ----------------------------------------------------------------------- */
+
+struct region {
+    int eintr;
+    double elapsed;
+};
+
+__attribute__((noinline)) void region_wait(struct region *g) {
+    osp_prof_block_begin();
+    osp_prof_block_begin(); /* nested: only the outer pair acts */
+    struct timespec req = {0, 300000000}, rem;
+    double t0 = mono_seconds();
+    while (nanosleep(&req, &rem) == -1 && errno == EINTR) {
+        g->eintr++;
+        req = rem;
+    }
+    g->elapsed = mono_seconds() - t0;
+    osp_prof_block_end();
+    osp_prof_block_end();
+}
+
+void *region_thread_main(void *p) {
+    osp_prof_thread_register(40, "region");
+    burn_cpu(0.03);
+    region_wait(p);
+    burn_cpu(0.03);
+    osp_prof_thread_unregister();
+    return NULL;
+}
+
+static void test_blocking_region(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "region.json");
+    struct region g = {0, 0};
+    assert_true(osp_prof_session_begin(path, 2000));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, region_thread_main, &g), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(osp_prof_session_end());
+    /* Never signalled inside the region (at most one on-CPU request already in flight
+     * when it entered). */
+    assert_true(g.eintr <= 1);
+    assert_true(g.elapsed >= 0.3 - 1e-3);
+
+    struct raw r;
+    raw_load(&r, path);
+    long row = raw_row(&r, "region", 40);
+    assert_true(row > 0);
+    struct row_stats st;
+    row_stats(&r, row, &st);
+    for (size_t s = 0; s < r.nsamples; s++) {
+        if ((long)r.samples[s].row != row || r.samples[s].state != 1) continue;
+        uint32_t k = r.samples[s].stack;
+        /* Frame 0 is the hook's return address - 1: inside region_wait. */
+        assert_string_equal(sym_name(r.stacks[k][0], false), "region_wait");
+        assert_true(r.stack_len[k] >= 2);
+        assert_string_equal(sym_name(r.stacks[k][1], true), "region_thread_main");
+    }
+    print_message("region: %zu waiting %.3f s, %zu on-CPU, eintr %d\n", st.n[1], (double)st.w[1] / 1e9,
+                  st.n[0], g.eintr);
+    assert_true(st.n[1] >= 50);
+    double waited = (double)st.w[1] / 1e9;
+    assert_true(waited > 0.24 && waited < 0.4);
+    assert_true(st.n[0] >= 10);
+    raw_free(&r);
+}
+
+/* ---- errno ------------------------------------------------------------------------------------ */
+
+struct errno_check {
+    long bad, loops;
+};
+
+void *errno_thread(void *p) {
+    struct errno_check *e = p;
+    osp_prof_thread_register(50, "errno");
+    double end = thread_cpu_seconds() + 0.2;
+    while (thread_cpu_seconds() < end) {
+        errno = 4242;
+        hot_loop(2000);
+        if (errno != 4242) e->bad++;
+        e->loops++;
+    }
+    osp_prof_thread_unregister();
+    return NULL;
+}
+
+static void test_errno_preserved(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "errno.json");
+    struct errno_check e = {0, 0};
+    assert_true(osp_prof_session_begin(path, 10000));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, errno_thread, &e), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(osp_prof_session_end());
+    struct raw r;
+    raw_load(&r, path);
+    struct row_stats st;
+    row_stats(&r, raw_row(&r, "errno", 50), &st);
+    assert_true(st.n[0] >= 100); /* the handler did run on this thread */
+    assert_int_equal(e.bad, 0);
+    raw_free(&r);
+}
+
+/* ---- the program's own SIGPROF action --------------------------------------------------------- */
+
+static atomic_int g_foreign_calls;
+static atomic_int g_foreign_codes[8];
+
+static void counting_action(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    if (sig != SIGPROF) return;
+    int i = atomic_fetch_add(&g_foreign_calls, 1);
+    if (i < 8) atomic_store(&g_foreign_codes[i], si ? si->si_code : 99);
+}
+
+static atomic_int g_plain_calls;
+static void plain_handler(int sig) {
+    if (sig == SIGPROF) atomic_fetch_add(&g_plain_calls, 1);
+}
+
+static void profile_briefly(const char *name, void (*inside)(void)) {
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, name);
+    assert_true(osp_prof_session_begin(path, 2000));
+    burn_cpu(0.05); /* our own directed signals hit this thread meanwhile */
+    if (inside) inside();
+    burn_cpu(0.02);
+    assert_true(osp_prof_session_end());
+    struct raw r;
+    raw_load(&r, path);
+    struct row_stats st;
+    row_stats(&r, 0, &st);
+    assert_true(st.n[0] >= 10);
+    raw_free(&r);
+}
+
+/* Wait until `counter` reaches `want` (up to 5 s). Sleeping also lets ThreadSanitizer,
+ * which defers signals to its interceptors, deliver them. */
+static void wait_for(atomic_int *counter, int want) {
+    for (int i = 0; i < 500 && atomic_load(counter) < want; i++) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static atomic_int *g_foreign_counter;
+
+static void send_ignored(void) {
+    assert_int_equal(kill(getpid(), SIGPROF), 0);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Two SIGPROFs that are not the sampler's: kill() (SI_USER, to the process; only this
+ * thread has SIGPROF unblocked) and pthread_sigqueue() (SI_QUEUE, to this thread). A
+ * standard signal sent while the same one is pending on the thread is merged into it,
+ * so this thread first stops being sampled (and lets a last request of ours arrive),
+ * and the two are sent one at a time. */
+static void send_foreign(void) {
+    osp_prof_thread_unregister();
+    struct timespec settle = {0, 20000000};
+    nanosleep(&settle, NULL);
+    int base = atomic_load(g_foreign_counter);
+    assert_int_equal(kill(getpid(), SIGPROF), 0);
+    wait_for(g_foreign_counter, base + 1);
+    union sigval v = {.sival_int = 7};
+    assert_int_equal(pthread_sigqueue(pthread_self(), SIGPROF, v), 0);
+    wait_for(g_foreign_counter, base + 2);
+}
+
+static struct sigaction g_saved_sigprof;
+
+/* Teardown of the SIGPROF test: end any session, put the original action back. */
+static int restore_sigprof(void **state) {
+    end_session(state);
+    sigaction(SIGPROF, &g_saved_sigprof, NULL);
+    return 0;
+}
+
+static void test_previous_handler_chained_and_restored(void **state) {
+    (void)state;
+    /* An SA_SIGINFO handler: foreign signals reach it, ours never do. */
+    struct sigaction sa, cur, saved;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = counting_action;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGPROF, &sa, &saved), 0);
+    g_saved_sigprof = saved;
+    atomic_store(&g_foreign_calls, 0);
+    g_foreign_counter = &g_foreign_calls;
+    profile_briefly("chain1.json", send_foreign);
+    assert_int_equal(atomic_load(&g_foreign_calls), 2);
+    assert_int_equal(atomic_load(&g_foreign_codes[0]), SI_USER);
+    assert_int_equal(atomic_load(&g_foreign_codes[1]), SI_QUEUE);
+    assert_int_equal(sigaction(SIGPROF, NULL, &cur), 0);
+    assert_true((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == counting_action);
+    assert_true(cur.sa_flags & SA_RESTART);
+
+    /* A plain handler. */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = plain_handler;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGPROF, &sa, NULL), 0);
+    atomic_store(&g_plain_calls, 0);
+    g_foreign_counter = &g_plain_calls;
+    profile_briefly("chain2.json", send_foreign);
+    assert_int_equal(atomic_load(&g_plain_calls), 2);
+    assert_int_equal(sigaction(SIGPROF, NULL, &cur), 0);
+    assert_true(!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == plain_handler);
+
+    /* Ignored: foreign signals stay ignored, SIG_IGN comes back. */
+    sa.sa_handler = SIG_IGN;
+    assert_int_equal(sigaction(SIGPROF, &sa, NULL), 0);
+    profile_briefly("chain3.json", send_ignored);
+    assert_int_equal(sigaction(SIGPROF, NULL, &cur), 0);
+    assert_true(cur.sa_handler == SIG_IGN);
+
+    /* Default: restored, and no signal of ours is left to kill the process. */
+    sa.sa_handler = SIG_DFL;
+    assert_int_equal(sigaction(SIGPROF, &sa, NULL), 0);
+    profile_briefly("chain4.json", NULL);
+    assert_int_equal(sigaction(SIGPROF, NULL, &cur), 0);
+    assert_true(cur.sa_handler == SIG_DFL);
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(sigaction(SIGPROF, &saved, NULL), 0);
+}
+
+/* ---- fork ------------------------------------------------------------------------------------- */
+
+void *fork_worker(void *p) {
+    osp_prof_thread_register(60, "fiber");
+    burn_cpu(0.15);
+    osp_prof_thread_unregister();
+    return p;
+}
+
+static void test_fork_child_never_writes(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "fork.json");
+    struct sigaction before;
+    assert_int_equal(sigaction(SIGPROF, NULL, &before), 0);
+    assert_true(osp_prof_session_begin(path, 2000));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fork_worker, NULL), 0);
+    burn_cpu(0.03);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* The child: inert. No cmocka asserts here; failures are exit codes. */
+        int code = 0;
+        struct sigaction cur;
+        if (thread_count() != 1 || sampler_count() != 0) code = 1;
+        if (sigaction(SIGPROF, NULL, &cur) != 0 || cur.sa_handler != before.sa_handler) code = 2;
+        if (osp_prof__active()) code = 3;
+        osp_prof_thread_register(61, "child");
+        osp_prof_block_begin();
+        osp_prof_block_end();
+        osp_prof_thread_unregister();
+        if (osp_prof_session_begin(path, 1000)) code = 4;
+        if (sampler_count() != 0) code = 5;
+        burn_cpu(0.03);
+        exit(code); /* atexit handlers run: the profiler's must not write */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(access(path, F_OK), -1); /* nothing written by the child */
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(osp_prof_session_end());
+    struct raw r;
+    raw_load(&r, path);
+    assert_int_equal(r.pid, getpid());
+    assert_true(raw_row(&r, "child", 61) < 0);
+    assert_true(raw_row(&r, "fiber", 60) > 0);
+    raw_free(&r);
+}
+
+/* ---- depth cap on real stacks ----------------------------------------------------------------- */
+
+__attribute__((noinline)) double deep_recursion(int depth) {
+    if (depth == 0) return burn_cpu(0.1);
+    double r = deep_recursion(depth - 1);
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+    return r + 1;
+}
+
+static void test_truncated_stacks(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "deep.json");
+    assert_true(osp_prof_session_begin(path, 2000));
+    deep_recursion(200);
+    assert_true(osp_prof_session_end());
+    struct raw r;
+    raw_load(&r, path);
+    size_t truncated = 0;
+    for (size_t k = 0; k < r.nstacks; k++) {
+        if (!r.truncated[k]) continue;
+        truncated++;
+        assert_int_equal(r.stack_len[k], 128);
+        /* The root end is what is missing: the last frames are all deep_recursion. */
+        assert_string_equal(sym_name(r.stacks[k][127], true), "deep_recursion");
+    }
+    assert_true(truncated >= 1);
+    raw_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_capture_main_and_two_workers, end_session),
+        cmocka_unit_test_teardown(test_second_session, end_session),
+        cmocka_unit_test_teardown(test_churn, end_session),
+        cmocka_unit_test_teardown(test_threads_exit_without_unregistering, end_session),
+        cmocka_unit_test_teardown(test_more_threads_than_slots, end_session),
+        cmocka_unit_test_teardown(test_blocked_in_foreign_calls, end_session),
+        cmocka_unit_test_teardown(test_blocking_region, end_session),
+        cmocka_unit_test_teardown(test_errno_preserved, end_session),
+        cmocka_unit_test_teardown(test_previous_handler_chained_and_restored, restore_sigprof),
+        cmocka_unit_test_teardown(test_fork_child_never_writes, end_session),
+        cmocka_unit_test_teardown(test_truncated_stacks, end_session),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,100 @@
+/*
+ * test_preload.c — libosprey_prof.so profiles an unmodified program when preloaded
+ * (docs/profiler-runtime.md): the main thread is registered by the library's
+ * constructor, the program's threads as they start (pthread_create interposed), and a
+ * plain nanosleep call runs to its end (sleeping calls are blocking regions).
+ */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void test_preloaded_program_is_profiled(void **state) {
+    (void)state;
+    char dir[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32];
+    scratch_dir(dir, sizeof dir, "preload");
+    snprintf(path, sizeof path, "%s/preload.json", dir);
+    snprintf(var, sizeof var, "OSPREY_PROFILE=%s", path);
+    char *env[] = {var, "OSPREY_PROFILE_HZ=2000", "LD_PRELOAD=" PROF_PRELOAD_LIB, NULL};
+    char *argv[] = {PROF_PRELOAD_TARGET, "0.3", NULL};
+    char err[4096], out_path[PATH_MAX], out[4096];
+    snprintf(out_path, sizeof out_path, "%s/stdout", dir);
+    int status = run_child(argv, env, dir, out_path, err, sizeof err);
+    assert_true(read_text(out_path, out, sizeof out) > 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("target status %d: %s", status, err);
+    assert_string_equal(err, "");
+
+    struct raw r;
+    raw_load(&r, path);
+    assert_string_equal(r.exe, PROF_PRELOAD_TARGET);
+    assert_int_equal(r.rate_hz, 2000);
+    assert_int_equal(r.nthreads, 4);
+    assert_true(raw_row(&r, "main", 0) == 0);
+    assert_true(raw_row(&r, "thread", 1) > 0);
+    assert_true(raw_row(&r, "thread", 2) > 0);
+    long sleeper = raw_row(&r, "thread", 3);
+    assert_true(sleeper > 0);
+    long lib = -1;
+    for (size_t i = 0; i < r.nimages; i++)
+        if (strstr(r.images[i].path, "libosprey_prof.so")) lib = (long)i;
+    assert_true(lib >= 0);
+
+    /* The single nanosleep call slept its full time: never interrupted. */
+    int sleep_ret = -2;
+    double slept = 0;
+    assert_int_equal(sscanf(out, "sleep_ret=%d slept=%lf", &sleep_ret, &slept), 2);
+    assert_int_equal(sleep_ret, 0);
+    assert_true(slept >= 0.3 - 1e-3);
+    size_t mi = raw_main_image(&r);
+    uint64_t addr, size;
+    assert_true(elf_symbol(PROF_PRELOAD_TARGET, "target_hot", &addr, &size));
+    for (long row = 0; row < 3; row++) {
+        size_t on = 0, hot = 0;
+        for (size_t i = 0; i < r.nsamples; i++) {
+            if ((long)r.samples[i].row != row || r.samples[i].state != 0) continue;
+            on++;
+            uint64_t leaf = r.stacks[r.samples[i].stack][0];
+            assert_true(leaf >= r.images[mi].slide);
+            if (raw_in_text(&r, mi, leaf) && leaf - r.images[mi].slide >= addr &&
+                leaf - r.images[mi].slide < addr + size)
+                hot++;
+        }
+        print_message("row %ld: %zu on-CPU, %zu in target_hot\n", row, on, hot);
+        assert_true(on >= 50);
+        assert_true(hot * 2 >= on);
+    }
+    /* The sleeper: waiting samples whose stack starts in the library's nanosleep wrapper
+     * and goes on into the program's target_sleep. */
+    uint64_t saddr, ssize;
+    assert_true(elf_symbol(PROF_PRELOAD_TARGET, "target_sleep", &saddr, &ssize));
+    size_t waiting = 0, good = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        if ((long)r.samples[i].row != sleeper || r.samples[i].state != 1) continue;
+        waiting++;
+        uint32_t k = r.samples[i].stack;
+        bool leaf_in_lib = raw_in_text(&r, (size_t)lib, r.stacks[k][0]);
+        bool caller = false;
+        for (uint32_t j = 1; j < r.stack_len[k]; j++) {
+            uint64_t a = r.stacks[k][j] - 1 - r.images[mi].slide;
+            if (a >= saddr && a < saddr + ssize) caller = true;
+        }
+        if (leaf_in_lib && caller) good++;
+    }
+    print_message("sleeper: %zu waiting samples, %zu through the wrapper into target_sleep; slept %.3f s\n",
+                  waiting, good, slept);
+    assert_true(waiting >= 50);
+    assert_int_equal(good, waiting);
+    raw_free(&r);
+    scratch_cleanup(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preloaded_program_is_profiled),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

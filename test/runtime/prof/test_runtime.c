@@ -1,0 +1,86 @@
+/*
+ * test_runtime.c — the profiler together with runtime/core, as in an Osprey program:
+ * fiber threads register themselves (label "fiber", their fiber id), and the runtime's
+ * waits (osp_sleep_ms, osp_fiber_wait) are blocking regions whose waiting samples start
+ * at the runtime's own call site (PROFILER.md §(b.3), §(c) item 6, §(d)).
+ */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "osprey_rt.h"
+
+osp_word computing_fiber(void *env) {
+    (void)env;
+    burn_cpu(0.15);
+    return 1;
+}
+
+osp_word sleeping_fiber(void *env) {
+    (void)env;
+    burn_cpu(0.05);
+    osp_sleep_ms(250);
+    return 2;
+}
+
+static void test_fibers_sleep_and_await(void **state) {
+    (void)state;
+    char dir[PATH_MAX], path[PATH_MAX];
+    scratch_dir(dir, sizeof dir, "runtime");
+    snprintf(path, sizeof path, "%s/fibers.json", dir);
+    char *argv[] = {"test", NULL};
+    osp_rt_start(1, argv); /* boots the profiler: inert, OSPREY_PROFILE is not set */
+    assert_true(osp_prof_session_begin(path, 2000));
+    int64_t a = osp_fiber_spawn(computing_fiber, NULL);
+    int64_t b = osp_fiber_spawn(sleeping_fiber, NULL);
+    double t0 = mono_seconds();
+    assert_int_equal(osp_fiber_wait(b), 2);
+    assert_int_equal(osp_fiber_wait(a), 1);
+    double waited = mono_seconds() - t0;
+    assert_true(osp_prof_session_end());
+
+    struct raw r;
+    raw_load(&r, path);
+    long ra = raw_row(&r, "fiber", a), rb = raw_row(&r, "fiber", b);
+    assert_true(ra > 0 && rb > 0);
+    /* Waiting samples in the runtime's waits start at its call site. (A thread may also
+     * wait outside them, e.g. stopped by the collector, so not every waiting sample
+     * does.) */
+    size_t main_wait = 0, sleep_wait = 0, a_on = 0;
+    uint64_t main_w = 0, sleep_w = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        const struct raw_sample *s = &r.samples[i];
+        const char *leaf = sym_name(r.stacks[s->stack][0], false);
+        if (s->row == 0 && s->state == 1 && strcmp(leaf, "osp_fiber_wait") == 0) {
+            main_wait++;
+            main_w += s->weight;
+        }
+        if ((long)s->row == rb && s->state == 1 && strcmp(leaf, "osp_sleep_ms") == 0) {
+            assert_true(raw_stack_has(&r, s->stack, "sleeping_fiber"));
+            sleep_wait++;
+            sleep_w += s->weight;
+        }
+        if ((long)s->row == ra && s->state == 0) a_on++;
+    }
+    print_message("main waited %.3f s (%zu samples, %.3f s measured); fiber %lld slept %.3f s (%zu samples); "
+                  "fiber %lld %zu on-CPU\n",
+                  (double)main_w / 1e9, main_wait, waited, (long long)b, (double)sleep_w / 1e9, sleep_wait,
+                  (long long)a, a_on);
+    assert_true(main_wait >= 50);
+    assert_true((double)main_w / 1e9 > 0.5 * waited);
+    assert_true(sleep_wait >= 50);
+    assert_true((double)sleep_w / 1e9 > 0.2 && (double)sleep_w / 1e9 < 0.3);
+    assert_true(a_on >= 50);
+    raw_free(&r);
+    scratch_cleanup(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fibers_sleep_and_await),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
