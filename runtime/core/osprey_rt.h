@@ -204,7 +204,7 @@ osp_rres osp_checked_mul(int64_t a, int64_t b);
  * Any line length; the result is a new heap string. A profiler blocking region.
  */
 const char *osp_input(void);
-/* random(): a non-negative int from getrandom(2) (the kernel's CSPRNG). */
+/* random(): a non-negative int from the kernel's CSPRNG (getentropy). */
 int64_t osp_random(void);
 /* randomBelow(n): uniform in [0, n) without modulo bias; Error
  * `randomBelow: bound must be positive` when n <= 0. */

@@ -10,8 +10,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
+#if defined(__APPLE__)
+#include <sys/random.h> /* getentropy */
+#endif
 
 static osp_rres ok_word(osp_word w) { return (osp_rres){OSP_RESULT_SUCCESS, w}; }
 static osp_rres ok_str(const char *s) { return ok_word((osp_word)(uintptr_t)s); }
@@ -71,17 +73,11 @@ const char *osp_input(void) {
     return s;
 }
 
+/* 64 bits from the kernel's CSPRNG (getentropy: Linux getrandom(2), macOS too). */
 static uint64_t random_u64(void) {
     uint64_t v;
-    size_t got = 0;
-    unsigned char *p = (unsigned char *)&v;
-    while (got < sizeof v) {
-        ssize_t r = getrandom(p + got, sizeof v - got, 0);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            osp_fatalf("random: %s", strerror(errno));
-        }
-        got += (size_t)r;
+    while (getentropy(&v, sizeof v) != 0) {
+        if (errno != EINTR) osp_fatalf("random: %s", strerror(errno));
     }
     return v;
 }

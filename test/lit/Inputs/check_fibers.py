@@ -3,7 +3,10 @@
 three fibers with on-CPU samples -- main, the spawned fiber-1 and the effect continuation
 (fiber id -1, label effect-<row>) -- and one waiting fiber, fiber-2 (it only sleeps).
 
-  check_fibers.py <dir> <stem>
+  check_fibers.py <dir> <stem> [<report>]
+
+With <report> (the driver's stdout), its `fibers:` line is checked too (rows appear in
+registration order, which depends on thread start-up, so the order is not checked).
 
 profile.json: per-fiber oncpuSamples; speedscope.json: one profile per fiber, on-CPU
 stacks end in user code (`fib`), fiber-2's all pass through osp_sleep_ms; folded: the
@@ -113,4 +116,26 @@ if roots["nap"]:
     fail("cpuprofile: %d on-CPU samples in the sleeping fiber" % roots["nap"])
 if len(failed) == n:
     print("ok cpuprofile: on-CPU samples under main, a fiber and the effect continuation")
+# --- the terminal report ----------------------------------------------------------------
+if len(sys.argv) > 3:
+    n = len(failed)
+    with open(sys.argv[3], encoding="utf-8") as f:
+        lines = [ln for ln in f.read().splitlines() if ln.startswith("fibers: ")]
+    if len(lines) != 1:
+        fail("report: expected one `fibers:` line, found %d" % len(lines))
+    else:
+        states = {}
+        for part in lines[0][len("fibers: "):].split(" \u00b7 "):
+            label, _, state = part.partition(" ")
+            states[label] = state
+        for label in ("main", "fiber-1", effect_label):
+            st = states.get(label, "")
+            if not (st.endswith("% on-cpu") and st[:-len("% on-cpu")].isdigit() and int(st[:-len("% on-cpu")]) > 0):
+                fail("report: %s is %r, expected a positive on-cpu share" % (label, st))
+        if states.get("fiber-2") != "waiting":
+            fail("report: fiber-2 is %r, expected waiting" % states.get("fiber-2"))
+        if len(states) != 4:
+            fail("report: %d fibers listed" % len(states))
+        if len(failed) == n:
+            print("ok report: %d fibers, fiber-2 waiting" % len(states))
 sys.exit(1 if failed else 0)
