@@ -431,7 +431,7 @@ static Pattern *parse_pattern(Parser *p) {
                 pat->rest_name = strcmp(r->text, "_") == 0 ? NULL : r->text;
                 pat->rest_pos = r->pos;
                 if (subs.len == 0) fail(p, d->pos, "a list pattern needs at least one element before `...rest`");
-                if (kind(p) != P_RBRACKET) fail(p, peek(p)->pos, "`...%s` must be the last element of a list pattern", r->text);
+                if (kind(p) != P_RBRACKET) fail(p, d->pos, "`...%s` must be the last element of a list pattern", r->text);
                 break;
             }
             vec_push(p->a, &subs, parse_pattern(p));
@@ -584,7 +584,7 @@ static Expr *parse_if(Parser *p) {
     if (kind(p) != P_LBRACE) fail(p, peek(p)->pos, "expected `{` after the `if` condition, found %s", describe(peek(p)));
     e->u.if_.then = parse_block(p);
     if (!accept(p, K_ELSE))
-        fail(p, peek(p)->pos, "`if` needs an `else` branch (`if` is an expression; write `else { ... }`)");
+        fail(p, t->pos, "`if` needs an `else` branch (`if` is an expression; write `else { ... }`)");
     if (kind(p) == K_IF) {
         e->u.if_.els = parse_if(p);
     } else {
@@ -684,6 +684,7 @@ static Expr *parse_handle(Parser *p) {
         vec_push(p->a, &arms, arm);
         if (kind(p) == T_EOF) fail(p, t->pos, "expected `in` after the arms of `handle`");
     }
+    if (arms.len == 0) fail(p, peek(p)->pos, "`handle %s` needs at least one arm (`op binders => value`) before `in`", name->text);
     next(p); /* in */
     e->u.handle.body = parse_expr(p);
     p->no_brace = nb;
@@ -1464,6 +1465,9 @@ static void sync(Parser *p, int start, int err_at) {
         Token *t = &p->toks[j];
         bool decl = t->pos.col == 1 && (t->kind == K_FN || t->kind == K_LET || t->kind == K_MUT ||
                                         t->kind == K_TYPE || t->kind == K_EFFECT || t->kind == K_EXTERN);
+        /* the error may have been found at the first token of the next declaration
+         * (the statement before it ended there): resume right at it */
+        if (j == err_at && j > start && t->nl_before && decl && depth <= 0) break;
         if (j > err_at && t->nl_before && (decl || (depth <= 0 && t->kind != P_RBRACE && t->kind != P_RPAREN && t->kind != P_RBRACKET))) break;
         if (t->kind == P_LPAREN || t->kind == P_LBRACE || t->kind == P_LBRACKET) depth++;
         if (t->kind == P_RPAREN || t->kind == P_RBRACE || t->kind == P_RBRACKET) depth--;
