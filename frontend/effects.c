@@ -1,6 +1,7 @@
 /* effects.c — see effects.h. */
 #include "effects.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* One operation of one instantiation of an effect. */
@@ -268,9 +269,16 @@ static void walk_expr(EWalk *w, Expr *e) {
     }
 }
 
+static PtrVec order; /* functions, callees before callers (ascending SCC id) */
+
+static int by_scc(const void *a, const void *b) {
+    const FnDecl *x = *(FnDecl *const *)a, *y = *(FnDecl *const *)b;
+    return (x->scc > y->scc) - (x->scc < y->scc);
+}
+
 static void walk_program(EWalk *w) {
-    for (int i = 0; i < w->prog->fns.len; i++) {
-        FnDecl *f = w->prog->fns.items[i];
+    for (int i = 0; i < order.len; i++) {
+        FnDecl *f = order.items[i];
         if (f->is_main || !f->body) continue;
         w->sink = f->esc;
         w->fn = f;
@@ -301,7 +309,12 @@ int effects_program(Program *prog, Diags *d) {
         FnDecl *f = prog->fns.items[i];
         f->esc = arena_alloc(prog->arena, sizeof(EffSet));
     }
-    for (int guard = 0; guard < 1000; guard++) {
+    /* Tarjan numbered the call graph's components callees first, so walking in that
+     * order settles direct calls in one pass; function values may need a few more. */
+    order = (PtrVec){0};
+    for (int i = 0; i < prog->fns.len; i++) vec_push(prog->arena, &order, prog->fns.items[i]);
+    qsort(order.items, (size_t)order.len, sizeof(void *), by_scc);
+    for (;;) {
         W.changed = false;
         walk_program(&W);
         if (!W.changed) break;
