@@ -7,11 +7,15 @@
  * the runtime archive (<bindir>/../lib/libosprey_rt.a) using `cc` (or $OSPREY_CC) →
  * dsymutil on macOS → optionally run. Exit statuses: 0 success; 1 compile, I/O or
  * link error; 2 command-line error; with --run/--profile the program's own status
- * (128 + N when it was killed by signal N).
+ * (128 + N when it was killed by signal N, reported as one line on stderr).
+ * Outputs: output.h (temporary + rename; devices and FIFOs written in place; never the
+ * source file). Signals: process.h (the scratch directory is removed at any phase).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <llvm-c/Core.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +27,7 @@
 #include "config.h"
 #include "frontend.h"
 #include "ospprof.h"
+#include "output.h"
 #include "process.h"
 
 typedef enum Mode { MODE_DEFAULT, MODE_BUILD, MODE_RUN, MODE_EMIT_LLVM } Mode;
@@ -49,7 +54,8 @@ static void usage(FILE *out) {
           "  --run          compile, then run the program; its exit status is osprey's\n"
           "  --emit-llvm    write the optimised LLVM IR (to stdout, or to -o <path>)\n"
           "  --build        compile to an executable only (the default mode)\n"
-          "  -o <path>      output path (executable or IR); with --profile, the stem of the exports\n"
+          "  -o <path>      output path (executable or IR; `-o -` is stdout for --emit-llvm);\n"
+          "                 with --profile, the directory and stem of the exports\n"
           "  --debug        build at -O0 with full debug info\n"
           "  --profile      build at -O2 with DWARF line tables and frame pointers and run the\n"
           "                 program under the sampling profiler (implies --run)\n"
@@ -110,6 +116,20 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->input = a;
         }
     }
+    if (o->output && strcmp(o->output, "-") == 0) {
+        if (!emit || o->postprocess) {
+            fputs("osprey: error: -o - (standard output) is only supported with --emit-llvm\n", stderr);
+            return 2;
+        }
+    } else if (o->output) {
+        /* "dir/", "", "." and ".." name a directory, never a file (nor an export stem). */
+        const char *slash = strrchr(o->output, '/');
+        const char *base = slash ? slash + 1 : o->output;
+        if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+            fprintf(stderr, "osprey: error: -o '%s' names a directory; give a file name\n", o->output);
+            return 2;
+        }
+    }
     if (o->postprocess) {
         if (o->input || o->run_flag || emit || build || o->debug || o->profile)
             return usage_error("%s", "--postprocess takes only --binary and -o");
@@ -149,31 +169,6 @@ static char *source_stem(const char *path) {
     return s;
 }
 
-/* Write `text` to `path` atomically (temporary file in the same directory, then rename). */
-static int write_atomically(const char *path, const char *text) {
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) return -1;
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        fprintf(stderr, "osprey: error: cannot write '%s': %s\n", tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    size_t len = strlen(text);
-    bool ok = fwrite(text, 1, len, f) == len;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        fprintf(stderr, "osprey: error: cannot write '%s': %s\n", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
-}
-
 /* True if `prog` names an executable: a path, or a name found in $PATH. */
 static bool on_path(const char *prog) {
     if (strchr(prog, '/')) return access(prog, X_OK) == 0;
@@ -206,8 +201,41 @@ static const char *link_compiler(void) {
     return OSPREY_DEFAULT_CC;
 }
 
-/* Link `obj` with the runtime into `exe`. Returns 0 or 1 (message printed). */
-static int link_program(const char *obj, const char *exe, bool profile) {
+/* The driver's environment with `name` set to `value` (any earlier `name=` removed).
+ * Free with env_free. NULL when out of memory (the caller then uses its own). */
+static char **env_with(const char *name, const char *value) {
+    extern char **environ;
+    size_t n = 0, nl = strlen(name);
+    while (environ[n]) n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(strncmp(environ[i], name, nl) == 0 && environ[i][nl] == '=')) env[k++] = environ[i];
+    size_t len = nl + strlen(value) + 2;
+    env[k] = malloc(len);
+    if (!env[k]) {
+        free(env);
+        return NULL;
+    }
+    snprintf(env[k], len, "%s=%s", name, value);
+    env[k + 1] = NULL;
+    return env;
+}
+
+/* Free an env_with() result (only the entry it added is its own). */
+static void env_free(char **env) {
+    if (!env) return;
+    size_t n = 0;
+    while (env[n]) n++;
+    if (n) free(env[n - 1]);
+    free(env);
+}
+
+/* Link `obj` with the runtime into `exe`. The link compiler's own temporaries go to the
+ * scratch directory (TMPDIR), so an interrupted link leaves nothing behind. Returns 0 or 1
+ * (message printed). */
+static int link_program(const char *obj, const char *exe, const char *scratch, bool profile) {
     char *bindir = self_dir();
     if (!bindir) {
         fputs("osprey: error: cannot locate the osprey executable (needed to find its runtime)\n", stderr);
@@ -239,41 +267,111 @@ static int link_program(const char *obj, const char *exe, bool profile) {
     (void)profile; /* the profiling link flags are harmless for every build */
     for (size_t i = 0; i < sizeof extra / sizeof *extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
     argv[n] = NULL;
-    int st = proc_run((char *const *)argv, NULL);
+    int sig = 0;
+    char **env = env_with("TMPDIR", scratch);
+    int st = proc_run((char *const *)argv, env, PROC_TOOL, &sig);
+    env_free(env);
     free(rt);
     if (st != 0) {
-        if (st > 0) fprintf(stderr, "osprey: error: linking failed ('%s' exited with status %d)\n", cc, st);
+        if (sig > 0) fprintf(stderr, "osprey: error: linking failed ('%s' was killed by signal %d, %s)\n", cc, sig, strsignal(sig));
+        else if (st > 0) fprintf(stderr, "osprey: error: linking failed ('%s' exited with status %d)\n", cc, st);
         return 1;
     }
 #ifdef __APPLE__
     const char *ds[] = {"dsymutil", exe, NULL};
-    if (proc_run((char *const *)ds, NULL) != 0) fprintf(stderr, "osprey: warning: dsymutil failed for '%s'\n", exe);
+    if (proc_run((char *const *)ds, NULL, PROC_TOOL, NULL) != 0) fprintf(stderr, "osprey: warning: dsymutil failed for '%s'\n", exe);
 #endif
     return 0;
+}
+
+static const char *const export_ext[4] = {".speedscope.json", ".cpuprofile", ".folded", ".profile.json"};
+
+/* "<prefix><ext>" (malloc'd). */
+static char *export_path(const char *prefix, const char *ext) {
+    size_t n = strlen(prefix) + strlen(ext) + 1;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s%s", prefix, ext);
+    return p;
+}
+
+/* The first export of `prefix` that is the file `protect` (malloc'd), or NULL. */
+static char *export_clash(const char *prefix, const char *protect) {
+    if (!protect) return NULL;
+    for (int i = 0; i < 4; i++) {
+        char *p = export_path(prefix, export_ext[i]);
+        if (p && out_same_file(p, protect)) return p;
+        free(p);
+    }
+    return NULL;
+}
+
+/* Write the report to stdout. Returns 0 or the errno of the failing write. */
+static int write_report(const char *text, size_t len) {
+    if (fflush(stdout) != 0) return errno ? errno : EIO;
+    return write_all(STDOUT_FILENO, text, len);
+}
+
+/* Run the post-processor with the report captured in memory (written by the caller, so
+ * a closed or full stdout is told apart from a failed post-processing). */
+static int postprocess_capture(ospprof_options *po, char **report, size_t *report_len, char *err,
+                               size_t errlen) {
+    *report = NULL;
+    *report_len = 0;
+    FILE *mem = open_memstream(report, report_len);
+    po->report = mem ? mem : stdout;
+    int rc = ospprof_run(po, err, errlen);
+    if (mem) fclose(mem);
+    return rc;
 }
 
 /*
  * Post-processing (PROFILER.md §(e)–(i)): turn the raw profile into
  * <prefix>.{speedscope.json,cpuprofile,folded,profile.json} and print the report to
  * stdout. `prefix` is -o as written, or the source stem. A failure is one warning line
- * and never changes the exit status; the caller removes the raw file and the scratch
- * directory whatever happens.
+ * and never changes the exit status (nor does a closed stdout); the caller removes the
+ * raw file and the scratch directory whatever happens.
  */
 static void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
                             const char *prefix) {
+    char *clash = export_clash(prefix, program);
+    if (clash) {
+        fprintf(stderr, "osprey: warning: profile not processed: the export '%s' would overwrite the source file\n", clash);
+        free(clash);
+        return;
+    }
     fflush(stdout); /* the program's output (none of ours) comes first */
     ospprof_options po = {.raw_path = raw_path, .binary = exe_path, .program = program,
-                          .output_prefix = prefix, .report = stdout,
-                          .color = ospprof_color_wanted(stdout)};
+                          .output_prefix = prefix, .color = ospprof_color_wanted(stdout)};
     char err[OSPPROF_ERR_MAX];
-    if (ospprof_run(&po, err, sizeof err) != 0)
+    char *report;
+    size_t report_len;
+    if (postprocess_capture(&po, &report, &report_len, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: warning: profile not processed: %s\n", err);
+    } else {
+        int e = write_report(report, report_len);
+        /* A closed pipe (`| head`) is the reader's choice: nothing to say. */
+        if (e && e != EPIPE) fprintf(stderr, "osprey: warning: cannot write the report to standard output: %s\n", strerror(e));
+    }
+    free(report);
 }
 
 /* osprey --postprocess <raw.json> [--binary <exe>] [-o <out>]: exit 0, or 1 with
- * "osprey: error: <message>". Default prefix: the raw file's name without .osprof.json
- * or .json, in the current directory. */
+ * "osprey: error: <message>" (2 when an export would overwrite the raw file or the
+ * binary). Default prefix: the raw file's name without .osprof.json or .json, in the
+ * current directory. */
 static int postprocess_main(const Options *o) {
+    /* --binary must exist (it was silently ignored); the raw file's own error comes first. */
+    if (o->binary && access(o->postprocess, F_OK) == 0) {
+        struct stat st;
+        int e = 0;
+        if (stat(o->binary, &st) != 0) e = errno;
+        else if (S_ISDIR(st.st_mode)) e = EISDIR;
+        else if (access(o->binary, R_OK) != 0) e = errno;
+        if (e) {
+            fprintf(stderr, "osprey: error: %s: cannot read: %s\n", o->binary, strerror(e));
+            return 1;
+        }
+    }
     char *prefix = NULL;
     if (o->output) {
         prefix = strdup(o->output);
@@ -285,34 +383,44 @@ static int postprocess_main(const Options *o) {
         else if (n > 5 && strcmp(prefix + n - 5, ".json") == 0) prefix[n - 5] = 0;
     }
     if (!prefix) return 1;
+    const char *inputs[2][2] = {{o->postprocess, "raw profile"}, {o->binary, "binary"}};
+    for (int i = 0; i < 2; i++) {
+        char *clash = export_clash(prefix, inputs[i][0]);
+        if (clash) {
+            fprintf(stderr, "osprey: error: the export '%s' would overwrite the %s '%s'\n", clash, inputs[i][1], inputs[i][0]);
+            free(clash);
+            free(prefix);
+            return 2;
+        }
+    }
     ospprof_options po = {.raw_path = o->postprocess, .binary = o->binary, .output_prefix = prefix,
-                          .report = stdout, .color = ospprof_color_wanted(stdout)};
+                          .color = ospprof_color_wanted(stdout)};
     char err[OSPPROF_ERR_MAX];
-    int rc = ospprof_run(&po, err, sizeof err);
-    if (rc != 0) fprintf(stderr, "osprey: error: %s\n", err);
+    char *report;
+    size_t report_len;
+    int rc = postprocess_capture(&po, &report, &report_len, err, sizeof err);
     free(prefix);
-    return rc == 0 ? 0 : 1;
+    if (rc != 0) {
+        fprintf(stderr, "osprey: error: %s\n", err);
+        free(report);
+        return 1;
+    }
+    int e = write_report(report, report_len);
+    free(report);
+    if (e == EPIPE) die_by_signal(SIGPIPE); /* like any filter whose reader went away */
+    if (e) {
+        fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
+        return 1;
+    }
+    return 0;
 }
 
-/* Environment for the profiled program: ours plus OSPREY_PROFILE=<raw>. malloc'd. */
-static char **profile_env(const char *raw) {
-    extern char **environ;
-    size_t n = 0;
-    while (environ[n]) n++;
-    char **env = calloc(n + 2, sizeof *env);
-    if (!env) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "OSPREY_PROFILE=", 15) != 0) env[k++] = environ[i];
-    size_t len = strlen(raw) + 16;
-    env[k] = malloc(len);
-    if (!env[k]) {
-        free(env);
-        return NULL;
-    }
-    snprintf(env[k], len, "OSPREY_PROFILE=%s", raw);
-    env[k + 1] = NULL;
-    return env;
+/* One line when the program was killed by a signal, like a shell's job report (none for
+ * SIGINT and SIGPIPE, which the user or the reader caused, as bash does). */
+static void report_signal(int sig) {
+    if (sig <= 0 || sig == SIGINT || sig == SIGPIPE) return;
+    fflush(stdout);
+    fprintf(stderr, "osprey: program terminated by signal %d (%s)\n", sig, strsignal(sig));
 }
 
 static int run_program(const Options *o, const char *exe, const char *scratch, const char *stem) {
@@ -320,22 +428,20 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
     if (!argv) return 1;
     argv[0] = (char *)exe;
     for (int i = 0; i < o->nprog_args; i++) argv[i + 1] = o->prog_args[i];
-    int status;
+    int status, sig = 0;
     if (!o->profile) {
-        status = proc_run(argv, NULL);
+        status = proc_run(argv, NULL, PROC_PROGRAM, &sig);
+        report_signal(sig);
     } else {
         char rnd[9];
         random_hex(rnd);
         size_t len = strlen(scratch) + strlen(stem) + 64;
         char *raw = malloc(len);
         snprintf(raw, len, "%s/%s-%ld-%s.osprof.json", scratch, stem, (long)getpid(), rnd);
-        char **env = profile_env(raw);
-        status = proc_run(argv, env);
-        if (env) {
-            for (size_t i = 0; env[i]; i++)
-                if (strncmp(env[i], "OSPREY_PROFILE=", 15) == 0) free(env[i]);
-            free(env);
-        }
+        char **env = env_with("OSPREY_PROFILE", raw);
+        status = proc_run(argv, env, PROC_PROGRAM, &sig);
+        report_signal(sig);
+        env_free(env);
         if (status >= 0) {
             if (access(raw, F_OK) == 0) {
                 run_postprocess(raw, exe, o->input, o->output ? o->output : stem);
@@ -351,22 +457,53 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
 }
 
 int main(int argc, char **argv) {
+    proc_signals_init();
     Options o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0) return rc;
     if (o.postprocess) return postprocess_main(&o);
 
     size_t len = 0;
-    char *src = read_file(o.input, &len);
+    char *src = read_file(o.input, OSP_SOURCE_MAX, &len);
     if (!src) {
-        fprintf(stderr, "osprey: error: cannot read '%s': %s\n", o.input, strerror(errno));
+        if (errno == EFBIG)
+            fprintf(stderr, "osprey: error: cannot read '%s': larger than %zu MiB (the limit for a source file)\n",
+                    o.input, OSP_SOURCE_MAX >> 20);
+        else
+            fprintf(stderr, "osprey: error: cannot read '%s': %s\n", o.input, strerror(errno));
         return 1;
     }
+
+    /* The output file, checked before any work: never the source, always writable. */
+    bool run = o.mode == MODE_RUN;
+    char *stem = source_stem(o.input);
+    const char *dest = NULL; /* executable or .ll written for the user; NULL: none */
+    if (o.mode == MODE_EMIT_LLVM) dest = o.output && strcmp(o.output, "-") != 0 ? o.output : NULL;
+    else if (!(run && (o.profile || !o.output))) dest = o.output ? o.output : stem;
+    out_target out = {0};
+    if (dest) {
+        char msg[PATH_MAX + 128];
+        if (out_same_file(dest, o.input)) {
+            fprintf(stderr, "osprey: error: the output '%s' would overwrite the source file\n", dest);
+            free(stem);
+            free(src);
+            return 2;
+        }
+        if (out_check(dest, &out, msg, sizeof msg) != 0) {
+            fprintf(stderr, "osprey: error: %s\n", msg);
+            free(stem);
+            free(src);
+            return 1;
+        }
+    }
+
     char *abs = realpath(o.input, NULL);
     int nerrors = 0;
     Program *prog = osp_frontend_run(o.input, abs ? abs : o.input, src, len, stderr, &nerrors);
     if (nerrors > 0) {
         osp_program_free(prog);
+        out_target_free(&out);
+        free(stem);
         free(src);
         free(abs);
         return 1;
@@ -375,7 +512,7 @@ int main(int argc, char **argv) {
     int opt = o.debug ? 0 : 2;
     char *err = NULL;
     int status = 1;
-    char *scratch = NULL, *stem = source_stem(o.input), *obj = NULL, *exe = NULL, *tmp_exe = NULL;
+    char *scratch = NULL, *obj = NULL, *exe = NULL, *tmp_exe = NULL;
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = NULL;
     LLVMTargetMachineRef tm = osp_target_machine(opt, &err);
@@ -387,11 +524,16 @@ int main(int argc, char **argv) {
 
     if (o.mode == MODE_EMIT_LLVM) {
         char *text = osp_module_text(mod);
-        if (o.output && strcmp(o.output, "-") != 0) {
-            status = write_atomically(o.output, text) == 0 ? 0 : 1;
+        size_t tlen = strlen(text);
+        if (dest) {
+            char msg[PATH_MAX + 128];
+            status = out_write(&out, text, tlen, msg, sizeof msg) == 0 ? 0 : 1;
+            if (status) fprintf(stderr, "osprey: error: %s\n", msg);
         } else {
-            fputs(text, stdout);
-            status = fflush(stdout) == 0 ? 0 : 1;
+            int e = write_all(STDOUT_FILENO, text, tlen);
+            if (e == EPIPE) die_by_signal(SIGPIPE); /* the reader went away: like cat */
+            if (e) fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
+            status = e ? 1 : 0;
         }
         LLVMDisposeMessage(text);
         goto done;
@@ -404,31 +546,35 @@ int main(int argc, char **argv) {
     LLVMDisposeModule(mod);
     mod = NULL;
 
-    bool run = o.mode == MODE_RUN;
-    if (run && (o.profile || !o.output)) {
+    if (!dest || !out.dest) {
+        /* Run from the scratch directory; a device or FIFO destination gets a copy. */
         exe = path_join(scratch, stem);
     } else {
-        const char *dest = o.output ? o.output : stem;
-        char *rdest = realpath(dest, NULL);
-        if (abs && rdest && strcmp(rdest, abs) == 0) {
-            fprintf(stderr, "osprey: error: the output '%s' would overwrite the source file\n", dest);
-            free(rdest);
+        exe = strdup(out.dest);
+        size_t n = strlen(out.dest) + 32;
+        tmp_exe = malloc(n);
+        snprintf(tmp_exe, n, "%s.tmp.%ld", out.dest, (long)getpid());
+        cleanup_temp(tmp_exe);
+    }
+    if (link_program(obj, tmp_exe ? tmp_exe : exe, scratch, o.profile) != 0) {
+        if (tmp_exe) unlink(tmp_exe);
+        cleanup_temp(NULL);
+        goto done;
+    }
+    if (tmp_exe) {
+        int e = rename(tmp_exe, exe) == 0 ? 0 : errno;
+        if (e) unlink(tmp_exe);
+        cleanup_temp(NULL);
+        if (e) {
+            fprintf(stderr, "osprey: error: cannot write '%s': %s\n", dest, strerror(e));
             goto done;
         }
-        free(rdest);
-        exe = strdup(dest);
-        size_t n = strlen(dest) + 32;
-        tmp_exe = malloc(n);
-        snprintf(tmp_exe, n, "%s.tmp.%ld", dest, (long)getpid());
-    }
-    if (link_program(obj, tmp_exe ? tmp_exe : exe, o.profile) != 0) {
-        if (tmp_exe) unlink(tmp_exe);
-        goto done;
-    }
-    if (tmp_exe && rename(tmp_exe, exe) != 0) {
-        fprintf(stderr, "osprey: error: cannot write '%s': %s\n", exe, strerror(errno));
-        unlink(tmp_exe);
-        goto done;
+    } else if (dest) {
+        char msg[PATH_MAX + 128];
+        if (out_copy_into(&out, exe, msg, sizeof msg) != 0) {
+            fprintf(stderr, "osprey: error: %s\n", msg);
+            goto done;
+        }
     }
     if (!run) {
         status = 0;
@@ -451,6 +597,7 @@ done:
     if (tm) LLVMDisposeTargetMachine(tm);
     LLVMContextDispose(ctx);
     if (scratch) scratch_remove(scratch);
+    out_target_free(&out);
     free(scratch);
     free(stem);
     free(obj);

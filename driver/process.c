@@ -1,12 +1,17 @@
 /* process.c — see process.h. */
 #include "process.h"
 
+#include "ospprof.h"
+
 #include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,60 +26,147 @@
 
 extern char **environ;
 
-static volatile sig_atomic_t child_pid;
+/* ---- signals (see process.h) -------------------------------------------------------- */
 
-static void forward_signal(int sig) {
-    if (child_pid > 0) kill((pid_t)child_pid, sig);
+/* State shared with the signal thread, under g_lock. */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *g_scratch;       /* registered scratch directory */
+static char *g_temp;          /* registered temporary output outside the scratch directory */
+static pid_t g_child;         /* the running child, 0 while none */
+static bool g_spawning;       /* between "about to spawn" and g_child being known */
+static proc_kind g_child_kind;
+static int g_forward;         /* SIGTERM/SIGHUP that arrived while spawning: forward it */
+static int g_pending;         /* terminating signal to die of once the tool has exited */
+
+static void signal_set(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGQUIT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGPIPE);
 }
 
-int proc_run(char *const argv[], char *const envp[]) {
+static void remove_tree(const char *dir, int depth);
+
+/* Remove what is registered. Called with g_lock held. */
+static void cleanup_locked(void) {
+    if (g_temp) unlink(g_temp);
+    if (g_scratch) remove_tree(g_scratch, 0);
+    ospprof_remove_temporaries();
+}
+
+_Noreturn void die_by_signal(int sig) {
+    pthread_mutex_lock(&g_lock);
+    cleanup_locked();
+    /* Keep the lock: nothing may register new files while the process goes down. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig); /* pending on this thread while blocked ... */
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL); /* ... delivered here: the process ends */
+    _exit(128 + sig); /* not reached for the signals we handle */
+}
+
+static void *signal_thread(void *arg) {
+    (void)arg;
+    sigset_t set;
+    signal_set(&set);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0) continue;
+        pthread_mutex_lock(&g_lock);
+        bool child = g_child > 0 || g_spawning;
+        if (child) {
+            if (sig == SIGTERM || sig == SIGHUP) {
+                if (g_child > 0) kill(g_child, sig);
+                else g_forward = sig;
+            }
+            /* A tool was interrupted: die of the signal once it has exited (proc_run).
+             * The program's own status is the driver's: carry on when it exits. */
+            if (g_child_kind == PROC_TOOL && !g_pending) g_pending = sig;
+            pthread_mutex_unlock(&g_lock);
+            continue;
+        }
+        pthread_mutex_unlock(&g_lock);
+        die_by_signal(sig);
+    }
+    return NULL;
+}
+
+int proc_signals_init(void) {
+    sigset_t set;
+    signal_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, signal_thread, NULL);
+    if (rc != 0) {
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        fprintf(stderr, "osprey: warning: cannot start the signal thread: %s\n", strerror(rc));
+        return -1;
+    }
+    pthread_detach(t);
+    return 0;
+}
+
+int proc_run(char *const argv[], char *const envp[], proc_kind kind, int *termsig) {
+    if (termsig) *termsig = 0;
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
-    sigset_t def;
-    sigemptyset(&def);
-    sigaddset(&def, SIGINT);
-    sigaddset(&def, SIGQUIT);
-    sigaddset(&def, SIGTERM);
-    sigaddset(&def, SIGHUP);
-    sigaddset(&def, SIGPIPE);
+    sigset_t def, none;
+    signal_set(&def);
+    sigemptyset(&none);
     posix_spawnattr_setsigdefault(&attr, &def);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
-    struct sigaction ign = {0}, fwd = {0}, old_int, old_quit, old_term, old_hup;
-    ign.sa_handler = SIG_IGN;
-    fwd.sa_handler = forward_signal;
-    sigemptyset(&fwd.sa_mask);
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGQUIT, &ign, &old_quit);
-    sigaction(SIGTERM, &fwd, &old_term);
-    sigaction(SIGHUP, &fwd, &old_hup);
+    pthread_mutex_lock(&g_lock);
+    g_spawning = true;
+    g_child_kind = kind;
+    g_forward = 0;
+    pthread_mutex_unlock(&g_lock);
 
     pid_t pid;
     int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], NULL, &attr, argv, envp ? envp : environ)
                                   : posix_spawnp(&pid, argv[0], NULL, &attr, argv, envp ? envp : environ);
     posix_spawnattr_destroy(&attr);
+
+    pthread_mutex_lock(&g_lock);
+    g_spawning = false;
+    if (rc == 0) {
+        g_child = pid;
+        if (g_forward) kill(pid, g_forward);
+    }
+    pthread_mutex_unlock(&g_lock);
+
     int status = -1;
     if (rc != 0) {
         fprintf(stderr, "osprey: error: cannot run '%s': %s\n", argv[0], strerror(rc));
     } else {
-        child_pid = pid;
         int ws;
         pid_t w;
         do w = waitpid(pid, &ws, 0);
         while (w < 0 && errno == EINTR);
-        child_pid = 0;
         if (w < 0) {
             fprintf(stderr, "osprey: error: waiting for '%s' failed: %s\n", argv[0], strerror(errno));
         } else if (WIFEXITED(ws)) {
             status = WEXITSTATUS(ws);
         } else if (WIFSIGNALED(ws)) {
             status = 128 + WTERMSIG(ws);
+            if (termsig) *termsig = WTERMSIG(ws);
         }
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
+    pthread_mutex_lock(&g_lock);
+    g_child = 0;
+    int pending = g_pending;
+    g_pending = 0;
+    pthread_mutex_unlock(&g_lock);
+    if (pending) die_by_signal(pending);
     return status;
 }
 
@@ -85,8 +177,17 @@ char *scratch_create(void) {
     char *path = malloc(n);
     if (!path) return NULL;
     snprintf(path, n, "%s/osprey-XXXXXX", tmp);
-    if (!mkdtemp(path)) {
-        fprintf(stderr, "osprey: error: cannot create a temporary directory in %s: %s\n", tmp, strerror(errno));
+    /* Registered in the same critical section, so a signal never finds it unregistered. */
+    pthread_mutex_lock(&g_lock);
+    char *made = mkdtemp(path);
+    int e = errno;
+    if (made) {
+        free(g_scratch);
+        g_scratch = strdup(path);
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!made) {
+        fprintf(stderr, "osprey: error: cannot create a temporary directory in %s: %s\n", tmp, strerror(e));
         free(path);
         return NULL;
     }
@@ -114,7 +215,21 @@ static void remove_tree(const char *dir, int depth) {
 }
 
 void scratch_remove(const char *dir) {
-    if (dir) remove_tree(dir, 0);
+    if (!dir) return;
+    pthread_mutex_lock(&g_lock);
+    remove_tree(dir, 0);
+    if (g_scratch && strcmp(g_scratch, dir) == 0) {
+        free(g_scratch);
+        g_scratch = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+void cleanup_temp(const char *path) {
+    pthread_mutex_lock(&g_lock);
+    free(g_temp);
+    g_temp = path ? strdup(path) : NULL;
+    pthread_mutex_unlock(&g_lock);
 }
 
 char *self_dir(void) {
@@ -138,7 +253,7 @@ char *self_dir(void) {
     return strdup(buf);
 }
 
-char *read_file(const char *path, size_t *len) {
+char *read_file(const char *path, size_t max, size_t *len) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return NULL;
     struct stat st;
@@ -153,6 +268,11 @@ char *read_file(const char *path, size_t *len) {
         errno = EISDIR;
         return NULL;
     }
+    if (st.st_size > 0 && (uint64_t)st.st_size > max) {
+        close(fd);
+        errno = EFBIG;
+        return NULL;
+    }
     size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
     char *buf = malloc(cap + 1);
     if (!buf) {
@@ -161,6 +281,12 @@ char *read_file(const char *path, size_t *len) {
         return NULL;
     }
     for (;;) {
+        if (n > max) { /* e.g. /dev/zero or a pipe that never ends */
+            free(buf);
+            close(fd);
+            errno = EFBIG;
+            return NULL;
+        }
         if (n == cap) {
             char *nb = realloc(buf, cap * 2 + 1);
             if (!nb) {
@@ -172,7 +298,9 @@ char *read_file(const char *path, size_t *len) {
             buf = nb;
             cap *= 2;
         }
-        ssize_t r = read(fd, buf + n, cap - n);
+        size_t want = cap - n;
+        if (want > max + 1 - n) want = max + 1 - n; /* one byte past the limit tells */
+        ssize_t r = read(fd, buf + n, want);
         if (r < 0) {
             if (errno == EINTR) continue;
             int e = errno;

@@ -208,10 +208,16 @@ void ospprof_buf_u64(ospprof_buf *b, uint64_t v);
 /* ns / 1e9 in the shortest round-trip form (fast path for integral ns). */
 void ospprof_json_seconds(ospprof_buf *b, uint64_t ns);
 
-/* Atomic file output: a temporary file in the target's directory, renamed on commit. */
+/* Atomic file output: a temporary file in the target's directory, renamed on commit.
+ * An existing character device or FIFO (/dev/null, a named pipe) is written in place and
+ * never replaced (tmp and dest NULL); a symbolic link to a regular file is followed: the
+ * file it points to is replaced in its own directory and the link stays. A directory, a
+ * dangling link or any other kind of file is refused ("cannot write <path>: ..."). */
 typedef struct ospprof_out {
   FILE *f;
-  char *path, *tmp;
+  char *path; /* as given, for messages */
+  char *tmp;  /* the temporary, or NULL when writing in place */
+  char *dest; /* what the temporary is renamed to */
 } ospprof_out;
 int ospprof_out_open(ospprof_out *o, const char *path, char *err, size_t errlen);
 int ospprof_out_write(ospprof_out *o, const void *p, size_t n);

@@ -69,6 +69,14 @@ int ospprof_run(const ospprof_options *opts, char *err, size_t errlen);
  */
 bool ospprof_color_wanted(FILE *out);
 
+/*
+ * Remove the temporary files of exports being written at this moment (each export is
+ * written to "<dir>/.<name>.XXXXXX" and renamed, §(i)). For a program about to die of a
+ * signal: the driver's signal thread calls it so an interrupted post-processing leaves
+ * no temporary behind. Thread-safe; the exports stay failed for their writer.
+ */
+void ospprof_remove_temporaries(void);
+
 /* ---- Staged API ------------------------------------------------------------------ */
 
 /* A validated raw profile (§(e)); opaque. */

@@ -5,6 +5,16 @@
 // keeps it (LLVM caches modules by path), reads file/line and the inline chain from DWARF
 // (symbolizeInlinedCode) and falls back to the symbol table (.symtab, .dynsym) when there
 // is no debug info. Nothing here prints or throws; every llvm::Error is consumed.
+//
+// Two corrections on top of LLVM (docs/profile-formats.md "Symbolization"):
+//  - an address inside a PLT section (.plt, .plt.sec, .plt.got, .iplt) is named
+//    `<target>@plt` when its slot resolves through the dynamic relocations (x86-64: the
+//    entry's `jmp *slot(%rip)` or its lazy `push $index`), else `[plt]`. The symbol-table
+//    fallback would otherwise name it after the nearest preceding symbol (`_init`, whose
+//    size is 0 so LLVM cannot bound it);
+//  - the outermost frame's name is dropped (the frame becomes a hex frame) when the symbol
+//    it came from starts in another section than the address, or the address lies in no
+//    executable section at all.
 extern "C" {
 #include "internal.h"
 }
@@ -12,6 +22,7 @@ extern "C" {
 #include <llvm/DebugInfo/DIContext.h>
 #include <llvm/DebugInfo/Symbolize/Symbolize.h>
 #include <llvm/Object/BuildID.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/MachO.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
@@ -20,11 +31,151 @@ extern "C" {
 #include <cstring>
 #include <new>
 #include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+// An executable section of an ELF object (file addresses).
+struct exec_section {
+  uint64_t addr, size;
+  bool plt;
+};
+
+// One PLT entry [lo, hi) and the function it jumps to ("" when unknown).
+struct plt_entry {
+  uint64_t lo, hi;
+  std::string target;
+};
+
+// What the corrections need to know about one object; `known` false: not a 64-bit
+// little-endian ELF file (or unreadable), no corrections.
+struct object_layout {
+  bool known = false;
+  std::vector<exec_section> sections;
+  std::vector<plt_entry> plt;
+
+  const exec_section *section_of(uint64_t a) const {
+    for (const exec_section &s : sections)
+      if (a >= s.addr && a - s.addr < s.size) return &s;
+    return nullptr;
+  }
+};
+
+template <class T> T value_or(llvm::Expected<T> e, T fallback) {
+  if (e) return *e;
+  llvm::consumeError(e.takeError());
+  return fallback;
+}
+
+bool is_plt_name(llvm::StringRef n) {
+  return n == ".plt" || n == ".plt.sec" || n == ".plt.got" || n == ".iplt";
+}
+
+uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+// Read the executable sections and, on x86-64, the target of every PLT entry.
+object_layout read_layout(const std::string &path) {
+  object_layout out;
+  auto bin = llvm::object::ObjectFile::createObjectFile(path);
+  if (!bin) {
+    llvm::consumeError(bin.takeError());
+    return out;
+  }
+  const auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(bin->getBinary());
+  if (!elf) return out;
+  const auto &ef = elf->getELFFile();
+  using Shdr = llvm::object::ELF64LE::Shdr;
+  auto secs = ef.sections();
+  if (!secs) {
+    llvm::consumeError(secs.takeError());
+    return out;
+  }
+  out.known = true;
+
+  // Dynamic relocations: GOT slot -> symbol name, and the .rela.plt (DT_JMPREL) entries
+  // in order, for the lazy stubs' `push $index`.
+  std::unordered_map<uint64_t, std::string> slot_name;
+  std::vector<std::string> jmprel;
+  for (const Shdr &rs : *secs) {
+    if (rs.sh_type != llvm::ELF::SHT_RELA) continue;
+    auto symtab = ef.getSection(rs.sh_link);
+    if (!symtab) {
+      llvm::consumeError(symtab.takeError());
+      continue;
+    }
+    if ((*symtab)->sh_type != llvm::ELF::SHT_DYNSYM) continue;
+    llvm::StringRef strtab = value_or(ef.getStringTableForSymtab(**symtab), llvm::StringRef());
+    llvm::StringRef rname = value_or(ef.getSectionName(rs), llvm::StringRef());
+    auto relas = ef.relas(rs);
+    if (!relas) {
+      llvm::consumeError(relas.takeError());
+      continue;
+    }
+    for (const auto &r : *relas) {
+      std::string name;
+      auto sym = ef.getRelocationSymbol(r, *symtab);
+      if (sym && *sym) name = value_or((*sym)->getName(strtab), llvm::StringRef()).str();
+      else if (!sym) llvm::consumeError(sym.takeError());
+      if (!name.empty()) slot_name.emplace(r.r_offset, name);
+      if (rname == ".rela.plt") jmprel.push_back(name);
+    }
+  }
+
+  bool x86_64 = ef.getHeader().e_machine == llvm::ELF::EM_X86_64;
+  for (const Shdr &sh : *secs) {
+    if (!(sh.sh_flags & llvm::ELF::SHF_ALLOC) || !(sh.sh_flags & llvm::ELF::SHF_EXECINSTR)) continue;
+    llvm::StringRef name = value_or(ef.getSectionName(sh), llvm::StringRef());
+    bool plt = is_plt_name(name);
+    out.sections.push_back({sh.sh_addr, sh.sh_size, plt});
+    if (!plt || !x86_64 || sh.sh_type == llvm::ELF::SHT_NOBITS) continue;
+    auto bytes = ef.getSectionContents(sh);
+    if (!bytes) {
+      llvm::consumeError(bytes.takeError());
+      continue;
+    }
+    uint64_t ent = sh.sh_entsize ? sh.sh_entsize : 16;
+    for (uint64_t off = 0; off + ent <= bytes->size(); off += ent) {
+      const uint8_t *p = bytes->data() + off, *end = p + ent;
+      if (end - p >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) p += 4; // endbr64
+      if (p < end && p[0] == 0xf2) p++;                                                      // bnd
+      std::string target;
+      if (end - p >= 6 && p[0] == 0xff && p[1] == 0x25) { // jmp *disp32(%rip): the GOT slot
+        uint64_t next = sh.sh_addr + off + (uint64_t)(p + 6 - (bytes->data() + off));
+        uint64_t slot = next + (uint64_t)(int64_t)(int32_t)le32(p + 2);
+        auto it = slot_name.find(slot);
+        if (it != slot_name.end()) target = it->second;
+      } else if (end - p >= 5 && p[0] == 0x68) { // push $index: a lazy stub (IBT layout)
+        uint32_t idx = le32(p + 1);
+        if (idx < jmprel.size()) target = jmprel[idx];
+      }
+      out.plt.push_back({sh.sh_addr + off, sh.sh_addr + off + ent, target});
+    }
+  }
+  return out;
+}
+
+} // namespace
 
 struct ospprof_llvm {
   llvm::symbolize::LLVMSymbolizer sym;
+  std::unordered_map<std::string, object_layout> layouts; // by object path
   explicit ospprof_llvm(const llvm::symbolize::LLVMSymbolizer::Options &o) : sym(o) {}
+
+  const object_layout &layout(const std::string &path) {
+    auto it = layouts.find(path);
+    if (it == layouts.end()) it = layouts.emplace(path, read_layout(path)).first;
+    return it->second;
+  }
 };
+
+static char *dup_cstr(const std::string &s) {
+  char *c = static_cast<char *>(std::malloc(s.size() + 1));
+  if (c) std::memcpy(c, s.data(), s.size() + 1);
+  return c;
+}
 
 static char *dup_known(const std::string &s) {
   // LLVM marks unknown names and files with "<invalid>" (or "??" in addr2line style).
@@ -52,6 +203,18 @@ extern "C" int ospprof_llvm_symbolize(ospprof_llvm *s, const char *object, uint6
                                       ospprof_symframe **out) {
   *out = nullptr;
   if (!s) return 0;
+  const object_layout &lay = s->layout(object);
+  const exec_section *sec = lay.known ? lay.section_of(addr) : nullptr;
+  if (sec && sec->plt) { // a PLT stub: never the preceding symbol's name
+    std::string name = "[plt]";
+    for (const plt_entry &e : lay.plt)
+      if (addr >= e.lo && addr < e.hi && !e.target.empty()) name = e.target + "@plt";
+    auto *f = static_cast<ospprof_symframe *>(std::calloc(1, sizeof(ospprof_symframe)));
+    if (!f) return 0;
+    f[0].name = dup_cstr(name);
+    *out = f;
+    return 1;
+  }
   llvm::object::SectionedAddress sa;
   sa.Address = addr;
   sa.SectionIndex = llvm::object::SectionedAddress::UndefSection;
@@ -69,6 +232,13 @@ extern "C" int ospprof_llvm_symbolize(ospprof_llvm *s, const char *object, uint6
     f[i].name = dup_known(li.FunctionName);
     f[i].file = dup_known(li.FileName);
     f[i].line = li.Line;
+  }
+  // The outermost frame's name comes from the symbol table (or the subprogram): keep it
+  // only when that symbol starts in the address's own executable section.
+  const llvm::DILineInfo &outer = res->getFrame(n - 1);
+  if (lay.known && outer.StartAddress && (!sec || lay.section_of(*outer.StartAddress) != sec)) {
+    std::free(f[n - 1].name);
+    f[n - 1].name = nullptr;
   }
   *out = f;
   return static_cast<int>(n);

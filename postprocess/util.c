@@ -1,13 +1,14 @@
 /*
  * util.c — buffers, string interning, UTF-8, JSON literals, atomic file output.
  * Source: PROFILER.md §(g.1) (JSON output rules), §(g.4) (folded sanitising), §(i)
- * (temporary name + rename).
+ * (temporary name + rename; a character device or FIFO is written in place).
  */
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -302,36 +303,123 @@ void ospprof_json_seconds(ospprof_buf *b, uint64_t ns) {
 
 /* ---- atomic output ------------------------------------------------------------------ */
 
+/* Temporaries being written, for ospprof_remove_temporaries() (a driver terminated by a
+ * signal removes them). Registered in the same critical section as they are created and
+ * unregistered as they are renamed or removed, so the list is never stale. */
+enum { MAX_TEMPS = 8 };
+static pthread_mutex_t g_temps_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *g_temps[MAX_TEMPS];
+
+static void temps_forget_locked(const char *tmp) {
+  for (int i = 0; i < MAX_TEMPS; i++)
+    if (g_temps[i] == tmp) g_temps[i] = NULL;
+}
+
+void ospprof_remove_temporaries(void) {
+  pthread_mutex_lock(&g_temps_lock);
+  for (int i = 0; i < MAX_TEMPS; i++) {
+    if (g_temps[i]) unlink(g_temps[i]);
+    g_temps[i] = NULL; /* the owner still frees the string */
+  }
+  pthread_mutex_unlock(&g_temps_lock);
+}
+
+/* Decide how `path` is written (see internal.h): sets o->dest (rename target) or leaves it
+ * NULL for a stream written in place. Returns 0 or an errno-style code; *what gets a
+ * wording for the codes strerror does not describe well. */
+static int out_resolve(ospprof_out *o, const char *path, const char **what) {
+  struct stat lst, st;
+  *what = NULL;
+  if (lstat(path, &lst) != 0) {
+    if (errno != ENOENT) return errno;
+    o->dest = xrealloc(NULL, strlen(path) + 1);
+    strcpy(o->dest, path);
+    return 0; /* a new file */
+  }
+  st = lst;
+  if (S_ISLNK(lst.st_mode) && stat(path, &st) != 0) {
+    if (errno == ENOENT) *what = "it is a symbolic link to a missing file";
+    return errno;
+  }
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return 0; /* e.g. /dev/null: in place */
+  if (S_ISDIR(st.st_mode)) return EISDIR;
+  if (!S_ISREG(st.st_mode)) {
+    *what = "not a regular file, character device or FIFO";
+    return EINVAL;
+  }
+  if (S_ISLNK(lst.st_mode)) {
+    /* Replace the file the link points to, in its own directory; the link stays. */
+    o->dest = realpath(path, NULL);
+    if (!o->dest) return errno;
+  } else {
+    o->dest = xrealloc(NULL, strlen(path) + 1);
+    strcpy(o->dest, path);
+  }
+  return 0;
+}
+
+static void out_free(ospprof_out *o) {
+  free(o->tmp);
+  free(o->dest);
+  free(o->path);
+  memset(o, 0, sizeof *o);
+}
+
 int ospprof_out_open(ospprof_out *o, const char *path, char *err, size_t errlen) {
   memset(o, 0, sizeof *o);
   size_t n = strlen(path);
   o->path = xrealloc(NULL, n + 1);
   memcpy(o->path, path, n + 1);
-  /* temporary beside the target: "<dir>/.<base>.XXXXXX" */
-  const char *slash = strrchr(path, '/');
-  size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-  const char *base = path + dirlen;
-  o->tmp = xrealloc(NULL, n + 16);
-  snprintf(o->tmp, n + 16, "%.*s.%s.XXXXXX", (int)dirlen, path, base);
-  int fd = mkstemp(o->tmp);
-  if (fd < 0) {
-    ospprof_seterr(err, errlen, "cannot write %s: %s", path, strerror(errno));
-    free(o->tmp);
-    free(o->path);
-    o->tmp = o->path = NULL;
+  const char *what = NULL;
+  int e = out_resolve(o, path, &what);
+  if (e) {
+    if (what) ospprof_seterr(err, errlen, "cannot write %s: %s", path, what);
+    else ospprof_seterr(err, errlen, "cannot write %s: %s", path, strerror(e));
+    out_free(o);
     return -1;
   }
-  mode_t mask = umask(0);
-  umask(mask);
-  (void)fchmod(fd, 0666 & ~mask);
+  int fd;
+  if (!o->dest) {
+    /* A character device or FIFO is written in place, never replaced by a file. */
+    fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+      ospprof_seterr(err, errlen, "cannot write %s: %s", path, strerror(errno));
+      out_free(o);
+      return -1;
+    }
+  } else {
+    /* temporary beside the target: "<dir>/.<base>.XXXXXX" */
+    size_t dn = strlen(o->dest);
+    const char *slash = strrchr(o->dest, '/');
+    size_t dirlen = slash ? (size_t)(slash - o->dest) + 1 : 0;
+    const char *base = o->dest + dirlen;
+    o->tmp = xrealloc(NULL, dn + 16);
+    snprintf(o->tmp, dn + 16, "%.*s.%s.XXXXXX", (int)dirlen, o->dest, base);
+    pthread_mutex_lock(&g_temps_lock);
+    fd = mkstemp(o->tmp);
+    e = errno;
+    if (fd >= 0) {
+      for (int i = 0; i < MAX_TEMPS; i++)
+        if (!g_temps[i]) {
+          g_temps[i] = o->tmp;
+          break;
+        }
+    }
+    pthread_mutex_unlock(&g_temps_lock);
+    if (fd < 0) {
+      ospprof_seterr(err, errlen, "cannot write %s: %s", path, strerror(e));
+      out_free(o);
+      return -1;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+  }
   o->f = fdopen(fd, "w");
   if (!o->f) {
     ospprof_seterr(err, errlen, "cannot write %s: %s", path, strerror(errno));
     close(fd);
-    unlink(o->tmp);
-    free(o->tmp);
-    free(o->path);
-    o->tmp = o->path = NULL;
+    ospprof_out_abort(o);
     return -1;
   }
   setvbuf(o->f, NULL, _IOFBF, 1 << 16);
@@ -345,10 +433,13 @@ int ospprof_out_write(ospprof_out *o, const void *p, size_t n) {
 
 void ospprof_out_abort(ospprof_out *o) {
   if (o->f) fclose(o->f);
-  if (o->tmp) unlink(o->tmp);
-  free(o->tmp);
-  free(o->path);
-  memset(o, 0, sizeof *o);
+  if (o->tmp) {
+    pthread_mutex_lock(&g_temps_lock);
+    unlink(o->tmp);
+    temps_forget_locked(o->tmp);
+    pthread_mutex_unlock(&g_temps_lock);
+  }
+  out_free(o);
 }
 
 int ospprof_out_commit(ospprof_out *o, char *err, size_t errlen) {
@@ -357,15 +448,18 @@ int ospprof_out_commit(ospprof_out *o, char *err, size_t errlen) {
   if (fflush(o->f) != 0 && !e) e = errno;
   if (fclose(o->f) != 0 && !e) e = errno;
   o->f = NULL;
-  if (!e && rename(o->tmp, o->path) != 0) e = errno;
+  if (!e && o->tmp) {
+    pthread_mutex_lock(&g_temps_lock);
+    if (rename(o->tmp, o->dest) != 0) e = errno;
+    else temps_forget_locked(o->tmp);
+    pthread_mutex_unlock(&g_temps_lock);
+  }
   if (e) {
     ospprof_seterr(err, errlen, "cannot write %s: %s", o->path, strerror(e));
     ospprof_out_abort(o);
     return -1;
   }
-  free(o->tmp);
-  free(o->path);
-  memset(o, 0, sizeof *o);
+  out_free(o);
   return 0;
 }
 

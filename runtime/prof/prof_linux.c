@@ -899,18 +899,70 @@ static void write_body(struct osp_prof_out *o, uint64_t end_unix) {
 }
 
 /* Write the raw profile to a temporary name in the target directory (mode 0600), check
- * every write, then rename it into place (§(a), (k) item 14). */
+ * every write, then rename it into place (§(a), (k) item 14). An existing character
+ * device or FIFO (OSPREY_PROFILE=/dev/null, a named pipe) is written in place, never
+ * replaced by a file; a symbolic link to a regular file is followed (the file it points
+ * to is replaced, the link stays); a directory, a dangling link or any other kind of
+ * file is refused with the usual one-line message (docs/profiler-runtime.md). */
 static bool write_raw(const char *path, uint64_t end_unix) {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 8);
+    char *tmp = NULL;
+    char *resolved = NULL;
+    const char *dest = path;
     char *buf = malloc(1 << 16);
     int err = 0;
     int fd = -1;
-    if (tmp == NULL || buf == NULL) {
+    if (buf == NULL) {
         err = ENOMEM;
         goto fail;
     }
-    memcpy(tmp, path, plen);
+    struct stat lst, st;
+    if (lstat(path, &lst) == 0) {
+        st = lst;
+        if (S_ISLNK(lst.st_mode) && stat(path, &st) != 0) {
+            err = errno;
+            goto fail;
+        }
+        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+            fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+            if (fd < 0) {
+                err = errno;
+                goto fail;
+            }
+            struct osp_prof_out o = {.fd = fd, .buf = buf, .cap = 1 << 16, .len = 0, .err = 0};
+            write_body(&o, end_unix);
+            err = osp_prof__out_flush(&o);
+            int cfd = fd;
+            fd = -1;
+            if (close(cfd) != 0 && err == 0) err = errno;
+            if (err) goto fail;
+            free(buf);
+            return true;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            err = EISDIR;
+            goto fail;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            free(buf);
+            say("osprey profiler: cannot write %s: not a regular file, character device or FIFO", path);
+            return false;
+        }
+        if (S_ISLNK(lst.st_mode)) {
+            resolved = realpath(path, NULL);
+            if (resolved == NULL) {
+                err = errno;
+                goto fail;
+            }
+            dest = resolved;
+        }
+    }
+    size_t plen = strlen(dest);
+    tmp = malloc(plen + 8);
+    if (tmp == NULL) {
+        err = ENOMEM;
+        goto fail;
+    }
+    memcpy(tmp, dest, plen);
     memcpy(tmp + plen, ".XXXXXX", 8);
     fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
@@ -933,11 +985,12 @@ static bool write_raw(const char *path, uint64_t end_unix) {
         err = errno;
         goto fail;
     }
-    if (rename(tmp, path) != 0) {
+    if (rename(tmp, dest) != 0) {
         err = errno;
         goto fail;
     }
     free(tmp);
+    free(resolved);
     free(buf);
     return true;
 fail:
@@ -946,6 +999,7 @@ fail:
         unlink(tmp);
         free(tmp);
     }
+    free(resolved);
     free(buf);
     say("osprey profiler: cannot write %s: %s", path, strerror(err ? err : EIO));
     return false;
@@ -1091,8 +1145,13 @@ static bool session_stop(void) {
      * default: terminate) would otherwise receive. If the program replaced our handler
      * during the session, its own handler stays. */
     struct sigaction cur;
-    if (sigaction(SIGPROF, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-        cur.sa_sigaction == on_sigprof) {
+    bool ours = sigaction(SIGPROF, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+                cur.sa_sigaction == on_sigprof;
+    /* A program that installs its own SIGPROF action (setitimer(ITIMER_PROF) and a
+     * handler, another profiler) takes every sample signal from then on: say so once,
+     * rather than hand over a silently empty profile ((k) item 9; issue 3). */
+    if (!ours) say("osprey profiler: SIGPROF handler was replaced by the program; samples after that point are lost");
+    if (ours) {
         struct sigaction ign;
         memset(&ign, 0, sizeof ign);
         ign.sa_handler = SIG_IGN;

@@ -1,5 +1,6 @@
 # lit configuration for test/lit: driver behaviour and generated IR, checked with FileCheck.
 import os
+import sys
 
 import lit.formats
 
@@ -12,8 +13,28 @@ config.test_source_root = os.path.dirname(__file__)
 config.substitutions.append(("%osprey_libdir", os.path.join(os.path.dirname(os.path.dirname(config.osprey)), "lib")))
 config.substitutions.append(("%osprey", config.osprey))
 config.substitutions.append(("%FileCheck", config.filecheck))
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%not", os.path.join(config.llvm_tools_dir, "not")))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TMPDIR", "HOME", "PATH"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 config.pipefail = False
+
+
+def _can_make_devices():
+    """True when a character device made with mknod in a scratch directory can be opened
+    (root, and a file system that allows devices): tests of outputs that are devices use a
+    private null device (1:3) there, never the real /dev/null."""
+    import stat, tempfile
+    try:
+        with tempfile.TemporaryDirectory(dir=config.test_exec_root) as d:
+            p = os.path.join(d, "null")
+            os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            os.close(os.open(p, os.O_WRONLY))
+            return True
+    except OSError:
+        return False
+
+
+if _can_make_devices():
+    config.available_features.add("mknod")

@@ -1,7 +1,8 @@
 /**
  * Running the CLI for one profile (PROFILER.md §(j) "Running"): a fresh private temporary
- * directory, an argument vector (no shell), its own process group with stdin closed, and
- * cancellation that SIGKILLs the whole group and returns at once. No vscode import.
+ * directory, an argument vector (no shell), its own process group with stdin closed,
+ * `TMPDIR` pointing into the run directory, and cancellation that SIGKILLs the whole group
+ * and returns at once. No vscode import.
  */
 import { spawn, type ChildProcess } from "child_process";
 import * as fs from "fs";
@@ -21,7 +22,8 @@ export interface RunOptions {
   /** Called with each chunk of the child's stdout / stderr as it arrives (UTF-8 text). */
   onStdout?: (text: string) => void;
   onStderr?: (text: string) => void;
-  /** Environment of the child; default process.env. */
+  /** Environment of the child; default process.env. On POSIX `TMPDIR` is always set to
+   * `cwd` (see {@link childEnv}). */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -57,6 +59,16 @@ export function exportStem(source: string): string {
   const base = path.basename(source);
   const dot = base.lastIndexOf(".");
   return dot > 0 ? base.slice(0, dot) : base;
+}
+
+/**
+ * The child's environment: `env` with `TMPDIR` set to the run directory on POSIX. The CLI
+ * keeps its scratch directory (object file, executable, raw profile) under `TMPDIR`; a
+ * cancelled run is ended with SIGKILL, which the CLI cannot catch, so its scratch must be
+ * inside the run directory that the extension deletes.
+ */
+export function childEnv(env: NodeJS.ProcessEnv, runDir: string): NodeJS.ProcessEnv {
+  return process.platform === "win32" ? env : { ...env, TMPDIR: runDir };
 }
 
 /** Sends SIGKILL to the child's whole process group (POSIX) or ends its process tree (Windows). */
@@ -107,7 +119,7 @@ export function runProfile(o: RunOptions): Promise<RunResult> {
     try {
       child = spawn(o.osprey, profileArgs(o.source), {
         cwd: o.cwd,
-        env: o.env ?? process.env,
+        env: childEnv(o.env ?? process.env, o.cwd),
         shell: false,
         detached: process.platform !== "win32",
         stdio: ["ignore", "pipe", "pipe"],

@@ -52,9 +52,16 @@ export interface PageProblems {
   errors: string[];
 }
 
+const pageDirs: string[] = [];
+// Each page's HTML file lives as long as the page; remove them all when the test process ends.
+process.on("exit", () => {
+  for (const d of pageDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
 /** Writes the panel's HTML next to nothing but a file:// URL of dist/webview.js and opens it. */
 export async function openPanel(b: Browser, width = 1200, height = 800): Promise<{ page: Page; problems: PageProblems }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "osprey-page-"));
+  pageDirs.push(dir);
   const nonce = makeNonce((n) => new Uint8Array(n).map(() => Math.floor(Math.random() * 256)));
   const html = renderPage({
     nonce,

@@ -5,9 +5,17 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 
-/** Writes an executable script `osprey` with `body` into a fresh directory; returns its path. */
+const made: string[] = [];
+// The fakes live until the test process ends (a run may still be using one): remove them then.
+process.on("exit", () => {
+  for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** Writes an executable script `osprey` with `body` into a fresh directory (removed when the
+ * test process exits); returns its path. */
 export function fakeOsprey(body: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "osprey-fake-"));
+  made.push(dir);
   const file = path.join(dir, "osprey");
   fs.writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
   return file;

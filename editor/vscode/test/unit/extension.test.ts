@@ -32,6 +32,14 @@ function exportingOsprey(extra = ""): string {
   );
 }
 
+/** Runs the command and remembers the run directory it made (removed after the tests). */
+const runDirs = new Set<string>();
+async function profile(): Promise<Awaited<ReturnType<typeof api.profileCurrentFile>>> {
+  const r = await api.profileCurrentFile();
+  if ("dir" in r && r.dir) runDirs.add(r.dir);
+  return r;
+}
+
 const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: vscode.Uri.file(ROOT) };
 const api = ext.activate(context as never);
 
@@ -77,10 +85,10 @@ test("contributions match the editor contract", () => {
 test("without an Osprey editor the command only informs", async () => {
   testing.reset();
   vscode.window.activeTextEditor = undefined;
-  assert.deepEqual(await api.profileCurrentFile(), { outcome: "no-editor" });
+  assert.deepEqual(await profile(), { outcome: "no-editor" });
   const other = new vscode.FakeEditor(new vscode.FakeDocument(vscode.Uri.file(path.join(work, "x.c")), ""));
   vscode.window.activeTextEditor = other;
-  assert.deepEqual(await api.profileCurrentFile(), { outcome: "not-osprey" });
+  assert.deepEqual(await profile(), { outcome: "not-osprey" });
   assert.equal(recorded.info.length, 2);
   assert.equal(recorded.progress.length, 0);
   assert.equal(recorded.panels.length, 0);
@@ -98,7 +106,7 @@ test("a successful run shows the profile, keeps the artifacts and decorates hot 
   recorded.settings.set("osprey.path", exportingOsprey());
   vscode.window.activeTextEditor = editor;
   testing.setVisibleEditors([editor]);
-  const r = await api.profileCurrentFile();
+  const r = await profile();
   assert.equal(r.outcome, "shown", JSON.stringify({ r, errors: recorded.errors }));
   assert.equal(r.status, 0);
   assert.equal(doc.saved, 1, "the document is saved first");
@@ -200,7 +208,7 @@ test("click-to-source selection lands on the clamped line", async () => {
 test("a non-zero status still shows the profile, with a warning", { skip: !posix }, async () => {
   testing.reset();
   recorded.settings.set("osprey.path", exportingOsprey("exit 3"));
-  const r = await api.profileCurrentFile();
+  const r = await profile();
   assert.equal(r.outcome, "shown");
   assert.deepEqual(recorded.warnings, ["The program exited with status 3; showing its profile."]);
   assert.equal(recorded.panels.length, 1, "the one panel is re-used");
@@ -212,7 +220,7 @@ test("a failed run shows the last 12 non-empty stderr lines and clears the heat"
   const lines = Array.from({ length: 20 }, (_, i) => `echo "err ${i}" >&2\necho >&2`).join("\n");
   recorded.settings.set("osprey.path", fakeOsprey(`${lines}\nexit 1`));
   const before = api.last;
-  const r = await api.profileCurrentFile();
+  const r = await profile();
   assert.equal(r.outcome, "failed");
   assert.equal(recorded.errors.length, 1);
   const expected = Array.from({ length: 12 }, (_, i) => `err ${i + 8}`).join("\n");
@@ -225,7 +233,7 @@ test("a failed run shows the last 12 non-empty stderr lines and clears the heat"
 test("a malformed export is reported with its load error", { skip: !posix }, async () => {
   testing.reset();
   recorded.settings.set("osprey.path", exportingOsprey(`echo '{"version":1}' > demo.profile.json\necho warning text >&2`));
-  const r = await api.profileCurrentFile();
+  const r = await profile();
   assert.equal(r.outcome, "failed");
   assert.match(recorded.errors[0], /demo\.profile\.json: profile summary: "wallSeconds" must be a number, got missing/);
 });
@@ -233,15 +241,19 @@ test("a malformed export is reported with its load error", { skip: !posix }, asy
 test("a missing CLI points at the osprey.path setting", async () => {
   testing.reset();
   recorded.settings.set("osprey.path", path.join(work, "no-such-osprey"));
-  const r = await api.profileCurrentFile();
+  const r = await profile();
   assert.equal(r.outcome, "failed");
   assert.match(recorded.errors[0], /cannot run .*no-such-osprey.*ENOENT.*osprey\.path/);
 });
 
 test("cancelling the progress kills the process group and finishes at once", { skip: !posix }, async () => {
   testing.reset();
-  recorded.settings.set("osprey.path", fakeOsprey("sleep 300 &\necho $! > grandchild.pid\necho $$ > child.pid\nwait"));
-  const running = api.profileCurrentFile();
+  // Like osprey: a scratch directory under TMPDIR, then a child process.
+  recorded.settings.set(
+    "osprey.path",
+    fakeOsprey('s=$(mktemp -d "${TMPDIR:-/tmp}/osprey-XXXXXX")\necho "$s" > scratch.txt\nsleep 300 &\necho $! > grandchild.pid\necho $$ > child.pid\nwait'),
+  );
+  const running = profile();
   assert.ok(await waitFor(() => recorded.progress.length === 1, 5000));
   const dirs = () => fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("osprey-profile-")).map((d) => path.join(os.tmpdir(), d));
   let runDir = "";
@@ -253,12 +265,17 @@ test("cancelling the progress kills the process group and finishes at once", { s
   );
   const child = Number(fs.readFileSync(path.join(runDir, "child.pid"), "utf8"));
   const grandchild = Number(fs.readFileSync(path.join(runDir, "grandchild.pid"), "utf8"));
+  const scratch = fs.readFileSync(path.join(runDir, "scratch.txt"), "utf8").trim();
   const t0 = Date.now();
   recorded.progress[0].cancel();
   const r = await running;
   assert.equal(r.outcome, "cancelled");
   assert.ok(Date.now() - t0 < 1000);
   assert.ok(await waitFor(() => !isAlive(child) && !isAlive(grandchild), 10_000));
+  // SIGKILL cannot be caught: the CLI's scratch is gone only because it was in the run dir.
+  assert.ok(scratch.startsWith(runDir + path.sep), `scratch ${scratch} outside the run directory ${runDir}`);
+  assert.equal(fs.existsSync(scratch), false);
+  assert.equal(fs.existsSync(runDir), false);
   assert.deepEqual(recorded.errors, []);
   assert.ok(recorded.output.join("").includes("[cancelled"));
 });
@@ -266,7 +283,7 @@ test("cancelling the progress kills the process group and finishes at once", { s
 test("a new run cancels the one in flight", { skip: !posix }, async () => {
   testing.reset();
   recorded.settings.set("osprey.path", fakeOsprey("echo $$ > child.pid\nsleep 300"));
-  const first = api.profileCurrentFile();
+  const first = profile();
   assert.ok(await waitFor(() => recorded.progress.length === 1, 5000));
   let firstDir = "";
   assert.ok(
@@ -278,7 +295,7 @@ test("a new run cancels the one in flight", { skip: !posix }, async () => {
   );
   const pid = Number(fs.readFileSync(path.join(firstDir, "child.pid"), "utf8"));
   recorded.settings.set("osprey.path", exportingOsprey());
-  const second = api.profileCurrentFile();
+  const second = profile();
   assert.equal((await first).outcome, "cancelled");
   assert.equal((await second).outcome, "shown");
   assert.ok(await waitFor(() => !isAlive(pid), 10_000));
@@ -312,4 +329,5 @@ test("closing the panel and showing again creates a new one", async () => {
 test.after(() => {
   for (const d of context.subscriptions) d.dispose();
   fs.rmSync(work, { recursive: true, force: true });
+  for (const d of runDirs) fs.rmSync(d, { recursive: true, force: true });
 });

@@ -56,6 +56,14 @@ test("runs the CLI as an argv in the run directory with stdin closed", { skip: !
   fs.rmSync(dir, { recursive: true });
 });
 
+test("the CLI's TMPDIR is the run directory (its scratch goes where a cancel deletes it)", { skip: !posix }, async () => {
+  const dir = makeRunDir();
+  const r = await runProfile({ osprey: fakeOsprey('echo "$TMPDIR" > tmpdir.txt'), source: "/x.osp", cwd: dir, env: { ...process.env, TMPDIR: "/elsewhere" } });
+  assert.equal(r.outcome, "exited");
+  assert.equal(fs.readFileSync(path.join(dir, "tmpdir.txt"), "utf8").trim(), dir);
+  fs.rmSync(dir, { recursive: true });
+});
+
 test("reports the exit status, and 128 + N for a signal", { skip: !posix }, async () => {
   const dir = makeRunDir();
   const r3 = await runProfile({ osprey: fakeOsprey("echo boom >&2\nexit 3"), source: "/x.osp", cwd: dir });
