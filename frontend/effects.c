@@ -313,7 +313,7 @@ int effects_program(Program *prog, Diags *d) {
      * order settles direct calls in one pass; function values may need a few more. */
     order = (PtrVec){0};
     for (int i = 0; i < prog->fns.len; i++) vec_push(prog->arena, &order, prog->fns.items[i]);
-    qsort(order.items, (size_t)order.len, sizeof(void *), by_scc);
+    if (order.len > 1) qsort(order.items, (size_t)order.len, sizeof(void *), by_scc);
     for (;;) {
         W.changed = false;
         walk_program(&W);
