@@ -10,10 +10,15 @@
 
 /* ---- compile-time values ---- */
 
-typedef enum CalleeKind { CAL_NONE, CAL_FN, CAL_BUILTIN, CAL_LAMBDA } CalleeKind;
+typedef enum CalleeKind { CAL_NONE, CAL_FN, CAL_BUILTIN, CAL_LAMBDA, CAL_CTOR, CAL_VALUE } CalleeKind;
 typedef struct Job Job;
 
-/* A function known at compile time (Tier 1 function values are always static). */
+/*
+ * What a call calls: a function known at compile time (called directly) or a closure
+ * value (CAL_VALUE, called through its code pointer). A closure is a heap block whose
+ * word 0 is the code pointer `ret code(ptr closure, params...)` and whose words 1.. are
+ * the captured values, boxed.
+ */
 typedef struct Callee {
     CalleeKind kind;
     FnDecl *fn;        /* CAL_FN */
@@ -21,6 +26,9 @@ typedef struct Callee {
     Builtin builtin;   /* CAL_BUILTIN */
     Expr *lambda;      /* CAL_LAMBDA */
     Job *encl;         /* CAL_LAMBDA: enclosing function instance (NULL: main) */
+    LLVMValueRef env;  /* CAL_LAMBDA: its closure (NULL when it captures nothing); CAL_VALUE: the closure */
+    Variant *ctor;     /* CAL_CTOR */
+    Type *type;        /* CAL_VALUE / CAL_CTOR: the function's concrete type */
 } Callee;
 
 typedef struct Stage {
@@ -36,7 +44,8 @@ typedef struct IterDesc {
     int nstages;
 } IterDesc;
 
-typedef enum BindKind { BIND_VALUE, BIND_CALLEE, BIND_ITER } BindKind;
+/* BIND_CELL: a `mut` binding; v points to its storage (a heap cell or a global). */
+typedef enum BindKind { BIND_VALUE, BIND_CALLEE, BIND_ITER, BIND_CELL } BindKind;
 typedef struct Binding {
     Sym *sym;
     BindKind kind;
@@ -46,16 +55,26 @@ typedef struct Binding {
     struct Binding *next;
 } Binding;
 
-typedef enum JobKind { JOB_FN, JOB_LAMBDA, JOB_SPAWN } JobKind;
+/*
+ * JOB_ARM: a handler arm (plain: `ret f(ptr env, params...)`; resuming:
+ * `i64 f(ptr env, ptr k)`); JOB_HBODY: the body of a handle with a resuming arm
+ * (`i64 f(ptr env)`, run on a continuation thread); JOB_WRAP: the closure code of a
+ * named function, built-in or constructor used as a value.
+ */
+typedef enum JobKind { JOB_FN, JOB_LAMBDA, JOB_SPAWN, JOB_ARM, JOB_HBODY, JOB_WRAP } JobKind;
 
 /* One machine function to emit: a function instance, a lambda or a spawn thunk. */
 struct Job {
     JobKind kind;
-    FnDecl *fn;          /* JOB_FN */
+    FnDecl *fn;          /* JOB_FN; JOB_WRAP of a function */
     Type **targs;        /* JOB_FN */
-    Expr *expr;          /* JOB_LAMBDA / JOB_SPAWN */
-    Job *encl;           /* lambda/spawn: enclosing instance (NULL: main) */
-    Binding *static_caps;/* JOB_SPAWN: compile-time bindings visible in the thunk */
+    Expr *expr;          /* JOB_LAMBDA / JOB_SPAWN; JOB_ARM / JOB_HBODY: the E_HANDLE */
+    HandleArm *arm;      /* JOB_ARM */
+    Job *encl;           /* lambda/spawn/arm/body: enclosing instance (NULL: main) */
+    Binding *static_caps;/* compile-time bindings visible in the function */
+    Callee wrapped;      /* JOB_WRAP */
+    Type *wtype;         /* JOB_WRAP: the concrete function type */
+    int line;            /* JOB_WRAP: line for its debug info */
     const char *name;
     LLVMValueRef llfn;
     LLVMTypeRef llty;
@@ -70,6 +89,8 @@ typedef struct FnState {
     Binding *env;
     LLVMBasicBlockRef entry;
     LLVMMetadataRef loc;
+    LLVMValueRef cont_k;   /* resuming arm: its continuation (ptr) */
+    Type *handle_type;     /* resuming arm: the value type of its handle */
 } FnState;
 
 typedef struct CG {
@@ -82,7 +103,8 @@ typedef struct CG {
     Arena *arena;
     TypeCtx *tc;
     const osp_cg_options *opts;
-    LLVMTypeRef i1, i8, i32, i64, f64, ptr, voidt, rest, osp_result_t;
+    LLVMTypeRef i1, i8, i32, i64, f64, ptr, voidt, rest, osp_result_t, eff_entry_t;
+    PtrVec keys;         /* interned effect-key strings: const char* then LLVMValueRef */
     PtrVec jobs;
     FnState *fs;
     LLVMAttributeRef fp_attr;
@@ -171,7 +193,10 @@ static bool type_eq(Type *a, Type *b) {
     a = ty_find(a);
     b = ty_find(b);
     if (a == b) return true;
-    if (a->kind != b->kind || a->nargs != b->nargs) return false;
+    if (a->kind != b->kind || a->nargs != b->nargs || a->decl != b->decl) return false;
+    if (a->kind == TY_RECORD)
+        for (int i = 0; i < a->nargs; i++)
+            if (strcmp(a->fields[i], b->fields[i]) != 0) return false;
     for (int i = 0; i < a->nargs; i++)
         if (!type_eq(a->args[i], b->args[i])) return false;
     if (a->ret || b->ret) return a->ret && b->ret && type_eq(a->ret, b->ret);
@@ -201,20 +226,29 @@ static Type *subst(CG *g, Type *t, Job *inst) {
     Type *ret = t->ret ? subst(g, t->ret, inst) : NULL;
     if (ret && ret != ty_find(t->ret)) same = false;
     if (same) return t;
-    Type *n = ty_con(g->tc, t->kind, t->nargs, args);
-    n->ret = ret;
-    return n;
+    return ty_rebuild(g->tc, t, args, ret);
 }
 
 static Type *ety(CG *g, Expr *e) { return subst(g, e->type, g->fs->inst); }
 static Type *sty(CG *g, Type *t) { return subst(g, t, g->fs->inst); }
 
+/* Values represented by a pointer: strings, error messages and heap aggregates. */
+static bool is_ptr_kind(TyKind k) {
+    switch (k) {
+    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: case TY_LIST: case TY_MAP: case TY_NAMED:
+    case TY_RECORD: case TY_FN:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static LLVMTypeRef llty(CG *g, Type *t) {
     t = ty_find(t);
+    if (is_ptr_kind(t->kind)) return g->ptr;
     switch (t->kind) {
     case TY_BOOL: return g->i1;
     case TY_FLOAT: return g->f64;
-    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: return g->ptr;
     case TY_RESULT: return g->rest;
     default: return g->i64;
     }
@@ -228,7 +262,9 @@ static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     switch (t->kind) {
     case TY_BOOL: return LLVMBuildZExt(g->b, v, g->i64, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, v, g->i64, "");
-    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: return LLVMBuildPtrToInt(g->b, v, g->i64, "");
+    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: case TY_LIST: case TY_MAP: case TY_NAMED:
+    case TY_RECORD: case TY_FN:
+        return LLVMBuildPtrToInt(g->b, v, g->i64, "");
     case TY_RESULT: {
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
         LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "w");
@@ -261,7 +297,9 @@ static LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
     switch (t->kind) {
     case TY_BOOL: return LLVMBuildTrunc(g->b, w, g->i1, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, w, g->f64, "");
-    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: case TY_LIST: case TY_MAP: case TY_NAMED:
+    case TY_RECORD: case TY_FN:
+        return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
     case TY_RESULT: {
         LLVMValueRef p = LLVMBuildIntToPtr(g->b, w, g->ptr, "");
         LLVMValueRef tag = LLVMBuildLoad2(g->b, g->i64, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 0, ""), "tag");
@@ -304,6 +342,11 @@ static LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
     }
     case TY_UNIT:
         return g->str_zero;
+    case TY_LIST: return cstr(g, "<list>");
+    case TY_MAP: return cstr(g, "<map>");
+    case TY_FN: return cstr(g, "<function>");
+    case TY_RECORD: return cstr(g, "<record>");
+    case TY_NAMED: return cstr(g, arena_printf(g->arena, "<%s>", ((TypeDecl *)t->decl)->name));
     case TY_RESULT: {
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
         LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "w");
@@ -409,6 +452,16 @@ static Job *fn_instance(CG *g, FnDecl *fn, Type **targs) {
 
 static const char *encl_name(Job *encl) { return encl ? encl->name : "main"; }
 
+/* The closure-calling LLVM type of a function value of (concrete) type `ft`:
+ * `ret (ptr closure, params...)`. */
+static LLVMTypeRef closure_fn_type(CG *g, Type *ft) {
+    ft = ty_find(ft);
+    LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(ft->nargs + 2));
+    ps[0] = g->ptr;
+    for (int i = 0; i < ft->nargs; i++) ps[i + 1] = llty(g, ft->args[i]);
+    return LLVMFunctionType(llty(g, ft->ret), ps, (unsigned)ft->nargs + 1, 0);
+}
+
 static Job *lambda_job(CG *g, Expr *lam, Job *encl) {
     for (int i = 0; i < g->jobs.len; i++) {
         Job *j = g->jobs.items[i];
@@ -419,13 +472,10 @@ static Job *lambda_job(CG *g, Expr *lam, Job *encl) {
     j->expr = lam;
     j->encl = encl;
     j->name = unique_name(g, arena_printf(g->arena, "%s$lambda%d", encl_name(encl), lam->u.lambda.unit->index));
-    Type *ft = subst(g, lam->type, encl);
-    int n = lam->u.lambda.nparams;
-    LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) ps[i] = llty(g, ft->args[i]);
-    j->llty = LLVMFunctionType(llty(g, ft->ret), ps, (unsigned)n, 0);
+    j->llty = closure_fn_type(g, subst(g, lam->type, encl));
     j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
     LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
+    LLVMSetValueName2(LLVMGetParam(j->llfn, 0), "env", 3);
     vec_push(g->arena, &g->jobs, j);
     return j;
 }
@@ -470,14 +520,172 @@ static void internal_error(CG *g, const char *msg) {
 
 static LLVMValueRef gen(CG *g, Expr *e);
 static void gen_stmt(CG *g, Stmt *s, LLVMValueRef *value);
-
 static Callee callee_of(CG *g, Expr *e);
+static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **argt, int n);
+static LLVMValueRef callee_value(CG *g, Callee *c, Type *ft);
 
-static Callee callee_from_sym(CG *g, Sym *s) {
+static LLVMValueRef gc_alloc(CG *g, int64_t bytes) {
+    LLVMTypeRef p[1] = {g->i64};
+    LLVMValueRef a[1] = {ci64(g, bytes > 0 ? bytes : 8)};
+    return call_rt(g, "osp_gc_alloc", g->ptr, p, a, 1);
+}
+
+static LLVMValueRef word_slot(CG *g, LLVMValueRef block, int i) {
+    LLVMValueRef idx[1] = {ci64(g, i)};
+    return LLVMBuildInBoundsGEP2(g->b, g->i64, block, idx, 1, "");
+}
+
+static void store_word(CG *g, LLVMValueRef block, int i, LLVMValueRef w) { LLVMBuildStore(g->b, w, word_slot(g, block, i)); }
+
+static LLVMValueRef load_word(CG *g, LLVMValueRef block, int i, const char *name) {
+    return LLVMBuildLoad2(g->b, g->i64, word_slot(g, block, i), name);
+}
+
+/* The value of local `s` as it is captured by value into an environment. */
+static LLVMValueRef capture_value(CG *g, Sym *s, Binding *b) {
+    Type *t = sty(g, s->type);
+    if (b->kind == BIND_CELL) return box(g, LLVMBuildLoad2(g->b, llty(g, t), b->v, s->name), t);
+    return box(g, b->v, t);
+}
+
+/*
+ * Fill an environment block for the captures of unit `u`: word 0 is left for a code
+ * pointer, captures go to words 1.. . Compile-time callees are passed as static
+ * bindings (*statics); `by_ref_muts` stores `mut` cells themselves (handle groups).
+ */
+static LLVMValueRef build_env(CG *g, Unit *u, LLVMValueRef code, bool by_ref_muts, Binding **statics) {
+    int n = u ? u->captures.len : 0;
+    if (n == 0 && !code) return LLVMConstNull(g->ptr);
+    LLVMValueRef env = gc_alloc(g, 8 * (n + 1));
+    if (code) LLVMBuildStore(g->b, code, env);
+    Binding *caps = NULL;
+    for (int i = 0; i < n; i++) {
+        Sym *s = u->captures.items[i];
+        Binding *b = lookup(g, s);
+        if (!b) {
+            internal_error(g, "captured variable not found");
+            continue;
+        }
+        if (b->kind == BIND_CALLEE) {
+            Binding *c = arena_alloc(g->arena, sizeof *c);
+            *c = *b;
+            c->next = caps;
+            caps = c;
+            continue;
+        }
+        if (b->kind == BIND_ITER) continue;
+        LLVMValueRef w = (by_ref_muts && b->kind == BIND_CELL) ? LLVMBuildPtrToInt(g->b, b->v, g->i64, "")
+                                                              : capture_value(g, s, b);
+        store_word(g, env, i + 1, w);
+    }
+    if (statics) *statics = caps;
+    return env;
+}
+
+/* In a function made from unit `u`, bind its captures from environment `env`. */
+static void bind_captures(CG *g, Unit *u, LLVMValueRef env, Binding *statics, bool by_ref_muts) {
+    g->fs->env = statics;
+    for (int i = 0; u && i < u->captures.len; i++) {
+        Sym *s = u->captures.items[i];
+        bool is_static = false;
+        for (Binding *b = statics; b; b = b->next)
+            if (b->sym == s) is_static = true;
+        if (is_static || s->static_kind == STATIC_ITER) continue;
+        LLVMValueRef w = load_word(g, env, i + 1, s->name);
+        if (by_ref_muts && s->is_mut) bind(g, s, BIND_CELL)->v = LLVMBuildIntToPtr(g->b, w, g->ptr, s->name);
+        else bind(g, s, BIND_VALUE)->v = unbox(g, w, sty(g, s->type));
+    }
+}
+
+/* ---- closure code for functions, built-ins and constructors used as values ---- */
+
+static bool callee_eq(Callee *a, Callee *b) {
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case CAL_FN: return a->fn == b->fn && targs_eq(a->targs, b->targs, a->fn->nqvars);
+    case CAL_BUILTIN: return a->builtin == b->builtin;
+    case CAL_CTOR: return a->ctor == b->ctor;
+    default: return false;
+    }
+}
+
+static Job *wrap_job(CG *g, Callee *c, Type *ft, int line) {
+    for (int i = 0; i < g->jobs.len; i++) {
+        Job *j = g->jobs.items[i];
+        if (j->kind == JOB_WRAP && callee_eq(&j->wrapped, c) && type_eq(j->wtype, ft)) return j;
+    }
+    Job *j = arena_alloc(g->arena, sizeof *j);
+    j->kind = JOB_WRAP;
+    j->wrapped = *c;
+    j->wtype = ft;
+    j->line = line;
+    const char *base = c->kind == CAL_FN ? fn_instance(g, c->fn, c->targs)->name
+                     : c->kind == CAL_BUILTIN ? builtin_name(c->builtin) : c->ctor->name;
+    j->name = unique_name(g, arena_printf(g->arena, "%s$closure", base));
+    j->llty = closure_fn_type(g, ft);
+    j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
+    LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
+    vec_push(g->arena, &g->jobs, j);
+    return j;
+}
+
+/* A closure for a static callee (a function value that is known at compile time). */
+static LLVMValueRef callee_value(CG *g, Callee *c, Type *ft) {
+    if (ft) ft = ty_find(ft);
+    switch (c->kind) {
+    case CAL_VALUE:
+        return c->env;
+    case CAL_LAMBDA: {
+        Job *j = lambda_job(g, c->lambda, c->encl);
+        if (c->env) return c->env;
+        LLVMValueRef code[1] = {j->llfn};
+        LLVMValueRef init = LLVMConstStructInContext(g->ctx, code, 1, 0);
+        LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), arena_printf(g->arena, "%s.closure", j->name));
+        LLVMSetInitializer(gv, init);
+        LLVMSetGlobalConstant(gv, 1);
+        LLVMSetLinkage(gv, LLVMPrivateLinkage);
+        return gv;
+    }
+    case CAL_FN: case CAL_BUILTIN: case CAL_CTOR: {
+        int line = c->kind == CAL_FN ? c->fn->line : g->fs && g->fs->loc ? (int)LLVMDILocationGetLine(g->fs->loc) : 1;
+        Job *j = wrap_job(g, c, ft, line);
+        LLVMValueRef code[1] = {j->llfn};
+        LLVMValueRef init = LLVMConstStructInContext(g->ctx, code, 1, 0);
+        const char *gname = arena_printf(g->arena, "%s.value", j->name);
+        LLVMValueRef gv = LLVMGetNamedGlobal(g->mod, gname);
+        if (!gv) {
+            gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), gname);
+            LLVMSetInitializer(gv, init);
+            LLVMSetGlobalConstant(gv, 1);
+            LLVMSetLinkage(gv, LLVMPrivateLinkage);
+        }
+        return gv;
+    }
+    default:
+        internal_error(g, "function value has no closure");
+        return LLVMConstNull(g->ptr);
+    }
+}
+
+/* The closure of lambda expression `lam` evaluated here. */
+static LLVMValueRef gen_closure(CG *g, Expr *lam) {
+    Job *j = lambda_job(g, lam, g->fs->inst);
+    Unit *u = lam->u.lambda.unit;
+    if (u->captures.len == 0) {
+        Callee c = {.kind = CAL_LAMBDA, .lambda = lam, .encl = g->fs->inst};
+        return callee_value(g, &c, NULL);
+    }
+    Binding *statics = NULL;
+    LLVMValueRef env = build_env(g, u, j->llfn, false, &statics);
+    j->static_caps = statics;
+    return env;
+}
+
+static Callee callee_from_sym(CG *g, Expr *e, Sym *s) {
     Callee c = {0};
     Binding *b = lookup(g, s);
     if (b && b->kind == BIND_CALLEE) return b->callee;
-    if (s->init && s->file_scope) {
+    if (s->static_kind == STATIC_FN && s->init && s->file_scope) {
         /* a file-scope alias read from another unit: resolve in main's context */
         FnState tmp = *g->fs;
         tmp.inst = NULL;
@@ -488,7 +696,9 @@ static Callee callee_from_sym(CG *g, Sym *s) {
         g->fs = save;
         return c;
     }
-    internal_error(g, "unresolved function value");
+    c.kind = CAL_VALUE;
+    c.env = gen(g, e);
+    c.type = ety(g, e);
     return c;
 }
 
@@ -517,6 +727,7 @@ static Callee callee_of(CG *g, Expr *e) {
         c.kind = CAL_LAMBDA;
         c.lambda = e;
         c.encl = g->fs->inst;
+        if (e->u.lambda.unit->captures.len > 0) c.env = gen_closure(g, e);
         return c;
     }
     if (e->kind == E_IDENT && e->u.ident.sym) {
@@ -532,13 +743,24 @@ static Callee callee_of(CG *g, Expr *e) {
             c.builtin = s->builtin;
             return c;
         }
-        return callee_from_sym(g, s);
+        if (s->kind == SYM_CTOR) {
+            c.kind = CAL_CTOR;
+            c.ctor = s->ctor;
+            c.type = ety(g, e);
+            return c;
+        }
+        return callee_from_sym(g, e, s);
     }
-    internal_error(g, "function value is not known at compile time");
+    c.kind = CAL_VALUE;
+    c.env = gen(g, e);
+    c.type = ety(g, e);
     return c;
 }
 
-/* Call a static callee. `argt` are the (concrete) argument types. */
+static LLVMValueRef build_variant(CG *g, Variant *v, LLVMValueRef *args, Type **argt, int n);
+static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t);
+
+/* Call a callee. `argt` are the (concrete) argument types. */
 static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **argt, int n) {
     switch (c->kind) {
     case CAL_FN: {
@@ -547,16 +769,29 @@ static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **arg
     }
     case CAL_LAMBDA: {
         Job *j = lambda_job(g, c->lambda, c->encl);
-        return LLVMBuildCall2(g->b, j->llty, j->llfn, args, (unsigned)n, "");
+        LLVMValueRef *a = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 2));
+        a[0] = c->env ? c->env : LLVMConstNull(g->ptr);
+        for (int i = 0; i < n; i++) a[i + 1] = args[i];
+        return LLVMBuildCall2(g->b, j->llty, j->llfn, a, (unsigned)n + 1, "");
     }
-    case CAL_BUILTIN:
-        if (c->builtin == B_PRINT) {
-            print_line(g, render(g, args[0], argt[0], false));
+    case CAL_VALUE: {
+        LLVMTypeRef fty = closure_fn_type(g, c->type);
+        LLVMValueRef code = LLVMBuildLoad2(g->b, g->ptr, c->env, "code");
+        LLVMValueRef *a = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 2));
+        a[0] = c->env;
+        for (int i = 0; i < n; i++) a[i + 1] = args[i];
+        return LLVMBuildCall2(g->b, fty, code, a, (unsigned)n + 1, "");
+    }
+    case CAL_CTOR:
+        return build_variant(g, c->ctor, args, argt, n);
+    case CAL_BUILTIN: {
+        LLVMValueRef r = builtin_values(g, c->builtin, args, argt);
+        if (!r) {
+            internal_error(g, "unsupported built-in callback");
             return unit_value(g);
         }
-        if (c->builtin == B_TOSTRING) return render(g, args[0], argt[0], false);
-        internal_error(g, "unsupported built-in callback");
-        return unit_value(g);
+        return r;
+    }
     default:
         internal_error(g, "bad callee");
         return unit_value(g);
@@ -665,9 +900,237 @@ static void tap_check(CG *g, LLVMValueRef label, LLVMValueRef ok, LLVMValueRef e
     add_zeroext(g, c, 2, true);
 }
 
+/* ---- Tier 2 built-ins: direct runtime calls ----
+ * Signature letters: i i64, p ptr, b i1 (C bool), r a Result in two words (osp_rres),
+ * w a boxed word (the argument's value boxed), v void. "ret:args". */
+typedef struct RtBuiltin {
+    Builtin b;
+    const char *fn;
+    const char *sig;
+} RtBuiltin;
+
+static const RtBuiltin rt_builtins[] = {
+    {B_ABS, "osp_int_abs", "r:i"},
+    {B_CHECKED_ADD, "osp_checked_add", "r:ii"},
+    {B_CHECKED_SUB, "osp_checked_sub", "r:ii"},
+    {B_CHECKED_MUL, "osp_checked_mul", "r:ii"},
+    {B_INPUT, "osp_input", "p:"},
+    {B_RANDOM, "osp_random", "i:"},
+    {B_RANDOM_BELOW, "osp_random_below", "r:i"},
+    {B_CONTAINS, "osp_str_contains", "b:pp"},
+    {B_STARTS_WITH, "osp_str_starts_with", "b:pp"},
+    {B_ENDS_WITH, "osp_str_ends_with", "b:pp"},
+    {B_BYTE_LENGTH, "osp_str_length", "i:p"},
+    {B_TAKE, "osp_str_take", "p:pi"},
+    {B_DROP, "osp_str_drop", "p:pi"},
+    {B_JOIN, "osp_str_join", "p:pp"},
+    {B_LINES, "osp_str_lines", "p:p"},
+    {B_WORDS, "osp_str_words", "p:p"},
+    {B_UPPER, "osp_str_upper", "p:p"},
+    {B_LOWER, "osp_str_lower", "p:p"},
+    {B_TRIM, "osp_str_trim", "p:p"},
+    {B_TRIM_START, "osp_str_trim_start", "p:p"},
+    {B_TRIM_END, "osp_str_trim_end", "p:p"},
+    {B_REVERSE, "osp_str_reverse", "p:p"},
+    {B_INDEX_OF, "osp_str_index_of", "r:pp"},
+    {B_SUBSTRING, "osp_str_substring", "r:pii"},
+    {B_SPLIT, "osp_str_split", "r:pp"},
+    {B_REPLACE, "osp_str_replace", "r:ppp"},
+    {B_REPEAT, "osp_str_repeat", "r:pi"},
+    {B_PAD_START, "osp_str_pad_start", "r:pip"},
+    {B_PAD_END, "osp_str_pad_end", "r:pip"},
+    {B_PARSE_INT, "osp_str_parse_int", "r:p"},
+    {B_PARSE_FLOAT, "osp_str_parse_float", "r:p"},
+    {B_BYTE_AT, "osp_str_byte_at", "r:pi"},
+    {B_CODE_POINT_AT, "osp_str_code_point_at", "r:pi"},
+    {B_CODE_POINT_WIDTH, "osp_code_point_width", "r:i"},
+    {B_FROM_CODE_POINT, "osp_from_code_point", "r:i"},
+    {B_LIST_LENGTH, "osp_list_length", "i:p"},
+    {B_LIST_GET, "osp_list_get", "r:pi"},
+    {B_LIST_APPEND, "osp_list_append", "p:pw"},
+    {B_LIST_PREPEND, "osp_list_prepend", "p:pw"},
+    {B_LIST_CONCAT, "osp_list_concat", "p:pp"},
+    {B_LIST_REVERSE, "osp_list_reverse", "p:p"},
+    {B_MAP_NEW, "osp_map_empty", "p:"},
+    {B_MAP_GET, "osp_map_get", "r:pp"},
+    {B_MAP_SET, "osp_map_set", "p:ppw"},
+    {B_MAP_REMOVE, "osp_map_remove", "p:pp"},
+    {B_MAP_MERGE, "osp_map_merge", "p:pp"},
+    {B_MAP_CONTAINS, "osp_map_contains", "b:pp"},
+    {B_MAP_LENGTH, "osp_map_length", "i:p"},
+    {B_MAP_KEYS, "osp_map_keys", "p:p"},
+    {B_MAP_VALUES, "osp_map_values", "p:p"},
+    {B_CHANNEL, "osp_chan_new", "i:i"},
+    {B_FIBER_DONE, "osp_fiber_state", "i:i"},
+};
+
+static LLVMTypeRef sig_llty(CG *g, char ch) {
+    switch (ch) {
+    case 'p': return g->ptr;
+    case 'b': return g->i1;
+    case 'r': return g->rest;
+    case 'v': return g->voidt;
+    default: return g->i64;
+    }
+}
+
+/* Call runtime function `fn` with signature `sig` on already evaluated arguments. */
+static LLVMValueRef call_sig(CG *g, const char *fn, const char *sig, LLVMValueRef *vals, Type **types) {
+    LLVMTypeRef pt[8];
+    LLVMValueRef a[8];
+    int n = 0;
+    for (const char *p = sig + 2; *p; p++, n++) {
+        pt[n] = *p == 'w' ? g->i64 : sig_llty(g, *p);
+        a[n] = *p == 'w' ? box(g, vals[n], types[n]) : vals[n];
+    }
+    LLVMValueRef c = call_rt(g, fn, sig_llty(g, sig[0]), pt, a, n);
+    if (sig[0] == 'b') add_zeroext(g, c, 0, true);
+    return c;
+}
+
+static const RtBuiltin *rt_builtin(Builtin b) {
+    for (size_t i = 0; i < sizeof rt_builtins / sizeof *rt_builtins; i++)
+        if (rt_builtins[i].b == b) return &rt_builtins[i];
+    return NULL;
+}
+
+static int64_t eq_kind(Type *t) {
+    t = ty_find(t);
+    return t->kind == TY_STRING ? OSP_EQ_STRING : t->kind == TY_FLOAT ? OSP_EQ_FLOAT : OSP_EQ_WORD;
+}
+
+/* length / isEmpty of a string, list or map. */
+static LLVMValueRef gen_size(CG *g, LLVMValueRef v, Type *t) {
+    t = ty_find(t);
+    const char *fn = t->kind == TY_LIST ? "osp_list_length" : t->kind == TY_MAP ? "osp_map_length" : "osp_str_length";
+    LLVMTypeRef p[1] = {g->ptr};
+    LLVMValueRef a[1] = {v};
+    return call_rt(g, fn, g->i64, p, a, 1);
+}
+
+/* forEachList(xs, f): one counted loop over the list. */
+static LLVMValueRef gen_foreach_list(CG *g, Expr *e) {
+    Expr **args = e->u.call.args;
+    LLVMValueRef xs = gen(g, args[0]);
+    Type *elem = ty_find(ety(g, args[0]))->args[0];
+    Callee cb = callee_of(g, args[1]);
+    LLVMValueRef len = gen_size(g, xs, ety(g, args[0]));
+    LLVMValueRef i_slot = entry_alloca(g, g->i64, "i");
+    LLVMBuildStore(g->b, ci64(g, 0), i_slot);
+    LLVMBasicBlockRef cond = new_block(g, "each.cond"), body = new_block(g, "each.body"), done = new_block(g, "each.done");
+    LLVMBuildBr(g->b, cond);
+    LLVMPositionBuilderAtEnd(g->b, cond);
+    LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, i_slot, "i");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, len, ""), body, done);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMTypeRef p[2] = {g->ptr, g->i64};
+    LLVMValueRef a[2] = {xs, i};
+    LLVMValueRef x[1] = {unbox(g, call_rt(g, "osp_list_at", g->i64, p, a, 2), elem)};
+    Type *xt[1] = {elem};
+    call_callee(g, &cb, x, xt, 1);
+    LLVMBuildStore(g->b, LLVMBuildNSWAdd(g->b, i, ci64(g, 1), ""), i_slot);
+    LLVMBuildBr(g->b, cond);
+    LLVMPositionBuilderAtEnd(g->b, done);
+    return unit_value(g);
+}
+
+/* The Verdict a test body returned (LANGUAGE.md §13.1): report it. */
+static void tap_verdict(CG *g, LLVMValueRef v, Type *t) {
+    t = ty_find(t);
+    if (t->kind != TY_NAMED) return;
+    TypeDecl *td = t->decl;
+    if (strcmp(td->name, "Verdict") != 0 || td->kind != TD_UNION) return;
+    LLVMValueRef tag = load_word(g, v, 0, "verdict");
+    LLVMValueRef kind = ci64(g, OSP_VERDICT_PASS), reason = LLVMConstNull(g->ptr);
+    for (int i = 0; i < td->nvariants; i++) {
+        Variant *var = td->variants[i];
+        int64_t k = strcmp(var->name, "Fail") == 0 ? OSP_VERDICT_FAIL : strcmp(var->name, "Skip") == 0 ? OSP_VERDICT_SKIP : OSP_VERDICT_PASS;
+        LLVMValueRef is = LLVMBuildICmp(g->b, LLVMIntEQ, tag, ci64(g, var->tag), "");
+        kind = LLVMBuildSelect(g->b, is, ci64(g, k), kind, "");
+        if (var->nfields > 0 && ty_find(var->types[0])->kind == TY_STRING) {
+            /* only read the payload of a variant that has one */
+            LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b), rd = new_block(g, "verdict.reason"), join = new_block(g, "verdict.join");
+            LLVMBuildCondBr(g->b, is, rd, join);
+            LLVMPositionBuilderAtEnd(g->b, rd);
+            LLVMValueRef r = LLVMBuildIntToPtr(g->b, load_word(g, v, 1, "reason"), g->ptr, "");
+            LLVMBuildBr(g->b, join);
+            LLVMPositionBuilderAtEnd(g->b, join);
+            LLVMValueRef phi = LLVMBuildPhi(g->b, g->ptr, "");
+            LLVMValueRef vals[2] = {reason, r};
+            LLVMBasicBlockRef bbs[2] = {cur, rd};
+            LLVMAddIncoming(phi, vals, bbs, 2);
+            reason = phi;
+        }
+    }
+    LLVMTypeRef p[2] = {g->i64, g->ptr};
+    LLVMValueRef a[2] = {kind, reason};
+    call_rt(g, "osp_tap_verdict", g->voidt, p, a, 2);
+}
+
+/* A built-in applied to evaluated arguments (direct calls and built-ins used as values).
+ * Returns NULL for built-ins that need their argument expressions. */
+static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) {
+    const RtBuiltin *rb = rt_builtin(b);
+    if (rb) return call_sig(g, rb->fn, rb->sig, v, t);
+    switch (b) {
+    case B_PRINT:
+        print_line(g, render(g, v[0], t[0], false));
+        return unit_value(g);
+    case B_TOSTRING:
+        return render(g, v[0], t[0], false);
+    case B_LENGTH:
+    case B_IS_EMPTY: {
+        LLVMValueRef n = gen_size(g, v[0], t[0]);
+        return b == B_LENGTH ? n : LLVMBuildICmp(g->b, LLVMIntEQ, n, ci64(g, 0), "");
+    }
+    case B_LIST:
+        return call_sig(g, "osp_list_new", "p:ip", (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
+    case B_LIST_CONTAINS:
+        return call_sig(g, "osp_list_contains", "b:pwi", (LLVMValueRef[]){v[0], v[1], ci64(g, eq_kind(t[1]))},
+                        (Type *[]){NULL, t[1], NULL});
+    case B_INTDIV: {
+        LLVMValueRef a = v[0], d = v[1];
+        LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, 0), "");
+        LLVMValueRef ovf = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, a, ci64(g, INT64_MIN), ""),
+                                        LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, -1), ""), "");
+        LLVMValueRef bad = LLVMBuildOr(g->b, zero, ovf, "");
+        LLVMValueRef safe = LLVMBuildSelect(g->b, bad, ci64(g, 1), d, "");
+        LLVMValueRef q = LLVMBuildSDiv(g->b, a, safe, "");
+        LLVMValueRef msg = LLVMBuildSelect(g->b, zero, g->str_division_by_zero, g->str_integer_overflow, "");
+        LLVMValueRef w = LLVMBuildSelect(g->b, bad, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), q, "");
+        return make_result(g, bad, w);
+    }
+    case B_SLEEP: {
+        LLVMTypeRef p[1] = {g->i64};
+        call_rt(g, "osp_sleep_ms", g->voidt, p, v, 1);
+        return unit_value(g);
+    }
+    case B_FIBER_YIELD:
+        call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0);
+        return v[0];
+    case B_TOFLOAT:
+        return LLVMBuildSIToFP(g->b, v[0], g->f64, "");
+    default:
+        return NULL;
+    }
+}
+
 static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
     Expr **args = e->u.call.args;
+    if (rt_builtin(b) || b == B_PRINT || b == B_TOSTRING || b == B_LENGTH || b == B_IS_EMPTY || b == B_LIST ||
+        b == B_LIST_CONTAINS || b == B_INTDIV || b == B_SLEEP || b == B_FIBER_YIELD || b == B_TOFLOAT) {
+        int n = e->u.call.nargs;
+        LLVMValueRef vals[8];
+        Type *types[8];
+        for (int i = 0; i < n && i < 8; i++) {
+            vals[i] = gen(g, args[i]);
+            types[i] = ety(g, args[i]);
+        }
+        return builtin_values(g, b, vals, types);
+    }
     switch (b) {
+    case B_FOREACH_LIST:
+        return gen_foreach_list(g, e);
     case B_PRINT: {
         LLVMValueRef v = gen(g, args[0]);
         print_line(g, render(g, v, ety(g, args[0]), false));
@@ -713,7 +1176,8 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         LLVMBasicBlockRef yes = new_block(g, "test.run"), after = new_block(g, "test.after");
         LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, run, ci32(g, 0), ""), yes, after);
         LLVMPositionBuilderAtEnd(g->b, yes);
-        call_callee(g, &body, NULL, NULL, 0);
+        LLVMValueRef verdict = call_callee(g, &body, NULL, NULL, 0);
+        tap_verdict(g, verdict, ty_find(ety(g, args[1]))->ret);
         call_rt(g, "osp_tap_case_end", g->voidt, NULL, NULL, 0);
         LLVMBuildBr(g->b, after);
         LLVMPositionBuilderAtEnd(g->b, after);
@@ -831,10 +1295,12 @@ static LLVMValueRef gen_arith(CG *g, Expr *e) {
     BinOp op = e->u.bin.op;
     LLVMValueRef lv = gen(g, e->u.bin.l), rv = gen(g, e->u.bin.r);
     Type *lt = ety(g, e->u.bin.l), *rtp = ety(g, e->u.bin.r), *res = ety(g, e);
-    if (ty_find(lt)->kind == TY_STRING) {
+    TyKind lk = ty_find(lt)->kind;
+    if (lk == TY_STRING || lk == TY_LIST || lk == TY_MAP) {
+        /* string `+`, list concatenation, map merge (the right side wins) */
         LLVMTypeRef p[2] = {g->ptr, g->ptr};
         LLVMValueRef a[2] = {lv, rv};
-        return call_rt(g, "osp_str_cat", g->ptr, p, a, 2);
+        return call_rt(g, lk == TY_STRING ? "osp_str_cat" : lk == TY_LIST ? "osp_list_concat" : "osp_map_merge", g->ptr, p, a, 2);
     }
     Operand l = operand(g, lv, lt), r = operand(g, rv, rtp);
     bool fl = l.is_float || r.is_float || op == OP_DIV;
@@ -958,6 +1424,163 @@ static LLVMValueRef gen_elvis(CG *g, Expr *e) {
     return phi;
 }
 
+/* Replace the variables `from[i]` (a declaration's parameters) by `to[i]` in `t`. */
+static Type *subst_vars(CG *g, Type *t, Type **from, Type **to, int n) {
+    t = ty_find(t);
+    if (t->kind == TY_VAR) {
+        for (int i = 0; i < n; i++)
+            if (ty_find(from[i]) == t) return ty_find(to[i]);
+        return t;
+    }
+    if (t->nargs == 0 && !t->ret) return t;
+    Type **args = t->nargs ? arena_alloc(g->arena, sizeof(Type *) * (size_t)t->nargs) : NULL;
+    for (int i = 0; i < t->nargs; i++) args[i] = subst_vars(g, t->args[i], from, to, n);
+    return ty_rebuild(g->tc, t, args, t->ret ? subst_vars(g, t->ret, from, to, n) : NULL);
+}
+
+/* Field `slot` type of record type `t` / payload slot type of variant `v` of union type `t`. */
+static Type *record_field_type(CG *g, Type *t, int slot) {
+    t = ty_find(t);
+    if (t->kind == TY_RECORD) return t->args[slot];
+    TypeDecl *td = t->decl;
+    return subst_vars(g, td->types[slot], td->pvars, t->args, td->nparams);
+}
+
+static Type *variant_field_type(CG *g, Type *t, Variant *v, int slot) {
+    t = ty_find(t);
+    TypeDecl *td = v->decl;
+    return subst_vars(g, v->types[slot], td->pvars, t->args, td->nparams);
+}
+
+static int record_nfields(Type *t) {
+    t = ty_find(t);
+    return t->kind == TY_RECORD ? t->nargs : ((TypeDecl *)t->decl)->nfields;
+}
+
+static int record_slot(Type *t, const char *name) {
+    t = ty_find(t);
+    if (t->kind == TY_RECORD) {
+        for (int i = 0; i < t->nargs; i++)
+            if (strcmp(t->fields[i], name) == 0) return i;
+        return -1;
+    }
+    TypeDecl *td = t->decl;
+    for (int i = 0; i < td->nfields; i++)
+        if (strcmp(td->fields[i], name) == 0) return i;
+    return -1;
+}
+
+/* A union value: word 0 the tag, words 1.. the payload (boxed). */
+static LLVMValueRef build_variant(CG *g, Variant *v, LLVMValueRef *args, Type **argt, int n) {
+    if (n == 0) {
+        /* a nullary constructor is one constant tag word */
+        const char *gname = arena_printf(g->arena, "osprey.ctor.%s.%s", v->decl->name, v->name);
+        LLVMValueRef gv = LLVMGetNamedGlobal(g->mod, gname);
+        if (!gv) {
+            gv = LLVMAddGlobal(g->mod, g->i64, gname);
+            LLVMSetInitializer(gv, ci64(g, v->tag));
+            LLVMSetGlobalConstant(gv, 1);
+            LLVMSetLinkage(gv, LLVMPrivateLinkage);
+        }
+        return gv;
+    }
+    LLVMValueRef blk = gc_alloc(g, 8 * (n + 1));
+    store_word(g, blk, 0, ci64(g, v->tag));
+    for (int i = 0; i < n; i++) store_word(g, blk, i + 1, box(g, args[i], argt[i]));
+    return blk;
+}
+
+/*
+ * Test pattern `p` against value `v` of (concrete) type `t`: branch to `fail` when it
+ * does not match and fall through (in a new current block) when it does, binding its
+ * variables. Returns true when the pattern always matches (no test emitted).
+ */
+static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlockRef fail) {
+    t = ty_find(t);
+    LLVMValueRef cond = NULL;
+    switch (p->kind) {
+    case PAT_WILD:
+    case PAT_UNSUPPORTED:
+        return true;
+    case PAT_BIND:
+        if (p->sym) bind(g, p->sym, BIND_VALUE)->v = v;
+        return true;
+    case PAT_INT: cond = LLVMBuildICmp(g->b, LLVMIntEQ, v, ci64(g, p->ival), ""); break;
+    case PAT_FLOAT: cond = LLVMBuildFCmp(g->b, LLVMRealOEQ, v, LLVMConstReal(g->f64, p->fval), ""); break;
+    case PAT_BOOL: cond = LLVMBuildICmp(g->b, LLVMIntEQ, v, LLVMConstInt(g->i1, p->bval, 0), ""); break;
+    case PAT_STRING: cond = str_eq(g, v, const_string(g, p->sval, p->slen)); break;
+    case PAT_SUCCESS:
+    case PAT_ERROR: {
+        if (t->kind != TY_RESULT) {
+            /* a non-Result value is a Success */
+            if (p->kind == PAT_ERROR) {
+                /* never matches; the arm's code is unreachable */
+                LLVMBuildBr(g->b, fail);
+                LLVMPositionBuilderAtEnd(g->b, new_block(g, "never"));
+                if (p->sym) bind(g, p->sym, BIND_VALUE)->v = LLVMGetUndef(g->ptr);
+                return false;
+            }
+            if (p->sym) bind(g, p->sym, BIND_VALUE)->v = v;
+            return true;
+        }
+        LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "");
+        cond = LLVMBuildICmp(g->b, p->kind == PAT_SUCCESS ? LLVMIntEQ : LLVMIntNE, tag, ci64(g, 0), "");
+        LLVMBasicBlockRef ok = new_block(g, "pat.ok");
+        LLVMBuildCondBr(g->b, cond, ok, fail);
+        LLVMPositionBuilderAtEnd(g->b, ok);
+        if (p->sym) {
+            LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "");
+            bind(g, p->sym, BIND_VALUE)->v =
+                p->kind == PAT_SUCCESS ? unbox(g, w, t->args[0]) : LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+        }
+        return false;
+    }
+    case PAT_CTOR: {
+        Variant *var = p->variant;
+        bool tested = false;
+        if (var->decl->nvariants > 1) {
+            LLVMValueRef tag = load_word(g, v, 0, "tag");
+            LLVMBasicBlockRef ok = new_block(g, "pat.ctor");
+            LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, tag, ci64(g, var->tag), ""), ok, fail);
+            LLVMPositionBuilderAtEnd(g->b, ok);
+            tested = true;
+        }
+        bool always = !tested;
+        for (int i = 0; i < p->nsubs; i++) {
+            int slot = p->slots ? p->slots[i] : i;
+            Type *ft = variant_field_type(g, t, var, slot);
+            LLVMValueRef fv = unbox(g, load_word(g, v, slot + 1, var->named ? var->fields[slot] : "payload"), ft);
+            if (!gen_pattern(g, p->subs[i], fv, ft, fail)) always = false;
+        }
+        return always;
+    }
+    case PAT_LIST: {
+        Type *elem = t->args[0];
+        LLVMValueRef len = gen_size(g, v, t);
+        cond = LLVMBuildICmp(g->b, p->has_rest ? LLVMIntSGE : LLVMIntEQ, len, ci64(g, p->nsubs), "");
+        LLVMBasicBlockRef ok = new_block(g, "pat.list");
+        LLVMBuildCondBr(g->b, cond, ok, fail);
+        LLVMPositionBuilderAtEnd(g->b, ok);
+        for (int i = 0; i < p->nsubs; i++) {
+            LLVMTypeRef pt[2] = {g->ptr, g->i64};
+            LLVMValueRef a[2] = {v, ci64(g, i)};
+            LLVMValueRef x = unbox(g, call_rt(g, "osp_list_at", g->i64, pt, a, 2), elem);
+            gen_pattern(g, p->subs[i], x, elem, fail);
+        }
+        if (p->rest_sym) {
+            LLVMTypeRef pt[2] = {g->ptr, g->i64};
+            LLVMValueRef a[2] = {v, ci64(g, p->nsubs)};
+            bind(g, p->rest_sym, BIND_VALUE)->v = call_rt(g, "osp_list_drop", g->ptr, pt, a, 2);
+        }
+        return false;
+    }
+    }
+    LLVMBasicBlockRef ok = new_block(g, "pat.ok");
+    LLVMBuildCondBr(g->b, cond, ok, fail);
+    LLVMPositionBuilderAtEnd(g->b, ok);
+    return false;
+}
+
 static LLVMValueRef gen_match(CG *g, Expr *e) {
     LLVMValueRef sv = gen(g, e->u.match.scrut);
     Type *st = ty_find(ety(g, e->u.match.scrut));
@@ -971,53 +1594,20 @@ static LLVMValueRef gen_match(CG *g, Expr *e) {
         MatchArm *arm = &e->u.match.arms[i];
         Pattern *p = arm->pat;
         set_loc_line(g, p->pos.line, p->pos.col);
-        LLVMValueRef cond = NULL;
-        bool never = false;
-        switch (p->kind) {
-        case PAT_INT: cond = LLVMBuildICmp(g->b, LLVMIntEQ, sv, ci64(g, p->ival), ""); break;
-        case PAT_FLOAT: cond = LLVMBuildFCmp(g->b, LLVMRealOEQ, sv, LLVMConstReal(g->f64, p->fval), ""); break;
-        case PAT_BOOL: cond = LLVMBuildICmp(g->b, LLVMIntEQ, sv, LLVMConstInt(g->i1, p->bval, 0), ""); break;
-        case PAT_STRING: cond = str_eq(g, sv, const_string(g, p->sval, p->slen)); break;
-        case PAT_SUCCESS:
-        case PAT_ERROR:
-            if (st->kind == TY_RESULT) {
-                LLVMValueRef tag = LLVMBuildExtractValue(g->b, sv, 0, "");
-                cond = LLVMBuildICmp(g->b, p->kind == PAT_SUCCESS ? LLVMIntEQ : LLVMIntNE, tag, ci64(g, 0), "");
-            } else if (p->kind == PAT_ERROR) {
-                never = true;
-            }
-            break;
-        default: break;
-        }
-        if (never) continue;
-        LLVMBasicBlockRef armb = new_block(g, "match.arm"), next = NULL;
-        if (cond) {
-            next = new_block(g, "match.next");
-            LLVMBuildCondBr(g->b, cond, armb, next);
-        } else {
-            LLVMBuildBr(g->b, armb);
-            exhausted = true;
-        }
-        LLVMPositionBuilderAtEnd(g->b, armb);
+        LLVMBasicBlockRef next = new_block(g, "match.next");
         Binding *save_env = g->fs->env;
-        if (p->sym) {
-            Binding *bd = bind(g, p->sym, BIND_VALUE);
-            if (p->kind == PAT_BIND) bd->v = sv;
-            else if (st->kind != TY_RESULT) bd->v = sv;
-            else {
-                LLVMValueRef w = LLVMBuildExtractValue(g->b, sv, 1, "");
-                bd->v = p->kind == PAT_SUCCESS ? unbox(g, w, st->args[0]) : LLVMBuildIntToPtr(g->b, w, g->ptr, "");
-            }
-        }
+        if (gen_pattern(g, p, sv, st, next)) exhausted = true;
         LLVMValueRef v = gen(g, arm->body);
         g->fs->env = save_env;
         vals[nin] = v;
         bbs[nin] = LLVMGetInsertBlock(g->b);
         nin++;
         LLVMBuildBr(g->b, join);
-        if (next) LLVMPositionBuilderAtEnd(g->b, next);
+        LLVMPositionBuilderAtEnd(g->b, next);
     }
-    if (!exhausted) {
+    if (exhausted) {
+        LLVMBuildUnreachable(g->b); /* the last `match.next` has no predecessor */
+    } else {
         set_loc_line(g, e->pos.line, e->pos.col);
         LLVMTypeRef p[2] = {g->ptr, g->i64};
         LLVMValueRef a[2] = {g->str_file, ci64(g, e->pos.line)};
@@ -1076,43 +1666,355 @@ static Job *spawn_job(CG *g, Expr *e) {
 }
 
 static LLVMValueRef gen_spawn(CG *g, Expr *e) {
-    Unit *u = e->u.spawn.unit;
     Job *j = NULL;
     for (int i = 0; i < g->jobs.len; i++) {
         Job *k = g->jobs.items[i];
         if (k->kind == JOB_SPAWN && k->expr == e && k->encl == g->fs->inst) j = k;
     }
     if (!j) j = spawn_job(g, e);
-    int n = u->captures.len;
-    LLVMValueRef env = LLVMConstNull(g->ptr);
-    if (n > 0) {
-        LLVMTypeRef p[1] = {g->i64};
-        LLVMValueRef a[1] = {ci64(g, 8 * n)};
-        env = call_rt(g, "osp_gc_alloc", g->ptr, p, a, 1);
-    }
-    Binding *caps = NULL;
-    for (int i = 0; i < n; i++) {
-        Sym *s = u->captures.items[i];
-        Binding *b = lookup(g, s);
-        if (!b) {
-            internal_error(g, "captured variable not found");
-            continue;
-        }
-        if (b->kind == BIND_CALLEE) {
-            Binding *c = arena_alloc(g->arena, sizeof *c);
-            *c = *b;
-            c->next = caps;
-            caps = c;
-            continue;
-        }
-        LLVMValueRef idx[1] = {ci64(g, i)};
-        LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, g->i64, env, idx, 1, "");
-        LLVMBuildStore(g->b, box(g, b->v, sty(g, s->type)), slot);
-    }
-    j->static_caps = caps;
+    Binding *statics = NULL;
+    LLVMValueRef env = build_env(g, e->u.spawn.unit, NULL, false, &statics);
+    j->static_caps = statics;
     LLVMTypeRef p[2] = {g->ptr, g->ptr};
     LLVMValueRef a[2] = {j->llfn, env};
     return call_rt(g, "osp_fiber_spawn", g->i64, p, a, 2);
+}
+
+/* ---- effects (LANGUAGE.md §12, §14.6) ---- */
+
+/* The interned key string of an effect instantiation: `Log`, `Stash<int>`. */
+static LLVMValueRef intern_string(CG *g, const char *s) {
+    for (int i = 0; i + 1 < g->keys.len; i += 2)
+        if (strcmp(g->keys.items[i], s) == 0) return g->keys.items[i + 1];
+    LLVMValueRef v = cstr(g, s);
+    vec_push(g->arena, &g->keys, (void *)s);
+    vec_push(g->arena, &g->keys, v);
+    return v;
+}
+
+static Type **concrete_inst(CG *g, EffectDecl *d, Type **inst) {
+    Type **t = arena_alloc(g->arena, sizeof(Type *) * (size_t)(d->nparams + 1));
+    for (int i = 0; i < d->nparams; i++) t[i] = sty(g, inst[i]);
+    return t;
+}
+
+static LLVMValueRef effect_key(CG *g, EffectDecl *d, Type **inst) {
+    const char *s = d->name;
+    if (d->nparams > 0) {
+        s = arena_printf(g->arena, "%s<", d->name);
+        for (int i = 0; i < d->nparams; i++) s = arena_printf(g->arena, "%s%s%s", s, i ? ", " : "", ty_show(g->arena, inst[i]));
+        s = arena_printf(g->arena, "%s>", s);
+    }
+    return intern_string(g, s);
+}
+
+/* The concrete type of operation `opi` of `d` with concrete arguments `inst`. */
+static Type *op_type(CG *g, EffectDecl *d, int opi, Type **inst) {
+    return ty_find(subst_vars(g, d->ops[opi].type, d->pvars, inst, d->nparams));
+}
+
+static LLVMValueRef gen_perform(CG *g, Expr *e) {
+    EffectDecl *d = e->u.perform.decl;
+    int n = e->u.perform.nargs;
+    LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 2));
+    Type **argt = arena_alloc(g->arena, sizeof(Type *) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        args[i + 1] = gen(g, e->u.perform.args[i]);
+        argt[i] = ety(g, e->u.perform.args[i]);
+    }
+    Type **inst = concrete_inst(g, d, e->u.perform.inst);
+    Type *ft = op_type(g, d, e->u.perform.opi, inst);
+    Type *rt = ft->ret;
+    LLVMValueRef key = effect_key(g, d, inst), op = intern_string(g, e->u.perform.op);
+    LLVMTypeRef fp[2] = {g->ptr, g->ptr};
+    LLVMValueRef fa[2] = {key, op};
+    LLVMValueRef first = call_rt(g, "osp_eff_find", g->ptr, fp, fa, 2);
+    LLVMBasicBlockRef start = LLVMGetInsertBlock(g->b);
+    LLVMBasicBlockRef dispatch = new_block(g, "perform.dispatch"), plain = new_block(g, "perform.plain"),
+                      resuming = new_block(g, "perform.resuming"), resumed = new_block(g, "perform.resumed"),
+                      done = new_block(g, "perform.done");
+    LLVMBuildBr(g->b, dispatch);
+    LLVMPositionBuilderAtEnd(g->b, dispatch);
+    LLVMValueRef cur = LLVMBuildPhi(g->b, g->ptr, "entry");
+    LLVMValueRef fn = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->eff_entry_t, cur, 2, ""), "arm");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, fn, LLVMConstNull(g->ptr), ""), plain, resuming);
+    /* a plain arm: call it here, with the handler stack outside its handle */
+    LLVMPositionBuilderAtEnd(g->b, plain);
+    args[0] = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->eff_entry_t, cur, 3, ""), "env");
+    LLVMTypeRef p1[1] = {g->ptr};
+    LLVMValueRef a1[1] = {cur};
+    LLVMValueRef saved = call_rt(g, "osp_eff_arm_enter", g->ptr, p1, a1, 1);
+    LLVMValueRef r1 = LLVMBuildCall2(g->b, closure_fn_type(g, ft), fn, args, (unsigned)n + 1, "");
+    LLVMValueRef a2[1] = {saved};
+    call_rt(g, "osp_eff_arm_leave", g->voidt, p1, a2, 1);
+    LLVMBasicBlockRef plain_end = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, done);
+    /* a resuming arm: hand the arguments to its handle and wait to be resumed */
+    LLVMPositionBuilderAtEnd(g->b, resuming);
+    LLVMTypeRef arr_t = LLVMArrayType2(g->i64, (uint64_t)(n > 0 ? n : 1));
+    LLVMValueRef arr = entry_alloca(g, arr_t, "perform.args");
+    LLVMValueRef out = entry_alloca(g, g->i64, "perform.value");
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef idx[2] = {ci64(g, 0), ci64(g, i)};
+        LLVMBuildStore(g->b, box(g, args[i + 1], argt[i]), LLVMBuildInBoundsGEP2(g->b, arr_t, arr, idx, 2, ""));
+    }
+    LLVMTypeRef sp[4] = {g->ptr, g->ptr, g->i64, g->ptr};
+    LLVMValueRef sa[4] = {cur, arr, ci64(g, n), out};
+    LLVMValueRef retry = call_rt(g, "osp_cont_suspend", g->ptr, sp, sa, 4);
+    LLVMBasicBlockRef resuming_end = LLVMGetInsertBlock(g->b);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, retry, LLVMConstNull(g->ptr), ""), resumed, dispatch);
+    LLVMValueRef inc[2] = {first, retry};
+    LLVMBasicBlockRef incb[2] = {start, resuming_end};
+    LLVMAddIncoming(cur, inc, incb, 2);
+    LLVMPositionBuilderAtEnd(g->b, resumed);
+    LLVMValueRef r2 = unbox(g, LLVMBuildLoad2(g->b, g->i64, out, ""), rt);
+    LLVMBasicBlockRef resumed_end = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, done);
+    LLVMPositionBuilderAtEnd(g->b, done);
+    LLVMValueRef phi = LLVMBuildPhi(g->b, llty(g, rt), "");
+    LLVMValueRef vals[2] = {r1, r2};
+    LLVMBasicBlockRef bbs[2] = {plain_end, resumed_end};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    return phi;
+}
+
+static Job *arm_job(CG *g, Expr *h, HandleArm *arm) {
+    for (int i = 0; i < g->jobs.len; i++) {
+        Job *j = g->jobs.items[i];
+        if (j->kind == JOB_ARM && j->arm == arm && j->encl == g->fs->inst) return j;
+    }
+    Job *j = arena_alloc(g->arena, sizeof *j);
+    j->kind = JOB_ARM;
+    j->expr = h;
+    j->arm = arm;
+    j->encl = g->fs->inst;
+    j->name = unique_name(g, arena_printf(g->arena, "%s$%s.%s%d", encl_name(j->encl), h->u.handle.decl->name, arm->op, arm->index));
+    if (arm->resuming) {
+        LLVMTypeRef p[2] = {g->ptr, g->ptr};
+        j->llty = LLVMFunctionType(g->i64, p, 2, 0);
+    } else {
+        Type **inst = concrete_inst(g, h->u.handle.decl, h->u.handle.inst);
+        j->llty = closure_fn_type(g, op_type(g, h->u.handle.decl, arm->opi, inst));
+    }
+    j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
+    LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
+    LLVMSetValueName2(LLVMGetParam(j->llfn, 0), "env", 3);
+    vec_push(g->arena, &g->jobs, j);
+    return j;
+}
+
+static Job *hbody_job(CG *g, Expr *h) {
+    for (int i = 0; i < g->jobs.len; i++) {
+        Job *j = g->jobs.items[i];
+        if (j->kind == JOB_HBODY && j->expr == h && j->encl == g->fs->inst) return j;
+    }
+    Job *j = arena_alloc(g->arena, sizeof *j);
+    j->kind = JOB_HBODY;
+    j->expr = h;
+    j->encl = g->fs->inst;
+    j->name = unique_name(g, arena_printf(g->arena, "%s$handle%d", encl_name(j->encl), h->u.handle.index));
+    LLVMTypeRef p[1] = {g->ptr};
+    j->llty = LLVMFunctionType(g->i64, p, 1, 0);
+    j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
+    LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
+    LLVMSetValueName2(LLVMGetParam(j->llfn, 0), "env", 3);
+    vec_push(g->arena, &g->jobs, j);
+    return j;
+}
+
+static LLVMValueRef gen_handle(CG *g, Expr *e) {
+    EffectDecl *d = e->u.handle.decl;
+    Type **inst = concrete_inst(g, d, e->u.handle.inst);
+    LLVMValueRef key = effect_key(g, d, inst);
+    Binding *statics = NULL;
+    LLVMValueRef env = build_env(g, e->u.handle.group, NULL, true, &statics);
+    int na = e->u.handle.narms;
+    Job **jobs = arena_alloc(g->arena, sizeof(Job *) * (size_t)(na + 1));
+    for (int i = 0; i < na; i++) {
+        jobs[i] = arm_job(g, e, &e->u.handle.arms[i]);
+        jobs[i]->static_caps = statics;
+    }
+    LLVMValueRef cont = LLVMConstNull(g->ptr);
+    Job *body = NULL;
+    if (e->u.handle.resuming) {
+        int nr = e->u.handle.nresuming;
+        LLVMValueRef *fns = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(nr + 1));
+        for (int i = 0; i < na; i++)
+            if (e->u.handle.arms[i].resuming) fns[e->u.handle.arms[i].table_index] = jobs[i]->llfn;
+        LLVMValueRef init = LLVMConstArray2(g->ptr, fns, (uint64_t)nr);
+        LLVMValueRef table = LLVMAddGlobal(g->mod, LLVMTypeOf(init), arena_printf(g->arena, "%s$handle%d.arms", encl_name(g->fs->inst), e->u.handle.index));
+        LLVMSetInitializer(table, init);
+        LLVMSetGlobalConstant(table, 1);
+        LLVMSetLinkage(table, LLVMPrivateLinkage);
+        LLVMTypeRef p[3] = {g->ptr, g->ptr, g->i64};
+        LLVMValueRef a[3] = {env, table, ci64(g, nr)};
+        cont = call_rt(g, "osp_cont_new", g->ptr, p, a, 3);
+        body = hbody_job(g, e);
+        body->static_caps = statics;
+    }
+    LLVMValueRef below = call_rt(g, "osp_eff_top", g->ptr, NULL, NULL, 0);
+    for (int i = 0; i < na; i++) {
+        HandleArm *arm = &e->u.handle.arms[i];
+        LLVMTypeRef p[7] = {g->ptr, g->ptr, g->ptr, g->ptr, g->ptr, g->i64, g->ptr};
+        LLVMValueRef a[7] = {key, intern_string(g, arm->op), arm->resuming ? LLVMConstNull(g->ptr) : jobs[i]->llfn, env,
+                             arm->resuming ? cont : LLVMConstNull(g->ptr), ci64(g, arm->resuming ? arm->table_index : 0), below};
+        call_rt(g, "osp_eff_push", g->voidt, p, a, 7);
+    }
+    LLVMTypeRef p1[1] = {g->i64};
+    LLVMValueRef a1[1] = {ci64(g, na)};
+    if (!e->u.handle.resuming) {
+        LLVMValueRef v = gen(g, e->u.handle.body);
+        call_rt(g, "osp_eff_pop", g->voidt, p1, a1, 1);
+        return v;
+    }
+    LLVMTypeRef pb[3] = {g->ptr, g->ptr, g->ptr};
+    LLVMValueRef ab[3] = {cont, body->llfn, env};
+    call_rt(g, "osp_cont_begin", g->voidt, pb, ab, 3);
+    call_rt(g, "osp_eff_pop", g->voidt, p1, a1, 1);
+    LLVMTypeRef pd[1] = {g->ptr};
+    LLVMValueRef ad[1] = {cont};
+    LLVMValueRef w = call_rt(g, "osp_cont_drive", g->i64, pd, ad, 1);
+    return unbox(g, w, ety(g, e));
+}
+
+static LLVMValueRef gen_resume(CG *g, Expr *e) {
+    Type *ht = g->fs->handle_type;
+    if (!g->fs->cont_k || !ht) {
+        internal_error(g, "resume outside a resuming arm");
+        return unit_value(g);
+    }
+    LLVMValueRef w = e->u.resume.e ? box(g, gen(g, e->u.resume.e), ety(g, e->u.resume.e)) : ci64(g, 0);
+    LLVMTypeRef p[2] = {g->ptr, g->i64};
+    LLVMValueRef a[2] = {g->fs->cont_k, w};
+    if (e->u.resume.tail) {
+        /* the arm's value is whatever the body does next: let the drive loop wait for it */
+        LLVMValueRef r = call_rt(g, "osp_cont_resume_tail", g->i64, p, a, 2);
+        LLVMBuildRet(g->b, r);
+        LLVMPositionBuilderAtEnd(g->b, new_block(g, "after.resume"));
+        return LLVMGetUndef(llty(g, ht));
+    }
+    return unbox(g, call_rt(g, "osp_cont_resume", g->i64, p, a, 2), ht);
+}
+
+/* ---- records, lists, maps ---- */
+
+static LLVMValueRef gen_record(CG *g, Expr *e) {
+    Type *t = ety(g, e);
+    int n = e->u.record.n;
+    if (e->u.record.variant) {
+        Variant *v = e->u.record.variant;
+        LLVMValueRef blk = gc_alloc(g, 8 * (v->nfields + 1));
+        store_word(g, blk, 0, ci64(g, v->tag));
+        for (int i = 0; i < n; i++) {
+            FieldInit *f = &e->u.record.fields[i];
+            store_word(g, blk, f->slot + 1, box(g, gen(g, f->value), variant_field_type(g, t, v, f->slot)));
+        }
+        return blk;
+    }
+    LLVMValueRef blk = gc_alloc(g, 8 * record_nfields(t));
+    for (int i = 0; i < n; i++) {
+        FieldInit *f = &e->u.record.fields[i];
+        store_word(g, blk, f->slot, box(g, gen(g, f->value), record_field_type(g, t, f->slot)));
+    }
+    return blk;
+}
+
+static LLVMValueRef gen_update(CG *g, Expr *e) {
+    LLVMValueRef old = gen(g, e->u.update.e);
+    Type *t = ety(g, e->u.update.e);
+    int nf = record_nfields(t);
+    LLVMValueRef blk = gc_alloc(g, 8 * nf);
+    for (int i = 0; i < nf; i++) store_word(g, blk, i, load_word(g, old, i, ""));
+    for (int i = 0; i < e->u.update.n; i++) {
+        FieldInit *f = &e->u.update.fields[i];
+        int slot = record_slot(t, f->name);
+        store_word(g, blk, slot, box(g, gen(g, f->value), record_field_type(g, t, slot)));
+    }
+    return blk;
+}
+
+static LLVMValueRef gen_list(CG *g, Expr *e) {
+    int n = e->u.list.n;
+    if (n == 0) return call_sig(g, "osp_list_new", "p:ip", (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
+    LLVMTypeRef arr_t = LLVMArrayType2(g->i64, (uint64_t)n);
+    LLVMValueRef arr = entry_alloca(g, arr_t, "list.elems");
+    for (int i = 0; i < n; i++) {
+        Expr *el = e->u.list.elems[i];
+        LLVMValueRef w = box(g, gen(g, el), ety(g, el));
+        LLVMValueRef idx[2] = {ci64(g, 0), ci64(g, i)};
+        LLVMBuildStore(g->b, w, LLVMBuildInBoundsGEP2(g->b, arr_t, arr, idx, 2, ""));
+    }
+    return call_sig(g, "osp_list_new", "p:ip", (LLVMValueRef[]){ci64(g, n), arr}, NULL);
+}
+
+static LLVMValueRef gen_maplit(CG *g, Expr *e) {
+    LLVMValueRef m = call_rt(g, "osp_map_empty", g->ptr, NULL, NULL, 0);
+    for (int i = 0; i < e->u.maplit.n; i++) {
+        LLVMValueRef k = gen(g, e->u.maplit.keys[i]);
+        Expr *x = e->u.maplit.vals[i];
+        LLVMValueRef v = gen(g, x);
+        m = call_sig(g, "osp_map_set", "p:ppw", (LLVMValueRef[]){m, k, v}, (Type *[]){NULL, NULL, ety(g, x)});
+    }
+    return m;
+}
+
+static LLVMValueRef gen_index(CG *g, Expr *e) {
+    LLVMValueRef x = gen(g, e->u.index.e), i = gen(g, e->u.index.idx);
+    Type *t = ty_find(ety(g, e->u.index.e));
+    const char *fn = t->kind == TY_LIST ? "osp_list_get" : t->kind == TY_MAP ? "osp_map_get" : "osp_str_index";
+    return call_sig(g, fn, t->kind == TY_MAP ? "r:pp" : "r:pi", (LLVMValueRef[]){x, i}, NULL);
+}
+
+static LLVMValueRef gen_if(CG *g, Expr *e) {
+    LLVMValueRef c = gen(g, e->u.if_.cond);
+    LLVMBasicBlockRef tb = new_block(g, "if.then"), eb = new_block(g, "if.else"), join = new_block(g, "if.end");
+    LLVMBuildCondBr(g->b, c, tb, eb);
+    LLVMPositionBuilderAtEnd(g->b, tb);
+    LLVMValueRef a = gen(g, e->u.if_.then);
+    LLVMBasicBlockRef tend = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, eb);
+    LLVMValueRef b = gen(g, e->u.if_.els);
+    LLVMBasicBlockRef eend = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(g->b, llty(g, ety(g, e)), "");
+    LLVMValueRef vals[2] = {a, b};
+    LLVMBasicBlockRef bbs[2] = {tend, eend};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    return phi;
+}
+
+/* The value of an identifier used as a value (not called). */
+static LLVMValueRef gen_ident(CG *g, Expr *e) {
+    Sym *s = e->u.ident.sym;
+    switch (s->kind) {
+    case SYM_LOCAL: {
+        Binding *b = lookup(g, s);
+        if (b && b->kind == BIND_VALUE) return b->v;
+        if (b && b->kind == BIND_CELL) return LLVMBuildLoad2(g->b, llty(g, sty(g, s->type)), b->v, s->name);
+        if (b && b->kind == BIND_CALLEE) return callee_value(g, &b->callee, ety(g, e));
+        if (s->static_kind == STATIC_FN && s->file_scope) {
+            Callee c = callee_of(g, e);
+            return callee_value(g, &c, ety(g, e));
+        }
+        if (s->is_global) return LLVMBuildLoad2(g->b, llty(g, s->type), global_of(g, s), s->name);
+        break;
+    }
+    case SYM_FN:
+    case SYM_BUILTIN: {
+        Callee c = callee_of(g, e);
+        return callee_value(g, &c, ety(g, e));
+    }
+    case SYM_CTOR:
+        if (s->ctor->nfields == 0) return build_variant(g, s->ctor, NULL, NULL, 0);
+        {
+            Callee c = callee_of(g, e);
+            return callee_value(g, &c, ety(g, e));
+        }
+    }
+    internal_error(g, "value of an identifier is not available");
+    return LLVMGetUndef(llty(g, ety(g, e)));
 }
 
 static LLVMValueRef gen_inner(CG *g, Expr *e) {
@@ -1122,16 +2024,7 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
     case E_BOOL: return LLVMConstInt(g->i1, e->u.bval, 0);
     case E_STRING: return const_string(g, e->u.str.s, e->u.str.len);
     case E_INTERP: return gen_interp(g, e);
-    case E_IDENT: {
-        Sym *s = e->u.ident.sym;
-        if (s->kind == SYM_LOCAL) {
-            Binding *b = lookup(g, s);
-            if (b && b->kind == BIND_VALUE) return b->v;
-            if (s->is_global) return LLVMBuildLoad2(g->b, llty(g, s->type), global_of(g, s), s->name);
-        }
-        internal_error(g, "value of an identifier is not available");
-        return LLVMGetUndef(llty(g, ety(g, e)));
-    }
+    case E_IDENT: return gen_ident(g, e);
     case E_CALL: return gen_call(g, e);
     case E_BINARY:
         switch (e->u.bin.op) {
@@ -1149,9 +2042,7 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
         g->fs->env = save;
         return value;
     }
-    case E_LAMBDA:
-        internal_error(g, "lambda used as a value");
-        return unit_value(g);
+    case E_LAMBDA: return gen_closure(g, e);
     case E_SPAWN: return gen_spawn(g, e);
     case E_AWAIT: {
         LLVMValueRef id = gen(g, e->u.await.e);
@@ -1170,7 +2061,35 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
         if (e->u.ctor.is_error) return make_result(g, LLVMConstInt(g->i1, 1, 0), LLVMBuildPtrToInt(g->b, v, g->i64, ""));
         return make_result(g, LLVMConstInt(g->i1, 0, 0), box(g, v, ety(g, e->u.ctor.e)));
     }
-    case E_LIST:
+    case E_LIST: return gen_list(g, e);
+    case E_IF: return gen_if(g, e);
+    case E_FIELD: {
+        LLVMValueRef r = gen(g, e->u.field.e);
+        Type *t = ety(g, e->u.field.e);
+        int slot = record_slot(t, e->u.field.name);
+        if (slot < 0) {
+            internal_error(g, "unknown record field");
+            return LLVMGetUndef(llty(g, ety(g, e)));
+        }
+        return unbox(g, load_word(g, r, slot, e->u.field.name), ety(g, e));
+    }
+    case E_METHOD: return gen(g, e->u.method.call);
+    case E_RECORD: return gen_record(g, e);
+    case E_UPDATE: return gen_update(g, e);
+    case E_INDEX: return gen_index(g, e);
+    case E_MAPLIT: return gen_maplit(g, e);
+    case E_PERFORM: return gen_perform(g, e);
+    case E_HANDLE: return gen_handle(g, e);
+    case E_RESUME: return gen_resume(g, e);
+    case E_SEND: {
+        LLVMValueRef ch = gen(g, e->u.send.ch), v = gen(g, e->u.send.v);
+        call_sig(g, "osp_chan_put", "v:iw", (LLVMValueRef[]){ch, v}, (Type *[]){NULL, ety(g, e->u.send.v)});
+        return unit_value(g);
+    }
+    case E_RECV: {
+        LLVMValueRef ch = gen(g, e->u.recv.ch);
+        return unbox(g, call_sig(g, "osp_chan_take", "i:i", (LLVMValueRef[]){ch}, NULL), ety(g, e));
+    }
     case E_UNSUPPORTED:
         internal_error(g, "unsupported expression reached code generation");
         return unit_value(g);
@@ -1199,12 +2118,30 @@ static void gen_stmt(CG *g, Stmt *s, LLVMValueRef *value) {
             IterDesc *d = gen_iter(g, s->u.let.init);
             Binding *b = bind(g, sym, BIND_ITER);
             b->iter = d;
+        } else if (sym->is_mut) {
+            LLVMValueRef v = gen(g, s->u.let.init);
+            LLVMValueRef cell = sym->is_global ? global_of(g, sym) : gc_alloc(g, 16);
+            LLVMBuildStore(g->b, v, cell);
+            bind(g, sym, BIND_CELL)->v = cell;
         } else {
             LLVMValueRef v = gen(g, s->u.let.init);
             Binding *b = bind(g, sym, BIND_VALUE);
             b->v = v;
             if (sym->is_global) LLVMBuildStore(g->b, v, global_of(g, sym));
         }
+        restore_loc(g, prev);
+        *value = unit_value(g);
+        return;
+    }
+    case S_ASSIGN: {
+        Sym *sym = s->u.assign.sym;
+        LLVMMetadataRef prev = g->fs->loc;
+        set_loc_line(g, s->pos.line, s->pos.col);
+        LLVMValueRef v = gen(g, s->u.assign.value);
+        Binding *b = lookup(g, sym);
+        if (b && b->kind == BIND_CELL) LLVMBuildStore(g->b, v, b->v);
+        else if (sym->is_global) LLVMBuildStore(g->b, v, global_of(g, sym));
+        else internal_error(g, "assignment to a binding without storage");
         restore_loc(g, prev);
         *value = unit_value(g);
         return;
@@ -1236,38 +2173,79 @@ static void begin_function(CG *g, FnState *fs, LLVMValueRef fn, const char *name
 static void emit_job(CG *g, Job *j) {
     FnState fs;
     j->emitted = true;
-    if (j->kind == JOB_FN) {
+    switch (j->kind) {
+    case JOB_FN: {
         FnDecl *f = j->fn;
         begin_function(g, &fs, j->llfn, j->name, f->line, j, j);
         for (int i = 0; i < f->nparams; i++)
             if (f->params[i].sym) bind(g, f->params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
         LLVMValueRef v = gen(g, f->body);
         LLVMBuildRet(g->b, v);
-    } else if (j->kind == JOB_LAMBDA) {
+        break;
+    }
+    case JOB_LAMBDA: {
         Expr *lam = j->expr;
         begin_function(g, &fs, j->llfn, j->name, lam->pos.line, j, j->encl);
+        bind_captures(g, lam->u.lambda.unit, LLVMGetParam(j->llfn, 0), j->static_caps, false);
         for (int i = 0; i < lam->u.lambda.nparams; i++)
-            if (lam->u.lambda.params[i].sym) bind(g, lam->u.lambda.params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
+            if (lam->u.lambda.params[i].sym)
+                bind(g, lam->u.lambda.params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i + 1);
         LLVMValueRef v = gen(g, lam->u.lambda.body);
         LLVMBuildRet(g->b, v);
-    } else {
+        break;
+    }
+    case JOB_SPAWN: {
         Expr *e = j->expr;
         begin_function(g, &fs, j->llfn, j->name, e->pos.line, j, j->encl);
-        fs.env = j->static_caps;
-        Unit *u = e->u.spawn.unit;
-        LLVMValueRef env = LLVMGetParam(j->llfn, 0);
-        for (int i = 0; i < u->captures.len; i++) {
-            Sym *s = u->captures.items[i];
-            bool is_static = false;
-            for (Binding *b = j->static_caps; b; b = b->next)
-                if (b->sym == s) is_static = true;
-            if (is_static) continue;
-            LLVMValueRef idx[1] = {ci64(g, i)};
-            LLVMValueRef w = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, env, idx, 1, ""), s->name);
-            bind(g, s, BIND_VALUE)->v = unbox(g, w, sty(g, s->type));
-        }
+        bind_captures(g, e->u.spawn.unit, LLVMGetParam(j->llfn, 0), j->static_caps, false);
         LLVMValueRef v = gen(g, e->u.spawn.e);
         LLVMBuildRet(g->b, box(g, v, ety(g, e->u.spawn.e)));
+        break;
+    }
+    case JOB_ARM: {
+        Expr *h = j->expr;
+        HandleArm *arm = j->arm;
+        begin_function(g, &fs, j->llfn, j->name, arm->pos.line, j, j->encl);
+        bind_captures(g, h->u.handle.group, LLVMGetParam(j->llfn, 0), j->static_caps, true);
+        if (arm->resuming) {
+            fs.cont_k = LLVMGetParam(j->llfn, 1);
+            fs.handle_type = ety(g, h);
+            for (int i = 0; i < arm->nbinders; i++) {
+                Param *p = &arm->binders[i];
+                if (!p->sym) continue;
+                LLVMTypeRef pt[2] = {g->ptr, g->i64};
+                LLVMValueRef a[2] = {fs.cont_k, ci64(g, i)};
+                LLVMValueRef w = call_rt(g, "osp_cont_arg", g->i64, pt, a, 2);
+                bind(g, p->sym, BIND_VALUE)->v = unbox(g, w, sty(g, p->sym->type));
+            }
+            LLVMValueRef v = gen(g, arm->body);
+            LLVMBuildRet(g->b, box(g, v, ety(g, arm->body)));
+        } else {
+            for (int i = 0; i < arm->nbinders; i++)
+                if (arm->binders[i].sym) bind(g, arm->binders[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i + 1);
+            LLVMValueRef v = gen(g, arm->body);
+            LLVMBuildRet(g->b, v);
+        }
+        break;
+    }
+    case JOB_HBODY: {
+        Expr *h = j->expr;
+        begin_function(g, &fs, j->llfn, j->name, h->u.handle.body->pos.line, j, j->encl);
+        bind_captures(g, h->u.handle.group, LLVMGetParam(j->llfn, 0), j->static_caps, true);
+        LLVMValueRef v = gen(g, h->u.handle.body);
+        LLVMBuildRet(g->b, box(g, v, ety(g, h->u.handle.body)));
+        break;
+    }
+    case JOB_WRAP: {
+        begin_function(g, &fs, j->llfn, j->name, j->line, j, NULL);
+        Type *ft = ty_find(j->wtype);
+        int n = ft->nargs;
+        LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 1));
+        for (int i = 0; i < n; i++) args[i] = LLVMGetParam(j->llfn, (unsigned)i + 1);
+        LLVMValueRef v = call_callee(g, &j->wrapped, args, ft->args, n);
+        LLVMBuildRet(g->b, v);
+        break;
+    }
     }
     g->fs = NULL;
 }
@@ -1322,6 +2300,9 @@ LLVMModuleRef osp_codegen(LLVMContextRef ctx, const Program *prog, LLVMTargetMac
     g->rest = LLVMStructTypeInContext(ctx, rf, 2, 0);
     LLVMTypeRef of[3] = {g->i64, g->i64, g->ptr}; /* osp_result: tag, value, message */
     g->osp_result_t = LLVMStructTypeInContext(ctx, of, 3, 0);
+    /* osp_eff_entry: effect, op, fn, env, cont, arm, below, next */
+    LLVMTypeRef ef[8] = {g->ptr, g->ptr, g->ptr, g->ptr, g->ptr, g->i64, g->ptr, g->ptr};
+    g->eff_entry_t = LLVMStructTypeInContext(ctx, ef, 8, 0);
     g->fp_attr = LLVMCreateStringAttribute(ctx, "frame-pointer", 13, "all", 3);
 
     /* debug info: one compile unit naming the absolute source path */

@@ -5,8 +5,10 @@
  * Requirements implemented (LANGUAGE.md §14.2, PROFILER.md §(c), §(i)):
  * - every generated function carries "frame-pointer"="all";
  * - user functions keep their source names (`fib`); generated functions are named
- *   `<enclosing>$lambda<k>` / `<enclosing>$spawn<k>`; later instances of a
- *   polymorphic function are `<name>$2`, `<name>$3`, …;
+ *   `<enclosing>$lambda<k>`, `<enclosing>$spawn<k>`, `<enclosing>$<Effect>.<op><k>`
+ *   (handler arms), `<enclosing>$handle<k>` (bodies run on effect-continuation
+ *   threads) and `<name>$closure` (functions, built-ins and constructors used as
+ *   values); later instances of a polymorphic function are `<name>$2`, `<name>$3`, …;
  * - DWARF line tables: one compile unit naming the absolute source path, one
  *   DISubprogram per function at its declaration line, and a debug location on
  *   every instruction the code generator emits;

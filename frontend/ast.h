@@ -22,6 +22,21 @@ typedef enum Builtin {
     B_SLEEP, B_FIBER_YIELD, B_TOFLOAT,
     B_TEST, B_EXPECT, B_CHECK, B_EXPECT_TRUE, B_EXPECT_FALSE, B_CHECK_TRUE,
     B_CHECK_FALSE, B_EXPECT_ALL, B_CHECK_ALL,
+    /* Tier 2: numeric and system (§9.2) */
+    B_ABS, B_CHECKED_ADD, B_CHECKED_SUB, B_CHECKED_MUL, B_INPUT, B_RANDOM, B_RANDOM_BELOW,
+    /* strings (§9.3) */
+    B_LENGTH, B_IS_EMPTY, B_CONTAINS, B_STARTS_WITH, B_ENDS_WITH, B_BYTE_LENGTH, B_TAKE, B_DROP,
+    B_JOIN, B_LINES, B_WORDS, B_UPPER, B_LOWER, B_TRIM, B_TRIM_START, B_TRIM_END, B_REVERSE,
+    B_INDEX_OF, B_SUBSTRING, B_SPLIT, B_REPLACE, B_REPEAT, B_PAD_START, B_PAD_END, B_PARSE_INT,
+    B_PARSE_FLOAT, B_BYTE_AT, B_CODE_POINT_AT, B_CODE_POINT_WIDTH, B_FROM_CODE_POINT,
+    /* lists (§9.4) */
+    B_LIST, B_LIST_LENGTH, B_LIST_GET, B_LIST_APPEND, B_LIST_PREPEND, B_LIST_CONCAT, B_LIST_REVERSE,
+    B_LIST_CONTAINS, B_FOREACH_LIST,
+    /* maps (§9.5) */
+    B_MAP_NEW, B_MAP_GET, B_MAP_SET, B_MAP_REMOVE, B_MAP_MERGE, B_MAP_CONTAINS, B_MAP_LENGTH,
+    B_MAP_KEYS, B_MAP_VALUES,
+    /* channels and fibers (§11.3) */
+    B_CHANNEL, B_FIBER_DONE,
     B_COUNT
 } Builtin;
 
@@ -29,7 +44,12 @@ typedef enum Builtin {
 bool builtin_is_testing(Builtin b);
 const char *builtin_name(Builtin b);
 
-typedef enum SymKind { SYM_LOCAL, SYM_FN, SYM_BUILTIN } SymKind;
+typedef enum SymKind { SYM_LOCAL, SYM_FN, SYM_BUILTIN, SYM_CTOR } SymKind;
+
+typedef struct TypeDecl TypeDecl;
+typedef struct Variant Variant;
+typedef struct EffectDecl EffectDecl;
+typedef struct HandleArm HandleArm;
 
 /* A named entity an identifier can refer to. */
 typedef struct Sym {
@@ -46,26 +66,38 @@ typedef struct Sym {
     int stmt_index;      /* file-scope: index of its top-level statement */
     Expr *init;          /* let initialiser (used to track static function/iterator values) */
     bool is_param;
+    bool is_mut;         /* `mut`: a cell written only by handler arms (§12.4) */
     int static_kind;     /* STATIC_FN / STATIC_ITER: a let bound to a compile-time-known value */
+    Variant *ctor;       /* SYM_CTOR */
 } Sym;
 
 enum { STATIC_NONE = 0, STATIC_FN = 1, STATIC_ITER = 2 };
 
-/* A code unit: something emitted as one machine function. */
-typedef enum UnitKind { U_MAIN, U_FN, U_LAMBDA, U_SPAWN } UnitKind;
+/*
+ * A code unit: something emitted as one machine function, or (U_HANDLE) the group of
+ * the arms and body of one `handle`, which share one environment.
+ *   U_LAMBDA, U_SPAWN, U_HANDLE capture free variables (Sym*, first-use order): lambdas
+ *   and spawns by value; a handle group captures `mut` cells by reference (§12.4).
+ *   U_ARM (an arm) and U_HBODY (the body of a handle with a resuming arm, run on a
+ *   continuation thread) are children of their U_HANDLE group.
+ */
+typedef enum UnitKind { U_MAIN, U_FN, U_LAMBDA, U_SPAWN, U_HANDLE, U_ARM, U_HBODY } UnitKind;
 struct Unit {
     UnitKind kind;
     Unit *parent;        /* lexically enclosing unit (NULL for main and functions) */
-    FnDecl *fn;          /* U_FN: its declaration; lambdas/spawns: the enclosing user fn (NULL = main) */
-    int index;           /* k of `<enclosing>$lambda<k>` / `$spawn<k>` */
-    PtrVec captures;     /* U_SPAWN: Sym* captured by value, in first-use order */
-    int next_lambda, next_spawn; /* counters (on U_MAIN / U_FN units) */
+    FnDecl *fn;          /* U_FN: its declaration; others: the enclosing user fn (NULL = main) */
+    int index;           /* k of `<enclosing>$lambda<k>` / `$spawn<k>` / arm / `$handle<k>` */
+    PtrVec captures;     /* U_LAMBDA / U_SPAWN / U_HANDLE: Sym* captured, in first-use order */
+    int next_lambda, next_spawn, next_arm, next_handle; /* counters (on U_MAIN / U_FN units) */
 };
 
 typedef enum ExprKind {
     E_INT, E_FLOAT, E_BOOL, E_STRING, E_INTERP, E_IDENT, E_CALL, E_BINARY, E_UNARY,
     E_ELVIS, E_MATCH, E_BLOCK, E_LAMBDA, E_SPAWN, E_AWAIT, E_YIELD, E_RESULT_CTOR,
-    E_LIST, E_UNSUPPORTED
+    E_LIST, E_UNSUPPORTED,
+    /* Tier 2 */
+    E_IF, E_FIELD, E_METHOD, E_RECORD, E_UPDATE, E_INDEX, E_MAPLIT, E_PERFORM, E_HANDLE,
+    E_RESUME, E_SEND, E_RECV
 } ExprKind;
 
 typedef enum BinOp {
@@ -76,12 +108,16 @@ typedef enum UnOp { UOP_NEG, UOP_PLUS, UOP_NOT } UnOp;
 
 const char *binop_spelling(BinOp op);
 
-typedef enum PatKind { PAT_WILD, PAT_BIND, PAT_INT, PAT_FLOAT, PAT_STRING, PAT_BOOL, PAT_SUCCESS, PAT_ERROR, PAT_UNSUPPORTED } PatKind;
+typedef enum PatKind {
+    PAT_WILD, PAT_BIND, PAT_INT, PAT_FLOAT, PAT_STRING, PAT_BOOL, PAT_SUCCESS, PAT_ERROR,
+    PAT_UNSUPPORTED, PAT_CTOR, PAT_LIST
+} PatKind;
 
-typedef struct Pattern {
+typedef struct Pattern Pattern;
+struct Pattern {
     PatKind kind;
     Pos pos;
-    const char *name;     /* PAT_BIND name; PAT_SUCCESS/ERROR binder name (or NULL) */
+    const char *name;     /* PAT_BIND name; PAT_SUCCESS/ERROR binder name (or NULL); PAT_CTOR constructor */
     Pos name_pos;
     Sym *sym;             /* binder */
     int64_t ival;
@@ -91,7 +127,22 @@ typedef struct Pattern {
     bool bval;
     struct TypeExpr *annot; /* `x: T` */
     const char *feature;  /* PAT_UNSUPPORTED */
-} Pattern;
+    /* PAT_CTOR: sub-patterns by payload slot (`Node(l, r)`) or by field name
+     * (`Circle { radius }`, `fields` set; each sub-pattern binds the field's name).
+     * PAT_LIST: the element patterns, then `...rest` (rest_name, rest_sym) if has_rest. */
+    Pattern **subs;
+    int nsubs;
+    const char **fields;
+    Pos *field_pos;
+    int *slots;           /* PAT_CTOR: payload slot of each sub-pattern (set by the checker) */
+    bool named;           /* PAT_CTOR written with braces */
+    bool has_args;        /* PAT_CTOR written with `(...)` or `{...}` */
+    Variant *variant;     /* PAT_CTOR: resolved constructor */
+    bool has_rest;
+    const char *rest_name;
+    Pos rest_pos;
+    Sym *rest_sym;
+};
 
 typedef struct MatchArm {
     Pattern *pat;
@@ -99,7 +150,7 @@ typedef struct MatchArm {
 } MatchArm;
 
 /* A written type (annotation). */
-typedef enum TypeExprKind { TE_NAME, TE_FN } TypeExprKind;
+typedef enum TypeExprKind { TE_NAME, TE_FN, TE_RECORD } TypeExprKind;
 typedef struct TypeExpr {
     TypeExprKind kind;
     Pos pos;
@@ -107,6 +158,7 @@ typedef struct TypeExpr {
     struct TypeExpr **args;  /* generic arguments / fn params */
     int nargs;
     struct TypeExpr *ret;    /* TE_FN */
+    const char **fields;     /* TE_RECORD: `{ x: int, y: int }` field names (types in args) */
 } TypeExpr;
 
 typedef struct Param {
@@ -115,6 +167,94 @@ typedef struct Param {
     TypeExpr *annot;
     Sym *sym;
 } Param;
+
+/* `name: value` in a record construction or update. */
+typedef struct FieldInit {
+    const char *name;
+    Pos pos;
+    Expr *value;
+    int slot;                /* field index in the record / payload (set by the checker) */
+} FieldInit;
+
+/* `type` declarations (§3.3). */
+typedef enum TypeDeclKind { TD_RECORD, TD_UNION, TD_ALIAS, TD_NAME } TypeDeclKind;
+
+struct Variant {
+    const char *name;
+    Pos pos;
+    TypeDecl *decl;
+    int tag;                 /* index among the union's variants */
+    bool named;              /* `Circle { radius: float }` */
+    const char **fields;     /* named payload field names (NULL for positional) */
+    TypeExpr **ftypes;       /* payload types as written */
+    int nfields;
+    struct Type **types;     /* payload types over the declaration's parameter variables */
+    Sym *sym;
+};
+
+struct TypeDecl {
+    const char *name;
+    Pos pos;
+    TypeDeclKind kind;       /* TD_NAME: `type A = B`, an alias or a one-variant union (resolved later) */
+    const char **params;
+    int nparams;
+    struct Type **pvars;     /* one generic variable per parameter */
+    /* TD_RECORD */
+    const char **fields;
+    TypeExpr **ftypes;
+    struct Type **types;
+    int nfields;
+    /* TD_UNION */
+    Variant **variants;
+    int nvariants;
+    /* TD_ALIAS */
+    TypeExpr *alias;
+    struct Type *alias_type;
+    int state;               /* alias expansion: 0 new, 1 in progress, 2 done */
+};
+
+/* `effect` declarations (§3.4). */
+typedef struct OpDecl {
+    const char *name;
+    Pos pos;
+    TypeExpr *sig;           /* a function type */
+    struct Type *type;       /* TY_FN over the effect's parameter variables */
+} OpDecl;
+
+struct EffectDecl {
+    const char *name;
+    Pos pos;
+    const char **params;
+    int nparams;
+    struct Type **pvars;
+    OpDecl *ops;
+    int nops;
+};
+
+/* One entry of an effect row `!E` / `!E<T>` on a function. */
+typedef struct EffectRef {
+    const char *name;
+    Pos pos;
+    TypeExpr **args;
+    int nargs;
+    EffectDecl *decl;
+    struct Type **types;
+} EffectRef;
+
+/* One arm of `handle`: `op x y => body`. */
+struct HandleArm {
+    const char *op;
+    Pos pos;
+    Param *binders;
+    int nbinders;
+    Expr *body;
+    int opi;                 /* index of the operation in the effect */
+    bool resuming;           /* the body contains `resume` (§12.3) */
+    bool tail_resume;        /* the arm's value is `resume(...)` in tail position */
+    Unit *unit;              /* U_ARM */
+    int index;               /* arm number k in `<enclosing>$<Effect>.<op><k>` */
+    int table_index;         /* index in the handle's resuming-arm table */
+};
 
 struct Expr {
     ExprKind kind;
@@ -135,6 +275,8 @@ struct Expr {
             Expr *callee;
             Expr **args; int nargs;
             bool piped;              /* written as `x |> f(...)` */
+            const char **names;      /* named arguments (NULL: positional); names[0] NULL when piped */
+            Pos *name_pos;
         } call;
         struct { BinOp op; Expr *l, *r; } bin;
         struct { UnOp op; Expr *e; } un;
@@ -153,10 +295,48 @@ struct Expr {
         struct { bool is_error; Expr *e; } ctor;        /* Success { value: e } / Error { message: e } */
         struct { Expr **elems; int n; } list;
         struct { const char *feature; Expr **subs; int nsubs; } unsup;
+        struct { Expr *cond, *then, *els; } if_;
+        struct { Expr *e; const char *name; Pos npos; int slot; } field;
+        struct {
+            Expr *recv; const char *name; Pos npos;
+            Expr **args; int nargs;
+            Expr *fn;                /* E_IDENT for `name` (sym NULL if no such function) */
+            Expr *call;              /* the chosen call (set by the checker) */
+        } method;
+        struct {
+            const char *tname; Pos tpos; /* NULL: anonymous record */
+            FieldInit *fields; int n;
+            TypeDecl *decl;          /* a declared record */
+            Variant *variant;        /* a named-payload constructor */
+        } record;
+        struct { Expr *e; FieldInit *fields; int n; } update;
+        struct { Expr *e, *idx; } index;
+        struct { Expr **keys, **vals; int n; } maplit;
+        struct {
+            const char *effect; Pos epos; const char *op; Pos opos;
+            Expr **args; int nargs;
+            EffectDecl *decl; int opi;
+            struct Type **inst;      /* the effect's type arguments */
+        } perform;
+        struct {
+            const char *effect; Pos epos;
+            HandleArm *arms; int narms;
+            Expr *body;
+            EffectDecl *decl;
+            struct Type **inst;
+            Unit *group;             /* U_HANDLE */
+            Unit *body_unit;         /* U_HBODY when resuming, else NULL */
+            bool resuming;
+            int index;               /* k of `<enclosing>$handle<k>` (resuming only) */
+            int nresuming;
+        } handle;
+        struct { Expr *e; HandleArm *arm; Expr *handle; bool tail; } resume;
+        struct { Expr *ch, *v; } send;
+        struct { Expr *ch; } recv;
     } u;
 };
 
-typedef enum StmtKind { S_LET, S_EXPR, S_FN, S_UNSUPPORTED } StmtKind;
+typedef enum StmtKind { S_LET, S_EXPR, S_FN, S_UNSUPPORTED, S_TYPE, S_EFFECT, S_ASSIGN } StmtKind;
 
 struct Stmt {
     StmtKind kind;
@@ -173,6 +353,9 @@ struct Stmt {
         Expr *expr;
         FnDecl *fn;
         const char *feature;
+        TypeDecl *type;
+        EffectDecl *effect;
+        struct { const char *name; Pos name_pos; Expr *value; Sym *sym; } assign;
     } u;
 };
 
@@ -185,6 +368,13 @@ struct FnDecl {
     int line;                /* line of the `fn` keyword (DISubprogram line) */
     Param *params;
     int nparams;
+    const char **tparams;    /* explicit type parameters `<T, U>` */
+    Pos *tparam_pos;
+    int ntparams;
+    struct Type **tvars;     /* their rigid variables */
+    EffectRef *row;          /* declared effect row, or NULL */
+    int nrow;
+    bool has_row;
     TypeExpr *ret_annot;
     Expr *body;
     Sym *sym;
@@ -200,6 +390,7 @@ struct FnDecl {
     int check_state;         /* 0 unchecked, 1 in progress, 2 done */
     PtrVec callees;          /* FnDecl* referenced from the body */
     PtrVec globals_read;     /* Sym* file-scope bindings read by the body (direct) */
+    EffSet *esc;             /* effects that may escape a call (effects.c) */
     /* Tarjan */
     int t_index, t_low;
     bool t_onstack;
@@ -216,6 +407,8 @@ typedef struct Program {
     PtrVec fns;              /* FnDecl*, in declaration order */
     FnDecl *main_fn;         /* `fn main`, or NULL */
     Unit *main_unit;
+    PtrVec tdecls;           /* TypeDecl* */
+    PtrVec edecls;           /* EffectDecl* */
     bool uses_testing;
     int main_line;           /* line for the entry point's DISubprogram */
 } Program;

@@ -1,5 +1,6 @@
 /*
- * check.h — Hindley–Milner type inference for Tier 1 (LANGUAGE.md §3–§13).
+ * check.h — Hindley–Milner type inference (LANGUAGE.md §3–§13, Tier 1 and Tier 2, resuming
+ * effects).
  *
  * Functions are checked by strongly connected component of the call graph and
  * generalised (let-polymorphism with levels). Operators whose typing depends on
@@ -10,8 +11,11 @@
  * function is later specialised by codegen). Unconstrained variables default to
  * `int` (or `Error` in a Result's error slot) at the end.
  *
- * After inference a restriction pass enforces Tier 1's static use of function and
- * Iterator values. Returns the number of errors.
+ * Declared types (records, unions, aliases) and effects are prepared first; explicit
+ * type parameters are rigid variables while their function is checked. After inference
+ * a pass defaults what is left, marks `let`s bound to compile-time-known functions (called
+ * directly by codegen) and enforces that Iterators are consumed where they are built.
+ * Returns the number of errors.
  */
 #ifndef OSP_FE_CHECK_H
 #define OSP_FE_CHECK_H

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "effects.h"
 #include "parser.h"
 #include "resolve.h"
 
@@ -19,8 +20,10 @@ Program *osp_frontend_run(const char *path, const char *abs_path, const char *sr
     Diags d = {.arena = a, .path = prog->path, .src = src, .src_len = len};
     int syntax = parse_program(prog, &d, src, len);
     if (syntax == 0) {
+        int before = d.count;
         resolve_program(prog, &d);
         check_program(prog, &d);
+        if (d.count == before) effects_program(prog, &d);
     }
     if (diag_out) diag_print(&d, diag_out);
     *nerrors = d.count;

@@ -82,7 +82,6 @@ static void enter(Parser *p, Pos pos) {
 static void leave(Parser *p) { p->depth--; }
 
 static Expr *parse_expr(Parser *p);
-static Expr *unsup_expr(Parser *p, Pos pos, const char *feature, const char *tier);
 static Expr *parse_prefix(Parser *p);
 static Expr *parse_block(Parser *p);
 static Stmt *parse_stmt(Parser *p, bool top);
@@ -221,6 +220,25 @@ static TypeExpr *parse_type(Parser *p) {
         leave(p);
         return te;
     }
+    if (t->kind == P_LBRACE) {
+        /* anonymous record type `{ x: int, y: int }` */
+        next(p);
+        PtrVec names = {0}, types = {0};
+        while (kind(p) != P_RBRACE) {
+            Token *f = expect(p, T_IDENT, "naming a record field");
+            expect(p, P_COLON, "after the field name");
+            vec_push(p->a, &names, (void *)f->text);
+            vec_push(p->a, &types, parse_type(p));
+            if (!accept(p, P_COMMA)) break;
+        }
+        expect(p, P_RBRACE, "to close the record type");
+        te->kind = TE_RECORD;
+        te->fields = (const char **)names.items;
+        te->args = (TypeExpr **)types.items;
+        te->nargs = names.len;
+        leave(p);
+        return te;
+    }
     if (t->kind != T_IDENT) fail(p, t->pos, "expected a type, found %s", describe(t));
     next(p);
     te->kind = TE_NAME;
@@ -252,21 +270,67 @@ static void skip_group(Parser *p) {
     } while (depth > 0);
 }
 
+static Pattern *parse_pattern(Parser *p);
+
+/* `Ctor(p, q)` / `Ctor { a, b }` after the constructor name. */
+static void parse_ctor_args(Parser *p, Pattern *pat, Token *t) {
+    pat->kind = PAT_CTOR;
+    pat->name = t->text;
+    pat->name_pos = t->pos;
+    pat->has_args = true;
+    PtrVec subs = {0}, fields = {0};
+    PtrVec fpos = {0};
+    if (kind(p) == P_LBRACE) {
+        next(p);
+        pat->named = true;
+        while (kind(p) != P_RBRACE) {
+            Token *f = expect(p, T_IDENT, "naming a payload field");
+            if (kind(p) == P_COLON)
+                fail(p, peek(p)->pos, "field renaming in patterns (`%s: x`) is not supported; the binder takes the field's name", f->text);
+            Pattern *b = arena_alloc(p->a, sizeof *b);
+            b->kind = PAT_BIND;
+            b->pos = f->pos;
+            b->name = f->text;
+            b->name_pos = f->pos;
+            vec_push(p->a, &subs, b);
+            vec_push(p->a, &fields, (void *)f->text);
+            Pos *fp = arena_alloc(p->a, sizeof *fp);
+            *fp = f->pos;
+            vec_push(p->a, &fpos, fp);
+            if (!accept(p, P_COMMA)) break;
+        }
+        expect(p, P_RBRACE, "to close the pattern");
+        pat->fields = (const char **)fields.items;
+        pat->field_pos = arena_alloc(p->a, sizeof(Pos) * (size_t)(fpos.len + 1));
+        for (int k = 0; k < fpos.len; k++) pat->field_pos[k] = *(Pos *)fpos.items[k];
+    } else {
+        next(p); /* ( */
+        while (kind(p) != P_RPAREN) {
+            vec_push(p->a, &subs, parse_pattern(p));
+            if (!accept(p, P_COMMA)) break;
+        }
+        expect(p, P_RPAREN, "to close the pattern");
+    }
+    pat->subs = (Pattern **)subs.items;
+    pat->nsubs = subs.len;
+}
+
 static Pattern *parse_pattern(Parser *p) {
     Token *t = peek(p);
     Pattern *pat = arena_alloc(p->a, sizeof *pat);
     pat->pos = t->pos;
+    enter(p, t->pos);
     switch (t->kind) {
     case T_INT:
         next(p);
         pat->kind = PAT_INT;
         pat->ival = int_literal(p, t, false)->u.ival;
-        return pat;
+        break;
     case T_FLOAT:
         next(p);
         pat->kind = PAT_FLOAT;
         pat->fval = float_literal(p, t, false)->u.fval;
-        return pat;
+        break;
     case P_MINUS:
     case P_PLUS: {
         bool neg = t->kind == P_MINUS;
@@ -283,7 +347,7 @@ static Pattern *parse_pattern(Parser *p) {
         } else {
             fail(p, n->pos, "expected a number after `%s` in a pattern", neg ? "-" : "+");
         }
-        return pat;
+        break;
     }
     case T_STRING:
         next(p);
@@ -291,25 +355,19 @@ static Pattern *parse_pattern(Parser *p) {
         pat->kind = PAT_STRING;
         pat->sval = t->parts[0].text;
         pat->slen = t->parts[0].len;
-        return pat;
+        break;
     case K_TRUE:
     case K_FALSE:
         next(p);
         pat->kind = PAT_BOOL;
         pat->bval = t->kind == K_TRUE;
-        return pat;
+        break;
     case T_IDENT: {
         next(p);
         bool is_result = strcmp(t->text, "Success") == 0 || strcmp(t->text, "Error") == 0;
         bool is_err = strcmp(t->text, "Error") == 0;
-        if (kind(p) == P_LBRACE) {
+        if (is_result && kind(p) == P_LBRACE) {
             /* named payload: Success { value } / Error { message } */
-            if (!is_result) {
-                unsupported(p, t->pos, "constructor patterns of user-declared types", "2");
-                skip_group(p);
-                pat->kind = PAT_UNSUPPORTED;
-                return pat;
-            }
             next(p);
             pat->kind = is_err ? PAT_ERROR : PAT_SUCCESS;
             const char *field = is_err ? "message" : "value";
@@ -320,15 +378,9 @@ static Pattern *parse_pattern(Parser *p) {
             pat->name_pos = f->pos;
             if (kind(p) == P_COLON) fail(p, peek(p)->pos, "field renaming in patterns is not supported");
             expect(p, P_RBRACE, "to close the pattern");
-            return pat;
+            break;
         }
-        if (kind(p) == P_LPAREN && !peek(p)->nl_before) {
-            if (!is_result) {
-                unsupported(p, t->pos, "constructor patterns of user-declared types", "2");
-                skip_group(p);
-                pat->kind = PAT_UNSUPPORTED;
-                return pat;
-            }
+        if (is_result && kind(p) == P_LPAREN && !peek(p)->nl_before) {
             next(p);
             pat->kind = is_err ? PAT_ERROR : PAT_SUCCESS;
             Token *f = peek(p);
@@ -342,15 +394,19 @@ static Pattern *parse_pattern(Parser *p) {
                 fail(p, f->pos, "expected a binder or `_` in `%s(...)`, found %s", t->text, describe(f));
             }
             expect(p, P_RPAREN, "to close the pattern");
-            return pat;
+            break;
         }
         if (is_result) {
             pat->kind = is_err ? PAT_ERROR : PAT_SUCCESS;
-            return pat;
+            break;
         }
         if (strcmp(t->text, "_") == 0) {
             pat->kind = PAT_WILD;
-            return pat;
+            break;
+        }
+        if (kind(p) == P_LBRACE || (kind(p) == P_LPAREN && !peek(p)->nl_before)) {
+            parse_ctor_args(p, pat, t);
+            break;
         }
         pat->kind = PAT_BIND;
         pat->name = t->text;
@@ -359,22 +415,44 @@ static Pattern *parse_pattern(Parser *p) {
             next(p);
             pat->annot = parse_type(p);
         }
-        return pat;
+        break;
     }
-    case P_LBRACKET:
-        unsupported(p, t->pos, "list patterns", "2");
-        skip_group(p);
-        pat->kind = PAT_UNSUPPORTED;
-        return pat;
+    case P_LBRACKET: {
+        next(p);
+        pat->kind = PAT_LIST;
+        PtrVec subs = {0};
+        while (kind(p) != P_RBRACKET) {
+            if (kind(p) == P_ELLIPSIS) {
+                Token *d = next(p);
+                Token *r = peek(p);
+                if (r->kind != T_IDENT) fail(p, r->pos, "expected a name after `...` in a list pattern, found %s", describe(r));
+                next(p);
+                pat->has_rest = true;
+                pat->rest_name = strcmp(r->text, "_") == 0 ? NULL : r->text;
+                pat->rest_pos = r->pos;
+                if (subs.len == 0) fail(p, d->pos, "a list pattern needs at least one element before `...rest`");
+                if (kind(p) != P_RBRACKET) fail(p, d->pos, "`...%s` must be the last element of a list pattern", r->text);
+                break;
+            }
+            vec_push(p->a, &subs, parse_pattern(p));
+            if (!accept(p, P_COMMA)) break;
+        }
+        expect(p, P_RBRACKET, "to close the list pattern");
+        pat->subs = (Pattern **)subs.items;
+        pat->nsubs = subs.len;
+        break;
+    }
     case P_LBRACE:
     case P_LPAREN:
         unsupported(p, t->pos, "structural patterns", "3");
         skip_group(p);
         pat->kind = PAT_UNSUPPORTED;
-        return pat;
+        break;
     default:
         fail(p, t->pos, "expected a pattern, found %s", describe(t));
     }
+    leave(p);
+    return pat;
 }
 
 /* ---- expressions ---- */
@@ -421,34 +499,53 @@ static Expr *parse_lambda(Parser *p) {
     return e;
 }
 
-static Expr *unsup_expr(Parser *p, Pos pos, const char *feature, const char *tier) {
-    unsupported(p, pos, feature, tier);
-    Expr *e = expr_new(p->a, E_UNSUPPORTED, pos);
-    e->u.unsup.feature = feature;
-    return e;
-}
 
-/* Arguments of a call, after `(`. Named arguments are recognised and reported. */
-static Expr **parse_args(Parser *p, int *n) {
-    PtrVec args = {0};
+/* Arguments of a call, after `(`, up to and including `)`. Named arguments `name: e`
+ * fill *names (NULL when every argument is positional); mixing is reported. */
+static Expr **parse_args_named(Parser *p, int *n, const char ***names, Pos **npos) {
+    PtrVec args = {0}, nm = {0};
+    PtrVec np = {0};
     bool nb = p->no_brace;
     p->no_brace = false;
+    bool any_named = false, any_pos = false;
     if (kind(p) != P_RPAREN) {
         do {
             if (kind(p) == P_RPAREN) break; /* trailing comma */
-            if (kind(p) == T_IDENT && peek_at(p, 1)->kind == P_COLON) {
-                unsupported(p, peek(p)->pos, "named arguments", "2");
+            Token *t = peek(p);
+            const char *name = NULL;
+            if (t->kind == T_IDENT && peek_at(p, 1)->kind == P_COLON) {
+                if (!names) fail(p, t->pos, "named arguments are not allowed here");
+                if (any_pos) fail(p, t->pos, "cannot mix named and positional arguments");
                 next(p);
                 next(p);
+                name = t->text;
+                any_named = true;
+            } else {
+                if (any_named) fail(p, t->pos, "cannot mix named and positional arguments");
+                any_pos = true;
             }
+            vec_push(p->a, &nm, (void *)name);
+            Pos *pp = arena_alloc(p->a, sizeof *pp);
+            *pp = t->pos;
+            vec_push(p->a, &np, pp);
             vec_push(p->a, &args, parse_expr(p));
         } while (accept(p, P_COMMA));
     }
     expect(p, P_RPAREN, "to close the argument list");
     p->no_brace = nb;
     *n = args.len;
+    if (names) {
+        *names = NULL;
+        if (any_named) {
+            *names = (const char **)nm.items;
+            *npos = arena_alloc(p->a, sizeof(Pos) * (size_t)(np.len + 1));
+            for (int k = 0; k < np.len; k++) (*npos)[k] = *(Pos *)np.items[k];
+        }
+    }
     return (Expr **)args.items;
 }
+
+static Expr **parse_args(Parser *p, int *n) { return parse_args_named(p, n, NULL, NULL); }
 
 static Expr *parse_match(Parser *p) {
     Token *t = next(p);
@@ -478,26 +575,123 @@ static Expr *parse_match(Parser *p) {
 
 static Expr *parse_if(Parser *p) {
     Token *t = next(p);
+    enter(p, t->pos);
+    Expr *e = expr_new(p->a, E_IF, t->pos);
     bool nb = p->no_brace;
     p->no_brace = true;
-    parse_expr(p);
+    e->u.if_.cond = parse_expr(p);
     p->no_brace = false;
-    if (kind(p) != P_LBRACE) fail(p, peek(p)->pos, "expected `{` after the `if` condition");
-    parse_block(p);
-    if (accept(p, K_ELSE)) {
-        if (kind(p) == K_IF) parse_if(p);
-        else {
-            if (kind(p) != P_LBRACE) fail(p, peek(p)->pos, "expected `{` after `else`");
-            parse_block(p);
-        }
+    if (kind(p) != P_LBRACE) fail(p, peek(p)->pos, "expected `{` after the `if` condition, found %s", describe(peek(p)));
+    e->u.if_.then = parse_block(p);
+    if (!accept(p, K_ELSE))
+        fail(p, t->pos, "`if` needs an `else` branch (`if` is an expression; write `else { ... }`)");
+    if (kind(p) == K_IF) {
+        e->u.if_.els = parse_if(p);
+    } else {
+        if (kind(p) != P_LBRACE) fail(p, peek(p)->pos, "expected `{` or `if` after `else`, found %s", describe(peek(p)));
+        e->u.if_.els = parse_block(p);
     }
     p->no_brace = nb;
-    return unsup_expr(p, t->pos, "`if`/`else` expressions", "2");
+    leave(p);
+    return e;
 }
 
 static bool is_record_open(Parser *p) {
     /* `{ ident :` — record literal / update / constructor (not `::`) */
     return kind(p) == P_LBRACE && peek_at(p, 1)->kind == T_IDENT && peek_at(p, 2)->kind == P_COLON;
+}
+
+/* `{ name: e, ... }` (the opening brace is the current token). */
+static FieldInit *parse_field_inits(Parser *p, int *n) {
+    expect(p, P_LBRACE, "to open the fields");
+    bool nb = p->no_brace;
+    p->no_brace = false;
+    PtrVec fs = {0};
+    while (kind(p) != P_RBRACE) {
+        Token *f = expect(p, T_IDENT, "naming a field");
+        expect(p, P_COLON, "after the field name");
+        FieldInit *fi = arena_alloc(p->a, sizeof *fi);
+        fi->name = f->text;
+        fi->pos = f->pos;
+        fi->value = parse_expr(p);
+        vec_push(p->a, &fs, fi);
+        if (!accept(p, P_COMMA)) break;
+    }
+    expect(p, P_RBRACE, "to close the fields");
+    p->no_brace = nb;
+    FieldInit *arr = arena_alloc(p->a, sizeof(FieldInit) * (size_t)(fs.len + 1));
+    for (int k = 0; k < fs.len; k++) arr[k] = *(FieldInit *)fs.items[k];
+    *n = fs.len;
+    return arr;
+}
+
+/* `{ "k": v, ... }` (the opening brace is the current token). */
+static Expr *parse_map_literal(Parser *p) {
+    Token *t = next(p);
+    Expr *e = expr_new(p->a, E_MAPLIT, t->pos);
+    bool nb = p->no_brace;
+    p->no_brace = false;
+    PtrVec ks = {0}, vs = {0};
+    while (kind(p) != P_RBRACE) {
+        vec_push(p->a, &ks, parse_expr(p));
+        expect(p, P_COLON, "after the map key");
+        vec_push(p->a, &vs, parse_expr(p));
+        if (!accept(p, P_COMMA)) break;
+    }
+    expect(p, P_RBRACE, "to close the map literal");
+    p->no_brace = nb;
+    e->u.maplit.keys = (Expr **)ks.items;
+    e->u.maplit.vals = (Expr **)vs.items;
+    e->u.maplit.n = ks.len;
+    return e;
+}
+
+/* `handle E (op binders => body)+ in body` */
+static Expr *parse_handle(Parser *p) {
+    Token *t = next(p);
+    Expr *e = expr_new(p->a, E_HANDLE, t->pos);
+    Token *name = expect(p, T_IDENT, "naming the effect to handle");
+    e->u.handle.effect = name->text;
+    e->u.handle.epos = name->pos;
+    if (kind(p) == P_LT && !peek(p)->ws_before)
+        fail(p, peek(p)->pos, "`handle` names the effect without type arguments (they are inferred)");
+    bool nb = p->no_brace;
+    p->no_brace = false;
+    PtrVec arms = {0};
+    while (kind(p) != K_IN) {
+        Token *op = peek(p);
+        if (op->kind != T_IDENT) {
+            if (arms.len == 0) fail(p, op->pos, "expected an operation of `%s` to handle, found %s", name->text, describe(op));
+            fail(p, op->pos, "expected another arm or `in` after the arms of `handle`, found %s", describe(op));
+        }
+        next(p);
+        HandleArm *arm = arena_alloc(p->a, sizeof *arm);
+        arm->op = op->text;
+        arm->pos = op->pos;
+        PtrVec bs = {0};
+        while (kind(p) == T_IDENT) {
+            Token *b = next(p);
+            Param *pr = arena_alloc(p->a, sizeof *pr);
+            pr->pos = b->pos;
+            pr->name = strcmp(b->text, "_") == 0 ? NULL : b->text;
+            vec_push(p->a, &bs, pr);
+        }
+        expect(p, P_FATARROW, "after the operation and its binders");
+        arm->binders = arena_alloc(p->a, sizeof(Param) * (size_t)(bs.len + 1));
+        for (int k = 0; k < bs.len; k++) arm->binders[k] = *(Param *)bs.items[k];
+        arm->nbinders = bs.len;
+        arm->body = parse_expr(p);
+        vec_push(p->a, &arms, arm);
+        if (kind(p) == T_EOF) fail(p, t->pos, "expected `in` after the arms of `handle`");
+    }
+    if (arms.len == 0) fail(p, peek(p)->pos, "`handle %s` needs at least one arm (`op binders => value`) before `in`", name->text);
+    next(p); /* in */
+    e->u.handle.body = parse_expr(p);
+    p->no_brace = nb;
+    e->u.handle.narms = arms.len;
+    e->u.handle.arms = arena_alloc(p->a, sizeof(HandleArm) * (size_t)(arms.len + 1));
+    for (int k = 0; k < arms.len; k++) e->u.handle.arms[k] = *(HandleArm *)arms.items[k];
+    return e;
 }
 
 static Expr *parse_primary(Parser *p) {
@@ -534,8 +728,13 @@ static Expr *parse_primary(Parser *p) {
             return e;
         }
         if (!p->no_brace && is_record_open(p) && !peek(p)->nl_before) {
-            skip_group(p);
-            return unsup_expr(p, t->pos, "records", "2");
+            /* `Point { x: 1 }`, `Circle { radius: 2 }` — or the update `p { x: 1 }` of a
+             * variable `p`: name resolution decides */
+            Expr *e = expr_new(p->a, E_RECORD, t->pos);
+            e->u.record.tname = t->text;
+            e->u.record.tpos = t->pos;
+            e->u.record.fields = parse_field_inits(p, &e->u.record.n);
+            return e;
         }
         Expr *e = expr_new(p->a, E_IDENT, t->pos);
         e->u.ident.name = t->text;
@@ -554,13 +753,11 @@ static Expr *parse_primary(Parser *p) {
     }
     case P_LBRACE:
         if (is_record_open(p)) {
-            skip_group(p);
-            return unsup_expr(p, t->pos, "anonymous records", "2");
+            Expr *e = expr_new(p->a, E_RECORD, t->pos);
+            e->u.record.fields = parse_field_inits(p, &e->u.record.n);
+            return e;
         }
-        if (peek_at(p, 1)->kind == T_STRING && peek_at(p, 2)->kind == P_COLON) {
-            skip_group(p);
-            return unsup_expr(p, t->pos, "map literals", "2");
-        }
+        if (peek_at(p, 1)->kind == T_STRING && peek_at(p, 2)->kind == P_COLON) return parse_map_literal(p);
         return parse_block(p);
     case P_LBRACKET: {
         next(p);
@@ -607,51 +804,56 @@ static Expr *parse_primary(Parser *p) {
         return parse_if(p);
     case K_PERFORM: {
         next(p);
-        expect(p, T_IDENT, "naming the effect");
+        Expr *e = expr_new(p->a, E_PERFORM, t->pos);
+        Token *ef = expect(p, T_IDENT, "naming the effect");
+        if (kind(p) == P_LT) fail(p, peek(p)->pos, "`perform` names the effect without type arguments (they are inferred)");
         expect(p, P_DOT, "after the effect name");
-        expect(p, T_IDENT, "naming the operation");
-        expect(p, P_LPAREN, "after the operation");
-        int n;
-        parse_args(p, &n);
-        return unsup_expr(p, t->pos, "effects (`perform`)", "2");
+        Token *op = expect(p, T_IDENT, "naming the operation");
+        if (kind(p) != P_LPAREN || peek(p)->nl_before)
+            fail(p, peek(p)->pos, "expected `(` after `perform %s.%s` (write `()` for no arguments)", ef->text, op->text);
+        next(p);
+        e->u.perform.effect = ef->text;
+        e->u.perform.epos = ef->pos;
+        e->u.perform.op = op->text;
+        e->u.perform.opos = op->pos;
+        e->u.perform.args = parse_args(p, &e->u.perform.nargs);
+        return e;
     }
     case K_RESUME: {
         next(p);
-        expect(p, P_LPAREN, "after `resume`");
+        if (kind(p) != P_LPAREN || peek(p)->nl_before) fail(p, peek(p)->pos, "expected `(` after `resume`");
+        next(p);
+        Expr *e = expr_new(p->a, E_RESUME, t->pos);
         int n;
-        parse_args(p, &n);
-        return unsup_expr(p, t->pos, "resuming effect handlers (`resume`)", "3");
+        Expr **args = parse_args(p, &n);
+        if (n > 1) fail(p, args[1]->pos, "`resume` takes at most one value");
+        e->u.resume.e = n ? args[0] : NULL;
+        return e;
     }
     case K_SEND:
     case K_RECV: {
         next(p);
-        expect(p, P_LPAREN, t->kind == K_SEND ? "after `send`" : "after `recv`");
+        if (kind(p) != P_LPAREN || peek(p)->nl_before)
+            fail(p, peek(p)->pos, "expected `(` after `%s`", t->kind == K_SEND ? "send" : "recv");
+        next(p);
         int n;
-        parse_args(p, &n);
-        return unsup_expr(p, t->pos, "channels", "2");
-    }
-    case K_HANDLE: {
-        /* skip the arms up to `in` (at bracket depth 0), then parse the handled body */
-        next(p);
-        int depth = 0;
-        while (!(kind(p) == K_IN && depth == 0)) {
-            TokKind k = kind(p);
-            if (k == T_EOF) fail(p, t->pos, "expected `in` after the arms of `handle`");
-            if (k == P_LPAREN || k == P_LBRACE || k == P_LBRACKET) depth++;
-            if (k == P_RPAREN || k == P_RBRACE || k == P_RBRACKET) depth--;
-            next(p);
+        Expr **args = parse_args(p, &n);
+        int want = t->kind == K_SEND ? 2 : 1;
+        if (n != want)
+            fail(p, t->pos, "`%s` expects %d argument%s, got %d", t->kind == K_SEND ? "send" : "recv", want, want == 1 ? "" : "s", n);
+        Expr *e;
+        if (t->kind == K_SEND) {
+            e = expr_new(p->a, E_SEND, t->pos);
+            e->u.send.ch = args[0];
+            e->u.send.v = args[1];
+        } else {
+            e = expr_new(p->a, E_RECV, t->pos);
+            e->u.recv.ch = args[0];
         }
-        next(p);
-        bool nb = p->no_brace;
-        p->no_brace = false;
-        Expr *body = parse_expr(p);
-        p->no_brace = nb;
-        Expr *u = unsup_expr(p, t->pos, "effect handlers (`handle`)", "2");
-        u->u.unsup.subs = arena_alloc(p->a, sizeof(Expr *));
-        u->u.unsup.subs[0] = body;
-        u->u.unsup.nsubs = 1;
-        return u;
+        return e;
     }
+    case K_HANDLE:
+        return parse_handle(p);
     case K_SELECT:
         fail(p, t->pos, "`select` is reserved and not supported");
     default:
@@ -670,38 +872,56 @@ static Expr *parse_postfix(Parser *p) {
             next(p);
             Expr *c = expr_new(p->a, E_CALL, e->pos);
             c->u.call.callee = e;
-            c->u.call.args = parse_args(p, &c->u.call.nargs);
+            c->u.call.args = parse_args_named(p, &c->u.call.nargs, &c->u.call.names, &c->u.call.name_pos);
             e = c;
             continue;
         }
         if (t->kind == P_LBRACKET && !t->ws_before) {
             enter(p, t->pos);
             chain++;
-            skip_group(p);
-            Expr *u = unsup_expr(p, t->pos, "indexing (`x[i]`)", "2");
-            u->u.unsup.subs = arena_alloc(p->a, sizeof(Expr *));
-            u->u.unsup.subs[0] = e;
-            u->u.unsup.nsubs = 1;
-            e = u;
+            next(p);
+            Expr *x = expr_new(p->a, E_INDEX, t->pos);
+            bool nb = p->no_brace;
+            p->no_brace = false;
+            x->u.index.e = e;
+            x->u.index.idx = parse_expr(p);
+            p->no_brace = nb;
+            expect(p, P_RBRACKET, "to close the index");
+            e = x;
             continue;
         }
         if (t->kind == P_DOT) {
             enter(p, t->pos);
             chain++;
             next(p);
-            expect(p, T_IDENT, "after `.`");
+            Token *name = expect(p, T_IDENT, "after `.`");
             if (kind(p) == P_LPAREN && !peek(p)->nl_before) {
                 next(p);
-                int n;
-                parse_args(p, &n);
+                Expr *m = expr_new(p->a, E_METHOD, name->pos);
+                m->u.method.recv = e;
+                m->u.method.name = name->text;
+                m->u.method.npos = name->pos;
+                const char **names = NULL;
+                Pos *npos = NULL;
+                m->u.method.args = parse_args_named(p, &m->u.method.nargs, &names, &npos);
+                if (names) fail(p, name->pos, "named arguments are not supported in method calls");
+                e = m;
+                continue;
             }
-            Expr *u = unsup_expr(p, t->pos, "field access and method calls", "2");
-            e = u;
+            Expr *f = expr_new(p->a, E_FIELD, name->pos);
+            f->u.field.e = e;
+            f->u.field.name = name->text;
+            f->u.field.npos = name->pos;
+            e = f;
             continue;
         }
         if (!p->no_brace && is_record_open(p) && !t->nl_before) {
-            skip_group(p);
-            e = unsup_expr(p, t->pos, "record update", "2");
+            enter(p, t->pos);
+            chain++;
+            Expr *u = expr_new(p->a, E_UPDATE, t->pos);
+            u->u.update.e = e;
+            u->u.update.fields = parse_field_inits(p, &u->u.update.n);
+            e = u;
             continue;
         }
         break;
@@ -751,12 +971,34 @@ static Expr *parse_prefix(Parser *p) {
 /* `x |> rhs`: rhs is a call (x becomes its first argument) or any callable. */
 static Expr *make_pipe(Parser *p, Expr *x, Expr *rhs, Pos pos) {
     if (rhs->kind == E_CALL && !rhs->u.call.piped) {
-        Expr **args = arena_alloc(p->a, sizeof(Expr *) * (size_t)(rhs->u.call.nargs + 1));
+        int n = rhs->u.call.nargs;
+        Expr **args = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + 1));
         args[0] = x;
-        for (int k = 0; k < rhs->u.call.nargs; k++) args[k + 1] = rhs->u.call.args[k];
+        for (int k = 0; k < n; k++) args[k + 1] = rhs->u.call.args[k];
+        if (rhs->u.call.names) {
+            /* the piped value fills the first parameter; the others are named */
+            const char **names = arena_alloc(p->a, sizeof(char *) * (size_t)(n + 1));
+            Pos *np = arena_alloc(p->a, sizeof(Pos) * (size_t)(n + 1));
+            np[0] = x->pos;
+            for (int k = 0; k < n; k++) {
+                names[k + 1] = rhs->u.call.names[k];
+                np[k + 1] = rhs->u.call.name_pos[k];
+            }
+            rhs->u.call.names = names;
+            rhs->u.call.name_pos = np;
+        }
         rhs->u.call.args = args;
         rhs->u.call.nargs++;
         rhs->u.call.piped = true;
+        return rhs;
+    }
+    if (rhs->kind == E_METHOD) {
+        int n = rhs->u.method.nargs;
+        Expr **args = arena_alloc(p->a, sizeof(Expr *) * (size_t)(n + 1));
+        args[0] = x;
+        for (int k = 0; k < n; k++) args[k + 1] = rhs->u.method.args[k];
+        rhs->u.method.args = args;
+        rhs->u.method.nargs++;
         return rhs;
     }
     Expr *c = expr_new(p->a, E_CALL, pos);
@@ -892,10 +1134,15 @@ static Expr *parse_expr(Parser *p) {
         l = e;
     } else if (kind(p) == P_QUESTION) {
         Token *t = next(p);
-        parse_expr(p);
+        Expr *e = expr_new(p->a, E_IF, t->pos);
+        e->u.if_.cond = l;
+        bool nb = p->no_brace;
+        p->no_brace = false;
+        e->u.if_.then = parse_expr(p);
         expect(p, P_COLON, "in the conditional expression `c ? a : b`");
-        parse_expr(p);
-        l = unsup_expr(p, t->pos, "the conditional operator `c ? a : b`", "2");
+        p->no_brace = nb;
+        e->u.if_.els = parse_expr(p);
+        l = e;
     }
     leave(p);
     return l;
@@ -922,6 +1169,46 @@ static Expr *parse_block(Parser *p) {
 
 /* ---- statements ---- */
 
+/* `<A, B>` type parameters (variance markers `in` / `out` accepted and ignored). */
+static const char **parse_type_params(Parser *p, int *n, Pos **pos) {
+    PtrVec names = {0}, ps = {0};
+    expect(p, P_LT, "to open the type parameters");
+    while (kind(p) != P_GT) {
+        if (kind(p) == K_IN || (kind(p) == T_IDENT && strcmp(peek(p)->text, "out") == 0 && peek_at(p, 1)->kind == T_IDENT))
+            next(p);
+        Token *t = expect(p, T_IDENT, "naming a type parameter");
+        for (int k = 0; k < names.len; k++)
+            if (strcmp(names.items[k], t->text) == 0) fail(p, t->pos, "duplicate type parameter `%s`", t->text);
+        vec_push(p->a, &names, (void *)t->text);
+        Pos *pp = arena_alloc(p->a, sizeof *pp);
+        *pp = t->pos;
+        vec_push(p->a, &ps, pp);
+        if (!accept(p, P_COMMA)) break;
+    }
+    expect(p, P_GT, "to close the type parameters");
+    *n = names.len;
+    if (pos) {
+        *pos = arena_alloc(p->a, sizeof(Pos) * (size_t)(ps.len + 1));
+        for (int k = 0; k < ps.len; k++) (*pos)[k] = *(Pos *)ps.items[k];
+    }
+    return (const char **)names.items;
+}
+
+static void parse_effect_ref(Parser *p, EffectRef *r) {
+    Token *t = expect(p, T_IDENT, "naming an effect");
+    r->name = t->text;
+    r->pos = t->pos;
+    if (kind(p) == P_LT && !peek(p)->nl_before) {
+        next(p);
+        PtrVec args = {0};
+        do vec_push(p->a, &args, parse_type(p));
+        while (accept(p, P_COMMA));
+        expect(p, P_GT, "to close the effect's type arguments");
+        r->args = (TypeExpr **)args.items;
+        r->nargs = args.len;
+    }
+}
+
 static FnDecl *parse_fn_decl(Parser *p) {
     Token *kw = next(p);
     Token *name = expect(p, T_IDENT, "naming the function");
@@ -929,29 +1216,31 @@ static FnDecl *parse_fn_decl(Parser *p) {
     fn->name = name->text;
     fn->pos = name->pos;
     fn->line = kw->pos.line;
-    if (kind(p) == P_LT) {
-        unsupported(p, peek(p)->pos, "explicit type parameters (generics)", "2");
-        while (kind(p) != P_GT) {
-            if (kind(p) == T_EOF || kind(p) == P_LPAREN) fail(p, peek(p)->pos, "expected `>` to close the type parameters");
-            next(p);
-        }
-        next(p);
-    }
+    if (kind(p) == P_LT) fn->tparams = parse_type_params(p, &fn->ntparams, &fn->tparam_pos);
     expect(p, P_LPAREN, "after the function name");
     fn->params = parse_params(p, P_RPAREN, &fn->nparams);
     expect(p, P_RPAREN, "to close the parameters");
     if (accept(p, P_ARROW)) fn->ret_annot = parse_type(p);
     if (kind(p) == P_NOT) {
-        unsupported(p, peek(p)->pos, "effect rows (`!Effect`)", "2");
         next(p);
-        if (kind(p) == P_LBRACKET) skip_group(p);
-        else {
-            expect(p, T_IDENT, "naming the effect");
-            if (kind(p) == P_LT) {
-                while (kind(p) != P_GT && kind(p) != T_EOF) next(p);
-                accept(p, P_GT);
+        fn->has_row = true;
+        PtrVec refs = {0};
+        if (accept(p, P_LBRACKET)) {
+            while (kind(p) != P_RBRACKET) {
+                EffectRef *r = arena_alloc(p->a, sizeof *r);
+                parse_effect_ref(p, r);
+                vec_push(p->a, &refs, r);
+                if (!accept(p, P_COMMA)) break;
             }
+            expect(p, P_RBRACKET, "to close the effect row");
+        } else {
+            EffectRef *r = arena_alloc(p->a, sizeof *r);
+            parse_effect_ref(p, r);
+            vec_push(p->a, &refs, r);
         }
+        fn->row = arena_alloc(p->a, sizeof(EffectRef) * (size_t)(refs.len + 1));
+        for (int k = 0; k < refs.len; k++) fn->row[k] = *(EffectRef *)refs.items[k];
+        fn->nrow = refs.len;
     }
     if (accept(p, P_ASSIGN)) {
         fn->body = parse_expr(p);
@@ -961,6 +1250,118 @@ static FnDecl *parse_fn_decl(Parser *p) {
         fail(p, peek(p)->pos, "expected `=` or `{` to begin the body of `%s`, found %s", fn->name, describe(peek(p)));
     }
     return fn;
+}
+
+/* `{ name: Type, ... }` fields of a record type or a named payload. */
+static int parse_field_decls(Parser *p, const char ***names, TypeExpr ***types) {
+    expect(p, P_LBRACE, "to open the fields");
+    PtrVec ns = {0}, ts = {0};
+    while (kind(p) != P_RBRACE) {
+        Token *f = expect(p, T_IDENT, "naming a field");
+        for (int k = 0; k < ns.len; k++)
+            if (strcmp(ns.items[k], f->text) == 0) fail(p, f->pos, "duplicate field `%s`", f->text);
+        expect(p, P_COLON, "after the field name");
+        vec_push(p->a, &ns, (void *)f->text);
+        vec_push(p->a, &ts, parse_type(p));
+        if (!accept(p, P_COMMA)) break;
+    }
+    expect(p, P_RBRACE, "to close the fields");
+    *names = (const char **)ns.items;
+    *types = (TypeExpr **)ts.items;
+    return ns.len;
+}
+
+static Variant *parse_variant(Parser *p, TypeDecl *td) {
+    Token *t = expect(p, T_IDENT, "naming a variant");
+    Variant *v = arena_alloc(p->a, sizeof *v);
+    v->name = t->text;
+    v->pos = t->pos;
+    v->decl = td;
+    if (kind(p) == P_LBRACE) {
+        v->named = true;
+        v->nfields = parse_field_decls(p, &v->fields, &v->ftypes);
+    } else if (kind(p) == P_LPAREN && !peek(p)->nl_before) {
+        next(p);
+        PtrVec ts = {0};
+        while (kind(p) != P_RPAREN) {
+            vec_push(p->a, &ts, parse_type(p));
+            if (!accept(p, P_COMMA)) break;
+        }
+        expect(p, P_RPAREN, "to close the variant's payload");
+        v->ftypes = (TypeExpr **)ts.items;
+        v->nfields = ts.len;
+    }
+    return v;
+}
+
+static TypeDecl *parse_type_decl(Parser *p) {
+    next(p); /* type */
+    Token *name = expect(p, T_IDENT, "naming the type");
+    TypeDecl *td = arena_alloc(p->a, sizeof *td);
+    td->name = name->text;
+    td->pos = name->pos;
+    if (kind(p) == P_LT) td->params = parse_type_params(p, &td->nparams, NULL);
+    expect(p, P_ASSIGN, "after the type name");
+    if (kind(p) == P_LBRACE) {
+        td->kind = TD_RECORD;
+        td->nfields = parse_field_decls(p, &td->fields, &td->ftypes);
+        return td;
+    }
+    bool lead_bar = accept(p, P_BAR);
+    Token *t = peek(p);
+    Token *t1 = peek_at(p, 1);
+    bool union_form = lead_bar || (t->kind == T_IDENT && (t1->kind == P_BAR || t1->kind == P_LBRACE ||
+                                                          (t1->kind == P_LPAREN && !t1->nl_before)));
+    if (!union_form) {
+        td->alias = parse_type(p);
+        /* `type A = B` is an alias when B is a type, else a union of one variant B */
+        td->kind = (td->alias->kind == TE_NAME && td->alias->nargs == 0) ? TD_NAME : TD_ALIAS;
+        return td;
+    }
+    td->kind = TD_UNION;
+    PtrVec vs = {0};
+    do {
+        Variant *v = parse_variant(p, td);
+        for (int k = 0; k < vs.len; k++)
+            if (strcmp(((Variant *)vs.items[k])->name, v->name) == 0)
+                fail(p, v->pos, "duplicate variant `%s` in `%s`", v->name, td->name);
+        v->tag = vs.len;
+        vec_push(p->a, &vs, v);
+    } while (accept(p, P_BAR));
+    td->variants = (Variant **)vs.items;
+    td->nvariants = vs.len;
+    return td;
+}
+
+static EffectDecl *parse_effect_decl(Parser *p) {
+    next(p); /* effect */
+    Token *name = expect(p, T_IDENT, "naming the effect");
+    EffectDecl *ed = arena_alloc(p->a, sizeof *ed);
+    ed->name = name->text;
+    ed->pos = name->pos;
+    if (kind(p) == P_LT) ed->params = parse_type_params(p, &ed->nparams, NULL);
+    expect(p, P_LBRACE, "to open the operations of the effect");
+    PtrVec ops = {0};
+    while (kind(p) != P_RBRACE) {
+        Token *op = expect(p, T_IDENT, "naming an operation");
+        for (int k = 0; k < ops.len; k++)
+            if (strcmp(((OpDecl *)ops.items[k])->name, op->text) == 0)
+                fail(p, op->pos, "duplicate operation `%s` in effect `%s`", op->text, ed->name);
+        expect(p, P_COLON, "after the operation name");
+        OpDecl *od = arena_alloc(p->a, sizeof *od);
+        od->name = op->text;
+        od->pos = op->pos;
+        od->sig = parse_type(p);
+        if (od->sig->kind != TE_FN)
+            fail(p, od->sig->pos, "the operation `%s` needs a function type, e.g. `fn(string) -> Unit`", op->text);
+        vec_push(p->a, &ops, od);
+        accept(p, P_COMMA);
+    }
+    expect(p, P_RBRACE, "to close the effect");
+    ed->ops = arena_alloc(p->a, sizeof(OpDecl) * (size_t)(ops.len + 1));
+    for (int k = 0; k < ops.len; k++) ed->ops[k] = *(OpDecl *)ops.items[k];
+    ed->nops = ops.len;
+    return ed;
 }
 
 /* Report an unsupported declaration and skip it: up to the next line that starts at
@@ -1003,16 +1404,23 @@ static Stmt *parse_stmt(Parser *p, bool top) {
         s->u.let.name = name->text;
         s->u.let.name_pos = name->pos;
         s->u.let.is_mut = t->kind == K_MUT;
-        if (t->kind == K_MUT) unsupported(p, t->pos, "`mut` bindings", "2");
         if (accept(p, P_COLON)) s->u.let.annot = parse_type(p);
         expect(p, P_ASSIGN, "in the binding");
         s->u.let.init = parse_expr(p);
         return s;
     }
-    case K_TYPE:
-        return skip_unsupported_decl(p, "type declarations (records, unions, aliases)", "2");
-    case K_EFFECT:
-        return skip_unsupported_decl(p, "effect declarations", "2");
+    case K_TYPE: {
+        if (!top) fail(p, t->pos, "type declarations are only allowed at file scope");
+        Stmt *s = stmt_new(p->a, S_TYPE, t->pos);
+        s->u.type = parse_type_decl(p);
+        return s;
+    }
+    case K_EFFECT: {
+        if (!top) fail(p, t->pos, "effect declarations are only allowed at file scope");
+        Stmt *s = stmt_new(p->a, S_EFFECT, t->pos);
+        s->u.effect = parse_effect_decl(p);
+        return s;
+    }
     case K_EXTERN:
         return skip_unsupported_decl(p, "`extern` functions", "3");
     case K_IMPORT:
@@ -1031,12 +1439,12 @@ static Stmt *parse_stmt(Parser *p, bool top) {
         fail(p, t->pos, "unexpected keyword `%s`", tok_kind_name(t->kind));
     case T_IDENT:
         if (peek_at(p, 1)->kind == P_ASSIGN) {
-            Stmt *s = stmt_new(p->a, S_UNSUPPORTED, t->pos);
-            unsupported(p, t->pos, "assignment (only effect-handler arms may assign `mut` bindings)", "2");
+            Stmt *s = stmt_new(p->a, S_ASSIGN, t->pos);
             next(p);
             next(p);
-            parse_expr(p);
-            s->u.feature = "assignment";
+            s->u.assign.name = t->text;
+            s->u.assign.name_pos = t->pos;
+            s->u.assign.value = parse_expr(p);
             return s;
         }
         break;
@@ -1057,6 +1465,9 @@ static void sync(Parser *p, int start, int err_at) {
         Token *t = &p->toks[j];
         bool decl = t->pos.col == 1 && (t->kind == K_FN || t->kind == K_LET || t->kind == K_MUT ||
                                         t->kind == K_TYPE || t->kind == K_EFFECT || t->kind == K_EXTERN);
+        /* the error may have been found at the first token of the next declaration
+         * (the statement before it ended there): resume right at it */
+        if (j == err_at && j > start && t->nl_before && decl && depth <= 0) break;
         if (j > err_at && t->nl_before && (decl || (depth <= 0 && t->kind != P_RBRACE && t->kind != P_RPAREN && t->kind != P_RBRACKET))) break;
         if (t->kind == P_LPAREN || t->kind == P_LBRACE || t->kind == P_LBRACKET) depth++;
         if (t->kind == P_RPAREN || t->kind == P_RBRACE || t->kind == P_RBRACKET) depth--;
@@ -1079,6 +1490,8 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
             Stmt *s = parse_stmt(&P, true);
             vec_push(P.a, &stmts, s);
             if (s->kind == S_FN) vec_push(P.a, &prog->fns, s->u.fn);
+            if (s->kind == S_TYPE) vec_push(P.a, &prog->tdecls, s->u.type);
+            if (s->kind == S_EFFECT) vec_push(P.a, &prog->edecls, s->u.effect);
         } else {
             /* restore the file's tokens (an error may come from inside a fragment) */
             int err_at = P.toks == tl.toks ? P.i : start;

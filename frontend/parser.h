@@ -1,9 +1,9 @@
 /*
  * parser.h — recursive-descent parser for the brace syntax (LANGUAGE.md §1–§7).
  *
- * Tier 2/3 constructs are recognised and reported as
- * `not supported yet: <feature> (Tier 2)` so that a Tier 1 program never meets an
- * unexplained syntax error for valid Osprey.
+ * Tier 1 and Tier 2 are parsed completely, as are resuming effects (`resume`). Other
+ * Tier 3 constructs are recognised and reported as `not supported yet: <feature>
+ * (Tier 3)`, so valid Osprey never meets an unexplained syntax error.
  */
 #ifndef OSP_FE_PARSER_H
 #define OSP_FE_PARSER_H

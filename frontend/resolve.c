@@ -17,6 +17,9 @@ typedef struct Resolver {
     Sym *builtin_syms[B_COUNT];
     int errors;
     int next_sym;
+    HandleArm *cur_arm;  /* innermost arm whose `resume` is reachable here (NULL: none) */
+    Expr *cur_handle;    /* its handle */
+    bool in_arm;         /* lexically inside an arm (assignments allowed), not behind a lambda/spawn */
 } Resolver;
 
 static void error(Resolver *r, Pos pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -28,16 +31,6 @@ static void error(Resolver *r, Pos pos, const char *fmt, ...) {
     r->errors++;
 }
 
-static const char *const tier2_builtins[] = {
-    "abs", "checkedAdd", "checkedSub", "checkedMul", "input", "random", "randomBelow",
-    "length", "isEmpty", "contains", "startsWith", "endsWith", "byteLength", "take", "drop",
-    "join", "lines", "words", "toUpperCase", "toLowerCase", "trim", "trimStart", "trimEnd",
-    "reverse", "indexOf", "substring", "split", "replace", "repeat", "padStart", "padEnd",
-    "parseInt", "parseFloat", "byteAt", "codePointAt", "codePointWidth", "fromCodePoint",
-    "List", "listLength", "listGet", "listAppend", "listPrepend", "listConcat", "listReverse",
-    "listContains", "forEachList", "Map", "mapGet", "mapSet", "mapRemove", "mapMerge",
-    "mapContains", "mapLength", "mapKeys", "mapValues", "Channel", "fiberDone",
-};
 static const char *const tier3_builtins[] = {
     "readFile", "writeFile", "spawnProcess", "awaitProcess", "cleanupProcess",
     "fiber_set_deterministic_mode",
@@ -68,6 +61,32 @@ static FnDecl *find_fn(Resolver *r, const char *name) {
     return NULL;
 }
 
+static Sym *find_ctor(Resolver *r, const char *name) {
+    for (int i = 0; i < r->prog->tdecls.len; i++) {
+        TypeDecl *td = r->prog->tdecls.items[i];
+        if (td->kind != TD_UNION) continue;
+        for (int k = 0; k < td->nvariants; k++)
+            if (strcmp(td->variants[k]->name, name) == 0) return td->variants[k]->sym;
+    }
+    return NULL;
+}
+
+static TypeDecl *find_tdecl(Resolver *r, const char *name) {
+    for (int i = 0; i < r->prog->tdecls.len; i++) {
+        TypeDecl *td = r->prog->tdecls.items[i];
+        if (strcmp(td->name, name) == 0) return td;
+    }
+    return NULL;
+}
+
+static EffectDecl *find_effect(Resolver *r, const char *name) {
+    for (int i = 0; i < r->prog->edecls.len; i++) {
+        EffectDecl *ed = r->prog->edecls.items[i];
+        if (strcmp(ed->name, name) == 0) return ed;
+    }
+    return NULL;
+}
+
 static Sym *lookup(Resolver *r, const char *name) {
     for (int i = r->locals.len - 1; i >= r->locals_base; i--) {
         Sym *s = r->locals.items[i];
@@ -82,6 +101,8 @@ static Sym *lookup(Resolver *r, const char *name) {
     }
     FnDecl *f = find_fn(r, name);
     if (f) return f->sym;
+    Sym *c = find_ctor(r, name);
+    if (c) return c;
     for (int b = 1; b < B_COUNT; b++)
         if (strcmp(builtin_name((Builtin)b), name) == 0) return r->builtin_syms[b];
     return NULL;
@@ -98,6 +119,7 @@ static Sym *bind_local(Resolver *r, const char *name, Pos pos) {
 
 static void resolve_expr(Resolver *r, Expr *e);
 static void resolve_stmt(Resolver *r, Stmt *s, int top_index);
+static void resolve_handle(Resolver *r, Expr *e);
 
 static void note_fnref(Resolver *r, Expr *ident) {
     FnDecl *f = ident->u.ident.sym->fn;
@@ -110,15 +132,33 @@ static void note_fnref(Resolver *r, Expr *ident) {
     }
 }
 
+/* A use of local `s` from the current unit: global storage for file-scope bindings read
+ * by another unit, captures for every lambda / spawn / handle group in between. */
+static void note_local_use(Resolver *r, Sym *s) {
+    if (s->owner == r->unit) return;
+    if (s->file_scope) {
+        s->is_global = true;
+        if (r->cur_fn) {
+            for (int i = 0; i < r->cur_fn->globals_read.len; i++)
+                if (r->cur_fn->globals_read.items[i] == s) return;
+            vec_push(r->a, &r->cur_fn->globals_read, s);
+        }
+        return;
+    }
+    for (Unit *u = r->unit; u && u != s->owner; u = u->parent) {
+        if (u->kind == U_LAMBDA || u->kind == U_SPAWN || u->kind == U_HANDLE) {
+            bool have = false;
+            for (int i = 0; i < u->captures.len; i++)
+                if (u->captures.items[i] == s) have = true;
+            if (!have) vec_push(r->a, &u->captures, s);
+        }
+    }
+}
+
 static void resolve_ident(Resolver *r, Expr *e) {
     const char *name = e->u.ident.name;
     Sym *s = lookup(r, name);
     if (!s) {
-        for (size_t i = 0; i < sizeof tier2_builtins / sizeof *tier2_builtins; i++)
-            if (strcmp(tier2_builtins[i], name) == 0) {
-                error(r, e->pos, "not supported yet: built-in `%s` (Tier 2)", name);
-                return;
-            }
         for (size_t i = 0; i < sizeof tier3_builtins / sizeof *tier3_builtins; i++)
             if (strcmp(tier3_builtins[i], name) == 0) {
                 error(r, e->pos, "not supported yet: built-in `%s` (Tier 3)", name);
@@ -156,38 +196,133 @@ static void resolve_ident(Resolver *r, Expr *e) {
     case SYM_BUILTIN:
         if (builtin_is_testing(s->builtin)) r->prog->uses_testing = true;
         return;
+    case SYM_CTOR:
+        return;
     case SYM_LOCAL:
-        if (s->owner == r->unit) return;
-        if (s->file_scope) {
-            s->is_global = true;
-            if (r->cur_fn) {
-                for (int i = 0; i < r->cur_fn->globals_read.len; i++)
-                    if (r->cur_fn->globals_read.items[i] == s) return;
-                vec_push(r->a, &r->cur_fn->globals_read, s);
-            }
-            return;
-        }
-        for (Unit *u = r->unit; u && u != s->owner; u = u->parent) {
-            if (u->kind == U_LAMBDA) {
-                error(r, e->pos,
-                      "not supported yet: a lambda that captures the local `%s` (closures are Tier 2; a Tier 1 lambda may use only its parameters, functions and file-scope bindings)",
-                      name);
-                return;
-            }
-            if (u->kind == U_SPAWN) {
-                bool have = false;
-                for (int i = 0; i < u->captures.len; i++)
-                    if (u->captures.items[i] == s) have = true;
-                if (!have) vec_push(r->a, &u->captures, s);
-            }
-        }
+        note_local_use(r, s);
         return;
     }
 }
 
 static void resolve_pattern(Resolver *r, Pattern *p) {
-    if ((p->kind == PAT_BIND || p->kind == PAT_SUCCESS || p->kind == PAT_ERROR) && p->name)
+    if (p->kind == PAT_BIND && !p->annot) {
+        Sym *c = find_ctor(r, p->name);
+        if (c) {
+            /* an identifier is a constructor if one of that name is declared (§1.3) */
+            p->kind = PAT_CTOR;
+            p->variant = c->ctor;
+            return;
+        }
+    }
+    if ((p->kind == PAT_BIND || p->kind == PAT_SUCCESS || p->kind == PAT_ERROR) && p->name) {
         p->sym = bind_local(r, p->name, p->name_pos);
+        return;
+    }
+    if (p->kind == PAT_CTOR) {
+        Sym *c = find_ctor(r, p->name);
+        if (!c) {
+            error(r, p->name_pos, "unknown constructor `%s`", p->name);
+            p->kind = PAT_UNSUPPORTED;
+            return;
+        }
+        p->variant = c->ctor;
+        for (int i = 0; i < p->nsubs; i++) {
+            for (int j = 0; p->named && j < i; j++)
+                if (strcmp(p->fields[i], p->fields[j]) == 0) error(r, p->field_pos[i], "field `%s` is bound twice", p->fields[i]);
+            resolve_pattern(r, p->subs[i]);
+        }
+        return;
+    }
+    if (p->kind == PAT_LIST) {
+        for (int i = 0; i < p->nsubs; i++) resolve_pattern(r, p->subs[i]);
+        if (p->rest_name) p->rest_sym = bind_local(r, p->rest_name, p->rest_pos);
+    }
+}
+
+/* Does `e` contain a `resume` that belongs to the arm being scanned (not to a nested arm)? */
+static bool mentions_resume(Expr *e);
+static bool stmt_mentions_resume(Stmt *s) {
+    switch (s->kind) {
+    case S_LET: return mentions_resume(s->u.let.init);
+    case S_EXPR: return mentions_resume(s->u.expr);
+    case S_ASSIGN: return mentions_resume(s->u.assign.value);
+    default: return false;
+    }
+}
+static bool any_resume(Expr **es, int n) {
+    for (int i = 0; i < n; i++)
+        if (mentions_resume(es[i])) return true;
+    return false;
+}
+static bool mentions_resume(Expr *e) {
+    if (!e) return false;
+    switch (e->kind) {
+    case E_RESUME: return true;
+    case E_INTERP: return any_resume(e->u.interp.parts, e->u.interp.nparts);
+    case E_CALL: return mentions_resume(e->u.call.callee) || any_resume(e->u.call.args, e->u.call.nargs);
+    case E_BINARY: return mentions_resume(e->u.bin.l) || mentions_resume(e->u.bin.r);
+    case E_UNARY: return mentions_resume(e->u.un.e);
+    case E_ELVIS: return mentions_resume(e->u.elvis.l) || mentions_resume(e->u.elvis.r);
+    case E_MATCH:
+        if (mentions_resume(e->u.match.scrut)) return true;
+        for (int i = 0; i < e->u.match.narms; i++)
+            if (mentions_resume(e->u.match.arms[i].body)) return true;
+        return false;
+    case E_BLOCK:
+        for (int i = 0; i < e->u.block.nstmts; i++)
+            if (stmt_mentions_resume(e->u.block.stmts[i])) return true;
+        return false;
+    case E_AWAIT: return mentions_resume(e->u.await.e);
+    case E_YIELD: return mentions_resume(e->u.yield.e);
+    case E_RESULT_CTOR: return mentions_resume(e->u.ctor.e);
+    case E_LIST: return any_resume(e->u.list.elems, e->u.list.n);
+    case E_IF: return mentions_resume(e->u.if_.cond) || mentions_resume(e->u.if_.then) || mentions_resume(e->u.if_.els);
+    case E_FIELD: return mentions_resume(e->u.field.e);
+    case E_METHOD: return mentions_resume(e->u.method.recv) || any_resume(e->u.method.args, e->u.method.nargs);
+    case E_RECORD:
+        for (int i = 0; i < e->u.record.n; i++)
+            if (mentions_resume(e->u.record.fields[i].value)) return true;
+        return false;
+    case E_UPDATE:
+        if (mentions_resume(e->u.update.e)) return true;
+        for (int i = 0; i < e->u.update.n; i++)
+            if (mentions_resume(e->u.update.fields[i].value)) return true;
+        return false;
+    case E_INDEX: return mentions_resume(e->u.index.e) || mentions_resume(e->u.index.idx);
+    case E_MAPLIT: return any_resume(e->u.maplit.keys, e->u.maplit.n) || any_resume(e->u.maplit.vals, e->u.maplit.n);
+    case E_PERFORM: return any_resume(e->u.perform.args, e->u.perform.nargs);
+    case E_SEND: return mentions_resume(e->u.send.ch) || mentions_resume(e->u.send.v);
+    case E_RECV: return mentions_resume(e->u.recv.ch);
+    /* a lambda, a spawn, or a nested handle (its arms and its body) cannot resume this
+     * arm: a `resume` there is reported where it is */
+    default: return false;
+    }
+}
+
+/* Mark `resume(...)` in tail position of an arm body (its value is the arm's value). */
+static void mark_tail_resume(Expr *e, HandleArm *arm) {
+    if (!e) return;
+    switch (e->kind) {
+    case E_RESUME:
+        e->u.resume.tail = true;
+        arm->tail_resume = true;
+        return;
+    case E_BLOCK:
+        if (e->u.block.nstmts > 0) {
+            Stmt *last = e->u.block.stmts[e->u.block.nstmts - 1];
+            if (last->kind == S_EXPR) mark_tail_resume(last->u.expr, arm);
+        }
+        return;
+    case E_IF:
+        mark_tail_resume(e->u.if_.then, arm);
+        mark_tail_resume(e->u.if_.els, arm);
+        return;
+    case E_MATCH:
+        for (int i = 0; i < e->u.match.narms; i++) mark_tail_resume(e->u.match.arms[i].body, arm);
+        return;
+    default:
+        return;
+    }
 }
 
 static void resolve_expr(Resolver *r, Expr *e) {
@@ -232,6 +367,10 @@ static void resolve_expr(Resolver *r, Expr *e) {
         return;
     }
     case E_LAMBDA: {
+        HandleArm *save_arm = r->cur_arm;
+        bool save_in = r->in_arm;
+        r->cur_arm = NULL;
+        r->in_arm = false;
         Unit *u = new_unit(r, U_LAMBDA, r->unit, r->cur_fn);
         u->index = ++r->top_unit->next_lambda;
         e->u.lambda.unit = u;
@@ -251,9 +390,15 @@ static void resolve_expr(Resolver *r, Expr *e) {
         resolve_expr(r, e->u.lambda.body);
         r->locals.len = mark;
         r->unit = save;
+        r->cur_arm = save_arm;
+        r->in_arm = save_in;
         return;
     }
     case E_SPAWN: {
+        HandleArm *save_arm = r->cur_arm;
+        bool save_in = r->in_arm;
+        r->cur_arm = NULL;
+        r->in_arm = false;
         Unit *u = new_unit(r, U_SPAWN, r->unit, r->cur_fn);
         u->index = ++r->top_unit->next_spawn;
         e->u.spawn.unit = u;
@@ -261,6 +406,8 @@ static void resolve_expr(Resolver *r, Expr *e) {
         r->unit = u;
         resolve_expr(r, e->u.spawn.e);
         r->unit = save;
+        r->cur_arm = save_arm;
+        r->in_arm = save_in;
         return;
     }
     case E_AWAIT:
@@ -278,7 +425,192 @@ static void resolve_expr(Resolver *r, Expr *e) {
     case E_UNSUPPORTED:
         for (int i = 0; i < e->u.unsup.nsubs; i++) resolve_expr(r, e->u.unsup.subs[i]);
         return;
+    case E_IF:
+        resolve_expr(r, e->u.if_.cond);
+        resolve_expr(r, e->u.if_.then);
+        resolve_expr(r, e->u.if_.els);
+        return;
+    case E_FIELD:
+        resolve_expr(r, e->u.field.e);
+        return;
+    case E_METHOD: {
+        resolve_expr(r, e->u.method.recv);
+        for (int i = 0; i < e->u.method.nargs; i++) resolve_expr(r, e->u.method.args[i]);
+        /* `x.f(a)` is `f(x, a)` unless x is a record with a field f: the checker decides;
+         * resolve `f` quietly here in case it is the function form */
+        Expr *id = expr_new(r->a, E_IDENT, e->u.method.npos);
+        id->u.ident.name = e->u.method.name;
+        e->u.method.fn = id;
+        Sym *s = lookup(r, e->u.method.name);
+        if (s && s->kind != SYM_CTOR && !(s->kind == SYM_FN && s->fn->is_main)) resolve_ident(r, id);
+        return;
     }
+    case E_RECORD: {
+        if (e->u.record.tname) {
+            TypeDecl *td = find_tdecl(r, e->u.record.tname);
+            Sym *c = find_ctor(r, e->u.record.tname);
+            if (td && td->kind == TD_RECORD) {
+                e->u.record.decl = td;
+            } else if (c) {
+                e->u.record.variant = c->ctor;
+            } else if (td) {
+                error(r, e->u.record.tpos, "`%s` is not a record type; only records are built with `%s { field: value }`",
+                      td->name, td->name);
+            } else {
+                /* `p { x: 1 }`: an update of the value `p` */
+                Expr *id = expr_new(r->a, E_IDENT, e->u.record.tpos);
+                id->u.ident.name = e->u.record.tname;
+                FieldInit *fields = e->u.record.fields;
+                int n = e->u.record.n;
+                e->kind = E_UPDATE;
+                e->u.update.e = id;
+                e->u.update.fields = fields;
+                e->u.update.n = n;
+                resolve_expr(r, e);
+                return;
+            }
+        }
+        for (int i = 0; i < e->u.record.n; i++) {
+            for (int j = 0; j < i; j++)
+                if (strcmp(e->u.record.fields[i].name, e->u.record.fields[j].name) == 0)
+                    error(r, e->u.record.fields[i].pos, "field `%s` is given twice", e->u.record.fields[i].name);
+            resolve_expr(r, e->u.record.fields[i].value);
+        }
+        return;
+    }
+    case E_UPDATE:
+        resolve_expr(r, e->u.update.e);
+        for (int i = 0; i < e->u.update.n; i++) {
+            for (int j = 0; j < i; j++)
+                if (strcmp(e->u.update.fields[i].name, e->u.update.fields[j].name) == 0)
+                    error(r, e->u.update.fields[i].pos, "field `%s` is given twice", e->u.update.fields[i].name);
+            resolve_expr(r, e->u.update.fields[i].value);
+        }
+        return;
+    case E_INDEX:
+        resolve_expr(r, e->u.index.e);
+        resolve_expr(r, e->u.index.idx);
+        return;
+    case E_MAPLIT:
+        for (int i = 0; i < e->u.maplit.n; i++) {
+            resolve_expr(r, e->u.maplit.keys[i]);
+            resolve_expr(r, e->u.maplit.vals[i]);
+        }
+        return;
+    case E_PERFORM: {
+        EffectDecl *ed = find_effect(r, e->u.perform.effect);
+        if (!ed) {
+            error(r, e->u.perform.epos, "unknown effect `%s`", e->u.perform.effect);
+        } else {
+            e->u.perform.decl = ed;
+            e->u.perform.opi = -1;
+            for (int i = 0; i < ed->nops; i++)
+                if (strcmp(ed->ops[i].name, e->u.perform.op) == 0) e->u.perform.opi = i;
+            if (e->u.perform.opi < 0) {
+                error(r, e->u.perform.opos, "effect `%s` has no operation `%s`", ed->name, e->u.perform.op);
+                e->u.perform.decl = NULL;
+            }
+        }
+        for (int i = 0; i < e->u.perform.nargs; i++) resolve_expr(r, e->u.perform.args[i]);
+        return;
+    }
+    case E_HANDLE:
+        resolve_handle(r, e);
+        return;
+    case E_RESUME:
+        if (!r->cur_arm) {
+            error(r, e->pos, "`resume` is only allowed in an effect-handler arm (and not inside a lambda, `spawn` or a nested `handle` body there)");
+        } else {
+            e->u.resume.arm = r->cur_arm;
+            e->u.resume.handle = r->cur_handle;
+        }
+        resolve_expr(r, e->u.resume.e);
+        return;
+    case E_SEND:
+        resolve_expr(r, e->u.send.ch);
+        resolve_expr(r, e->u.send.v);
+        return;
+    case E_RECV:
+        resolve_expr(r, e->u.recv.ch);
+        return;
+    }
+}
+
+static void resolve_handle(Resolver *r, Expr *e) {
+    EffectDecl *ed = find_effect(r, e->u.handle.effect);
+    if (!ed) error(r, e->u.handle.epos, "unknown effect `%s`", e->u.handle.effect);
+    e->u.handle.decl = ed;
+    Unit *group = new_unit(r, U_HANDLE, r->unit, r->cur_fn);
+    e->u.handle.group = group;
+    int nres = 0;
+    for (int i = 0; i < e->u.handle.narms; i++) {
+        HandleArm *arm = &e->u.handle.arms[i];
+        arm->opi = -1;
+        if (ed) {
+            for (int k = 0; k < ed->nops; k++)
+                if (strcmp(ed->ops[k].name, arm->op) == 0) arm->opi = k;
+            if (arm->opi < 0) error(r, arm->pos, "effect `%s` has no operation `%s`", ed->name, arm->op);
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(e->u.handle.arms[j].op, arm->op) == 0)
+                error(r, arm->pos, "operation `%s` is handled twice in this `handle`", arm->op);
+        arm->resuming = mentions_resume(arm->body);
+        if (arm->resuming) {
+            arm->table_index = nres++;
+            mark_tail_resume(arm->body, arm);
+        }
+    }
+    e->u.handle.resuming = nres > 0;
+    e->u.handle.nresuming = nres;
+    /* arms, in source order */
+    for (int i = 0; i < e->u.handle.narms; i++) {
+        HandleArm *arm = &e->u.handle.arms[i];
+        Unit *u = new_unit(r, U_ARM, group, r->cur_fn);
+        u->index = arm->index = ++r->top_unit->next_arm;
+        arm->unit = u;
+        Unit *save = r->unit;
+        HandleArm *save_arm = r->cur_arm;
+        Expr *save_h = r->cur_handle;
+        bool save_in = r->in_arm;
+        r->unit = u;
+        r->cur_arm = arm;
+        r->cur_handle = e;
+        r->in_arm = true;
+        int mark = r->locals.len;
+        for (int k = 0; k < arm->nbinders; k++) {
+            Param *p = &arm->binders[k];
+            for (int j = 0; j < k; j++)
+                if (p->name && arm->binders[j].name && strcmp(p->name, arm->binders[j].name) == 0)
+                    error(r, p->pos, "duplicate binder `%s`", p->name);
+            if (p->name) {
+                p->sym = bind_local(r, p->name, p->pos);
+                p->sym->is_param = true;
+            }
+        }
+        resolve_expr(r, arm->body);
+        r->locals.len = mark;
+        r->unit = save;
+        r->cur_arm = save_arm;
+        r->cur_handle = save_h;
+        r->in_arm = save_in;
+    }
+    /* the body: on a continuation thread (its own unit) when an arm resumes */
+    HandleArm *save_arm = r->cur_arm;
+    bool save_in = r->in_arm;
+    r->cur_arm = NULL;
+    if (e->u.handle.resuming) {
+        Unit *u = new_unit(r, U_HBODY, group, r->cur_fn);
+        u->index = e->u.handle.index = ++r->top_unit->next_handle;
+        e->u.handle.body_unit = u;
+        Unit *save = r->unit;
+        r->unit = u;
+        resolve_expr(r, e->u.handle.body);
+        r->unit = save;
+    } else {
+        resolve_expr(r, e->u.handle.body);
+    }
+    r->cur_arm = save_arm;
+    r->in_arm = save_in;
 }
 
 static void resolve_fn(Resolver *r, FnDecl *f) {
@@ -317,14 +649,49 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
         resolve_expr(r, s->u.let.init);
         Sym *sym = bind_local(r, s->u.let.name, s->u.let.name_pos);
         sym->init = s->u.let.init;
+        sym->is_mut = s->u.let.is_mut;
         if (top_index >= 0) {
             sym->file_scope = true;
             sym->stmt_index = top_index;
+            if (sym->is_mut) sym->is_global = true; /* one shared cell: a global */
             vec_push(r->a, &r->filescope, sym);
         }
         s->u.let.sym = sym;
         return;
     }
+    case S_ASSIGN: {
+        resolve_expr(r, s->u.assign.value);
+        Sym *sym = lookup(r, s->u.assign.name);
+        if (!sym) {
+            error(r, s->u.assign.name_pos, "undefined name `%s`", s->u.assign.name);
+            return;
+        }
+        if (sym->kind != SYM_LOCAL || !sym->is_mut) {
+            error(r, s->u.assign.name_pos, "cannot assign to `%s`: only `mut` bindings can be assigned (it is %s)",
+                  s->u.assign.name, sym->kind == SYM_LOCAL ? "declared with `let`" : "not a variable");
+            return;
+        }
+        if (!r->in_arm) {
+            error(r, s->pos, "`%s` can only be assigned inside an effect-handler arm (the only writers of a `mut` binding, LANGUAGE.md §12.4)",
+                  s->u.assign.name);
+            return;
+        }
+        if (!sym->file_scope) {
+            for (Unit *u = r->unit; u && u != sym->owner; u = u->parent)
+                if (u->kind == U_LAMBDA || u->kind == U_SPAWN) {
+                    error(r, s->pos,
+                          "`%s` cannot be assigned here: this %s captured it by value; only the arms of a `handle` in the scope of `%s` share its cell",
+                          s->u.assign.name, u->kind == U_LAMBDA ? "lambda" : "`spawn`", s->u.assign.name);
+                    return;
+                }
+        }
+        s->u.assign.sym = sym;
+        note_local_use(r, sym);
+        return;
+    }
+    case S_TYPE:
+    case S_EFFECT:
+        return;
     case S_EXPR:
         resolve_expr(r, s->u.expr);
         return;
@@ -333,6 +700,84 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
         return;
     case S_UNSUPPORTED:
         return;
+    }
+}
+
+static bool is_builtin_type_name(const char *n) {
+    static const char *const names[] = {"int", "float", "bool", "string", "Unit", "MathError", "Error",
+                                        "Result", "Fiber", "Iterator", "List", "Map", "Channel", "any"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(names[i], n) == 0) return true;
+    return false;
+}
+
+/* Type and effect declarations: duplicates, `type A = B` (alias or one-variant union),
+ * constructor symbols, effect rows of functions. */
+static void resolve_decls(Resolver *r) {
+    Program *prog = r->prog;
+    for (int i = 0; i < prog->tdecls.len; i++) {
+        TypeDecl *td = prog->tdecls.items[i];
+        for (int j = 0; j < i; j++) {
+            TypeDecl *o = prog->tdecls.items[j];
+            if (strcmp(o->name, td->name) == 0) error(r, td->pos, "type `%s` is already declared at line %d", td->name, o->pos.line);
+        }
+        if (is_builtin_type_name(td->name)) error(r, td->pos, "`%s` is a built-in type and cannot be redeclared", td->name);
+    }
+    for (int i = 0; i < prog->tdecls.len; i++) {
+        TypeDecl *td = prog->tdecls.items[i];
+        if (td->kind != TD_NAME) continue;
+        const char *n = td->alias->name;
+        bool is_param = false;
+        for (int k = 0; k < td->nparams; k++)
+            if (strcmp(td->params[k], n) == 0) is_param = true;
+        if (is_param || is_builtin_type_name(n) || find_tdecl(r, n)) {
+            td->kind = TD_ALIAS;
+        } else {
+            Variant *v = arena_alloc(r->a, sizeof *v);
+            v->name = n;
+            v->pos = td->alias->pos;
+            v->decl = td;
+            td->kind = TD_UNION;
+            td->variants = arena_alloc(r->a, sizeof(Variant *));
+            td->variants[0] = v;
+            td->nvariants = 1;
+        }
+    }
+    for (int i = 0; i < prog->tdecls.len; i++) {
+        TypeDecl *td = prog->tdecls.items[i];
+        if (td->kind != TD_UNION) continue;
+        for (int k = 0; k < td->nvariants; k++) {
+            Variant *v = td->variants[k];
+            if (strcmp(v->name, "Success") == 0 || strcmp(v->name, "Error") == 0) {
+                error(r, v->pos, "`%s` is the built-in Result constructor and cannot be redeclared", v->name);
+                continue;
+            }
+            Sym *prev = find_ctor(r, v->name);
+            if (prev) {
+                error(r, v->pos, "constructor `%s` is already declared at line %d", v->name, prev->pos.line);
+                continue;
+            }
+            FnDecl *f = find_fn(r, v->name);
+            if (f) error(r, v->pos, "constructor `%s` has the same name as the function declared at line %d", v->name, f->pos.line);
+            Sym *sym = new_sym(r, SYM_CTOR, v->name, v->pos);
+            sym->ctor = v;
+            v->sym = sym;
+        }
+    }
+    for (int i = 0; i < prog->edecls.len; i++) {
+        EffectDecl *ed = prog->edecls.items[i];
+        for (int j = 0; j < i; j++) {
+            EffectDecl *o = prog->edecls.items[j];
+            if (strcmp(o->name, ed->name) == 0) error(r, ed->pos, "effect `%s` is already declared at line %d", ed->name, o->pos.line);
+        }
+    }
+    for (int i = 0; i < prog->fns.len; i++) {
+        FnDecl *f = prog->fns.items[i];
+        for (int k = 0; k < f->nrow; k++) {
+            EffectRef *ref = &f->row[k];
+            ref->decl = find_effect(r, ref->name);
+            if (!ref->decl) error(r, ref->pos, "unknown effect `%s` in the effect row of `%s`", ref->name, f->name);
+        }
     }
 }
 
@@ -386,6 +831,7 @@ int resolve_program(Program *prog, Diags *d) {
         }
     }
     prog->main_line = prog->main_fn ? prog->main_fn->line : 1;
+    resolve_decls(r);
     PtrVec *stmt_refs = arena_alloc(r->a, sizeof(PtrVec) * (size_t)(prog->nstmts + 1));
     r->unit = r->top_unit = prog->main_unit;
     for (int i = 0; i < prog->nstmts; i++) {

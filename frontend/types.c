@@ -50,7 +50,53 @@ Type *ty_result(TypeCtx *tc, Type *payload, Type *err) {
 Type *ty_fn(TypeCtx *tc, int nparams, Type **params, Type *ret) {
     Type *t = ty_con(tc, TY_FN, nparams, params);
     t->ret = ret;
+    t->eff = arena_alloc(tc->arena, sizeof(EffSet));
     return t;
+}
+
+Type *ty_rebuild(TypeCtx *tc, Type *t, Type **args, Type *ret) {
+    Type *n = ty_con(tc, t->kind, t->nargs, args);
+    n->ret = ret;
+    n->decl = t->decl;
+    n->fields = t->fields;
+    n->eff = t->eff;
+    return n;
+}
+
+Type *ty_rigid(TypeCtx *tc, const char *name) {
+    Type *t = ty_var(tc);
+    t->rigid = true;
+    t->name = name;
+    return t;
+}
+
+static const char *no_decl_name(void *decl) {
+    (void)decl;
+    return "?";
+}
+const char *(*ty_decl_name)(void *decl) = no_decl_name;
+
+EffSet *eff_find(EffSet *s) {
+    if (!s) return NULL;
+    EffSet *r = s;
+    while (r->link) r = r->link;
+    while (s->link && s->link != r) {
+        EffSet *n = s->link;
+        s->link = r;
+        s = n;
+    }
+    return r;
+}
+
+static void eff_union(EffSet *a, EffSet *b) {
+    a = eff_find(a);
+    b = eff_find(b);
+    if (!a || !b || a == b) return;
+    for (int i = 0; i < a->items.len; i++) {
+        /* items are only added after inference; nothing to move here in practice */
+        (void)i;
+    }
+    a->link = b;
 }
 
 Type *ty_find(Type *t) {
@@ -85,6 +131,21 @@ static bool unify_rec(TypeCtx *tc, Type *a, Type *b, int depth) {
     if (a == b) return true;
     if (depth > 10000) return false;
     if (a->kind == TY_POISON || b->kind == TY_POISON) return true;
+    /* A rigid variable (explicit type parameter) binds nothing: only a flexible variable
+     * may be bound to it. */
+    if (b->kind == TY_VAR && b->rigid && !b->generic) {
+        Type *t = a;
+        a = b;
+        b = t;
+    }
+    if (a->kind == TY_VAR && a->rigid && !a->generic) {
+        if (b->kind == TY_VAR && !b->generic && !b->rigid) {
+            if (a->level > b->level) a->level = b->level;
+            b->link = a;
+            return true;
+        }
+        return false;
+    }
     if (a->kind == TY_VAR && !a->generic) {
         if (b->kind == TY_VAR && !b->generic) {
             if (b->level > a->level) b->level = a->level;
@@ -98,12 +159,18 @@ static bool unify_rec(TypeCtx *tc, Type *a, Type *b, int depth) {
     }
     if (b->kind == TY_VAR && !b->generic) return unify_rec(tc, b, a, depth);
     if (a->kind != b->kind || a->nargs != b->nargs) return false;
+    if (a->kind == TY_NAMED && a->decl != b->decl) return false;
+    if (a->kind == TY_RECORD) {
+        for (int i = 0; i < a->nargs; i++)
+            if (strcmp(a->fields[i], b->fields[i]) != 0) return false;
+    }
     for (int i = 0; i < a->nargs; i++)
         if (!unify_rec(tc, a->args[i], b->args[i], depth + 1)) return false;
     if (a->ret || b->ret) {
         if (!a->ret || !b->ret) return false;
         if (!unify_rec(tc, a->ret, b->ret, depth + 1)) return false;
     }
+    if (a->kind == TY_FN) eff_union(a->eff, b->eff);
     return true;
 }
 
@@ -139,6 +206,10 @@ static void show_rec(ShowBuf *b, Type *t, int depth) {
     }
     switch (t->kind) {
     case TY_VAR: {
+        if (t->rigid && t->name) {
+            sb_puts(b, t->name);
+            return;
+        }
         int k = -1;
         for (int i = 0; i < b->nvars; i++)
             if (b->vars[i] == t->id) k = i;
@@ -167,11 +238,22 @@ static void show_rec(ShowBuf *b, Type *t, int depth) {
         sb_puts(b, ") -> ");
         show_rec(b, t->ret, depth + 1);
         return;
+    case TY_RECORD:
+        sb_puts(b, "{ ");
+        for (int i = 0; i < t->nargs; i++) {
+            if (i) sb_puts(b, ", ");
+            sb_puts(b, t->fields[i]);
+            sb_puts(b, ": ");
+            show_rec(b, t->args[i], depth + 1);
+        }
+        sb_puts(b, " }");
+        return;
     default: {
         const char *name = t->kind == TY_RESULT ? "Result" : t->kind == TY_FIBER ? "Fiber"
                          : t->kind == TY_ITER ? "Iterator" : t->kind == TY_LIST ? "List"
-                         : t->kind == TY_MAP ? "Map" : "Channel";
+                         : t->kind == TY_MAP ? "Map" : t->kind == TY_NAMED ? ty_decl_name(t->decl) : "Channel";
         sb_puts(b, name);
+        if (t->nargs == 0) return;
         sb_puts(b, "<");
         for (int i = 0; i < t->nargs; i++) {
             if (i) sb_puts(b, ", ");

@@ -20,9 +20,25 @@ typedef enum TyKind {
     TY_FIBER,                 /* args[0] */
     TY_ITER,                  /* args[0] element */
     TY_FN,                    /* args[0..nargs) params, ret */
-    TY_LIST, TY_MAP, TY_CHANNEL, /* Tier 2 */
+    TY_LIST,                  /* args[0] element */
+    TY_MAP,                   /* args[0] key (always string), args[1] value */
+    TY_CHANNEL,               /* args[0] */
+    TY_NAMED,                 /* a declared record or union: decl, args = type arguments */
+    TY_RECORD,                /* an anonymous record: fields[i] has type args[i], names sorted */
     TY_POISON                 /* the type of an erroneous expression; unifies with anything */
 } TyKind;
+
+/*
+ * The effects a function value may perform when called (a union-find node: unifying two
+ * function types merges their sets). Filled in by the effect pass (effects.c) after
+ * inference; `items` holds EffKey* there.
+ */
+typedef struct EffSet {
+    struct EffSet *link;
+    PtrVec items;
+} EffSet;
+
+EffSet *eff_find(EffSet *s);
 
 /* Hint for defaulting an unconstrained variable at the end of inference. */
 enum { HINT_NONE = 0, HINT_ERROR = 1 };
@@ -32,11 +48,16 @@ typedef struct Type {
     int nargs;
     struct Type **args;
     struct Type *ret;
+    void *decl;               /* TY_NAMED: the TypeDecl */
+    const char **fields;      /* TY_RECORD: field names, sorted by name */
+    EffSet *eff;              /* TY_FN */
     /* TY_VAR */
     struct Type *link;
     int id;
     int level;
     bool generic;
+    bool rigid;               /* an explicit type parameter `<T>`: unifies only with itself */
+    const char *name;         /* its name, for diagnostics */
     unsigned char hint;
 } Type;
 
@@ -53,6 +74,12 @@ Type *ty_con(TypeCtx *tc, TyKind k, int nargs, Type **args);
 Type *ty_con1(TypeCtx *tc, TyKind k, Type *a);
 Type *ty_result(TypeCtx *tc, Type *payload, Type *err);
 Type *ty_fn(TypeCtx *tc, int nparams, Type **params, Type *ret);
+/* A type with the same constructor as `t` (kind, decl, fields, effect set) and new arguments. */
+Type *ty_rebuild(TypeCtx *tc, Type *t, Type **args, Type *ret);
+/* A rigid variable for explicit type parameter `name`. */
+Type *ty_rigid(TypeCtx *tc, const char *name);
+/* Name of a declared type (TY_NAMED), for diagnostics. Set by the front end. */
+extern const char *(*ty_decl_name)(void *decl);
 
 /* Follow variable links; returns the representative. */
 Type *ty_find(Type *t);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -79,10 +80,11 @@ void *osp_handle_lookup(int64_t id, int kind) {
 typedef struct osp_fiber {
     osp_thunk_fn thunk;
     void *env;      /* owned by the fiber; cleared once the thunk has it */
-    void *handlers; /* [T2] copy of the spawner's effect-handler stack (osp_eff_copy) */
+    osp_eff_entry *handlers; /* copy of the spawner's effect-handler stack (osp_eff_copy) */
     osp_word result;
     int64_t id;
     atomic_int done; /* 1 once `result` is published */
+    bool abandoned;  /* a resuming effect handler abandoned its computation */
 } osp_fiber;
 
 /*
@@ -127,17 +129,27 @@ static void *osp_fiber_entry(void *arg) {
     void *ret = *ret_slot;
     *ret_slot = NULL;
 #endif
-    osp_fiber *f = arg;
+    osp_fiber *const f = arg;
     current_fiber_id = f->id;
+    /* The spawner's handler stack, in a variable of this frame so the collector sees it
+     * for the thread's whole life (LANGUAGE.md §12.2: a fiber inherits the handlers). */
+    osp_eff_entry *volatile handlers = f->handlers;
+    osp_eff_bind_slot((osp_eff_entry **)&handlers);
     osp_prof_thread_register(f->id, "fiber");
-    /* [T2] adopt f->handlers as this thread's effect-handler stack here. */
     void *env = f->env;
     f->env = NULL;
-    osp_word value = f->thunk(env);
+    jmp_buf jb;
+    osp_thread_set_unwind(&jb);
+    osp_word value = 0;
+    bool abandoned = false;
+    if (setjmp(jb) == 0) value = f->thunk(env);
+    else abandoned = true; /* a resuming handler abandoned a perform of this fiber */
+    osp_thread_set_unwind(NULL);
     osp_prof_thread_unregister();
 
     size_t s = (size_t)f->id % OSP_FIBER_STRIPES;
     pthread_mutex_lock(&stripes[s].lock);
+    f->abandoned = abandoned;
     f->result = value;
     atomic_store_explicit(&f->done, 1, memory_order_release);
     pthread_cond_broadcast(&stripes[s].cond);
@@ -154,6 +166,7 @@ int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
     osp_fiber *f = osp_gc_alloc(sizeof *f);
     f->thunk = thunk;
     f->env = env;
+    f->handlers = osp_eff_copy();
     f->id = osp_handle_register(OSP_HANDLE_FIBER, f);
 
     pthread_attr_t attr;
@@ -169,7 +182,10 @@ int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
 osp_word osp_fiber_wait(int64_t id) {
     osp_fiber *f = osp_handle_lookup(id, OSP_HANDLE_FIBER);
     if (f == NULL) osp_fatalf("await of unknown fiber %lld", (long long)id);
-    if (atomic_load_explicit(&f->done, memory_order_acquire)) return f->result;
+    if (atomic_load_explicit(&f->done, memory_order_acquire)) {
+        if (f->abandoned) osp_fatalf("fiber %lld was abandoned by an effect handler", (long long)id);
+        return f->result;
+    }
     if (id == current_fiber_id) osp_fatalf("fiber %lld awaits itself", (long long)id);
 
     size_t s = (size_t)id % OSP_FIBER_STRIPES;
@@ -178,8 +194,10 @@ osp_word osp_fiber_wait(int64_t id) {
     while (!atomic_load_explicit(&f->done, memory_order_acquire))
         pthread_cond_wait(&stripes[s].cond, &stripes[s].lock);
     osp_word value = f->result;
+    bool abandoned = f->abandoned;
     pthread_mutex_unlock(&stripes[s].lock);
     osp_prof_block_end();
+    if (abandoned) osp_fatalf("fiber %lld was abandoned by an effect handler", (long long)id);
     return value;
 }
 

@@ -123,7 +123,9 @@ int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env);
 /*
  * Block until fiber `id` finishes and return its boxed result (the same value on
  * every call). The wait is a profiler blocking region. An id that is not a fiber
- * prints `fatal: await of unknown fiber <id>` to stderr and exits 1.
+ * prints `fatal: await of unknown fiber <id>` to stderr and exits 1; a fiber whose
+ * computation a resuming effect handler abandoned (it performed into the handler and the
+ * arm did not resume it) prints `fatal: fiber <id> was abandoned by an effect handler`.
  */
 osp_word osp_fiber_wait(int64_t id);
 
@@ -174,6 +176,269 @@ void osp_tap_case_end(void);
  * the exit status: 1 if any case or any assertion outside a case failed, else 0.
  */
 int osp_tap_finish(void);
+
+/* ==== Tier 2 / Tier 3 ================================================================== */
+
+/*
+ * A Result returned in registers by the fallible built-ins (LANGUAGE.md §9): the same
+ * two words generated code keeps a Result in. `tag` is OSP_RESULT_SUCCESS or
+ * OSP_RESULT_ERROR; `word` is the boxed Success payload, or the Error message
+ * (`const char *` as an integer). Returned by value (two registers on x86-64 and arm64).
+ */
+typedef struct osp_rres {
+    int64_t tag;
+    osp_word word;
+} osp_rres;
+
+/* ---- numeric and system built-ins (§9.2) ----------------------------------------------- */
+
+/* abs(n): Error `integer overflow` for INT64_MIN (a Result<int, MathError>). */
+osp_rres osp_int_abs(int64_t n);
+/* checkedAdd / checkedSub / checkedMul: Error `integer overflow` on overflow. */
+osp_rres osp_checked_add(int64_t a, int64_t b);
+osp_rres osp_checked_sub(int64_t a, int64_t b);
+osp_rres osp_checked_mul(int64_t a, int64_t b);
+/*
+ * input(): one line from stdin without its "\n" (a trailing "\r" is kept), "" at end of
+ * input. Reads byte by byte from fd 0 so no input is buffered away from other readers.
+ * Any line length; the result is a new heap string. A profiler blocking region.
+ */
+const char *osp_input(void);
+/* random(): a non-negative int from the kernel's CSPRNG (getentropy). */
+int64_t osp_random(void);
+/* randomBelow(n): uniform in [0, n) without modulo bias; Error
+ * `randomBelow: bound must be positive` when n <= 0. */
+osp_rres osp_random_below(int64_t n);
+
+/* ---- lists (§9.4) --------------------------------------------------------------------------- */
+
+/*
+ * An immutable list of boxed words. Opaque to generated code. Lists share storage: a
+ * list is a view (offset, length) of a backing array; appending to the list that ends
+ * at the array's high-water mark writes in place when there is room (no other list can
+ * see that slot), so building a list by repeated appends is amortised O(1) per element.
+ * Every function returns a new list or a shared one; none changes its arguments.
+ * All lists live on the Osprey heap.
+ */
+typedef struct osp_list osp_list;
+
+/* A list of the `n` words at `elems` (copied; `elems` may be NULL when n == 0). */
+osp_list *osp_list_new(int64_t n, const osp_word *elems);
+/* Number of elements (listLength, length(xs)). */
+int64_t osp_list_length(const osp_list *xs);
+/* Element i, unchecked: 0 <= i < length (used by list patterns and forEachList). */
+osp_word osp_list_at(const osp_list *xs, int64_t i);
+/* listGet(xs, i) and xs[i]: Error `index out of bounds` unless 0 <= i < length. */
+osp_rres osp_list_get(const osp_list *xs, int64_t i);
+/* The list without its first `k` elements (0 <= k <= length; O(1), shares storage). */
+osp_list *osp_list_drop(const osp_list *xs, int64_t k);
+osp_list *osp_list_append(const osp_list *xs, osp_word x);   /* listAppend */
+osp_list *osp_list_prepend(const osp_list *xs, osp_word x);  /* listPrepend */
+osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys); /* listConcat, xs + ys */
+osp_list *osp_list_reverse(const osp_list *xs);              /* listReverse */
+/*
+ * listContains: how elements compare is `kind`: OSP_EQ_WORD (ints, bools, handles, Unit,
+ * and aggregates by identity), OSP_EQ_STRING (by content), OSP_EQ_FLOAT (as doubles:
+ * NaN never equal, -0.0 == 0.0).
+ */
+enum { OSP_EQ_WORD = 0, OSP_EQ_STRING = 1, OSP_EQ_FLOAT = 2 };
+bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind);
+
+/* ---- maps (§9.5) ---------------------------------------------------------------------------- */
+
+/*
+ * An immutable map from strings (compared by bytes) to boxed words: a persistent treap
+ * (path copying, priority = hash of the key), so set/get/remove are O(log n) and a map
+ * shares structure with the maps it was made from. Keys iterate in byte order.
+ */
+typedef struct osp_map osp_map;
+
+osp_map *osp_map_empty(void);                                  /* Map() */
+osp_map *osp_map_set(const osp_map *m, const char *key, osp_word v); /* mapSet; {k: v} */
+/* mapGet(m, k) and m[k]: Error `mapGet: key not found`. */
+osp_rres osp_map_get(const osp_map *m, const char *key);
+osp_map *osp_map_remove(const osp_map *m, const char *key);    /* mapRemove */
+osp_map *osp_map_merge(const osp_map *a, const osp_map *b);    /* mapMerge, a + b: b wins */
+bool osp_map_contains(const osp_map *m, const char *key);      /* mapContains */
+int64_t osp_map_length(const osp_map *m);                      /* mapLength, length(m) */
+osp_list *osp_map_keys(const osp_map *m);                      /* keys, in byte order */
+osp_list *osp_map_values(const osp_map *m);                    /* values, same order */
+
+/* ---- strings (§9.3) --------------------------------------------------------------------------- */
+/* All byte-based; every returned string is a new heap string (or one of the arguments). */
+
+int64_t osp_str_length(const char *s);                 /* length, byteLength */
+bool osp_str_contains(const char *s, const char *needle);    /* "" -> true */
+bool osp_str_starts_with(const char *s, const char *prefix);
+bool osp_str_ends_with(const char *s, const char *suffix);
+const char *osp_str_take(const char *s, int64_t n);     /* first n bytes, n clamped to [0, len] */
+const char *osp_str_drop(const char *s, int64_t n);     /* all but the first n bytes, clamped */
+const char *osp_str_join(const osp_list *parts, const char *sep); /* parts: List<string> */
+osp_list *osp_str_lines(const char *s);   /* split on "\n"; no trailing empty element */
+osp_list *osp_str_words(const char *s);   /* runs of ASCII whitespace separate words */
+const char *osp_str_upper(const char *s); /* ASCII only */
+const char *osp_str_lower(const char *s);
+const char *osp_str_trim(const char *s);  /* ASCII whitespace: space \t \n \v \f \r */
+const char *osp_str_trim_start(const char *s);
+const char *osp_str_trim_end(const char *s);
+const char *osp_str_reverse(const char *s); /* bytes */
+/* Fallible ones; messages as LANGUAGE.md §9.3. */
+osp_rres osp_str_index_of(const char *s, const char *needle);       /* Result<int, Error> */
+osp_rres osp_str_substring(const char *s, int64_t start, int64_t end); /* Result<string, Error> */
+osp_rres osp_str_split(const char *s, const char *sep);              /* Result<List<string>, Error> */
+osp_rres osp_str_replace(const char *s, const char *needle, const char *rep); /* every occurrence */
+osp_rres osp_str_repeat(const char *s, int64_t n);
+osp_rres osp_str_pad_start(const char *s, int64_t len, const char *fill);
+osp_rres osp_str_pad_end(const char *s, int64_t len, const char *fill);
+osp_rres osp_str_parse_int(const char *s);   /* [+-]?[0-9]+ that fits an int */
+osp_rres osp_str_parse_float(const char *s); /* decimal with optional fraction/exponent, inf, nan; payload is the double's bits */
+osp_rres osp_str_byte_at(const char *s, int64_t i);        /* the byte 0..255 */
+osp_rres osp_str_code_point_at(const char *s, int64_t i);  /* UTF-8 sequence starting at byte i */
+osp_rres osp_code_point_width(int64_t cp);                 /* terminal columns: 0, 1 or 2 */
+osp_rres osp_from_code_point(int64_t cp);                  /* UTF-8 encoding as a string */
+osp_rres osp_str_index(const char *s, int64_t i);          /* s[i]: the byte as a one-byte string */
+
+/* ---- channels (§11.3) --------------------------------------------------------------------------- */
+
+/*
+ * Channel(cap): a buffered FIFO of boxed words with room for `cap` values; its id comes
+ * from the counter shared with fibers. cap <= 0 prints
+ * `fatal: Channel capacity must be positive (got <cap>)` and exits 1.
+ */
+int64_t osp_chan_new(int64_t cap);
+/* send: blocks (a profiler blocking region) while the channel is full. An id that is not
+ * a channel prints `fatal: send on unknown channel <id>` and exits 1. */
+void osp_chan_put(int64_t id, osp_word v);
+/* recv: blocks (a profiler blocking region) while the channel is empty; FIFO order.
+ * Unknown id: `fatal: recv on unknown channel <id>`. */
+osp_word osp_chan_take(int64_t id);
+
+/* ---- effect handlers (§12, §14.4, §14.6) ----------------------------------------------------------- */
+
+typedef struct osp_cont osp_cont;
+
+/*
+ * One entry of a thread's effect-handler stack: the arm of one `handle` for one
+ * (effect, operation). Entries are immutable and shared: pushing makes a new entry on
+ * top, so copying a stack (spawn) is copying one pointer. The layout is part of the
+ * ABI: generated code reads `fn` and `env` of the entry osp_eff_find returns.
+ *   - a plain (non-resuming) arm has `fn` = the arm function, called by the performing
+ *     thread as `ret fn(void *env, params...)` with the operation's native types;
+ *   - a resuming arm has `fn` = NULL, `cont` = its handle and `arm` = its index in the
+ *     handle's arm table (the performing thread calls osp_cont_suspend).
+ * `effect` is the effect's key: its name, with the type arguments of a generic effect
+ * (`Stash<int>`); `op` the operation's name.
+ */
+typedef struct osp_eff_entry {
+    const char *effect;
+    const char *op;
+    void *fn;
+    void *env;
+    osp_cont *cont;
+    int64_t arm;
+    struct osp_eff_entry *below; /* the stack as it was when the handle was entered */
+    struct osp_eff_entry *next;  /* the next entry down */
+} osp_eff_entry;
+
+/* Push one entry on the calling thread's handler stack (entering `handle`). `below` of
+ * every entry pushed by one handle must be the stack before the first push: pass the
+ * value osp_eff_top() returned before pushing. */
+void osp_eff_push(const char *effect, const char *op, void *fn, void *env, osp_cont *cont, int64_t arm,
+                  osp_eff_entry *below);
+/* The calling thread's current top entry (NULL when no handler is active). */
+osp_eff_entry *osp_eff_top(void);
+/* Pop `count` entries (leaving `handle`). */
+void osp_eff_pop(int64_t count);
+/*
+ * The innermost entry for (effect, op) on the calling thread's stack. Keys compare by
+ * content. When there is none, prints `unhandled effect: <effect>.<op>` to stdout
+ * (LANGUAGE.md §2) and exits 1: it never returns NULL.
+ */
+osp_eff_entry *osp_eff_find(const char *effect, const char *op);
+/*
+ * Around a call of a plain arm: while an arm runs, the handler stack is the one outside
+ * its handle (`e->below`), so a perform inside the arm reaches the enclosing handlers.
+ * osp_eff_arm_enter returns the stack to restore with osp_eff_arm_leave.
+ */
+osp_eff_entry *osp_eff_arm_enter(const osp_eff_entry *e);
+void osp_eff_arm_leave(osp_eff_entry *saved);
+/* A snapshot of the calling thread's stack (for spawn), and adopting one as the
+ * calling thread's stack (fiber and continuation threads, before their body). */
+osp_eff_entry *osp_eff_copy(void);
+void osp_eff_adopt(osp_eff_entry *stack);
+
+/* ---- effect continuations (§12.3, §14.6) ------------------------------------------------------------- */
+
+/* One suspended `perform` handed to a resuming arm: the arm's continuation. Lives on
+ * the driving thread's stack for the duration of the arm. */
+typedef struct osp_cont_k osp_cont_k;
+
+/* A resuming arm: reads its arguments with osp_cont_arg, returns the handle's value
+ * (boxed). */
+typedef osp_word (*osp_arm_fn)(void *env, osp_cont_k *k);
+
+/*
+ * A `handle` with at least one resuming arm, in generated code:
+ *     c = osp_cont_new(env, arms, narms);
+ *     below = osp_eff_top(); osp_eff_push(...) for every arm (resuming ones with c);
+ *     osp_cont_begin(c, body, env);   // the body runs on a new thread with that stack
+ *     osp_eff_pop(narms_pushed);
+ *     value = osp_cont_drive(c);
+ * `arms[i]` is the arm function for arm index i (NULL for plain arms); the table must
+ * stay valid while the handle runs (generated code passes a constant).
+ */
+osp_cont *osp_cont_new(void *env, osp_arm_fn const *arms, int64_t narms);
+/*
+ * Start the effect-continuation thread: a joinable collector-registered OS thread that
+ * adopts the calling thread's current handler stack, registers with the profiler as
+ * (-1, "effect"), runs body(env), unregisters, and hands the value to the driver.
+ * On thread-creation failure prints `fatal: cannot start effect continuation: <error>`.
+ */
+void osp_cont_begin(osp_cont *c, osp_thunk_fn body, void *env);
+/*
+ * The drive loop, on the thread that entered `handle`: wait (a profiler blocking
+ * region) for the body to perform a resuming operation of this handle or to finish; run
+ * the arm for a perform (osp_arm_fn); if the arm returns without resuming, abandon the
+ * suspended body (its thread exits from its blocked perform, unregistering, and is
+ * joined) and take the arm's value. Returns the value of the whole `handle`: the body's
+ * value, or the outermost arm's. When it returns, the body thread has been joined and
+ * the handle is closed (a later perform into it from a fiber skips it).
+ */
+osp_word osp_cont_drive(osp_cont *c);
+/* Argument i (0-based) of the perform `k` stands for. */
+osp_word osp_cont_arg(osp_cont_k *k, int64_t i);
+/*
+ * resume(v): the suspended perform returns `v`; the body runs until it performs again
+ * (handled here, nested, by the same handle: handlers are deep) or finishes; returns the
+ * body's final value (or the value of a nested arm that abandoned it). A second resume
+ * of the same `k` prints `fatal: continuation already resumed (multi-shot resume is not
+ * supported)` to stderr and exits 1.
+ */
+osp_word osp_cont_resume(osp_cont_k *k, osp_word v);
+/*
+ * resume(v) as the arm's last action (tail position): same result as osp_cont_resume,
+ * but the wait for the body's next perform happens in the drive loop the arm returns to,
+ * so a body that performs many times does not deepen the driver's stack. The arm must
+ * return this function's result immediately.
+ */
+osp_word osp_cont_resume_tail(osp_cont_k *k, osp_word v);
+/*
+ * Abandon the perform `k` stands for (what osp_cont_drive does when an arm returns
+ * without resuming): its thread leaves the computation and, if it belongs to the
+ * handled body, is joined. Idempotent; a no-op after a resume.
+ */
+void osp_cont_abandon(osp_cont_k *k);
+/*
+ * Body side of a perform that found a resuming entry `e`: hand `n` boxed arguments to
+ * e's handle (performs from several threads are queued and served one at a time) and
+ * block (a profiler blocking region) until an arm resumes this perform. Returns NULL
+ * and stores the resumed value in *out. If the handle has already finished (a fiber
+ * outliving it), returns the next entry for the same (effect, op) further down the
+ * stack (never NULL: see osp_eff_find), on which the caller must retry. If the arm
+ * abandons the perform, the calling thread leaves the computation: a continuation
+ * thread ends (unregistering) and a fiber ends as abandoned; this call does not return.
+ */
+osp_eff_entry *osp_cont_suspend(osp_eff_entry *e, const osp_word *args, int64_t n, osp_word *out);
 
 #ifdef __cplusplus
 }

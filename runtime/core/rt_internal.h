@@ -54,6 +54,12 @@ _Noreturn void osp_fatalf(const char *fmt, ...) __attribute__((format(printf, 1,
 /* `fatal: out of memory` without allocating. */
 _Noreturn void osp_fatal_oom(void);
 
+/*
+ * Flush the stdout stream and exit(status), serialised with the fatal exits (used after
+ * a message the language prints to stdout, e.g. `unhandled effect: E.op`).
+ */
+_Noreturn void osp_exit(int status);
+
 /* ---- the stdout stream (LANGUAGE.md §8) ------------------------------------------------ */
 
 /*
@@ -95,5 +101,28 @@ void *osp_handle_lookup(int64_t id, int kind);
 
 /* Id of the fiber running on the calling thread; 0 on the main thread or a foreign one. */
 int64_t osp_fiber_current_id(void);
+
+/* ---- effect handlers and continuations (effects.c) ---------------------------------------- */
+
+/*
+ * Make `*slot` the calling thread's handler-stack top. A thread started by the runtime
+ * passes a variable of its entry function (so the collector sees the stack while the
+ * thread lives); other threads get a process-lifetime cell on first use.
+ */
+void osp_eff_bind_slot(osp_eff_entry **slot);
+
+/*
+ * Where osp_thread_abandon jumps to: a `jmp_buf *` in the entry function of a fiber or
+ * continuation thread (NULL when the entry function returns).
+ */
+void osp_thread_set_unwind(void *jb);
+
+/*
+ * Leave the calling thread's computation because a resuming handler abandoned it:
+ * longjmp(1) to the thread's entry function, which unregisters from the profiler and
+ * reports the exit (a fiber ends as abandoned). On a thread without an entry point (the
+ * main thread) this is an internal error (fatal exit).
+ */
+_Noreturn void osp_thread_abandon(void);
 
 #endif /* OSP_RT_INTERNAL_H */

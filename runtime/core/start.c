@@ -115,6 +115,12 @@ void osp_fatalf(const char *fmt, ...) {
     fatal_exit(big, 7 + (size_t)body + 1);
 }
 
+void osp_exit(int status) {
+    pthread_mutex_lock(&exit_lock);
+    osp_stdout_flush();
+    exit(status);
+}
+
 void osp_fatal_oom(void) {
     static const char msg[] = "fatal: out of memory\n";
     fatal_exit(msg, sizeof msg - 1);

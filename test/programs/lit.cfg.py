@@ -7,6 +7,7 @@
 #   // env: NAME=value         extra environment variable for the run (repeatable)
 #   // stderr: text            stderr must contain this text (repeatable)
 #   // compile-error: text     the compile must fail (exit 1) with this text on stderr
+#   // stdin: text             a line of the program's stdin (repeatable; default: empty)
 import os
 import sys
 

@@ -17,7 +17,7 @@ class OspreyProgram(lit.formats.TestFormat):
         path = test.getSourcePath()
         with open(path, encoding="utf-8", errors="replace") as fh:
             lines = fh.read().splitlines()
-        exit_want, env_add, stderr_want, compile_err = 0, {}, [], []
+        exit_want, env_add, stderr_want, compile_err, stdin_lines = 0, {}, [], [], []
         for ln in lines:
             s = ln.strip()
             if s.startswith("// exit:"):
@@ -29,13 +29,18 @@ class OspreyProgram(lit.formats.TestFormat):
                 stderr_want.append(s[len("// stderr:"):].strip())
             elif s.startswith("// compile-error:"):
                 compile_err.append(s[len("// compile-error:"):].strip())
+            elif s.startswith("// stdin:"):
+                stdin_lines.append(s[len("// stdin:"):].strip())
         env = dict(os.environ)
         env.pop("OSPREY_TEST_FILTER", None)
         env.update(env_add)
         cmd = [test.config.osprey, path, "--run"]
         try:
+            # stdin is the `// stdin:` lines (each ending in "\n"), else empty: a test
+            # never reads the terminal lit was started from
             p = subprocess.run(cmd, capture_output=True, env=env, timeout=120,
-                               cwd=os.path.dirname(path))
+                               cwd=os.path.dirname(path),
+                               input="".join(l + "\n" for l in stdin_lines).encode())
         except subprocess.TimeoutExpired:
             return lit.Test.FAIL, "timed out after 120 s"
         out = p.stdout.decode("utf-8", "replace")

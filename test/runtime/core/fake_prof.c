@@ -11,6 +11,7 @@
 static atomic_llong boots;
 static atomic_llong violations;
 static atomic_bool unregistered[MAX_IDS];
+static atomic_llong effect_registrations, effect_unregistrations;
 
 static _Thread_local bool t_registered;
 static _Thread_local int64_t t_id;
@@ -29,6 +30,7 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label) {
     if (fiber_id > 0 && osp_fiber_state(fiber_id) != 0) atomic_fetch_add(&violations, 1);
     t_registered = true;
     t_id = fiber_id;
+    if (fiber_id == -1 && label && strcmp(label, "effect") == 0) atomic_fetch_add(&effect_registrations, 1);
     strncpy(t_label, label ? label : "", sizeof t_label - 1);
 }
 
@@ -37,6 +39,7 @@ void osp_prof_thread_unregister(void) {
     /* ... and unregisters before its completion is signalled. */
     if (t_registered && t_id > 0 && osp_fiber_state(t_id) != 0) atomic_fetch_add(&violations, 1);
     if (t_registered && t_id > 0 && t_id < MAX_IDS) atomic_store(&unregistered[t_id], true);
+    if (t_registered && t_id == -1) atomic_fetch_add(&effect_unregistrations, 1);
     t_registered = false;
 }
 
@@ -71,3 +74,5 @@ bool fake_prof_unregistered(int64_t fiber_id) {
     return fiber_id > 0 && fiber_id < MAX_IDS && atomic_load(&unregistered[fiber_id]);
 }
 int64_t fake_prof_violations(void) { return atomic_load(&violations); }
+int64_t fake_prof_effect_registrations(void) { return atomic_load(&effect_registrations); }
+int64_t fake_prof_effect_unregistrations(void) { return atomic_load(&effect_unregistrations); }

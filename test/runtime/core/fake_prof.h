@@ -25,6 +25,10 @@ int64_t fake_prof_regions(void);
 /* Whether a thread registered as fiber `fiber_id` has unregistered (ids < 65536). */
 bool fake_prof_unregistered(int64_t fiber_id);
 
+/* Registrations as (-1, "effect") and unregistrations of such threads, so far. */
+int64_t fake_prof_effect_registrations(void);
+int64_t fake_prof_effect_unregistrations(void);
+
 /* Protocol violations seen so far (end without begin, register twice, unregister
  * inside a region or unregistered, ...). Must stay 0. */
 int64_t fake_prof_violations(void);

@@ -1,0 +1,143 @@
+/*
+ * Immutable lists (LANGUAGE.md §9.4): a list is a view (offset, length) of a shared
+ * backing array of boxed words. Views never change; a backing array only grows at its
+ * high-water mark `used`, which is claimed with a compare-and-swap, so the one list that
+ * ends exactly at the mark may append in place while every other list copies.
+ */
+#include "rt_internal.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+typedef struct osp_backing {
+    _Atomic int64_t used; /* slots [0, used) are written and owned by some view */
+    int64_t cap;
+    osp_word w[];
+} osp_backing;
+
+struct osp_list {
+    osp_backing *b; /* NULL for an empty list */
+    int64_t off;
+    int64_t len;
+};
+
+static osp_backing *backing_new(int64_t cap) {
+    if (cap < 4) cap = 4;
+    if ((uint64_t)cap > (SIZE_MAX - sizeof(osp_backing)) / sizeof(osp_word)) osp_fatal_oom();
+    osp_backing *b = osp_gc_alloc(sizeof(osp_backing) + (size_t)cap * sizeof(osp_word));
+    b->cap = cap;
+    atomic_store_explicit(&b->used, 0, memory_order_relaxed);
+    return b;
+}
+
+static osp_list *view(osp_backing *b, int64_t off, int64_t len) {
+    osp_list *l = osp_gc_alloc(sizeof *l);
+    l->b = len ? b : NULL;
+    l->off = len ? off : 0;
+    l->len = len;
+    return l;
+}
+
+static const osp_word *elems(const osp_list *xs) { return xs->b ? xs->b->w + xs->off : NULL; }
+
+/* A fresh backing holding `n` words from `a` then `m` from `c`, with room to grow. */
+static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t m, int64_t extra) {
+    int64_t len = n + m;
+    if (len == 0) return view(NULL, 0, 0);
+    osp_backing *b = backing_new(len + extra);
+    if (n) memcpy(b->w, a, (size_t)n * sizeof(osp_word));
+    if (m) memcpy(b->w + n, c, (size_t)m * sizeof(osp_word));
+    atomic_store_explicit(&b->used, len, memory_order_relaxed);
+    return view(b, 0, len);
+}
+
+osp_list *osp_list_new(int64_t n, const osp_word *e) {
+    if (n <= 0) return view(NULL, 0, 0);
+    return fresh(e, n, NULL, 0, 0);
+}
+
+int64_t osp_list_length(const osp_list *xs) { return xs ? xs->len : 0; }
+
+osp_word osp_list_at(const osp_list *xs, int64_t i) { return xs->b->w[xs->off + i]; }
+
+osp_rres osp_list_get(const osp_list *xs, int64_t i) {
+    if (xs == NULL || i < 0 || i >= xs->len)
+        return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t) "index out of bounds"};
+    return (osp_rres){OSP_RESULT_SUCCESS, xs->b->w[xs->off + i]};
+}
+
+osp_list *osp_list_drop(const osp_list *xs, int64_t k) {
+    if (k <= 0) return (osp_list *)xs;
+    if (k >= xs->len) return view(NULL, 0, 0);
+    return view(xs->b, xs->off + k, xs->len - k);
+}
+
+/* Claim the slot just past `xs` in its backing, if `xs` ends at the high-water mark. */
+static bool claim_next(const osp_list *xs) {
+    osp_backing *b = xs->b;
+    if (b == NULL) return false;
+    int64_t end = xs->off + xs->len;
+    if (end >= b->cap) return false;
+    int64_t expect = end;
+    return atomic_compare_exchange_strong_explicit(&b->used, &expect, end + 1, memory_order_acq_rel,
+                                                   memory_order_relaxed);
+}
+
+osp_list *osp_list_append(const osp_list *xs, osp_word x) {
+    if (claim_next(xs)) {
+        xs->b->w[xs->off + xs->len] = x;
+        return view(xs->b, xs->off, xs->len + 1);
+    }
+    /* Copy with room to grow: repeated appends to the newest list stay amortised O(1). */
+    osp_list *l = fresh(elems(xs), xs->len, &x, 1, xs->len + 4);
+    return l;
+}
+
+osp_list *osp_list_prepend(const osp_list *xs, osp_word x) { return fresh(&x, 1, elems(xs), xs->len, 0); }
+
+osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
+    if (ys->len == 0) return (osp_list *)xs;
+    if (xs->len == 0) return (osp_list *)ys;
+    osp_backing *b = xs->b;
+    int64_t end = xs->off + xs->len;
+    if (end + ys->len <= b->cap) {
+        int64_t expect = end;
+        if (atomic_compare_exchange_strong_explicit(&b->used, &expect, end + ys->len, memory_order_acq_rel,
+                                                    memory_order_relaxed)) {
+            memcpy(b->w + end, elems(ys), (size_t)ys->len * sizeof(osp_word));
+            return view(b, xs->off, xs->len + ys->len);
+        }
+    }
+    return fresh(elems(xs), xs->len, elems(ys), ys->len, xs->len + ys->len);
+}
+
+osp_list *osp_list_reverse(const osp_list *xs) {
+    if (xs->len == 0) return (osp_list *)xs;
+    osp_backing *b = backing_new(xs->len);
+    const osp_word *e = elems(xs);
+    for (int64_t i = 0; i < xs->len; i++) b->w[i] = e[xs->len - 1 - i];
+    atomic_store_explicit(&b->used, xs->len, memory_order_relaxed);
+    return view(b, 0, xs->len);
+}
+
+bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind) {
+    const osp_word *e = elems(xs);
+    for (int64_t i = 0; i < xs->len; i++) {
+        switch (kind) {
+        case OSP_EQ_STRING:
+            if (osp_str_cmp((const char *)(uintptr_t)e[i], (const char *)(uintptr_t)x) == 0) return true;
+            break;
+        case OSP_EQ_FLOAT: {
+            double a, b;
+            memcpy(&a, &e[i], sizeof a);
+            memcpy(&b, &x, sizeof b);
+            if (a == b) return true;
+            break;
+        }
+        default:
+            if (e[i] == x) return true;
+            break;
+        }
+    }
+    return false;
+}

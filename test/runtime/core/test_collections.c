@@ -1,0 +1,351 @@
+/*
+ * Lists (LANGUAGE.md §9.4), maps (§9.5), the string built-ins (§9.3), the numeric and
+ * system built-ins (§9.2) and channels (§11.3): values, sharing, exact failure messages.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_prof.h"
+#include "rt_internal.h"
+#include "support.h"
+
+#define W(x) ((osp_word)(x))
+#define SW(s) ((osp_word)(uintptr_t)(s))
+#define STR(w) ((const char *)(uintptr_t)(w))
+
+static void assert_list(const osp_list *l, int64_t n, const osp_word *want) {
+    assert_int_equal(osp_list_length(l), n);
+    for (int64_t i = 0; i < n; i++) assert_int_equal(osp_list_at(l, i), want[i]);
+}
+
+static void assert_err(osp_rres r, const char *msg) {
+    assert_int_equal(r.tag, OSP_RESULT_ERROR);
+    assert_string_equal(STR(r.word), msg);
+}
+
+static void assert_ok_str(osp_rres r, const char *s) {
+    assert_int_equal(r.tag, OSP_RESULT_SUCCESS);
+    assert_string_equal(STR(r.word), s);
+}
+
+static void assert_ok_int(osp_rres r, int64_t v) {
+    assert_int_equal(r.tag, OSP_RESULT_SUCCESS);
+    assert_int_equal((int64_t)r.word, v);
+}
+
+/* ---- lists ------------------------------------------------------------------------------ */
+
+static void test_list_basics(void **state) {
+    (void)state;
+    osp_word e[3] = {10, 20, 30};
+    osp_list *xs = osp_list_new(3, e);
+    assert_list(xs, 3, e);
+    assert_ok_int(osp_list_get(xs, 1), 20);
+    assert_err(osp_list_get(xs, 3), "index out of bounds");
+    assert_err(osp_list_get(xs, -1), "index out of bounds");
+    osp_list *empty = osp_list_new(0, NULL);
+    assert_int_equal(osp_list_length(empty), 0);
+    assert_err(osp_list_get(empty, 0), "index out of bounds");
+
+    osp_word r[3] = {30, 20, 10};
+    assert_list(osp_list_reverse(xs), 3, r);
+    osp_word p[4] = {5, 10, 20, 30};
+    assert_list(osp_list_prepend(xs, 5), 4, p);
+    osp_list *t = osp_list_drop(xs, 1);
+    osp_word tail[2] = {20, 30};
+    assert_list(t, 2, tail);
+    assert_int_equal(osp_list_length(osp_list_drop(xs, 3)), 0);
+    assert_list(xs, 3, e); /* nothing changed the original */
+    assert_true(osp_list_contains(xs, 20, OSP_EQ_WORD));
+    assert_false(osp_list_contains(xs, 25, OSP_EQ_WORD));
+}
+
+static void test_list_sharing_is_safe(void **state) {
+    (void)state;
+    osp_word e[2] = {1, 2};
+    osp_list *base = osp_list_new(2, e);
+    osp_list *a = osp_list_append(base, 3); /* may extend base's storage in place */
+    osp_list *b = osp_list_append(base, 4); /* must not overwrite a's third element */
+    osp_word wa[3] = {1, 2, 3}, wb[3] = {1, 2, 4};
+    assert_list(a, 3, wa);
+    assert_list(b, 3, wb);
+    assert_list(base, 2, e);
+    osp_list *c = osp_list_concat(a, b);
+    osp_word wc[6] = {1, 2, 3, 1, 2, 4};
+    assert_list(c, 6, wc);
+    assert_list(a, 3, wa);
+    osp_list *d = osp_list_concat(a, base);
+    osp_word wd[5] = {1, 2, 3, 1, 2};
+    assert_list(d, 5, wd);
+    assert_list(c, 6, wc);
+    /* A tail view appends by copying when it does not end at the high-water mark. */
+    osp_list *t = osp_list_drop(a, 1);
+    osp_list *t2 = osp_list_append(osp_list_drop(base, 1), 9);
+    osp_word wt[2] = {2, 3}, wt2[2] = {2, 9};
+    assert_list(t, 2, wt);
+    assert_list(t2, 2, wt2);
+    assert_list(a, 3, wa);
+}
+
+static void test_list_append_many(void **state) {
+    (void)state;
+    osp_list *l = osp_list_new(0, NULL);
+    for (int64_t i = 0; i < 100000; i++) l = osp_list_append(l, W(i * 2));
+    GC_gcollect();
+    assert_int_equal(osp_list_length(l), 100000);
+    for (int64_t i = 0; i < 100000; i += 997) assert_int_equal(osp_list_at(l, i), i * 2);
+}
+
+static void test_list_contains_kinds(void **state) {
+    (void)state;
+    char a[4] = "abc";
+    osp_word e[2] = {SW("xyz"), SW(a)};
+    osp_list *l = osp_list_new(2, e);
+    assert_true(osp_list_contains(l, SW("abc"), OSP_EQ_STRING)); /* by content */
+    assert_false(osp_list_contains(l, SW("ab"), OSP_EQ_STRING));
+    double z = 0.0, nz = -0.0, n = NAN;
+    osp_word fz, fnz, fn;
+    memcpy(&fz, &z, 8);
+    memcpy(&fnz, &nz, 8);
+    memcpy(&fn, &n, 8);
+    osp_word f[2] = {fz, fn};
+    osp_list *fl = osp_list_new(2, f);
+    assert_true(osp_list_contains(fl, fnz, OSP_EQ_FLOAT)); /* -0.0 == 0.0 */
+    assert_false(osp_list_contains(fl, fn, OSP_EQ_FLOAT)); /* NaN never equal */
+}
+
+/* ---- maps ------------------------------------------------------------------------------------ */
+
+static void test_map_basics(void **state) {
+    (void)state;
+    osp_map *m = osp_map_empty();
+    assert_int_equal(osp_map_length(m), 0);
+    assert_err(osp_map_get(m, "x"), "mapGet: key not found");
+    osp_map *a = osp_map_set(osp_map_set(m, "ann", 31), "bob", 27);
+    assert_int_equal(osp_map_length(a), 2);
+    assert_ok_int(osp_map_get(a, "bob"), 27);
+    osp_map *b = osp_map_set(a, "bob", 28); /* replace */
+    assert_int_equal(osp_map_length(b), 2);
+    assert_ok_int(osp_map_get(b, "bob"), 28);
+    assert_ok_int(osp_map_get(a, "bob"), 27); /* persistent */
+    osp_map *c = osp_map_remove(b, "ann");
+    assert_int_equal(osp_map_length(c), 1);
+    assert_false(osp_map_contains(c, "ann"));
+    assert_true(osp_map_contains(b, "ann"));
+    assert_int_equal(osp_map_length(osp_map_remove(c, "nobody")), 1);
+    osp_map *d = osp_map_merge(osp_map_set(m, "bob", 1), osp_map_set(osp_map_set(m, "cy", 2), "bob", 3));
+    assert_int_equal(osp_map_length(d), 2);
+    assert_ok_int(osp_map_get(d, "bob"), 3); /* the right side wins */
+    osp_list *k = osp_map_keys(d), *v = osp_map_values(d);
+    assert_int_equal(osp_list_length(k), 2);
+    assert_string_equal(STR(osp_list_at(k, 0)), "bob");
+    assert_string_equal(STR(osp_list_at(k, 1)), "cy");
+    assert_int_equal(osp_list_at(v, 0), 3);
+    assert_int_equal(osp_list_at(v, 1), 2);
+}
+
+static void test_map_many(void **state) {
+    (void)state;
+    osp_map *m = osp_map_empty();
+    char key[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        m = osp_map_set(m, osp_str_dup_n(key, strlen(key)), W(i));
+    }
+    for (int i = 0; i < 5000; i += 2) {
+        snprintf(key, sizeof key, "k%d", i);
+        m = osp_map_remove(m, key);
+    }
+    GC_gcollect();
+    assert_int_equal(osp_map_length(m), 2500);
+    for (int i = 0; i < 5000; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        assert_int_equal(osp_map_contains(m, key), i % 2 == 1);
+    }
+    osp_list *k = osp_map_keys(m);
+    for (int64_t i = 1; i < osp_list_length(k); i++)
+        assert_true(strcmp(STR(osp_list_at(k, i - 1)), STR(osp_list_at(k, i))) < 0);
+}
+
+/* ---- strings ----------------------------------------------------------------------------------- */
+
+static const char *join_list(const osp_list *l) { return osp_str_join(l, "|"); }
+
+static void test_strings_total(void **state) {
+    (void)state;
+    assert_int_equal(osp_str_length("h\xc3\xa9llo"), 6);
+    assert_true(osp_str_contains("banana", "nan"));
+    assert_true(osp_str_contains("banana", ""));
+    assert_false(osp_str_contains("banana", "x"));
+    assert_true(osp_str_starts_with("osprey", "osp"));
+    assert_true(osp_str_ends_with("osprey", "rey"));
+    assert_false(osp_str_ends_with("ey", "rey"));
+    assert_string_equal(osp_str_take("osprey", 3), "osp");
+    assert_string_equal(osp_str_take("osprey", 99), "osprey");
+    assert_string_equal(osp_str_take("osprey", -1), "");
+    assert_string_equal(osp_str_drop("osprey", 3), "rey");
+    assert_string_equal(osp_str_drop("osprey", 99), "");
+    assert_string_equal(join_list(osp_str_lines("a\nb\n")), "a|b");
+    assert_string_equal(join_list(osp_str_lines("a\n\nb")), "a||b");
+    assert_int_equal(osp_list_length(osp_str_lines("")), 0);
+    assert_string_equal(join_list(osp_str_words("  one\ttwo \n three ")), "one|two|three");
+    assert_string_equal(osp_str_upper("abc-\xc3\xa9"), "ABC-\xc3\xa9");
+    assert_string_equal(osp_str_lower("ABC"), "abc");
+    assert_string_equal(osp_str_trim(" \t x y \n"), "x y");
+    assert_string_equal(osp_str_trim_start("  x "), "x ");
+    assert_string_equal(osp_str_trim_end("  x "), "  x");
+    assert_string_equal(osp_str_reverse("abc"), "cba");
+    osp_word parts[3] = {SW("a"), SW("b"), SW("c")};
+    assert_string_equal(osp_str_join(osp_list_new(3, parts), ", "), "a, b, c");
+    assert_string_equal(osp_str_join(osp_list_new(0, NULL), ", "), "");
+}
+
+static void test_strings_fallible(void **state) {
+    (void)state;
+    assert_ok_int(osp_str_index_of("banana", "nan"), 2);
+    assert_ok_int(osp_str_index_of("banana", ""), 0);
+    assert_err(osp_str_index_of("banana", "x"), "indexOf: substring not found");
+    assert_ok_str(osp_str_substring("osprey", 1, 4), "spr");
+    assert_ok_str(osp_str_substring("osprey", 6, 6), "");
+    assert_err(osp_str_substring("osprey", 4, 1), "substring: index out of range");
+    assert_err(osp_str_substring("osprey", 0, 7), "substring: index out of range");
+    assert_err(osp_str_substring("osprey", -1, 2), "substring: index out of range");
+    osp_rres sp = osp_str_split("a,b,,c", ",");
+    assert_int_equal(sp.tag, OSP_RESULT_SUCCESS);
+    assert_string_equal(join_list((osp_list *)(uintptr_t)sp.word), "a|b||c");
+    assert_err(osp_str_split("a,b", ""), "split: separator must not be empty");
+    assert_ok_str(osp_str_replace("a-b-c", "-", "+="), "a+=b+=c");
+    assert_ok_str(osp_str_replace("aaa", "aa", "b"), "ba");
+    assert_err(osp_str_replace("a", "", "b"), "replace: needle must not be empty");
+    assert_ok_str(osp_str_repeat("ab", 3), "ababab");
+    assert_ok_str(osp_str_repeat("ab", 0), "");
+    assert_err(osp_str_repeat("ab", -1), "repeat: count must not be negative");
+    assert_ok_str(osp_str_pad_start("7", 3, "0"), "007");
+    assert_ok_str(osp_str_pad_start("7", 4, "ab"), "aba7");
+    assert_ok_str(osp_str_pad_end("7", 3, "."), "7..");
+    assert_ok_str(osp_str_pad_end("long", 2, "."), "long");
+    assert_err(osp_str_pad_start("7", 3, ""), "padStart: fill must not be empty");
+    assert_err(osp_str_pad_end("7", 3, ""), "padEnd: fill must not be empty");
+    assert_ok_int(osp_str_parse_int("42"), 42);
+    assert_ok_int(osp_str_parse_int("-9223372036854775808"), INT64_MIN);
+    assert_err(osp_str_parse_int("9223372036854775808"), "parseInt: invalid integer");
+    assert_err(osp_str_parse_int(" 42"), "parseInt: invalid integer");
+    assert_err(osp_str_parse_int(""), "parseInt: invalid integer");
+    assert_err(osp_str_parse_int("4x"), "parseInt: invalid integer");
+    osp_rres f = osp_str_parse_float("2.5e1");
+    double d;
+    memcpy(&d, &f.word, 8);
+    assert_int_equal(f.tag, OSP_RESULT_SUCCESS);
+    assert_true(d == 25.0);
+    assert_err(osp_str_parse_float("1.2.3"), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float(" 1"), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float("0x10"), "parseFloat: invalid number");
+    assert_ok_int(osp_str_byte_at("\xc3\xa9", 1), 0xa9);
+    assert_err(osp_str_byte_at("ab", 2), "byteAt: index out of range");
+    assert_ok_int(osp_str_code_point_at("x\xc3\xa9", 1), 0xe9);
+    assert_ok_int(osp_str_code_point_at("\xf0\x9f\x98\x80", 0), 0x1f600);
+    assert_int_equal(osp_str_code_point_at("\xc3\xa9", 1).tag, OSP_RESULT_ERROR);
+    assert_int_equal(osp_str_code_point_at("a", 5).tag, OSP_RESULT_ERROR);
+    assert_ok_int(osp_code_point_width('a'), 1);
+    assert_ok_int(osp_code_point_width(0x4e2d), 2);
+    assert_ok_int(osp_code_point_width(0x0301), 0);
+    assert_err(osp_code_point_width(0x110000), "codePointWidth: code point out of range");
+    assert_err(osp_code_point_width(0xd800), "codePointWidth: surrogate is not a scalar");
+    assert_ok_str(osp_from_code_point(0xe9), "\xc3\xa9");
+    assert_ok_str(osp_from_code_point(0x1f600), "\xf0\x9f\x98\x80");
+    assert_err(osp_from_code_point(0xd800), "fromCodePoint: invalid code point");
+    assert_err(osp_from_code_point(-1), "fromCodePoint: invalid code point");
+    assert_ok_str(osp_str_index("abc", 1), "b");
+    assert_int_equal(osp_str_index("abc", 3).tag, OSP_RESULT_ERROR);
+}
+
+static void test_numeric(void **state) {
+    (void)state;
+    assert_ok_int(osp_int_abs(-5), 5);
+    assert_err(osp_int_abs(INT64_MIN), "integer overflow");
+    assert_ok_int(osp_checked_add(1, 2), 3);
+    assert_err(osp_checked_add(INT64_MAX, 1), "integer overflow");
+    assert_err(osp_checked_sub(INT64_MIN, 1), "integer overflow");
+    assert_err(osp_checked_mul(INT64_MAX, 2), "integer overflow");
+    for (int i = 0; i < 1000; i++) {
+        assert_true(osp_random() >= 0);
+        osp_rres r = osp_random_below(7);
+        assert_int_equal(r.tag, OSP_RESULT_SUCCESS);
+        assert_true((int64_t)r.word >= 0 && (int64_t)r.word < 7);
+    }
+    assert_err(osp_random_below(0), "randomBelow: bound must be positive");
+}
+
+/* ---- channels ----------------------------------------------------------------------------------- */
+
+static osp_word producer(void *env) {
+    int64_t ch = *(int64_t *)env;
+    for (int64_t i = 1; i <= 1000; i++) osp_chan_put(ch, W(i));
+    return 0;
+}
+
+static void test_channel_fifo_and_blocking(void **state) {
+    (void)state;
+    int64_t *ch = osp_gc_alloc(sizeof *ch);
+    *ch = osp_chan_new(2);
+    int64_t before = fake_prof_regions();
+    int64_t f = osp_fiber_spawn(producer, ch);
+    assert_int_equal(f, *ch + 1); /* ids from the counter shared with fibers */
+    int64_t sum = 0, prev = 0;
+    for (int i = 0; i < 1000; i++) {
+        int64_t v = (int64_t)osp_chan_take(*ch);
+        assert_int_equal(v, prev + 1); /* FIFO */
+        prev = v;
+        sum += v;
+    }
+    assert_int_equal(sum, 500500);
+    assert_int_equal(osp_fiber_wait(f), 0);
+    assert_true(fake_prof_regions() > before); /* waits were blocking regions */
+    assert_int_equal(fake_prof_depth(), 0);
+    assert_int_equal(fake_prof_violations(), 0);
+}
+
+static void bad_cap_child(void *arg) {
+    (void)arg;
+    osp_chan_new(0);
+}
+
+static void unknown_chan_child(void *arg) {
+    (void)arg;
+    osp_chan_take(12345);
+}
+
+static void test_channel_errors(void **state) {
+    (void)state;
+    child_output r;
+    run_child(bad_cap_child, NULL, &r);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "fatal: Channel capacity must be positive (got 0)\n");
+    child_free(&r);
+    run_child(unknown_chan_child, NULL, &r);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "fatal: recv on unknown channel 12345\n");
+    child_free(&r);
+}
+
+int main(void) {
+    osp_rt_heap_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_list_basics),        cmocka_unit_test(test_list_sharing_is_safe),
+        cmocka_unit_test(test_list_append_many),   cmocka_unit_test(test_list_contains_kinds),
+        cmocka_unit_test(test_map_basics),         cmocka_unit_test(test_map_many),
+        cmocka_unit_test(test_strings_total),      cmocka_unit_test(test_strings_fallible),
+        cmocka_unit_test(test_numeric),            cmocka_unit_test(test_channel_fifo_and_blocking),
+        cmocka_unit_test(test_channel_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
