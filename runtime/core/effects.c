@@ -198,7 +198,15 @@ osp_cont *osp_cont_new(void *env, osp_arm_fn const *arms, int64_t narms) {
     return c;
 }
 
+/* Like osp_fiber_entry (fiber.c): this frame's return-address slot holds 0 while the body
+ * runs, so continuation stacks end here rather than in the collector's start routine (a
+ * hex frame in reports); restored before returning. */
 static void *cont_entry(void *arg) {
+#if defined(__x86_64__) || defined(__aarch64__)
+    void *volatile *ret_slot = (void *volatile *)__builtin_frame_address(0) + 1;
+    void *ret = *ret_slot;
+    *ret_slot = NULL;
+#endif
     osp_cont *const c = arg;
     osp_eff_entry *volatile top = c->stack; /* this thread's handler stack (scanned: on the stack) */
     osp_eff_bind_slot((osp_eff_entry **)&top);
@@ -220,6 +228,9 @@ static void *cont_entry(void *arg) {
     pthread_cond_broadcast(&c->to_driver);
     pthread_mutex_unlock(&c->lock);
     unwind_to = NULL;
+#if defined(__x86_64__) || defined(__aarch64__)
+    *ret_slot = ret;
+#endif
     return NULL;
 }
 
