@@ -456,8 +456,7 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
     return status < 0 ? 1 : status;
 }
 
-int main(int argc, char **argv) {
-    proc_signals_init();
+static int compile_main(int argc, char **argv) {
     Options o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0) return rc;
@@ -608,4 +607,24 @@ done:
     free(abs);
     LLVMShutdown();
     return status;
+}
+
+typedef struct {
+    int argc;
+    char **argv;
+    int status;
+} main_job;
+
+static void main_job_run(void *p) {
+    main_job *m = p;
+    m->status = compile_main(m->argc, m->argv);
+}
+
+int main(int argc, char **argv) {
+    proc_signals_init(); /* first: the compile thread inherits the blocked signals */
+    /* Compile (and run) on a thread with a large stack: the front end and code generation
+     * recurse over the syntax tree, whose height the parser bounds (frontend.h). */
+    main_job m = {argc, argv, 1};
+    osp_run_on_compile_stack(main_job_run, &m);
+    return m.status;
 }

@@ -6,7 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Real nesting: how deeply the recursive descent may recurse (parentheses, blocks,
+ * arguments, prefix operators, right-associative `?:` and `c ? a : b`, types, patterns). */
 #define MAX_DEPTH 400
+
+/* Left-associative operator chains (`a + b + c`, `x |> f |> g`, `o.f().g()`, `a[i][j]`)
+ * are parsed by loops, not recursion, but they build a left-deep tree that every later
+ * pass walks recursively. OSP_MAX_CHAIN (parser.h) bounds the number of chain operators
+ * on any path from an expression's root to a leaf (for one flat chain: its operator
+ * count), so together with MAX_DEPTH the tree's height stays within what the compile
+ * stack holds (frontend.h: osp_run_on_compile_stack). */
 
 typedef struct Parser {
     Arena *a;
@@ -16,6 +25,7 @@ typedef struct Parser {
     int ntoks;
     int i;
     int depth;
+    int chain;          /* chain accounting (see chain_begin) */
     bool no_brace;      /* inside a match scrutinee: `{` ends the expression */
     int syntax_errors;
     jmp_buf *recover;
@@ -80,6 +90,34 @@ static void enter(Parser *p, Pos pos) {
     if (++p->depth > MAX_DEPTH) fail(p, pos, "expression is nested too deeply");
 }
 static void leave(Parser *p) { p->depth--; }
+
+/*
+ * Chain accounting: the height of an expression counted in chain operators only
+ * (1 + the larger height of the two sides for each chain operator; other nodes add 0).
+ * A chain loop calls chain_begin (saves and clears p->chain), parses its first operand
+ * and reads that operand's height with chain_first, calls chain_grow after each further
+ * operand, and chain_end reports the chain's height to whatever encloses it. Between a
+ * clear and a read p->chain only grows (every chain_end takes the maximum), so it holds
+ * the largest height of any chain inside the operand just parsed.
+ */
+static int chain_begin(Parser *p) {
+    int saved = p->chain;
+    p->chain = 0;
+    return saved;
+}
+static int chain_first(Parser *p) {
+    int h = p->chain;
+    p->chain = 0;
+    return h;
+}
+static int chain_grow(Parser *p, int height, Pos op) {
+    int h = 1 + (height > p->chain ? height : p->chain);
+    if (h > OSP_MAX_CHAIN)
+        fail(p, op, "expression has more than %d operators in one chain; split it with `let` bindings", OSP_MAX_CHAIN);
+    p->chain = 0;
+    return h;
+}
+static void chain_end(Parser *p, int saved, int height) { p->chain = height > saved ? height : saved; }
 
 static Expr *parse_expr(Parser *p);
 static Expr *parse_prefix(Parser *p);
@@ -862,23 +900,21 @@ static Expr *parse_primary(Parser *p) {
 }
 
 static Expr *parse_postfix(Parser *p) {
+    int saved = chain_begin(p);
     Expr *e = parse_primary(p);
-    int chain = 0;
+    int height = chain_first(p);
     for (;;) {
         Token *t = peek(p);
         if (t->kind == P_LPAREN && !t->nl_before) {
-            enter(p, t->pos);
-            chain++;
             next(p);
             Expr *c = expr_new(p->a, E_CALL, e->pos);
             c->u.call.callee = e;
             c->u.call.args = parse_args_named(p, &c->u.call.nargs, &c->u.call.names, &c->u.call.name_pos);
             e = c;
+            height = chain_grow(p, height, t->pos);
             continue;
         }
         if (t->kind == P_LBRACKET && !t->ws_before) {
-            enter(p, t->pos);
-            chain++;
             next(p);
             Expr *x = expr_new(p->a, E_INDEX, t->pos);
             bool nb = p->no_brace;
@@ -888,11 +924,10 @@ static Expr *parse_postfix(Parser *p) {
             p->no_brace = nb;
             expect(p, P_RBRACKET, "to close the index");
             e = x;
+            height = chain_grow(p, height, t->pos);
             continue;
         }
         if (t->kind == P_DOT) {
-            enter(p, t->pos);
-            chain++;
             next(p);
             Token *name = expect(p, T_IDENT, "after `.`");
             if (kind(p) == P_LPAREN && !peek(p)->nl_before) {
@@ -906,6 +941,7 @@ static Expr *parse_postfix(Parser *p) {
                 m->u.method.args = parse_args_named(p, &m->u.method.nargs, &names, &npos);
                 if (names) fail(p, name->pos, "named arguments are not supported in method calls");
                 e = m;
+                height = chain_grow(p, height, t->pos);
                 continue;
             }
             Expr *f = expr_new(p->a, E_FIELD, name->pos);
@@ -913,26 +949,28 @@ static Expr *parse_postfix(Parser *p) {
             f->u.field.name = name->text;
             f->u.field.npos = name->pos;
             e = f;
+            height = chain_grow(p, height, t->pos);
             continue;
         }
         if (!p->no_brace && is_record_open(p) && !t->nl_before) {
-            enter(p, t->pos);
-            chain++;
             Expr *u = expr_new(p->a, E_UPDATE, t->pos);
             u->u.update.e = e;
             u->u.update.fields = parse_field_inits(p, &u->u.update.n);
             e = u;
+            height = chain_grow(p, height, t->pos);
             continue;
         }
         break;
     }
-    while (chain-- > 0) leave(p);
+    chain_end(p, saved, height);
     return e;
 }
 
 static Expr *parse_prefix(Parser *p) {
     Token *t = peek(p);
-    enter(p, t->pos);
+    /* a prefix operator is one level of recursion; an operand alone is none */
+    bool prefix = t->kind == P_MINUS || t->kind == P_PLUS || t->kind == P_NOT || t->kind == K_AWAIT;
+    if (prefix) enter(p, t->pos);
     Expr *e;
     if (t->kind == P_MINUS || t->kind == P_PLUS) {
         bool neg = t->kind == P_MINUS;
@@ -964,7 +1002,7 @@ static Expr *parse_prefix(Parser *p) {
     } else {
         e = parse_postfix(p);
     }
-    leave(p);
+    if (prefix) leave(p);
     return e;
 }
 
@@ -1011,20 +1049,20 @@ static Expr *make_pipe(Parser *p, Expr *x, Expr *rhs, Pos pos) {
 }
 
 static Expr *parse_pipe(Parser *p) {
+    int saved = chain_begin(p);
     Expr *l = parse_prefix(p);
-    int chain = 0;
+    int height = chain_first(p);
     while (kind(p) == P_PIPE) {
         Token *op = next(p);
-        enter(p, op->pos);
-        chain++;
         Expr *rhs;
         if ((kind(p) == K_FN && peek_at(p, 1)->kind == P_LPAREN) || kind(p) == P_BAR)
             rhs = parse_lambda(p);
         else
             rhs = parse_prefix(p);
+        height = chain_grow(p, height, op->pos);
         l = make_pipe(p, l, rhs, op->pos);
     }
-    while (chain-- > 0) leave(p);
+    chain_end(p, saved, height);
     return l;
 }
 
@@ -1037,8 +1075,9 @@ static Expr *binary(Parser *p, BinOp op, Expr *l, Expr *r, Pos pos) {
 }
 
 static Expr *parse_mul(Parser *p) {
+    int saved = chain_begin(p);
     Expr *l = parse_pipe(p);
-    int chain = 0;
+    int height = chain_first(p);
     for (;;) {
         TokKind k = kind(p);
         BinOp op;
@@ -1047,17 +1086,18 @@ static Expr *parse_mul(Parser *p) {
         else if (k == P_PERCENT) op = OP_MOD;
         else break;
         Token *t = next(p);
-        enter(p, t->pos);
-        chain++;
-        l = binary(p, op, l, parse_pipe(p), t->pos);
+        Expr *r = parse_pipe(p);
+        height = chain_grow(p, height, t->pos);
+        l = binary(p, op, l, r, t->pos);
     }
-    while (chain-- > 0) leave(p);
+    chain_end(p, saved, height);
     return l;
 }
 
 static Expr *parse_add(Parser *p) {
+    int saved = chain_begin(p);
     Expr *l = parse_mul(p);
-    int chain = 0;
+    int height = chain_first(p);
     for (;;) {
         TokKind k = kind(p);
         if (k != P_PLUS && k != P_MINUS) break;
@@ -1065,17 +1105,18 @@ static Expr *parse_add(Parser *p) {
         TokKind k1 = peek_at(p, 1)->kind;
         if ((k1 == T_INT || k1 == T_FLOAT) && peek_at(p, 2)->kind == P_FATARROW) break;
         Token *t = next(p);
-        enter(p, t->pos);
-        chain++;
-        l = binary(p, k == P_PLUS ? OP_ADD : OP_SUB, l, parse_mul(p), t->pos);
+        Expr *r = parse_mul(p);
+        height = chain_grow(p, height, t->pos);
+        l = binary(p, k == P_PLUS ? OP_ADD : OP_SUB, l, r, t->pos);
     }
-    while (chain-- > 0) leave(p);
+    chain_end(p, saved, height);
     return l;
 }
 
 static Expr *parse_cmp(Parser *p) {
+    int saved = chain_begin(p);
     Expr *l = parse_add(p);
-    int chain = 0;
+    int height = chain_first(p);
     for (;;) {
         BinOp op;
         switch (kind(p)) {
@@ -1088,38 +1129,40 @@ static Expr *parse_cmp(Parser *p) {
         default: goto done;
         }
         Token *t = next(p);
-        enter(p, t->pos);
-        chain++;
-        l = binary(p, op, l, parse_add(p), t->pos);
+        Expr *r = parse_add(p);
+        height = chain_grow(p, height, t->pos);
+        l = binary(p, op, l, r, t->pos);
     }
 done:
-    while (chain-- > 0) leave(p);
+    chain_end(p, saved, height);
     return l;
 }
 
 static Expr *parse_and(Parser *p) {
+    int saved = chain_begin(p);
     Expr *l = parse_cmp(p);
-    int chain = 0;
+    int height = chain_first(p);
     while (kind(p) == P_AND) {
         Token *t = next(p);
-        enter(p, t->pos);
-        chain++;
-        l = binary(p, OP_AND, l, parse_cmp(p), t->pos);
+        Expr *r = parse_cmp(p);
+        height = chain_grow(p, height, t->pos);
+        l = binary(p, OP_AND, l, r, t->pos);
     }
-    while (chain-- > 0) leave(p);
+    chain_end(p, saved, height);
     return l;
 }
 
 static Expr *parse_or(Parser *p) {
+    int saved = chain_begin(p);
     Expr *l = parse_and(p);
-    int chain = 0;
+    int height = chain_first(p);
     while (kind(p) == P_OR) {
         Token *t = next(p);
-        enter(p, t->pos);
-        chain++;
-        l = binary(p, OP_OR, l, parse_and(p), t->pos);
+        Expr *r = parse_and(p);
+        height = chain_grow(p, height, t->pos);
+        l = binary(p, OP_OR, l, r, t->pos);
     }
-    while (chain-- > 0) leave(p);
+    chain_end(p, saved, height);
     return l;
 }
 
@@ -1498,6 +1541,7 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
             P.toks = tl.toks;
             P.ntoks = tl.len;
             P.depth = 0;
+            P.chain = 0;
             P.no_brace = false;
             sync(&P, start, err_at);
             if (d->overflow) break;

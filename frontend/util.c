@@ -137,6 +137,72 @@ static const char *line_start(const Diags *d, int line, size_t *len) {
     return p;
 }
 
+/* Longest source line echoed whole, and how much of a longer one is kept before the
+ * caret (bytes). A longer line is shown as a window of DIAG_LINE_MAX bytes with `…`
+ * marking each cut end, so a generated single-line source of megabytes prints one
+ * screen line per error. */
+#define DIAG_LINE_MAX 200
+#define DIAG_BEFORE 100
+
+static bool utf8_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+/* Terminal columns of the code point at s[0..n) (n >= 1): 2 for East Asian wide and
+ * fullwidth characters and emoji, 0 for combining marks, else 1. `*used` gets its length. */
+static int cp_width(const unsigned char *s, size_t n, size_t *used) {
+    unsigned c = s[0];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    if (len > n) len = 1;
+    for (size_t k = 1; k < len; k++)
+        if (!utf8_cont(s[k])) len = 1;
+    *used = len;
+    if (len == 1) return 1;
+    unsigned cp = c & (0x7Fu >> len);
+    for (size_t k = 1; k < len; k++) cp = (cp << 6) | (s[k] & 0x3Fu);
+    if ((cp >= 0x300 && cp <= 0x36F) || (cp >= 0x200B && cp <= 0x200F) || cp == 0xFEFF) return 0;
+    if ((cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
+        (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+        (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1F64F) || (cp >= 0x1F900 && cp <= 0x1F9FF) ||
+        (cp >= 0x20000 && cp <= 0x3FFFD))
+        return 2;
+    return 1;
+}
+
+/* Echo the source line `ls` (`len` bytes) and a caret under byte column `col`. */
+static void print_source_line(FILE *out, const char *ls, size_t len, int col) {
+    const unsigned char *s = (const unsigned char *)ls;
+    size_t caret = col > 1 ? (size_t)col - 1 : 0;
+    if (caret > len) caret = len;
+    size_t from = 0, to = len;
+    if (len > DIAG_LINE_MAX) {
+        from = caret > DIAG_BEFORE ? caret - DIAG_BEFORE : 0;
+        to = from + DIAG_LINE_MAX;
+        if (to > len) {
+            to = len;
+            from = len - DIAG_LINE_MAX;
+        }
+        while (from > 0 && from < caret && utf8_cont(s[from])) from++; /* cut between characters */
+        while (to < len && to > caret && utf8_cont(s[to])) to--;
+    }
+    static const char ellipsis[] = "\xE2\x80\xA6"; /* … */
+    if (from > 0) fputs(ellipsis, out);
+    for (size_t k = from; k < to; k++) fputc(s[k] == 0 ? ' ' : s[k], out);
+    if (to < len) fputs(ellipsis, out);
+    fputc('\n', out);
+    if (from > 0) fputc(' ', out); /* under the `…` */
+    for (size_t k = from; k < caret;) {
+        if (s[k] == '\t') {
+            fputc('\t', out);
+            k++;
+            continue;
+        }
+        size_t used = 1;
+        int w = cp_width(s + k, caret - k, &used);
+        for (int j = 0; j < w; j++) fputc(' ', out);
+        k += used;
+    }
+    fputs("^\n", out);
+}
+
 void diag_print(Diags *d, FILE *out) {
     if (d->items.len > 1) qsort(d->items.items, (size_t)d->items.len, sizeof(void *), diag_cmp);
     for (int i = 0; i < d->items.len; i++) {
@@ -148,14 +214,7 @@ void diag_print(Diags *d, FILE *out) {
         fprintf(out, "%s:%d:%d: error: %s\n", d->path, g->pos.line, g->pos.col, g->msg);
         size_t len = 0;
         const char *ls = line_start(d, g->pos.line, &len);
-        if (!ls) continue;
-        for (size_t k = 0; k < len; k++) {
-            unsigned char c = (unsigned char)ls[k];
-            fputc(c == 0 ? ' ' : c, out);
-        }
-        fputc('\n', out);
-        for (int k = 0; k + 1 < g->pos.col && (size_t)k < len; k++) fputc(ls[k] == '\t' ? '\t' : ' ', out);
-        fputs("^\n", out);
+        if (ls) print_source_line(out, ls, len, g->pos.col);
     }
     if (d->overflow) fprintf(out, "%s: error: too many errors (%d), stopping\n", d->path, d->count);
 }
