@@ -208,6 +208,7 @@ static void *cont_entry(void *arg) {
     *ret_slot = NULL;
 #endif
     osp_cont *const c = arg;
+    osp_crash_thread_begin(); /* alternate signal stack, stack guard bounds */
     osp_eff_entry *volatile top = c->stack; /* this thread's handler stack (scanned: on the stack) */
     osp_eff_bind_slot((osp_eff_entry **)&top);
     body_of = c;
@@ -228,6 +229,7 @@ static void *cont_entry(void *arg) {
     pthread_cond_broadcast(&c->to_driver);
     pthread_mutex_unlock(&c->lock);
     unwind_to = NULL;
+    osp_crash_thread_end();
 #if defined(__x86_64__) || defined(__aarch64__)
     *ret_slot = ret;
 #endif
@@ -245,7 +247,8 @@ void osp_cont_begin(osp_cont *c, osp_thunk_fn body, void *env) {
     c->state = C_RUNNING;
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);
-    if (rc == 0) pthread_attr_setstacksize(&attr, OSP_CONT_STACK);
+    if (rc == 0) rc = pthread_attr_setstacksize(&attr, OSP_CONT_STACK);
+    if (rc == 0) rc = pthread_attr_setguardsize(&attr, OSP_THREAD_GUARD);
     if (rc == 0) rc = GC_pthread_create(&c->thread, &attr, cont_entry, c);
     pthread_attr_destroy(&attr);
     if (rc != 0) osp_fatalf("cannot start effect continuation: %s", strerror(rc));

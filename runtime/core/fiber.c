@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* ---- handle table --------------------------------------------------------------------- */
@@ -130,6 +131,7 @@ static void *osp_fiber_entry(void *arg) {
     *ret_slot = NULL;
 #endif
     osp_fiber *const f = arg;
+    osp_crash_thread_begin(); /* alternate signal stack, stack guard bounds */
     current_fiber_id = f->id;
     /* The spawner's handler stack, in a variable of this frame so the collector sees it
      * for the thread's whole life (LANGUAGE.md §12.2: a fiber inherits the handlers). */
@@ -154,10 +156,33 @@ static void *osp_fiber_entry(void *arg) {
     atomic_store_explicit(&f->done, 1, memory_order_release);
     pthread_cond_broadcast(&stripes[s].cond);
     pthread_mutex_unlock(&stripes[s].lock);
+    osp_crash_thread_end();
 #if defined(__x86_64__) || defined(__aarch64__)
     *ret_slot = ret;
 #endif
     return NULL;
+}
+
+/*
+ * Stack of a fiber thread: as generous as the main thread's, so recursion that works
+ * in main works in a fiber — the stack limit (`ulimit -s`) when it is at least 8 MiB
+ * (up to 1 GiB), else 8 MiB. Address space only: pages are committed as they are
+ * touched. The 64 KiB guard below it makes an overflow fault there (and be reported as
+ * one) rather than skip into a neighbouring mapping.
+ */
+#define OSP_FIBER_STACK_MIN ((size_t)8 << 20)
+#define OSP_FIBER_STACK_MAX ((size_t)1 << 30)
+
+static size_t fiber_stack_size(void) {
+    static atomic_size_t cached;
+    size_t size = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (size) return size;
+    size = OSP_FIBER_STACK_MIN;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > size)
+        size = rl.rlim_cur < OSP_FIBER_STACK_MAX ? (size_t)rl.rlim_cur : OSP_FIBER_STACK_MAX;
+    atomic_store_explicit(&cached, size, memory_order_relaxed);
+    return size;
 }
 
 int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
@@ -172,6 +197,8 @@ int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);
     if (rc == 0) rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (rc == 0) rc = pthread_attr_setstacksize(&attr, fiber_stack_size());
+    if (rc == 0) rc = pthread_attr_setguardsize(&attr, OSP_THREAD_GUARD);
     pthread_t thread;
     if (rc == 0) rc = GC_pthread_create(&thread, &attr, osp_fiber_entry, f);
     pthread_attr_destroy(&attr);

@@ -65,9 +65,10 @@ _Noreturn void osp_exit(int status);
 /*
  * Write `n` bytes of `s` and then "\n" to the stdout stream as one unit under the stream
  * lock. `s` may contain NUL or newline bytes; nothing is interpreted. Buffered when fd 1
- * is not a terminal (flushed when the 64 KiB buffer fills, at exit and before fatal
- * exits), written at once when it is a terminal. Write errors other than EINTR/EAGAIN
- * discard the output silently (as C's stdio does); EAGAIN waits with poll(2).
+ * is not a terminal (flushed when the 64 KiB buffer fills, at exit, before fatal
+ * exits and on fatal signals), written at once when it is a terminal. A write error
+ * other than EINTR/EAGAIN discards further output and is reported at exit
+ * (osp_stream_error); EAGAIN waits with poll(2).
  */
 void osp_stream_write_line(const char *s, size_t n);
 
@@ -80,8 +81,65 @@ void osp_stream_printf_line(const char *fmt, ...) __attribute__((format(printf, 
  */
 void osp_stream_rebind(void);
 
-/* Set up the stream once: terminal detection, atexit flush, fork handlers. */
+/* Set up the stream once: terminal detection, exit flush (on_exit), fork handlers. */
 void osp_stream_init(void);
+
+/*
+ * 0 while every write to fd 1 succeeded; else the errno of the first write that failed
+ * for good (output after it is discarded). At exit a failure is reported once on stderr,
+ * `fatal: cannot write standard output: <strerror>`, and an exit status of 0 becomes 1
+ * (glibc: on_exit sees the status; elsewhere the message only). Cleared by
+ * osp_stream_rebind.
+ */
+int osp_stream_error(void);
+
+/*
+ * For the fatal-signal handler (crash.c), async-signal-safe: write the buffered output
+ * to fd 1 with write(2). Waits up to about 100 ms for the stream lock (trylock and
+ * nanosleep) unless the calling thread holds it, then writes the buffer as it is.
+ */
+void osp_stream_emergency_flush(void);
+
+/* ---- fatal signals (crash.c) ------------------------------------------------------------- */
+
+/* 1 when a sanitizer runtime owns the fatal signals (ASan, TSan, UBSan, MSan, HWASan):
+ * the runtime then installs no handler and no alternate stack. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
+    __has_feature(memory_sanitizer) || __has_feature(hwaddress_sanitizer) ||                       \
+    __has_feature(undefined_behavior_sanitizer)
+#define OSP_RT_SANITIZED 1
+#endif
+#endif
+#if !defined(OSP_RT_SANITIZED) && (defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__))
+#define OSP_RT_SANITIZED 1
+#endif
+#ifndef OSP_RT_SANITIZED
+#define OSP_RT_SANITIZED 0
+#endif
+
+/*
+ * Called once by osp_rt_start on the main thread: give it an alternate signal stack
+ * (64 KiB, malloc'd, kept for the process) and install the handler for SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL and SIGABRT (SA_ONSTACK; a signal whose action is not SIG_DFL is left
+ * alone). The handler writes the stdout buffer, prints `fatal: stack overflow` when a
+ * SIGSEGV/SIGBUS fault address lies in the thread's stack guard area, then restores the
+ * default action and re-raises: the process dies of the signal (status 128 + N). Does
+ * nothing in sanitizer builds (OSP_RT_SANITIZED).
+ */
+void osp_crash_init(void);
+
+/*
+ * At the entry of a thread the runtime created (fiber, effect continuation): record the
+ * thread's stack guard area and give it an alternate signal stack. Pair with
+ * osp_crash_thread_end before the entry function returns (it disables and frees the
+ * alternate stack). No-ops in sanitizer builds.
+ */
+void osp_crash_thread_begin(void);
+void osp_crash_thread_end(void);
+
+/* Whether osp_crash_init installs handlers in this build (!OSP_RT_SANITIZED; tests). */
+bool osp_crash_handlers_enabled(void);
 
 /* ---- handle ids shared by fibers and channels (LANGUAGE.md §11.1, §11.3) --------------- */
 
@@ -98,6 +156,9 @@ int64_t osp_handle_register(int kind, void *object);
 void *osp_handle_lookup(int64_t id, int kind);
 
 /* ---- fibers --------------------------------------------------------------------------- */
+
+/* Guard area below the stack of every fiber and effect-continuation thread (bytes). */
+#define OSP_THREAD_GUARD ((size_t)64 << 10)
 
 /* Id of the fiber running on the calling thread; 0 on the main thread or a foreign one. */
 int64_t osp_fiber_current_id(void);

@@ -54,6 +54,7 @@ static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static void start_once_fn(void) {
     osp_rt_heap_init();
     osp_stream_init();
+    osp_crash_init(); /* after GC_INIT: the collector has set up its own signals */
 }
 
 void osp_rt_start(int argc, char **argv) {

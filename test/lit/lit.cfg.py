@@ -38,3 +38,18 @@ def _can_make_devices():
 
 if _can_make_devices():
     config.available_features.add("mknod")
+
+
+def _has_dev_full():
+    """True when /dev/full is the character device that fails every write with ENOSPC.
+    Tests only redirect a program's stdout to it (the shell opens it for writing); no
+    test ever writes a file at that path."""
+    import stat
+    try:
+        return stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    except OSError:
+        return False
+
+
+if _has_dev_full():
+    config.available_features.add("dev-full")

@@ -8,6 +8,8 @@
 #   // stderr: text            stderr must contain this text (repeatable)
 #   // compile-error: text     the compile must fail (exit 1) with this text on stderr
 #   // stdin: text             a line of the program's stdin (repeatable; default: empty)
+#   // unsupported: sanitizer  not run in sanitizer builds (their runtime owns fatal
+#                              signals: a crash is reported by ASan, not by the runtime)
 import os
 import sys
 

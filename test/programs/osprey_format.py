@@ -20,6 +20,10 @@ class OspreyProgram(lit.formats.TestFormat):
         exit_want, env_add, stderr_want, compile_err, stdin_lines = 0, {}, [], [], []
         for ln in lines:
             s = ln.strip()
+            if s.startswith("// unsupported:"):
+                what = s[len("// unsupported:"):].strip()
+                if what == "sanitizer" and getattr(test.config, "osprey_sanitize", ""):
+                    return lit.Test.UNSUPPORTED, "not run in a sanitizer build"
             if s.startswith("// exit:"):
                 exit_want = int(s[len("// exit:"):].strip())
             elif s.startswith("// env:"):

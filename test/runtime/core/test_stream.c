@@ -1,7 +1,7 @@
 /*
  * The one stdout stream (LANGUAGE.md §8): whole lines under concurrency, program order
  * per thread, flush at return from main / exit() on any thread / fatal exits, line
- * buffering on a terminal, and no crash when stdout fails.
+ * buffering on a terminal, and a failing stdout reported once at exit.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -190,26 +190,105 @@ static void test_exit_while_fibers_print(void **state) {
     child_free(&r);
 }
 
-/* ---- a failing stdout is not the program's crash ---------------------------------------- */
+/* ---- a failing stdout is reported once at exit -------------------------------------------- */
 
-static void child_stdout_full(void *arg) {
-    (void)arg;
+static int open_full_as_stdout(void) {
     int fd = open("/dev/full", O_WRONLY);
-    if (fd < 0) exit(77);
+    if (fd < 0) return -1;
     dup2(fd, 1);
     close(fd);
     osp_stream_rebind();
+    return 0;
+}
+
+/* arg: the exit status the program ends with. */
+static void child_stdout_full(void *arg) {
+    if (open_full_as_stdout() != 0) exit(77);
     for (int i = 0; i < 100000; i++) osp_print_line("into a full disk");
     osp_stdout_flush();
-    exit(0);
+    if (osp_stream_error() != ENOSPC) exit(78);
+    osp_print_line("more output, still discarded"); /* no second report */
+    exit((int)(intptr_t)arg);
 }
 
 static void test_stdout_write_error(void **state) {
     (void)state;
     child_output r;
-    run_child(child_stdout_full, NULL, &r);
+    run_child(child_stdout_full, (void *)(intptr_t)0, &r);
     if (r.status == 77) skip();
+    /* The program would have exited 0: the lost output makes it 1, with one message. */
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "fatal: cannot write standard output: No space left on device\n");
+    child_free(&r);
+}
+
+static void test_stdout_write_error_keeps_failure_status(void **state) {
+    (void)state;
+    child_output r;
+    run_child(child_stdout_full, (void *)(intptr_t)3, &r);
+    if (r.status == 77) skip();
+    assert_int_equal(r.status, 3);
+    assert_string_equal(r.err, "fatal: cannot write standard output: No space left on device\n");
+    child_free(&r);
+}
+
+/* The error shows only at exit: a buffered write fails when the buffer is written out. */
+static void child_stdout_full_buffered(void *arg) {
+    (void)arg;
+    if (open_full_as_stdout() != 0) exit(77);
+    osp_print_line("one small line, still in the buffer");
+    if (osp_stream_error() != 0) exit(78);
+    exit(0);
+}
+
+static void test_stdout_write_error_at_exit_flush(void **state) {
+    (void)state;
+    child_output r;
+    run_child(child_stdout_full_buffered, NULL, &r);
+    if (r.status == 77) skip();
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "fatal: cannot write standard output: No space left on device\n");
+    child_free(&r);
+}
+
+/* A reader that went away while SIGPIPE is ignored: EPIPE, reported like any failure. */
+static void child_closed_pipe(void *arg) {
+    (void)arg;
+    signal(SIGPIPE, SIG_IGN);
+    int p[2];
+    if (pipe(p) != 0) exit(77);
+    close(p[0]);
+    dup2(p[1], 1);
+    close(p[1]);
+    osp_stream_rebind();
+    osp_print_line("nobody reads this");
+    exit(0);
+}
+
+static void test_stdout_closed_pipe(void **state) {
+    (void)state;
+    child_output r;
+    run_child(child_closed_pipe, NULL, &r);
+    if (r.status == 77) skip();
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "fatal: cannot write standard output: Broken pipe\n");
+    child_free(&r);
+}
+
+/* Output that was written is not an error: status 0, nothing on stderr. */
+static void child_writes_fine(void *arg) {
+    (void)arg;
+    osp_print_line("fine");
+    if (osp_stream_error() != 0) exit(78);
+    exit(0);
+}
+
+static void test_stdout_no_error(void **state) {
+    (void)state;
+    child_output r;
+    run_child(child_writes_fine, NULL, &r);
     assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "fine\n");
     assert_string_equal(r.err, "");
     child_free(&r);
 }
@@ -280,6 +359,10 @@ int main(void) {
         cmocka_unit_test(test_flush_when_fiber_calls_exit),
         cmocka_unit_test(test_exit_while_fibers_print),
         cmocka_unit_test(test_stdout_write_error),
+        cmocka_unit_test(test_stdout_write_error_keeps_failure_status),
+        cmocka_unit_test(test_stdout_write_error_at_exit_flush),
+        cmocka_unit_test(test_stdout_closed_pipe),
+        cmocka_unit_test(test_stdout_no_error),
         cmocka_unit_test(test_terminal_line_buffered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
