@@ -309,8 +309,8 @@ static void test_installed_only_without_sanitizer(void **state) {
     assert_int_equal(r.status, 0);
     if (osp_crash_handlers_enabled())
         assert_string_equal(r.out, "changed=1 onstack=1 altstack=1 size=65536\n");
-    else
-        assert_string_equal(r.out, "changed=0 onstack=0 altstack=0 size=0\n");
+    else /* the sanitizer may have an alternate stack of its own: only the action counts */
+        assert_true(strncmp(r.out, "changed=0 onstack=0 ", 20) == 0);
     child_free(&r);
 }
 
