@@ -1219,7 +1219,13 @@ static Type *check_call(Checker *c, Expr *e) {
     if (ft->kind == TY_FN) return apply_fn_type(c, e, ft, at, fname);
     if (ft->kind == TY_VAR && !ft->rigid) {
         Type *ret = ty_var(tc);
-        ty_unify(tc, ft, ty_fn(tc, n, at, ret));
+        Type *want = ty_fn(tc, n, at, ret);
+        if (!ty_unify(tc, ft, want)) {
+            /* Only the occurs check can fail here (`x(x)`): the type would contain itself. */
+            error(c, callee->pos, "`%s` has type `%s`, which cannot be called as `%s`: the type would contain itself",
+                  fname, show(c, ft), show(c, want));
+            return tc->t_poison;
+        }
         return ret;
     }
     error(c, callee->pos, "`%s` is not a function (it has type `%s`)", fname, show(c, ft));

@@ -216,5 +216,5 @@ void diag_print(Diags *d, FILE *out) {
         const char *ls = line_start(d, g->pos.line, &len);
         if (ls) print_source_line(out, ls, len, g->pos.col);
     }
-    if (d->overflow) fprintf(out, "%s: error: too many errors (%d), stopping\n", d->path, d->count);
+    if (d->overflow) fprintf(out, "%s: error: too many errors; only the first %d are shown\n", d->path, d->items.len);
 }
