@@ -35,7 +35,9 @@ LLVMTargetMachineRef osp_target_machine(int opt_level, char **err) {
 
 int osp_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char **err) {
     LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
-    const char *pipeline = opt_level > 0 ? "default<O2>" : "default<O0>";
+    /* Osprey iterates by recursion; at -O0 self-recursive tail calls must still become loops
+     * or a --debug build overflows the stack where the -O2 build runs. */
+    const char *pipeline = opt_level > 0 ? "default<O2>" : "default<O0>,function(tailcallelim)";
     LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, o);
     LLVMDisposePassBuilderOptions(o);
     if (e) {
