@@ -1487,6 +1487,11 @@ static Type *check_perform(Checker *c, Expr *e) {
             bool fits = true;
             for (int k = 0; k < ed->nparams; k++)
                 if (!compatible(inst[k], ref->types[k], 0)) fits = false;
+            /* a row may name several instantiations (`![Stash<int>, Stash<string>]`):
+             * take the one whose operation accepts these arguments */
+            Type *ft = op_type(c, ed, opi, ref->types);
+            for (int k = 0; k < n && k < ft->nargs && fits; k++)
+                if (!compatible(ft->args[k], at[k], 0)) fits = false;
             if (fits) {
                 for (int k = 0; k < ed->nparams; k++) ty_unify(tc, inst[k], ref->types[k]);
                 break;
