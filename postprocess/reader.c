@@ -85,7 +85,24 @@ typedef struct leaf {
   uint64_t mag;   /* V_INT: magnitude */
   char *str;      /* V_STR: decoded, NUL-terminated, owned */
   size_t slen;
+  bool nul;       /* a string with an escaped U+0000: rejected (kind V_OTHER), since every
+                     string the reader keeps is a C string (labels, paths) */
 } leaf;
+
+/* The type word for a string key, naming the reason when the value was a string with \u0000. */
+static const char *str_word(const leaf *v) {
+  return v->nul ? "a string without \\u0000" : "a string";
+}
+
+/* True if the JSON string literal [p, end) (quotes included) has a \u0000 escape. */
+static bool has_escaped_nul(const char *p, const char *end) {
+  for (const char *q = p + 1; q + 1 < end; q++) {
+    if (*q != '\\') continue;
+    if (q[1] == 'u' && end - q >= 6 && q[2] == '0' && q[3] == '0' && q[4] == '0' && q[5] == '0') return true;
+    q++; /* skip the escaped character, so `\\u0000` (a backslash, then text) is not a NUL */
+  }
+  return false;
+}
 
 static void leaf_clear(leaf *v) {
   free(v->str);
@@ -164,10 +181,15 @@ static bool leaf_parse(rd *r, const char **pp, leaf *v) {
     syntax(r, end && end >= p && end <= r->e ? end : p);
     return false;
   }
-  if (cJSON_IsString(j)) {
+  if (cJSON_IsString(j) && has_escaped_nul(p, end)) {
+    v->kind = V_OTHER;
+    v->nul = true;
+    v->str = xstrndup("\\u0000", 6); /* a key spelled so names no known key */
+    v->slen = 6;
+  } else if (cJSON_IsString(j)) {
     v->kind = V_STR;
     const char *s = j->valuestring ? j->valuestring : "";
-    v->slen = strlen(s); /* an escaped NUL ends the string; cJSON keeps C strings */
+    v->slen = strlen(s);
     v->str = xstrndup(s, v->slen);
   } else {
     v->kind = V_OTHER;
@@ -332,7 +354,7 @@ static bool parse_image(rd *r, const char **pp, parse *ps, size_t i) {
       leaf v;
       if (!leaf_parse(r, pp, &v)) { leaf_clear(&k); return false; }
       if (v.kind != V_STR) {
-        sem(r, "image %zu: key \"%s\" must be a string", i, k.str);
+        sem(r, "image %zu: key \"%s\" must be %s", i, k.str, str_word(&v));
         leaf_clear(&v);
       } else {
         char **dst = key_is(&k, "path") ? &im->path : key_is(&k, "arch") ? &im->arch : &im->build_id;
@@ -375,7 +397,7 @@ static bool parse_image(rd *r, const char **pp, parse *ps, size_t i) {
                 free(sy->name);
                 sy->name = v.str, v.str = NULL, hn = true;
               } else {
-                sem(r, "image %zu: symbol %zu: key \"name\" must be a string", i, j);
+                sem(r, "image %zu: symbol %zu: key \"name\" must be %s", i, j, str_word(&v));
               }
             } else if (key_is(&k3, "addr") || key_is(&k3, "size")) {
               if (is_u64(&v)) {
@@ -427,7 +449,7 @@ static bool parse_thread(rd *r, const char **pp, parse *ps, size_t i) {
         free(th->label);
         th->label = v.str, v.str = NULL, hl = true;
       } else {
-        sem(r, "thread %zu: key \"label\" must be a string", i);
+        sem(r, "thread %zu: key \"label\" must be %s", i, str_word(&v));
       }
     }
     leaf_clear(&v);
@@ -672,7 +694,7 @@ static bool parse_top(rd *r, parse *ps) {
       case K_EXE:
       case K_PLATFORM:
         if (v.kind != V_STR) {
-          sem(r, "key \"%s\" must be %s", kn, type_word(2));
+          sem(r, "key \"%s\" must be %s", kn, v.nul ? str_word(&v) : type_word(2));
         } else {
           char **dst = which == K_EXE ? &raw->exe : &raw->platform;
           free(*dst);
@@ -782,6 +804,19 @@ ospprof_raw *ospprof_raw_parse(const char *name, const char *text, size_t len, c
     snprintf(msg, sizeof msg, "%s: sample_weights_ns has %zu entries, expected %zu", name,
              ps.nw, ps.nps);
     fail = msg;
+  }
+  if (!fail && (ps.seen & (1u << K_WEIGHTS))) {
+    /* every sum the model and exporters form (per frame, per thread, in all) is at most the
+     * total, so a total that fits in int64 keeps them all exact */
+    uint64_t total = 0;
+    for (size_t i = 0; i < ps.nw && !fail; i++) {
+      if (ps.w[i] > (uint64_t)INT64_MAX - total) {
+        snprintf(msg, sizeof msg, "%s: sample_weights_ns: the weights add up to more than 2^63-1 ns (at sample %zu)",
+                 name, i);
+        fail = msg;
+      }
+      total += ps.w[i];
+    }
   }
   if (!fail && (raw->nthreads > UINT32_MAX || raw->nstacks > UINT32_MAX)) {
     snprintf(msg, sizeof msg, "%s: too many threads or stacks", name);

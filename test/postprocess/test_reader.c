@@ -233,6 +233,47 @@ static void test_samples(void **st) {
                  "t.json: sample_weights_ns has 3 entries, expected 2");
 }
 
+/* Every string the reader keeps is a C string, so an escaped U+0000 is refused instead of
+ * cutting the label or path short; a key with one names no known key. */
+static void test_nul_in_strings(void **st) {
+  (void)st;
+  expect_variant("\"label\":\"main\"", "\"label\":\"ma\\u0000in\"",
+                 "t.json: thread 0: key \"label\" must be a string without \\u0000");
+  expect_variant("\"path\":\"/x/prog\"", "\"path\":\"/x/prog\\u0000.so\"",
+                 "t.json: image 0: key \"path\" must be a string without \\u0000");
+  expect_variant("\"exe\":\"/x/prog\"", "\"exe\":\"\\u0000\"",
+                 "t.json: key \"exe\" must be a string without \\u0000");
+  /* an escaped backslash followed by the text u0000 is no NUL */
+  char *doc = variant("\"label\":\"main\"", "\"label\":\"a\\\\u0000\"");
+  char err[OSPPROF_ERR_MAX] = "";
+  ospprof_raw *r = parse_str(doc, err);
+  free(doc);
+  assert_non_null(r);
+  assert_string_equal(r->threads[0].label, "a\\u0000");
+  ospprof_raw_free(r);
+  /* a key with \u0000 is an unknown key, ignored */
+  doc = variant("\"dropped\":0", "\"dropped\":0,\"lab\\u0000el\":\"x\"");
+  r = parse_str(doc, err);
+  free(doc);
+  assert_non_null(r);
+  ospprof_raw_free(r);
+}
+
+/* Weights whose total passes 2^63-1 ns would wrap the sums the exports are built from. */
+static void test_weight_total(void **st) {
+  (void)st;
+  expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[9223372036854775807,1]}",
+                 "t.json: sample_weights_ns: the weights add up to more than 2^63-1 ns (at sample 1)");
+  expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[18446744073709551615,0]}",
+                 "t.json: sample_weights_ns: the weights add up to more than 2^63-1 ns (at sample 0)");
+  char *doc = variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[9223372036854775806,1]}");
+  char err[OSPPROF_ERR_MAX] = "";
+  ospprof_raw *r = parse_str(doc, err);
+  free(doc);
+  assert_non_null(r);
+  ospprof_raw_free(r);
+}
+
 static void test_exact_addresses(void **st) {
   (void)st;
   /* 2^64 - 1 and 2^53 + 1 survive exactly (a double would round both) */
@@ -312,6 +353,7 @@ int main(void) {
       cmocka_unit_test(test_version_and_rate), cmocka_unit_test(test_images_threads),
       cmocka_unit_test(test_stacks),          cmocka_unit_test(test_samples),
       cmocka_unit_test(test_exact_addresses), cmocka_unit_test(test_normalised),
+      cmocka_unit_test(test_nul_in_strings),  cmocka_unit_test(test_weight_total),
       cmocka_unit_test(test_whitespace_everywhere),
   };
   return cmocka_run_group_tests_name("postprocess_reader", tests, NULL, NULL);
