@@ -142,6 +142,11 @@ function chipFibers(summary: ProfileSummary, doc: SpeedscopeDoc): ProfileSummary
   return f.length === doc.profiles.length ? f : null;
 }
 
+/** `1 sample`, `2 samples`. */
+function countText(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
 function buildChips(): void {
   if (!loaded) return;
   chips.replaceChildren();
@@ -151,12 +156,14 @@ function buildChips(): void {
     chip.className = "chip";
     chip.dataset.index = String(i);
     const f = fibers ? fibers[i] : null;
+    // chips only for fibers with samples (PROFILER.md §(j)); an empty profile gets none
+    if (!f && p.samples.length === 0) return;
     const label = f ? f.label : p.name;
     const detail = f
       ? f.oncpuSamples > 0
-        ? `${f.samples} samples · ${Math.round((100 * f.oncpuSamples) / f.samples)}% on-CPU`
-        : `${f.samples} samples · waiting`
-      : `${p.samples.length} samples`;
+        ? `${countText(f.samples, "sample")} · ${Math.round((100 * f.oncpuSamples) / f.samples)}% on-CPU`
+        : `${countText(f.samples, "sample")} · waiting`
+      : countText(p.samples.length, "sample");
     chip.textContent = `${label} · ${detail}`;
     chip.addEventListener("click", () => selectProfile(i));
     chips.appendChild(chip);

@@ -233,6 +233,15 @@ test("a zero-sample fiber between others does not shift chips against profiles",
   assert.equal(await debug(page, "profileName"), "fiber-1");
 });
 
+test("a chip counts one sample in the singular", async () => {
+  const summary = clone(DEMO_SUMMARY) as { fibers: { label: string; samples: number }[] };
+  const f = summary.fibers.find((x) => x.label === "fiber-1");
+  assert.ok(f);
+  f.samples = 1;
+  await fresh(summary, DEMO_SPEEDSCOPE);
+  assert.deepEqual(await page.locator(".chip").allInnerTexts(), ["main · 3 samples · 100% on-CPU", "fiber-1 · 1 sample · waiting"]);
+});
+
 test("Time Order toggle shows the flame chart", async () => {
   await fresh();
   await page.locator("#view-time-order").click();
@@ -268,6 +277,8 @@ test("an empty profile says so; a 20,000-frame profile renders", async () => {
   empty.profiles = [{ endValue: 0, name: "main", samples: [], startValue: 0, type: "sampled", unit: "seconds", weights: [] }];
   await fresh(DEMO_SUMMARY, empty);
   assert.equal(await text("#empty"), "No samples in this fiber");
+  // chips exist only for fibers with samples (§(j)): none for an empty profile
+  assert.equal(await page.locator(".chip").count(), 0);
   const g = generateProfile({ frames: 20_000, seed: 7 });
   await postProfile(page, g.summary, g.speedscope);
   assert.equal(await text("#empty"), "");
