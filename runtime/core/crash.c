@@ -1,7 +1,9 @@
 /*
- * Fatal signals: SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT end the program as they
+ * Fatal signals: SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT, and the terminating
+ * SIGINT, SIGTERM and SIGHUP (Ctrl-C, kill, a closed terminal), end the program as they
  * would a C program (killed by the signal, exit status 128 + N), but first the handler
- * writes out what the program printed that is still in the stdout buffer, and says
+ * writes out what the program printed that is still in the stdout buffer (so output
+ * redirected to a file is not lost when the program is interrupted), and says
  * `fatal: stack overflow` when the fault hit the faulting thread's stack guard area —
  * deep or endless recursion being the usual cause in a functional language.
  *
@@ -11,7 +13,8 @@
  * async-signal-safe: write(2), sigaction, raise, a trylock on the stream (see
  * osp_stream_emergency_flush). SIGPROF (the profiler) and the collector's own signals
  * are not touched, and a handler someone else installed first (a sanitizer runtime, a
- * debugging library) is left in place.
+ * debugging library) is left in place, and so is a signal the program was started with
+ * ignored (`nohup`, a background job's SIGINT).
  *
  * Sanitizer builds (ASan, TSan, UBSan, MSan) own these signals and report faults
  * themselves: there nothing is installed (OSP_RT_SANITIZED, rt_internal.h).
@@ -42,7 +45,7 @@ static _Thread_local uintptr_t guard_lo __attribute__((tls_model("initial-exec")
 static _Thread_local uintptr_t guard_hi __attribute__((tls_model("initial-exec")));
 static _Thread_local void *alt_stack; /* malloc'd alternate signal stack, or NULL */
 
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGINT, SIGTERM, SIGHUP};
 static atomic_int crashing;
 
 static void write_str(int fd, const char *s) {
@@ -149,7 +152,7 @@ static void install_handlers(void) {
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
         struct sigaction old;
         if (sigaction(fatal_signals[i], NULL, &old) != 0) continue;
-        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue; /* someone else's */
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue; /* someone else's, or ignored */
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_fatal_signal;

@@ -101,6 +101,39 @@ static void test_sigill_flushes(void **state) {
     check_raise(SIGILL);
 }
 
+/* Interrupted (Ctrl-C, kill, hang-up): what was printed reaches a redirected stdout. */
+static void test_sigint_flushes(void **state) {
+    (void)state;
+    check_raise(SIGINT);
+}
+static void test_sigterm_flushes(void **state) {
+    (void)state;
+    check_raise(SIGTERM);
+}
+static void test_sighup_flushes(void **state) {
+    (void)state;
+    check_raise(SIGHUP);
+}
+
+/* A signal the program was started with ignored stays ignored (nohup, background jobs). */
+static void child_ignored_kept(void *arg) {
+    (void)arg;
+    signal(SIGHUP, SIG_IGN);
+    start_runtime();
+    print_lines();
+    raise(SIGHUP);
+    exit(3);
+}
+
+static void test_ignored_signal_kept(void **state) {
+    (void)state;
+    child_output r;
+    run_child(child_ignored_kept, NULL, &r);
+    assert_int_equal(r.status, 3);
+    assert_lines(r.out); /* written at exit */
+    child_free(&r);
+}
+
 static void child_abort(void *arg) {
     (void)arg;
     start_runtime();
@@ -345,6 +378,10 @@ int main(void) {
         cmocka_unit_test(test_sigfpe_flushes),
         cmocka_unit_test(test_sigill_flushes),
         cmocka_unit_test(test_abort_flushes),
+        cmocka_unit_test(test_sigint_flushes),
+        cmocka_unit_test(test_sigterm_flushes),
+        cmocka_unit_test(test_sighup_flushes),
+        cmocka_unit_test(test_ignored_signal_kept),
         cmocka_unit_test(test_wild_pointer_is_not_overflow),
         cmocka_unit_test(test_main_thread_overflow),
         cmocka_unit_test(test_fiber_overflow),
