@@ -48,19 +48,6 @@ static _Thread_local void *alt_stack; /* malloc'd alternate signal stack, or NUL
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGINT, SIGTERM, SIGHUP};
 static atomic_int crashing;
 
-static void write_str(int fd, const char *s) {
-    size_t n = strlen(s);
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return;
-        }
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
 static void on_fatal_signal(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     int saved_errno = errno;
@@ -73,7 +60,10 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc) {
     /* si_code > 0: raised by the kernel for a fault, not sent with kill/raise. */
     if ((sig == SIGSEGV || sig == SIGBUS) && si != NULL && si->si_code > 0) {
         uintptr_t a = (uintptr_t)si->si_addr;
-        if (guard_hi != 0 && a >= guard_lo && a < guard_hi) write_str(2, "fatal: stack overflow\n");
+        if (guard_hi != 0 && a >= guard_lo && a < guard_hi) {
+            static const char msg[] = "fatal: stack overflow\n";
+            osp_write_all_fd(2, msg, sizeof msg - 1);
+        }
     }
     /* Die of the signal itself: default action, then raise it; it is blocked while this
      * handler runs, so unblock it and it is delivered at once. */

@@ -100,6 +100,10 @@ int osp_stream_error(void);
  */
 void osp_stream_emergency_flush(void);
 
+/* Write s[0..n) to fd, retrying short writes and EINTR; gives up silently on any other
+ * error (used for last words on stderr). Only write(2): async-signal-safe. */
+void osp_write_all_fd(int fd, const char *s, size_t n);
+
 /* ---- fatal signals (crash.c) ------------------------------------------------------------- */
 
 /* 1 when a sanitizer runtime owns the fatal signals (ASan, TSan, UBSan, MSan, HWASan):

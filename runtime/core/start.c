@@ -68,7 +68,7 @@ void osp_rt_start(int argc, char **argv) {
 
 static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void write_all_fd(int fd, const char *s, size_t n) {
+void osp_write_all_fd(int fd, const char *s, size_t n) {
     while (n > 0) {
         ssize_t w = write(fd, s, n);
         if (w < 0) {
@@ -86,7 +86,7 @@ static _Noreturn void fatal_exit(const char *line, size_t n) {
      * until the process is gone (exit() must not run twice concurrently). */
     pthread_mutex_lock(&exit_lock);
     osp_stdout_flush();
-    write_all_fd(2, line, n);
+    osp_write_all_fd(2, line, n);
     exit(1);
 }
 

@@ -123,3 +123,11 @@ void set_filter(const char *value) {
     else
         unsetenv("OSPREY_TEST_FILTER");
 }
+
+osp_word chatter(void *env) {
+    (void)env;
+    for (;;) {
+        osp_print_line("chatter chatter chatter chatter chatter chatter chatter chatter");
+        osp_fiber_yield();
+    }
+}

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "osprey_rt.h"
+
 typedef struct {
     int status;    /* exit status, or 128 + signal number if the child was killed */
     char *out;     /* captured stdout, NUL-terminated (malloc'd; free with child_free) */
@@ -30,5 +32,9 @@ void child_started(void);
 
 /* Set (value non-NULL) or unset OSPREY_TEST_FILTER; for use inside a child. */
 void set_filter(const char *value);
+
+/* A fiber body (osp_fiber_spawn) that prints one 63-character line and yields, forever:
+ * other threads' output to check that lines stay whole. `env` is unused. */
+osp_word chatter(void *env);
 
 #endif

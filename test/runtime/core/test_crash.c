@@ -253,13 +253,6 @@ static void test_continuation_overflow(void **state) {
 
 /* ---- lines of other threads stay whole ------------------------------------------------------------ */
 
-static osp_word chatter(void *env) {
-    (void)env;
-    for (;;) {
-        osp_print_line("chatter chatter chatter chatter chatter chatter chatter chatter");
-        osp_fiber_yield();
-    }
-}
 
 static void child_crash_while_chatting(void *arg) {
     (void)arg;

@@ -155,13 +155,6 @@ static void test_flush_when_fiber_calls_exit(void **state) {
 
 /* Lines printed by fibers while another thread is exiting are written whole, never
  * torn, even after the exit-time flush (the stream writes through from then on). */
-static osp_word chatter(void *env) {
-    (void)env;
-    for (;;) {
-        osp_print_line("chatter chatter chatter chatter chatter chatter chatter chatter");
-        osp_fiber_yield();
-    }
-}
 
 static void child_exit_while_chatting(void *arg) {
     (void)arg;
