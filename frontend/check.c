@@ -1515,9 +1515,13 @@ static Type *check_handle(Checker *c, Expr *e) {
     TypeCtx *tc = c->tc;
     EffectDecl *ed = e->u.handle.decl;
     if (ed) e->u.handle.inst = fresh_inst(c, ed->nparams);
-    vec_push(c->a, &c->handles, e);
-    Type *bt = check_expr(c, e->u.handle.body);
-    c->handles.len--;
+    /* The arms are checked before the body: their binders fix a generic effect's
+     * instantiation (`handle Stash put v => print(v + 1 ?: 0)` is Stash<int>) before the
+     * body's performs choose among the enclosing handles by instantiation. A `resume` in
+     * an arm has the body's type, a variable until the body is checked. */
+    Type *bt = ty_var(tc);
+    e->u.handle.body->type = bt;
+    Type **arm_types = arena_alloc(c->a, sizeof(Type *) * (size_t)(e->u.handle.narms ? e->u.handle.narms : 1));
     for (int i = 0; i < e->u.handle.narms; i++) {
         HandleArm *arm = &e->u.handle.arms[i];
         Type *ft = NULL;
@@ -1530,7 +1534,20 @@ static Type *check_handle(Checker *c, Expr *e) {
         for (int k = 0; k < arm->nbinders; k++)
             if (arm->binders[k].sym)
                 arm->binders[k].sym->type = ft && k < ft->nargs && ft->nargs == arm->nbinders ? ft->args[k] : tc->t_poison;
-        Type *at = check_expr(c, arm->body);
+        arm_types[i] = check_expr(c, arm->body);
+    }
+    e->u.handle.body->type = NULL; /* check_expr skips an expression that has a type */
+    vec_push(c->a, &c->handles, e);
+    Type *body_t = check_expr(c, e->u.handle.body);
+    c->handles.len--;
+    if (!ty_unify(tc, bt, body_t))
+        error(c, e->u.handle.body->pos, "the handled body has type `%s`, but a `resume` in an arm uses it as `%s`",
+              show(c, body_t), show(c, bt));
+    e->u.handle.body->type = body_t;
+    for (int i = 0; i < e->u.handle.narms; i++) {
+        HandleArm *arm = &e->u.handle.arms[i];
+        Type *at = arm_types[i];
+        Type *ft = ed && arm->opi >= 0 ? ty_find(op_type(c, ed, arm->opi, e->u.handle.inst)) : NULL;
         if (!ft) continue;
         if (arm->resuming) {
             if (!ty_unify(tc, at, bt))
