@@ -25,8 +25,10 @@ test("vsce packages the extension into a .vsix without prompting", { timeout: 30
   });
   assert.equal(list.status, 0, list.stderr);
   const names: string[] = JSON.parse(list.stdout);
-  for (const n of ["extension.vsixmanifest", "[Content_Types].xml", "extension/package.json", "extension/readme.md", "extension/dist/extension.js", "extension/dist/webview.js"]) {
-    assert.ok(names.includes(n), `${n} in ${names.join(", ")}`);
+  // vsce 2 keeps README.md as written, vsce 3 lower-cases it: compare without case
+  const lower = names.map((n) => n.toLowerCase());
+  for (const n of ["extension.vsixmanifest", "[content_types].xml", "extension/package.json", "extension/readme.md", "extension/dist/extension.js", "extension/dist/webview.js"]) {
+    assert.ok(lower.includes(n), `${n} in ${names.join(", ")}`);
   }
   assert.deepEqual(
     names.filter((n) => /^extension\/(node_modules|src|test|out|fixtures|scripts)\//.test(n)),
