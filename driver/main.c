@@ -64,7 +64,8 @@ static void usage(FILE *out) {
           "  --help         show this help\n"
           "  --version      show the version\n"
           "\n"
-          "environment: OSPREY_CC (link compiler, default " OSPREY_DEFAULT_CC "), TMPDIR\n",
+          "environment: OSPREY_PROFILE_HZ (sampling rate for --profile, 10 to 10000 Hz,\n"
+          "             default 997), OSPREY_CC (link compiler, default " OSPREY_DEFAULT_CC "), TMPDIR\n",
           out);
 }
 
