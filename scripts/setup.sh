@@ -12,7 +12,7 @@ PACKAGES=(
   # editor extension and browser tests
   nodejs chromium
   # benchmarks
-  linux-perf libgoogle-perftools-dev google-perftools valgrind hyperfine
+  linux-perf libgoogle-perftools-dev google-perftools valgrind
 )
 
 missing=()
