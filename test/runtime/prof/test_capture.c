@@ -526,6 +526,23 @@ void *blocked_thread_main(void *p) {
     return NULL;
 }
 
+/* How often one blocking episode may be interrupted: the one capture signal, plus possibly
+ * an on-CPU request already in flight when the thread blocked. Under ThreadSanitizer a
+ * signal is not handled where it lands but at TSan's next safe point, and every
+ * interrupted call runs through TSan's interceptors; under load that CPU can read as
+ * progress to the sampler, which then asks again, so the TSan build (there to find races)
+ * allows a few more and the release and ASan builds check the real bound. */
+#if defined(__SANITIZE_THREAD__)
+#define MAX_EINTR 6
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MAX_EINTR 6
+#endif
+#endif
+#ifndef MAX_EINTR
+#define MAX_EINTR 2
+#endif
+
 static void test_blocked_in_foreign_calls(void **state) {
     (void)state;
     char path[PATH_MAX];
@@ -561,8 +578,8 @@ static void test_blocked_in_foreign_calls(void **state) {
     assert_true(b[2].elapsed >= 0.4 - 1e-3);
     assert_int_equal(b[2].got, 1);
     assert_int_equal(b[2].eintr, 0);
-    assert_true(b[0].eintr <= 2);
-    assert_true(b[1].eintr <= 2);
+    if (b[0].eintr > MAX_EINTR || b[1].eintr > MAX_EINTR)
+        fail_msg("nanosleep interrupted %d times, poll %d times (at most %d each)", b[0].eintr, b[1].eintr, MAX_EINTR);
 
     struct raw r;
     raw_load(&r, path);
