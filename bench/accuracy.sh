@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Accuracy and overhead of the profiler against perf and gperftools on the same binaries
 # in the same run (issue 6). Prints one table and writes it with the machine's
-# description to bench/results/accuracy.md. See bench/accuracy.py for the workloads, the
-# truth each is measured against, and how each profiler is run and read.
+# description to bench/results/accuracy.md (with any setting below other than the
+# defaults: to $BUILD/bench/accuracy.md instead, and it says so). See bench/accuracy.py
+# for the workloads, the truth each is measured against, and how each profiler is run
+# and read.
 #
 # Usage: bench/accuracy.sh                      (after `make build`)
 #   REPS=<n>             rounds per workload, one run per profiler each (default 3)

@@ -15,6 +15,12 @@
  *   cpu   the working threads' own CPU time per unit (CLOCK_THREAD_CPUTIME_ID, so the
  *         signal delivery and handler costs are included, the sampler thread's are not),
  * as ratios to the unprofiled medians.
+ *
+ * What this leaves out: session start and stop and the file write (outside the windows),
+ * the sampler thread's own CPU (not in `cpu`), and, with one working thread on a machine
+ * with a free core, the sampler's effect on wall time (it runs on the other core). It
+ * measures the cost inside the profiled threads only; bench/prof_overhead.sh's
+ * whole-process runs and bench/accuracy.sh measure the rest.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -39,35 +45,53 @@ __attribute__((noinline)) long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(
 static volatile int g_depth = 24;
 __attribute__((noinline)) long work_unit(void) { return fib(g_depth); }
 
-/* Bare signals: a sender thread, active only during "raw" windows. */
-static _Atomic int g_raw_hz, g_raw_quit;
+/* Bare signals: a sender thread, active only during "bare" windows. Between them it
+ * waits on a condition variable, so it takes no CPU in the other modes (a thread that
+ * kept waking up there would slow the unprofiled baseline too and hide part of the
+ * profiler's cost when both cores are busy). */
+static pthread_mutex_t g_raw_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_raw_cond = PTHREAD_COND_INITIALIZER;
+static int g_raw_hz, g_raw_quit; /* under g_raw_lock */
 static _Atomic pid_t g_tids[2];
 static void empty_handler(int sig, siginfo_t *si, void *uc) {
     (void)sig;
     (void)si;
     (void)uc;
 }
+static void raw_set(int hz, int quit) {
+    pthread_mutex_lock(&g_raw_lock);
+    g_raw_hz = hz;
+    g_raw_quit = quit;
+    pthread_cond_signal(&g_raw_cond);
+    pthread_mutex_unlock(&g_raw_lock);
+}
 static void *raw_sender(void *arg) {
     (void)arg;
     struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!atomic_load(&g_raw_quit)) {
-        int hz = atomic_load(&g_raw_hz);
-        long step = hz ? 1000000000L / hz : 1000000L;
-        next.tv_nsec += step;
-        while (next.tv_nsec >= 1000000000L) next.tv_nsec -= 1000000000L, next.tv_sec++;
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) != 0) {
-        }
-        if (!hz) {
-            clock_gettime(CLOCK_MONOTONIC, &next);
-            continue;
-        }
-        for (int i = 0; i < 2; i++) {
-            pid_t t = atomic_load(&g_tids[i]);
-            if (t) syscall(SYS_tgkill, getpid(), t, SIGPROF);
+    for (;;) {
+        pthread_mutex_lock(&g_raw_lock);
+        while (g_raw_hz == 0 && !g_raw_quit) pthread_cond_wait(&g_raw_cond, &g_raw_lock);
+        int hz = g_raw_hz, quit = g_raw_quit;
+        pthread_mutex_unlock(&g_raw_lock);
+        if (quit) return NULL;
+        /* A bare window: tgkill every 1/hz on absolute deadlines until it ends. */
+        clock_gettime(CLOCK_MONOTONIC, &next);
+        long step = 1000000000L / hz;
+        for (;;) {
+            next.tv_nsec += step;
+            while (next.tv_nsec >= 1000000000L) next.tv_nsec -= 1000000000L, next.tv_sec++;
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) != 0) {
+            }
+            pthread_mutex_lock(&g_raw_lock);
+            int still = g_raw_hz == hz && !g_raw_quit;
+            pthread_mutex_unlock(&g_raw_lock);
+            if (!still) break;
+            for (int i = 0; i < 2; i++) {
+                pid_t t = atomic_load(&g_tids[i]);
+                if (t) syscall(SYS_tgkill, getpid(), t, SIGPROF);
+            }
         }
     }
-    return NULL;
 }
 
 static pthread_barrier_t g_bar;
@@ -106,6 +130,15 @@ static int cmp(const void *a, const void *b) {
 static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The i-th quartile (1 or 3) of v[0..n), n >= 1, by linear interpolation between order
+ * statistics (Python's statistics.quantiles(n=4, method='inclusive')). Sorts v. */
+static double quartile(double *v, int n, int i) {
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    if (n == 1) return v[0];
+    int m = n - 1, j = i * m / 4, delta = i * m - j * 4;
+    return (v[j] * (4 - delta) + v[j + 1] * delta) / 4;
 }
 
 int main(int argc, char **argv) {
@@ -157,7 +190,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "prof_ab: cannot start a session\n");
                 return 1;
             }
-            if (raw[m]) atomic_store(&g_raw_hz, raw[m]);
+            if (raw[m]) raw_set(raw[m], 0);
             if (threads == 2) pthread_barrier_wait(&g_bar);
             if (threads == 2) pthread_barrier_wait(&g_bar);
             double w0 = clock_s(CLOCK_MONOTONIC);
@@ -166,23 +199,32 @@ int main(int argc, char **argv) {
             double w = clock_s(CLOCK_MONOTONIC) - w0;
             if (threads == 2) c += g_worker_cpu;
             if (rate[m] && !osp_prof_session_end()) return 1;
-            if (raw[m]) atomic_store(&g_raw_hz, 0);
+            if (raw[m]) raw_set(0, 0);
             wall[m][r] = w / (double)g_units;
             cpu[m][r] = c / (double)g_units / threads;
         }
     }
-    atomic_store(&g_raw_quit, 1);
+    raw_set(0, 1);
     pthread_join(sender, NULL);
     if (threads == 2) {
         g_mode = -1;
         pthread_barrier_wait(&g_bar);
         pthread_join(t, NULL);
     }
+    /* Each round's wall ratio to the unprofiled window of the same round (taken before
+     * median() sorts the arrays): their quartiles show how far the machine's drift
+     * moves the figure. */
+    double *pair[MODES];
+    for (int m = 0; m < MODES; m++) {
+        pair[m] = calloc((size_t)rounds, sizeof(double));
+        for (int r = 0; r < rounds; r++) pair[m][r] = wall[m][r] / wall[0][r];
+    }
     double w0 = median(wall[0], rounds), c0 = median(cpu[0], rounds);
     for (int m = 0; m < MODES; m++) {
         double w = median(wall[m], rounds), c = median(cpu[m], rounds);
-        printf("  %-10s wall/unit %8.2f us  ratio %.4f   thread CPU/unit %8.2f us  ratio %.4f\n",
-               name[m], w * 1e6, w / w0, c * 1e6, c / c0);
+        double q1 = quartile(pair[m], rounds, 1), q3 = quartile(pair[m], rounds, 3);
+        printf("  %-10s wall/unit %8.2f us  ratio %.4f (rounds %.3f..%.3f)   thread CPU/unit %8.2f us  ratio %.4f\n",
+               name[m], w * 1e6, w / w0, q1, q3, c * 1e6, c / c0);
     }
     return 0;
 }

@@ -5,10 +5,7 @@
  *   OSPREY_BENCH_MEASURE=<file> LD_PRELOAD=.../libbench_measure.so ./program
  *
  * At exit it writes one line to <file>:
- *   wall_ns=<n> utime_ns=<n> stime_ns=<n> blocked_ns=<n> sampler_cpu_ns=<n>
- *   wall      CLOCK_MONOTONIC from this library's constructor to its destructor (the
- *             program's life, without whatever started it: perf's own set-up is not in it)
- *   utime, stime  getrusage(RUSAGE_SELF) in the destructor: every thread of the process
+ *   blocked_ns=<n> sampler_cpu_ns=<n>
  *   blocked   wall time all threads together spent inside the waiting calls below when
  *             they were called from the main executable (the program's own code and the
  *             statically linked Osprey runtime; not libgc's marker threads, not another
@@ -21,6 +18,9 @@
  *             profiled thread.
  * The variable is read once, in the constructor, and left in place; under `perf record`
  * the library is preloaded into the workload only (perf runs `env LD_PRELOAD=...`).
+ * Wall and CPU time come from bench/accuracy/clock.c, preloaded last so that its window
+ * also holds a preloaded profiler's start-up and its stop and file write (this library's
+ * constructor runs after theirs and its destructor before).
  *
  * Wrapped calls: nanosleep, clock_nanosleep, usleep, pthread_join, pthread_cond_wait,
  * pthread_cond_timedwait. Each forwards to the next definition (RTLD_NEXT), so it
@@ -37,12 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 static char g_path[4096];
-static uint64_t g_t0;
 static _Atomic uint64_t g_blocked;
 static _Atomic uint64_t g_sampler_cpu;
 
@@ -80,21 +78,14 @@ __attribute__((constructor)) static void measure_start(void) {
     const char *p = getenv("OSPREY_BENCH_MEASURE");
     if (p != NULL) snprintf(g_path, sizeof g_path, "%s", p);
     dl_iterate_phdr(first_object, NULL);
-    g_t0 = mono_ns();
 }
 
 __attribute__((destructor)) static void measure_end(void) {
-    uint64_t wall = mono_ns() - g_t0;
     if (g_path[0] == '\0') return;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
     FILE *f = fopen(g_path, "w");
     if (f == NULL) return;
-    fprintf(f, "wall_ns=%llu utime_ns=%llu stime_ns=%llu blocked_ns=%llu sampler_cpu_ns=%llu\n",
-            (unsigned long long)wall,
-            (unsigned long long)ru.ru_utime.tv_sec * 1000000000ull + (unsigned long long)ru.ru_utime.tv_usec * 1000ull,
-            (unsigned long long)ru.ru_stime.tv_sec * 1000000000ull + (unsigned long long)ru.ru_stime.tv_usec * 1000ull,
-            (unsigned long long)atomic_load(&g_blocked), (unsigned long long)atomic_load(&g_sampler_cpu));
+    fprintf(f, "blocked_ns=%llu sampler_cpu_ns=%llu\n", (unsigned long long)atomic_load(&g_blocked),
+            (unsigned long long)atomic_load(&g_sampler_cpu));
     fclose(f);
 }
 
