@@ -321,6 +321,20 @@ static LLVMValueRef make_result(CG *g, LLVMValueRef is_err_i1, LLVMValueRef word
     return LLVMBuildInsertValue(g->b, r, word, 1, "");
 }
 
+/* intDiv(a, d) (LANGUAGE.md §6, §9): Success(a / d), or an Error for d = 0 (division by
+ * zero) and for INT64_MIN / -1 (overflow), without a trapping division. */
+static LLVMValueRef gen_intdiv(CG *g, LLVMValueRef a, LLVMValueRef d) {
+    LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, 0), "");
+    LLVMValueRef ovf = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, a, ci64(g, INT64_MIN), ""),
+                                    LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, -1), ""), "");
+    LLVMValueRef bad = LLVMBuildOr(g->b, zero, ovf, "");
+    LLVMValueRef safe = LLVMBuildSelect(g->b, bad, ci64(g, 1), d, "");
+    LLVMValueRef q = LLVMBuildSDiv(g->b, a, safe, "");
+    LLVMValueRef msg = LLVMBuildSelect(g->b, zero, g->str_division_by_zero, g->str_integer_overflow, "");
+    LLVMValueRef w = LLVMBuildSelect(g->b, bad, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), q, "");
+    return make_result(g, bad, w);
+}
+
 /* ---- rendering (§8) ---- */
 
 static LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
@@ -1088,18 +1102,7 @@ static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) 
     case B_LIST_CONTAINS:
         return call_sig(g, "osp_list_contains", "b:pwi", (LLVMValueRef[]){v[0], v[1], ci64(g, eq_kind(t[1]))},
                         (Type *[]){NULL, t[1], NULL});
-    case B_INTDIV: {
-        LLVMValueRef a = v[0], d = v[1];
-        LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, 0), "");
-        LLVMValueRef ovf = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, a, ci64(g, INT64_MIN), ""),
-                                        LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, -1), ""), "");
-        LLVMValueRef bad = LLVMBuildOr(g->b, zero, ovf, "");
-        LLVMValueRef safe = LLVMBuildSelect(g->b, bad, ci64(g, 1), d, "");
-        LLVMValueRef q = LLVMBuildSDiv(g->b, a, safe, "");
-        LLVMValueRef msg = LLVMBuildSelect(g->b, zero, g->str_division_by_zero, g->str_integer_overflow, "");
-        LLVMValueRef w = LLVMBuildSelect(g->b, bad, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), q, "");
-        return make_result(g, bad, w);
-    }
+    case B_INTDIV: return gen_intdiv(g, v[0], v[1]);
     case B_SLEEP: {
         LLVMTypeRef p[1] = {g->i64};
         call_rt(g, "osp_sleep_ms", g->voidt, p, v, 1);
@@ -1141,16 +1144,8 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         return render(g, v, ety(g, args[0]), false);
     }
     case B_INTDIV: {
-        LLVMValueRef a = gen(g, args[0]), d = gen(g, args[1]);
-        LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, 0), "");
-        LLVMValueRef ovf = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, a, ci64(g, INT64_MIN), ""),
-                                        LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, -1), ""), "");
-        LLVMValueRef bad = LLVMBuildOr(g->b, zero, ovf, "");
-        LLVMValueRef safe = LLVMBuildSelect(g->b, bad, ci64(g, 1), d, "");
-        LLVMValueRef q = LLVMBuildSDiv(g->b, a, safe, "");
-        LLVMValueRef msg = LLVMBuildSelect(g->b, zero, g->str_division_by_zero, g->str_integer_overflow, "");
-        LLVMValueRef w = LLVMBuildSelect(g->b, bad, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), q, "");
-        return make_result(g, bad, w);
+        LLVMValueRef a = gen(g, args[0]);
+        return gen_intdiv(g, a, gen(g, args[1]));
     }
     case B_FOREACH: return gen_loop(g, e, false);
     case B_FOLD: return gen_loop(g, e, true);
