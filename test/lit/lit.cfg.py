@@ -53,3 +53,8 @@ def _has_dev_full():
 
 if _has_dev_full():
     config.available_features.add("dev-full")
+
+# A sanitizer build (OSPREY_SANITIZE): its runtime library is instrumented, so thread start
+# and exit cost more CPU and a thread that only sleeps can collect an on-CPU sample there.
+if getattr(config, "sanitize", ""):
+    config.available_features.add("sanitizer")
