@@ -991,15 +991,16 @@ static Type *check_list_of_bools(Checker *c, Expr *list, const char *fname) {
 }
 
 /* Arguments against a function type: count and each type. */
-static Type *apply_fn_type(Checker *c, Expr *e, Type *ft, Type **at, const char *fname) {
+/* `who` names the callee for messages, quoted already ("`f`", or "the called function"). */
+static Type *apply_fn_type(Checker *c, Expr *e, Type *ft, Type **at, const char *who) {
     int n = e->u.call.nargs;
     if (ft->nargs != n) {
-        error(c, e->pos, "`%s` expects %d argument%s, got %d", fname, ft->nargs, ft->nargs == 1 ? "" : "s", n);
+        error(c, e->pos, "%s expects %d argument%s, got %d", who, ft->nargs, ft->nargs == 1 ? "" : "s", n);
         return ft->ret;
     }
     for (int i = 0; i < n; i++) {
         if (!ty_unify(c->tc, ft->args[i], at[i]))
-            error(c, e->u.call.args[i]->pos, "argument %d of `%s` has type `%s`, expected `%s`", i + 1, fname,
+            error(c, e->u.call.args[i]->pos, "argument %d of %s has type `%s`, expected `%s`", i + 1, who,
                   show(c, at[i]), show(c, ft->args[i]));
     }
     return ft->ret;
@@ -1187,7 +1188,7 @@ static Type *check_ctor_call(Checker *c, Expr *e, Variant *v) {
     int n = e->u.call.nargs;
     Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n + 1));
     for (int i = 0; i < n; i++) at[i] = check_expr(c, e->u.call.args[i]);
-    return apply_fn_type(c, e, ft, at, v->name);
+    return apply_fn_type(c, e, ft, at, arena_printf(c->a, "`%s`", v->name));
 }
 
 static Type *check_call(Checker *c, Expr *e) {
@@ -1214,21 +1215,22 @@ static Type *check_call(Checker *c, Expr *e) {
     Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) at[i] = check_expr(c, e->u.call.args[i]);
     const char *fname = callee->kind == E_IDENT ? callee->u.ident.name
-                      : callee->kind == E_FIELD ? callee->u.field.name : "the function";
+                      : callee->kind == E_FIELD ? callee->u.field.name : NULL;
+    const char *who = fname ? arena_printf(c->a, "`%s`", fname) : "the called function";
     if (ft->kind == TY_POISON) return tc->t_poison;
-    if (ft->kind == TY_FN) return apply_fn_type(c, e, ft, at, fname);
+    if (ft->kind == TY_FN) return apply_fn_type(c, e, ft, at, who);
     if (ft->kind == TY_VAR && !ft->rigid) {
         Type *ret = ty_var(tc);
         Type *want = ty_fn(tc, n, at, ret);
         if (!ty_unify(tc, ft, want)) {
             /* Only the occurs check can fail here (`x(x)`): the type would contain itself. */
-            error(c, callee->pos, "`%s` has type `%s`, which cannot be called as `%s`: the type would contain itself",
-                  fname, show(c, ft), show(c, want));
+            error(c, callee->pos, "%s has type `%s`, which cannot be called as `%s`: the type would contain itself",
+                  who, show(c, ft), show(c, want));
             return tc->t_poison;
         }
         return ret;
     }
-    error(c, callee->pos, "`%s` is not a function (it has type `%s`)", fname, show(c, ft));
+    error(c, callee->pos, "%s is not a function (it has type `%s`)", fname ? who : "this value", show(c, ft));
     return tc->t_poison;
 }
 
