@@ -36,8 +36,10 @@ LLVMTargetMachineRef osp_target_machine(int opt_level, char **err) {
 int osp_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char **err) {
     LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
     /* Osprey iterates by recursion; at -O0 self-recursive tail calls must still become loops
-     * or a --debug build overflows the stack where the -O2 build runs. */
-    const char *pipeline = opt_level > 0 ? "default<O2>" : "default<O0>,function(tailcallelim)";
+     * or a --debug build overflows the stack where the -O2 build runs. simplifycfg first
+     * merges the blocks a nested `if`/`match` leaves before `ret`, so tailcallelim sees a
+     * call two levels down as a tail call too. */
+    const char *pipeline = opt_level > 0 ? "default<O2>" : "default<O0>,function(simplifycfg,tailcallelim)";
     LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, o);
     LLVMDisposePassBuilderOptions(o);
     if (e) {
