@@ -1746,12 +1746,16 @@ static LLVMValueRef gen_perform(CG *g, Expr *e) {
     LLVMBuildBr(g->b, done);
     /* a resuming arm: hand the arguments to its handle and wait to be resumed */
     LLVMPositionBuilderAtEnd(g->b, resuming);
-    LLVMTypeRef arr_t = LLVMArrayType2(g->i64, (uint64_t)(n > 0 ? n : 1));
-    LLVMValueRef arr = entry_alloca(g, arr_t, "perform.args");
-    LLVMValueRef out = entry_alloca(g, g->i64, "perform.value");
+    /* The arguments and the result slot live in one small collector block, not in this
+     * frame: a stack buffer whose address reaches the runtime would keep LLVM from making
+     * a tail call of this function, so a loop that performs could not run in constant stack.
+     * The block stays reachable from this thread's stack while it is suspended. */
+    LLVMValueRef arr = gc_alloc(g, 8 * (int64_t)(n + 1));
+    LLVMValueRef out_idx[1] = {ci64(g, n)};
+    LLVMValueRef out = LLVMBuildInBoundsGEP2(g->b, g->i64, arr, out_idx, 1, "perform.value");
     for (int i = 0; i < n; i++) {
-        LLVMValueRef idx[2] = {ci64(g, 0), ci64(g, i)};
-        LLVMBuildStore(g->b, box(g, args[i + 1], argt[i]), LLVMBuildInBoundsGEP2(g->b, arr_t, arr, idx, 2, ""));
+        LLVMValueRef idx[1] = {ci64(g, i)};
+        LLVMBuildStore(g->b, box(g, args[i + 1], argt[i]), LLVMBuildInBoundsGEP2(g->b, g->i64, arr, idx, 1, ""));
     }
     LLVMTypeRef sp[4] = {g->ptr, g->ptr, g->i64, g->ptr};
     LLVMValueRef sa[4] = {cur, arr, ci64(g, n), out};
