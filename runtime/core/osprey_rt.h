@@ -437,6 +437,9 @@ void osp_cont_abandon(osp_cont_k *k);
  * stack (never NULL: see osp_eff_find), on which the caller must retry. If the arm
  * abandons the perform, the calling thread leaves the computation: a continuation
  * thread ends (unregistering) and a fiber ends as abandoned; this call does not return.
+ * `args` (n words) and `out` (one word) belong to the caller and must stay valid until this
+ * returns; generated code puts both in one osp_gc_alloc block rather than in its own
+ * frame, so that the performing function can still make tail calls.
  */
 osp_eff_entry *osp_cont_suspend(osp_eff_entry *e, const osp_word *args, int64_t n, osp_word *out);
 
