@@ -13,16 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xcalloc(size_t n, size_t sz) {
-  void *p = calloc(n ? n : 1, sz ? sz : 1);
-  if (!p) abort();
-  return p;
-}
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) abort();
-  return q;
-}
 
 /* ---- chunked writer ----------------------------------------------------------------- */
 
@@ -53,12 +43,12 @@ static const char *S(const ospprof_profile *p, uint32_t id) { return p->strs.str
 
 /* Sample indices grouped by row, each group in time order. *start has nrows + 1 entries. */
 static uint32_t *by_row(const ospprof_profile *p, size_t **start) {
-  size_t *st = xcalloc(p->nrows + 1, sizeof *st);
+  size_t *st = ospprof_xcalloc(p->nrows + 1, sizeof *st);
   for (size_t i = 0; i < p->nsamples; i++) st[p->samples[i].row + 1]++;
   for (size_t r = 0; r < p->nrows; r++) st[r + 1] += st[r];
-  size_t *pos = xcalloc(p->nrows + 1, sizeof *pos);
+  size_t *pos = ospprof_xcalloc(p->nrows + 1, sizeof *pos);
   memcpy(pos, st, (p->nrows + 1) * sizeof *pos);
-  uint32_t *ord = xcalloc(p->nsamples, sizeof *ord);
+  uint32_t *ord = ospprof_xcalloc(p->nsamples, sizeof *ord);
   for (size_t i = 0; i < p->nsamples; i++) ord[pos[p->samples[i].row]++] = (uint32_t)i;
   free(pos);
   *start = st;
@@ -186,7 +176,7 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
   if (wr_open(&w, path, err, errlen) != 0) return -1;
   ospprof_buf *b = &w.b;
   /* on-CPU samples ordered by (t, row) */
-  oskey *keys = xcalloc(p->on_n, sizeof *keys);
+  oskey *keys = ospprof_xcalloc(p->on_n, sizeof *keys);
   size_t n = 0;
   bool sorted = true;
   for (size_t i = 0; i < p->nsamples; i++) {
@@ -211,11 +201,11 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
 
   /* call tree: node 0 is the root (id 1) */
   size_t cap = 1024, nn = 1;
-  uint32_t *frame = xcalloc(cap, sizeof *frame), *first = xcalloc(cap, sizeof *first),
-           *last = xcalloc(cap, sizeof *last), *next = xcalloc(cap, sizeof *next);
-  uint64_t *hits = xcalloc(cap, sizeof *hits);
-  uint32_t *leaf_of = xcalloc(p->nstacks, sizeof *leaf_of); /* node index + 1 */
-  uint32_t *sample_node = xcalloc(n, sizeof *sample_node);
+  uint32_t *frame = ospprof_xcalloc(cap, sizeof *frame), *first = ospprof_xcalloc(cap, sizeof *first),
+           *last = ospprof_xcalloc(cap, sizeof *last), *next = ospprof_xcalloc(cap, sizeof *next);
+  uint64_t *hits = ospprof_xcalloc(cap, sizeof *hits);
+  uint32_t *leaf_of = ospprof_xcalloc(p->nstacks, sizeof *leaf_of); /* node index + 1 */
+  uint32_t *sample_node = ospprof_xcalloc(n, sizeof *sample_node);
   ospprof_map edges = {0};
   for (size_t i = 0; i < n; i++) {
     uint32_t k = p->samples[keys[i].idx].stack;
@@ -229,11 +219,11 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
         if (ins) {
           if (nn == cap) {
             cap *= 2;
-            frame = xrealloc(frame, cap * sizeof *frame);
-            first = xrealloc(first, cap * sizeof *first);
-            last = xrealloc(last, cap * sizeof *last);
-            next = xrealloc(next, cap * sizeof *next);
-            hits = xrealloc(hits, cap * sizeof *hits);
+            frame = ospprof_xrealloc(frame, cap * sizeof *frame);
+            first = ospprof_xrealloc(first, cap * sizeof *first);
+            last = ospprof_xrealloc(last, cap * sizeof *last);
+            next = ospprof_xrealloc(next, cap * sizeof *next);
+            hits = ospprof_xrealloc(hits, cap * sizeof *hits);
           }
           frame[nn] = f;
           first[nn] = last[nn] = next[nn] = 0;
@@ -325,7 +315,7 @@ int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err,
   if (wr_open(&w, path, err, errlen) != 0) return -1;
   /* labels "<sanitised label>;" */
   ospprof_strtab bodies = {0};
-  char **labs = xcalloc(p->nrows, sizeof *labs);
+  char **labs = ospprof_xcalloc(p->nrows, sizeof *labs);
   for (size_t r = 0; r < p->nrows; r++) {
     ospprof_buf lb = {0};
     ospprof_folded_name(&lb, p->rows[r].label);
@@ -333,7 +323,7 @@ int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err,
     labs[r] = lb.p;
   }
   /* body id per used stack */
-  uint32_t *body_of = xcalloc(p->nstacks, sizeof *body_of); /* id + 1 */
+  uint32_t *body_of = ospprof_xcalloc(p->nstacks, sizeof *body_of); /* id + 1 */
   ospprof_map counts = {0};
   size_t nlines = 0, caplines = 0;
   fline *lines = NULL;
@@ -355,7 +345,7 @@ int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err,
     if (ins) {
       if (nlines == caplines) {
         caplines = caplines ? caplines * 2 : 256;
-        lines = xrealloc(lines, caplines * sizeof *lines);
+        lines = ospprof_xrealloc(lines, caplines * sizeof *lines);
       }
       lines[nlines++] = (fline){labs[s->row], NULL, strlen(labs[s->row]), body, 0};
     }
@@ -403,7 +393,7 @@ static int func_cmp(const void *a, const void *b) {
 }
 
 size_t ospprof_hot_functions(const ospprof_profile *p, uint32_t **out) {
-  uint32_t *idx = xcalloc(p->nfuncs, sizeof *idx);
+  uint32_t *idx = ospprof_xcalloc(p->nfuncs, sizeof *idx);
   size_t n = 0;
   for (size_t i = 0; i < p->nfuncs; i++)
     if (p->funcs[i].total_n) idx[n++] = (uint32_t)i;
@@ -479,7 +469,7 @@ int ospprof_write_summary(const ospprof_profile *p, const char *path, char *err,
     if (ins) {
       if (nhl == caphl) {
         caphl = caphl ? caphl * 2 : 64;
-        hl = xrealloc(hl, caphl * sizeof *hl);
+        hl = ospprof_xrealloc(hl, caphl * sizeof *hl);
       }
       hl[nhl++] = (hline){leaf->file, leaf->line, 0, 0};
     }

@@ -225,6 +225,14 @@ int ospprof_out_write(ospprof_out *o, const void *p, size_t n);
 int ospprof_out_commit(ospprof_out *o, char *err, size_t errlen);
 void ospprof_out_abort(ospprof_out *o);
 
+/* Allocation that never returns NULL: on failure it prints `osprey: out of memory` on
+ * stderr and aborts. A zero size or count allocates one byte. Free with free(). */
+void *ospprof_xcalloc(size_t n, size_t size);
+void *ospprof_xrealloc(void *p, size_t bytes);
+/* A malloc'd copy of s[0..n) plus a NUL; of the NUL-terminated s. Free with free(). */
+char *ospprof_xstrndup(const char *s, size_t n);
+char *ospprof_xstrdup(const char *s);
+
 void ospprof_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -14,22 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void *xcalloc(size_t n, size_t sz) {
-  void *p = calloc(n ? n : 1, sz ? sz : 1);
-  if (!p) abort();
-  return p;
-}
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) abort();
-  return q;
-}
-static char *xstrdup(const char *s) {
-  size_t n = strlen(s);
-  char *c = xrealloc(NULL, n + 1);
-  memcpy(c, s, n + 1);
-  return c;
-}
 
 long ospprof_image_for(const ospprof_raw *raw, uint64_t addr) {
   long best = -1;
@@ -118,7 +102,7 @@ static void qualify(symctx *c, size_t i) {
 static void push_res(symctx *c, uint32_t name, uint32_t file, uint32_t line) {
   if (c->nres == c->capres) {
     c->capres = c->capres ? c->capres * 2 : 1024;
-    c->res = xrealloc(c->res, c->capres * sizeof *c->res);
+    c->res = ospprof_xrealloc(c->res, c->capres * sizeof *c->res);
   }
   c->res[c->nres++] = (triple){name, file, line};
 }
@@ -144,8 +128,8 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_
         if (ins) {
           if (c->ncache == c->capcache) {
             c->capcache = c->capcache ? c->capcache * 2 : 1024;
-            c->res_off = xrealloc(c->res_off, c->capcache * sizeof *c->res_off);
-            c->res_n = xrealloc(c->res_n, c->capcache * sizeof *c->res_n);
+            c->res_off = ospprof_xrealloc(c->res_off, c->capcache * sizeof *c->res_off);
+            c->res_n = ospprof_xrealloc(c->res_n, c->capcache * sizeof *c->res_n);
           }
           size_t start = c->nres;
           if ((c->qual[img] == 1 && c->llvm) || c->qual[img] == 4) {
@@ -197,12 +181,12 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_
 
 static char *display_label(const ospprof_thread *t, size_t row) {
   const char *label = t->label ? t->label : "";
-  if (strcmp(label, "main") == 0) return xstrdup("main");
+  if (strcmp(label, "main") == 0) return ospprof_xstrdup("main");
   char tmp[64];
   int64_t n = t->fiber < 0 ? (int64_t)row : t->fiber;
   snprintf(tmp, sizeof tmp, "-%" PRId64, n);
   size_t a = strlen(label), b = strlen(tmp);
-  char *s = xrealloc(NULL, a + b + 1);
+  char *s = ospprof_xrealloc(NULL, a + b + 1);
   memcpy(s, label, a);
   memcpy(s + a, tmp, b + 1);
   return s;
@@ -233,26 +217,26 @@ ospprof_profile *ospprof_profile_build(const ospprof_raw *raw, const char *progr
 ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *program,
                                           const char *binary, const char *symbolizer,
                                           ospprof_resolver_fn resolver, void *rctx) {
-  ospprof_profile *p = xcalloc(1, sizeof *p);
-  p->program = xstrdup(program ? program : raw->exe ? raw->exe : "");
+  ospprof_profile *p = ospprof_xcalloc(1, sizeof *p);
+  p->program = ospprof_xstrdup(program ? program : raw->exe ? raw->exe : "");
   const char *slash = strrchr(p->program, '/');
   p->pname = slash ? slash + 1 : p->program;
   p->rate_hz = raw->rate_hz;
   p->dropped = raw->dropped;
   p->nsamples = raw->nsamples;
-  p->samples = xcalloc(raw->nsamples, sizeof *p->samples);
+  p->samples = ospprof_xcalloc(raw->nsamples, sizeof *p->samples);
   if (raw->nsamples) memcpy(p->samples, raw->samples, raw->nsamples * sizeof *p->samples);
 
   /* rows and per-stack totals */
   p->nrows = raw->nthreads;
-  p->rows = xcalloc(p->nrows, sizeof *p->rows);
+  p->rows = ospprof_xcalloc(p->nrows, sizeof *p->rows);
   for (size_t i = 0; i < p->nrows; i++) {
     p->rows[i].fiber = raw->threads[i].fiber;
     p->rows[i].label = display_label(&raw->threads[i], i);
   }
   p->nstacks = raw->nstacks;
-  p->stacks = xcalloc(p->nstacks, sizeof *p->stacks);
-  bool *used = xcalloc(p->nstacks, sizeof *used);
+  p->stacks = ospprof_xcalloc(p->nstacks, sizeof *p->stacks);
+  bool *used = ospprof_xcalloc(p->nstacks, sizeof *used);
   for (size_t i = 0; i < p->nsamples; i++) {
     const ospprof_sample *s = &p->samples[i];
     ospprof_rowinfo *r = &p->rows[s->row];
@@ -282,8 +266,8 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
   c.strs = &p->strs;
   c.binary = binary;
   c.empty = ospprof_intern(&p->strs, "", 0);
-  c.qual = xcalloc(raw->nimages, 1);
-  c.object = xcalloc(raw->nimages, sizeof *c.object);
+  c.qual = ospprof_xcalloc(raw->nimages, 1);
+  c.object = ospprof_xcalloc(raw->nimages, sizeof *c.object);
   c.enabled = !(mode && strcmp(mode, "none") == 0);
   c.resolver = resolver;
   c.rctx = rctx;
@@ -318,7 +302,7 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
         if (ins) {
           if (p->nframes == capframes) {
             capframes = capframes ? capframes * 2 : 256;
-            p->frames = xrealloc(p->frames, capframes * sizeof *p->frames);
+            p->frames = ospprof_xrealloc(p->frames, capframes * sizeof *p->frames);
           }
           bool fins;
           uint32_t *fn = ospprof_map_put(&func_ids, ((uint64_t)t->name << 32) | t->file, 0,
@@ -326,7 +310,7 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
           if (fins) {
             if (p->nfuncs == capfuncs) {
               capfuncs = capfuncs ? capfuncs * 2 : 256;
-              p->funcs = xrealloc(p->funcs, capfuncs * sizeof *p->funcs);
+              p->funcs = ospprof_xrealloc(p->funcs, capfuncs * sizeof *p->funcs);
             }
             ospprof_func *f = &p->funcs[p->nfuncs++];
             memset(f, 0, sizeof *f);
@@ -341,7 +325,7 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
         }
         if (p->nstack_frames == capsf) {
           capsf = capsf ? capsf * 2 : 1024;
-          p->stack_frames = xrealloc(p->stack_frames, capsf * sizeof *p->stack_frames);
+          p->stack_frames = ospprof_xrealloc(p->stack_frames, capsf * sizeof *p->stack_frames);
         }
         p->stack_frames[p->nstack_frames++] = *fid;
       }
@@ -360,7 +344,7 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
   free(used);
 
   /* self / total per function: once per stack, weighted by the stack's on-CPU totals */
-  uint32_t *stamp = xcalloc(p->nfuncs, sizeof *stamp);
+  uint32_t *stamp = ospprof_xcalloc(p->nfuncs, sizeof *stamp);
   for (size_t k = 0; k < p->nstacks; k++) {
     ospprof_stackinfo *si = &p->stacks[k];
     if (!si->on_n || !si->n) continue;

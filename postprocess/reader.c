@@ -53,22 +53,6 @@ __attribute__((format(printf, 2, 3))) static void sem(rd *r, const char *fmt, ..
   va_end(ap);
 }
 
-static void *xcalloc(size_t n, size_t sz) {
-  void *p = calloc(n ? n : 1, sz ? sz : 1);
-  if (!p) abort();
-  return p;
-}
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) abort();
-  return q;
-}
-static char *xstrndup(const char *s, size_t n) {
-  char *c = xrealloc(NULL, n + 1);
-  memcpy(c, s, n);
-  c[n] = 0;
-  return c;
-}
 
 static const char *ws(rd *r, const char *p) {
   while (p < r->e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
@@ -167,7 +151,7 @@ static bool leaf_parse(rd *r, const char **pp, leaf *v) {
     if (q < r->e && *q == '"') {
       v->kind = V_STR;
       v->slen = (size_t)(q - p - 1);
-      v->str = xstrndup(p + 1, v->slen);
+      v->str = ospprof_xstrndup(p + 1, v->slen);
       *pp = q + 1;
       return true;
     }
@@ -184,13 +168,13 @@ static bool leaf_parse(rd *r, const char **pp, leaf *v) {
   if (cJSON_IsString(j) && has_escaped_nul(p, end)) {
     v->kind = V_OTHER;
     v->nul = true;
-    v->str = xstrndup("\\u0000", 6); /* a key spelled so names no known key */
+    v->str = ospprof_xstrndup("\\u0000", 6); /* a key spelled so names no known key */
     v->slen = 6;
   } else if (cJSON_IsString(j)) {
     v->kind = V_STR;
     const char *s = j->valuestring ? j->valuestring : "";
     v->slen = strlen(s);
-    v->str = xstrndup(s, v->slen);
+    v->str = ospprof_xstrndup(s, v->slen);
   } else {
     v->kind = V_OTHER;
   }
@@ -312,7 +296,7 @@ static const unsigned required_mask = (1u << K_DROPPED) - 1;
   do {                                                                                   \
     if ((n) == (cap)) {                                                                  \
       (cap) = (cap) ? (cap) * 2 : 16;                                                     \
-      (ptr) = xrealloc((ptr), (cap) * sizeof *(ptr));                                    \
+      (ptr) = ospprof_xrealloc((ptr), (cap) * sizeof *(ptr));                                    \
     }                                                                                    \
   } while (0)
 
@@ -576,13 +560,13 @@ static bool parse_rows(rd *r, const char **pp, const char *key, parse *ps,
 
 static void before_image(parse *ps, size_t i) {
   ospprof_raw *raw = ps->raw;
-  raw->images = xrealloc(raw->images, (i + 1) * sizeof *raw->images);
+  raw->images = ospprof_xrealloc(raw->images, (i + 1) * sizeof *raw->images);
   memset(&raw->images[i], 0, sizeof raw->images[i]);
   raw->nimages = i + 1;
 }
 static void before_thread(parse *ps, size_t i) {
   ospprof_raw *raw = ps->raw;
-  raw->threads = xrealloc(raw->threads, (i + 1) * sizeof *raw->threads);
+  raw->threads = ospprof_xrealloc(raw->threads, (i + 1) * sizeof *raw->threads);
   memset(&raw->threads[i], 0, sizeof raw->threads[i]);
   raw->nthreads = i + 1;
 }
@@ -590,7 +574,7 @@ static void before_stack(parse *ps, size_t i) {
   ospprof_raw *raw = ps->raw;
   if (i + 2 > ps->cap_stacks) {
     ps->cap_stacks = ps->cap_stacks ? ps->cap_stacks * 2 : 64;
-    raw->stack_off = xrealloc(raw->stack_off, ps->cap_stacks * sizeof *raw->stack_off);
+    raw->stack_off = ospprof_xrealloc(raw->stack_off, ps->cap_stacks * sizeof *raw->stack_off);
   }
   if (i == 0) raw->stack_off[0] = 0;
   raw->stack_off[i + 1] = ps->naddrs;
@@ -759,9 +743,9 @@ ospprof_raw *ospprof_raw_parse(const char *name, const char *text, size_t len, c
   r.e = text + len;
   parse ps;
   memset(&ps, 0, sizeof ps);
-  ospprof_raw *raw = xcalloc(1, sizeof *raw);
+  ospprof_raw *raw = ospprof_xcalloc(1, sizeof *raw);
   ps.raw = raw;
-  raw->path = xstrndup(name, strlen(name));
+  raw->path = ospprof_xstrndup(name, strlen(name));
 
   bool ok = parse_top(&r, &ps);
   const char *fail = NULL;
@@ -833,12 +817,12 @@ ospprof_raw *ospprof_raw_parse(const char *name, const char *text, size_t len, c
 
   /* normalise */
   for (size_t i = 0; i < raw->nimages; i++)
-    if (!raw->images[i].arch) raw->images[i].arch = xstrndup("", 0);
+    if (!raw->images[i].arch) raw->images[i].arch = ospprof_xstrndup("", 0);
   if (raw->nstacks == 0) {
-    raw->stack_off = xrealloc(raw->stack_off, sizeof *raw->stack_off);
+    raw->stack_off = ospprof_xrealloc(raw->stack_off, sizeof *raw->stack_off);
     raw->stack_off[0] = 0;
   }
-  raw->truncated = xcalloc(raw->nstacks, sizeof *raw->truncated);
+  raw->truncated = ospprof_xcalloc(raw->nstacks, sizeof *raw->truncated);
   for (size_t i = 0; i < ps.ntrunc; i++)
     if (ps.trunc[i] < raw->nstacks) raw->truncated[ps.trunc[i]] = true;
   free(ps.trunc);
@@ -848,11 +832,11 @@ ospprof_raw *ospprof_raw_parse(const char *name, const char *text, size_t len, c
   bool sorted = true;
   for (size_t i = 1; i < ps.nps && sorted; i++)
     if (ps.ps[i].t < ps.ps[i - 1].t) sorted = false;
-  raw->samples = xcalloc(ps.nps, sizeof *raw->samples);
+  raw->samples = ospprof_xcalloc(ps.nps, sizeof *raw->samples);
   raw->nsamples = ps.nps;
   tkey *order = NULL;
   if (!sorted) {
-    order = xcalloc(ps.nps, sizeof *order);
+    order = ospprof_xcalloc(ps.nps, sizeof *order);
     for (size_t i = 0; i < ps.nps; i++) order[i] = (tkey){ps.ps[i].t, i};
     qsort(order, ps.nps, sizeof *order, tkey_cmp);
   }
@@ -886,11 +870,11 @@ ospprof_raw *ospprof_raw_load(const char *path, char *err, size_t errlen) {
   }
   size_t cap = (fstat(fd, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size + 1 : 65536;
   size_t n = 0;
-  char *buf = xrealloc(NULL, cap);
+  char *buf = ospprof_xrealloc(NULL, cap);
   for (;;) {
     if (n == cap) {
       cap *= 2;
-      buf = xrealloc(buf, cap);
+      buf = ospprof_xrealloc(buf, cap);
     }
     ssize_t k = read(fd, buf + n, cap - n);
     if (k < 0) {

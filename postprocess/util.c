@@ -23,14 +23,31 @@ void ospprof_seterr(char *err, size_t errlen, const char *fmt, ...) {
   va_end(ap);
 }
 
-static void *xrealloc(void *p, size_t n) {
+static _Noreturn void out_of_memory(void) {
+  fputs("osprey: out of memory\n", stderr);
+  abort();
+}
+
+void *ospprof_xrealloc(void *p, size_t n) {
   void *q = realloc(p, n ? n : 1);
-  if (!q) {
-    fputs("osprey: out of memory\n", stderr);
-    abort();
-  }
+  if (!q) out_of_memory();
   return q;
 }
+
+void *ospprof_xcalloc(size_t n, size_t sz) {
+  void *p = calloc(n ? n : 1, sz ? sz : 1);
+  if (!p) out_of_memory();
+  return p;
+}
+
+char *ospprof_xstrndup(const char *s, size_t n) {
+  char *c = ospprof_xrealloc(NULL, n + 1);
+  memcpy(c, s, n);
+  c[n] = 0;
+  return c;
+}
+
+char *ospprof_xstrdup(const char *s) { return ospprof_xstrndup(s, strlen(s)); }
 
 /* ---- buffer -------------------------------------------------------------------- */
 
@@ -38,7 +55,7 @@ static void buf_reserve(ospprof_buf *b, size_t extra) {
   if (b->n + extra <= b->cap) return;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->n + extra) cap *= 2;
-  b->p = xrealloc(b->p, cap);
+  b->p = ospprof_xrealloc(b->p, cap);
   b->cap = cap;
 }
 
@@ -114,12 +131,10 @@ uint32_t ospprof_intern(ospprof_strtab *t, const char *s, size_t len) {
   }
   if (t->n == t->cap) {
     t->cap = t->cap ? t->cap * 2 : 256;
-    t->str = xrealloc(t->str, t->cap * sizeof *t->str);
-    t->len = xrealloc(t->len, t->cap * sizeof *t->len);
+    t->str = ospprof_xrealloc(t->str, t->cap * sizeof *t->str);
+    t->len = ospprof_xrealloc(t->len, t->cap * sizeof *t->len);
   }
-  char *c = xrealloc(NULL, len + 1);
-  memcpy(c, s, len);
-  c[len] = 0;
+  char *c = ospprof_xstrndup(s, len);
   t->str[t->n] = c;
   t->len[t->n] = len;
   t->slots[h] = (uint32_t)t->n + 1;
@@ -332,8 +347,7 @@ static int out_resolve(ospprof_out *o, const char *path, const char **what) {
   *what = NULL;
   if (lstat(path, &lst) != 0) {
     if (errno != ENOENT) return errno;
-    o->dest = xrealloc(NULL, strlen(path) + 1);
-    strcpy(o->dest, path);
+    o->dest = ospprof_xstrdup(path);
     return 0; /* a new file */
   }
   st = lst;
@@ -352,8 +366,7 @@ static int out_resolve(ospprof_out *o, const char *path, const char **what) {
     o->dest = realpath(path, NULL);
     if (!o->dest) return errno;
   } else {
-    o->dest = xrealloc(NULL, strlen(path) + 1);
-    strcpy(o->dest, path);
+    o->dest = ospprof_xstrdup(path);
   }
   return 0;
 }
@@ -368,8 +381,7 @@ static void out_free(ospprof_out *o) {
 int ospprof_out_open(ospprof_out *o, const char *path, char *err, size_t errlen) {
   memset(o, 0, sizeof *o);
   size_t n = strlen(path);
-  o->path = xrealloc(NULL, n + 1);
-  memcpy(o->path, path, n + 1);
+  o->path = ospprof_xstrndup(path, n);
   const char *what = NULL;
   int e = out_resolve(o, path, &what);
   if (e) {
@@ -393,7 +405,7 @@ int ospprof_out_open(ospprof_out *o, const char *path, char *err, size_t errlen)
     const char *slash = strrchr(o->dest, '/');
     size_t dirlen = slash ? (size_t)(slash - o->dest) + 1 : 0;
     const char *base = o->dest + dirlen;
-    o->tmp = xrealloc(NULL, dn + 16);
+    o->tmp = ospprof_xrealloc(NULL, dn + 16);
     snprintf(o->tmp, dn + 16, "%.*s.%s.XXXXXX", (int)dirlen, o->dest, base);
     pthread_mutex_lock(&g_temps_lock);
     fd = mkstemp(o->tmp);
