@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate a synthetic raw profile (PROFILER.md §(e)) against a real executable.
+"""Generate a synthetic raw profile (docs/spec/profiler.md §(e)) against a real executable.
 
 usage: post_gen.py <exe> <out.json> [samples] [stacks] [threads]
 

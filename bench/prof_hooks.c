@@ -1,6 +1,6 @@
 /*
  * prof_hooks.c — what the profiler hooks cost a program that is not being profiled
- * (PROFILER.md §(a): "every hook is a no-op"). Times N pairs of
+ * (docs/spec/profiler.md §(a): "every hook is a no-op"). Times N pairs of
  * osp_prof_block_begin/end and of register/unregister against the same number of calls
  * to an empty out-of-line function, in one process with OSPREY_PROFILE unset.
  * Prints ns per pair for each.

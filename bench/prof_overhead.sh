@@ -21,13 +21,13 @@
 #             perf, perf's own process too; clock-tick resolution).
 #  3. Rate fidelity: on-CPU samples per CPU-second of each busy thread, against the
 #     requested rate, at 997 Hz and 10 kHz.
-#  4. Accuracy with more threads than cores (PROFILER.md (k) 7): 8 equally busy threads
+#  4. Accuracy with more threads than cores (docs/spec/profiler.md (k) 7): 8 equally busy threads
 #     at 997 Hz; the on-CPU weight of each against the CPU time it measured itself, and
 #     each thread's share of the total (ideal 1/8).
 #  5. Inactive hooks: ns per hook pair with OSPREY_PROFILE unset, against empty calls.
 #
 # Then one line per target and configuration, `target ...: ok` or `target ...: MISSED (...)`:
-#   wall-time overhead <= 1.01 at 997 Hz (issue 3; PROFILER.md (k) 18 requires < 1.05), for
+#   wall-time overhead <= 1.01 at 997 Hz (issue 3; docs/spec/profiler.md (k) 18 requires < 1.05), for
 #     the A/B and the whole-process runs, 1 and 2 threads, perf's figure beside ours; a
 #     miss is "beyond noise" when the lower quartile of the rounds' ratios is above 1.01;
 #   rate within +-3 % at 997 Hz and 10 kHz, 1 and 2 threads (the worst thread).
@@ -226,7 +226,7 @@ for threads in (1, 2):
     ov_lines.append((f"overhead <= {TARGET_OV:.3f} at 997 Hz, whole process, {t}", w, q1, q3, peer))
 
 print("\ntargets (issue 3: wall-time overhead at most 1.01 at 997 Hz; rate within +-3 % at 997 Hz and 10 kHz;")
-print("  PROFILER.md (k) 18 only requires < 1.05).")
+print("  docs/spec/profiler.md (k) 18 only requires < 1.05).")
 print("  An overhead miss is 'beyond noise' when even the lower quartile of the rounds' ratios is above")
 print("  the target, 'within noise' otherwise. With two busy threads on two cores the sampler thread's")
 print("  own CPU competes with the program; that is part of the real cost and is counted.")

@@ -256,7 +256,7 @@ static LLVMTypeRef llty(CG *g, Type *t) {
 
 static LLVMValueRef unit_value(CG *g) { return ci64(g, 0); }
 
-/* Box a value into one 64-bit word (LANGUAGE.md §14.3). */
+/* Box a value into one 64-bit word (docs/spec/language.md §14.3). */
 static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     t = ty_find(t);
     switch (t->kind) {
@@ -321,7 +321,7 @@ static LLVMValueRef make_result(CG *g, LLVMValueRef is_err_i1, LLVMValueRef word
     return LLVMBuildInsertValue(g->b, r, word, 1, "");
 }
 
-/* intDiv(a, d) (LANGUAGE.md §6, §9): Success(a / d), or an Error for d = 0 (division by
+/* intDiv(a, d) (docs/spec/language.md §6, §9): Success(a / d), or an Error for d = 0 (division by
  * zero) and for INT64_MIN / -1 (overflow), without a trapping division. */
 static LLVMValueRef gen_intdiv(CG *g, LLVMValueRef a, LLVMValueRef d) {
     LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, d, ci64(g, 0), "");
@@ -1048,7 +1048,7 @@ static LLVMValueRef gen_foreach_list(CG *g, Expr *e) {
     return unit_value(g);
 }
 
-/* The Verdict a test body returned (LANGUAGE.md §13.1): report it. */
+/* The Verdict a test body returned (docs/spec/language.md §13.1): report it. */
 static void tap_verdict(CG *g, LLVMValueRef v, Type *t) {
     t = ty_find(t);
     if (t->kind != TY_NAMED) return;
@@ -1675,7 +1675,7 @@ static LLVMValueRef gen_spawn(CG *g, Expr *e) {
     return call_rt(g, "osp_fiber_spawn", g->i64, p, a, 2);
 }
 
-/* ---- effects (LANGUAGE.md §12, §14.6) ---- */
+/* ---- effects (docs/spec/language.md §12, §14.6) ---- */
 
 /* The interned key string of an effect instantiation: `Log`, `Stash<int>`. */
 static LLVMValueRef intern_string(CG *g, const char *s) {

@@ -2,7 +2,7 @@
  * codegen.h — lowering a checked Osprey program to LLVM IR through the LLVM C API,
  * plus the target machine, the pass pipeline and object/IR emission.
  *
- * Requirements implemented (LANGUAGE.md §14.2, PROFILER.md §(c), §(i)):
+ * Requirements implemented (docs/spec/language.md §14.2, docs/spec/profiler.md §(c), §(i)):
  * - every generated function carries "frame-pointer"="all";
  * - user functions keep their source names (`fib`); generated functions are named
  *   `<enclosing>$lambda<k>`, `<enclosing>$spawn<k>`, `<enclosing>$<Effect>.<op><k>`

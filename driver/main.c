@@ -326,7 +326,7 @@ static int postprocess_capture(ospprof_options *po, char **report, size_t *repor
 }
 
 /*
- * Post-processing (PROFILER.md §(e)–(i)): turn the raw profile into
+ * Post-processing (docs/spec/profiler.md §(e)–(i)): turn the raw profile into
  * <prefix>.{speedscope.json,cpuprofile,folded,profile.json} and print the report to
  * stdout. `prefix` is -o as written, or the source stem. A failure is one warning line
  * and never changes the exit status (nor does a closed stdout); the caller removes the

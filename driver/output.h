@@ -1,6 +1,6 @@
 /*
  * output.h — where and how the driver writes an output file (the executable, `.ll`),
- * DESIGN.md "Error handling": a temporary file in the destination's directory renamed
+ * docs/ARCHITECTURE.md "Error handling": a temporary file in the destination's directory renamed
  * into place, so a crash or a full disk never leaves half a file where a good one was.
  *
  * Destinations that are not regular files (docs/compiler.md "Output files"):

@@ -1,6 +1,6 @@
 /*
  * process.h — the driver's file-system, process and signal helpers. Only the driver spawns
- * processes (DESIGN.md): always posix_spawn with an argument vector, never a shell.
+ * processes (docs/ARCHITECTURE.md): always posix_spawn with an argument vector, never a shell.
  *
  * Signals (docs/compiler.md "Signals"). proc_signals_init() blocks SIGINT, SIGQUIT,
  * SIGTERM, SIGHUP and SIGPIPE in every driver thread and handles them on one dedicated

@@ -15,7 +15,7 @@ typedef struct Stmt Stmt;
 typedef struct FnDecl FnDecl;
 typedef struct Unit Unit;
 
-/* Built-in functions (LANGUAGE.md §9.1, §10, §11, §13). */
+/* Built-in functions (docs/spec/language.md §9.1, §10, §11, §13). */
 typedef enum Builtin {
     B_NONE,
     B_PRINT, B_TOSTRING, B_INTDIV, B_RANGE, B_MAP, B_FILTER, B_FOREACH, B_FOLD,

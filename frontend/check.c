@@ -1124,7 +1124,7 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     }
 }
 
-/* Put named arguments in declaration order (LANGUAGE.md §5.2: before evaluation). */
+/* Put named arguments in declaration order (docs/spec/language.md §5.2: before evaluation). */
 static bool reorder_named(Checker *c, Expr *e, const char **pnames, int np, const char *fname) {
     const char **names = e->u.call.names;
     Pos *npos = e->u.call.name_pos;
@@ -1286,7 +1286,7 @@ static Type *check_field(Checker *c, Expr *e) {
     return ft;
 }
 
-/* `x.f(a)`: a call of record field `f`, or `f(x, a)` (LANGUAGE.md §5.3). */
+/* `x.f(a)`: a call of record field `f`, or `f(x, a)` (docs/spec/language.md §5.3). */
 static Type *check_method(Checker *c, Expr *e) {
     TypeCtx *tc = c->tc;
     Expr *recv = e->u.method.recv;

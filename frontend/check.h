@@ -1,5 +1,5 @@
 /*
- * check.h — Hindley–Milner type inference (LANGUAGE.md §3–§13, Tier 1 and Tier 2, resuming
+ * check.h — Hindley–Milner type inference (docs/spec/language.md §3–§13, Tier 1 and Tier 2, resuming
  * effects).
  *
  * Functions are checked by strongly connected component of the call graph and

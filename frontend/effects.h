@@ -1,5 +1,5 @@
 /*
- * effects.h — the effect check (LANGUAGE.md §3.1 effect rows, §12.2): after type
+ * effects.h — the effect check (docs/spec/language.md §3.1 effect rows, §12.2): after type
  * inference, compute which effect operations may escape each function and function
  * value, then require every operation performed by the program to be handled before
  * program entry, and every function with a declared effect row to perform only effects

@@ -3,8 +3,8 @@
  *
  * Pipeline: lexer (lexer.h) → parser (parser.h) → name resolution (resolve.h) →
  * type inference and Tier 1 restrictions (check.h). Diagnostics are printed as
- * `path:line:col: error: message`, the source line and a caret (LANGUAGE.md
- * preamble, DESIGN.md "Error handling").
+ * `path:line:col: error: message`, the source line and a caret (docs/spec/language.md
+ * preamble, docs/ARCHITECTURE.md "Error handling").
  */
 #ifndef OSP_FRONTEND_H
 #define OSP_FRONTEND_H

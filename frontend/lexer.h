@@ -1,5 +1,5 @@
 /*
- * lexer.h — tokens of the Osprey brace syntax (LANGUAGE.md §1).
+ * lexer.h — tokens of the Osprey brace syntax (docs/spec/language.md §1).
  *
  * The lexer turns a source buffer into an array of tokens. Each token records
  * whether a newline (nl_before) or any whitespace/comment (ws_before) separates it

@@ -1,5 +1,5 @@
 /*
- * parser.h — recursive-descent parser for the brace syntax (LANGUAGE.md §1–§7).
+ * parser.h — recursive-descent parser for the brace syntax (docs/spec/language.md §1–§7).
  *
  * Tier 1 and Tier 2 are parsed completely, as are resuming effects (`resume`). Other
  * Tier 3 constructs are recognised and reported as `not supported yet: <feature>

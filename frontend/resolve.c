@@ -672,7 +672,7 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
             return;
         }
         if (!r->in_arm) {
-            error(r, s->pos, "`%s` can only be assigned inside an effect-handler arm (the only writers of a `mut` binding, LANGUAGE.md §12.4)",
+            error(r, s->pos, "`%s` can only be assigned inside an effect-handler arm (the only writers of a `mut` binding, docs/spec/language.md §12.4)",
                   s->u.assign.name);
             return;
         }

@@ -1,5 +1,5 @@
 /*
- * resolve.h — name resolution (LANGUAGE.md §2, §3.2, §5.4, §11.1).
+ * resolve.h — name resolution (docs/spec/language.md §2, §3.2, §5.4, §11.1).
  *
  * Links every identifier to its Sym, hoists functions, types (constructors) and
  * effects, builds code units (functions, lambdas, spawn thunks, handler arms, the bodies

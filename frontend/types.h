@@ -1,5 +1,5 @@
 /*
- * types.h — Osprey types for Hindley–Milner inference (LANGUAGE.md §4).
+ * types.h — Osprey types for Hindley–Milner inference (docs/spec/language.md §4).
  *
  * A type is a constructor with arguments or a type variable. Variables are
  * union-find nodes (`link`), carry a binding level for generalisation (Rémy's

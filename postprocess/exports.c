@@ -1,5 +1,5 @@
 /*
- * exports.c — the four export files (PROFILER.md §(g.2)–(g.5)).
+ * exports.c — the four export files (docs/spec/profiler.md §(g.2)–(g.5)).
  *
  * Every file is produced in chunks through a buffer into a temporary file beside the
  * target and renamed into place (ospprof_out). Object keys are written in ascending byte

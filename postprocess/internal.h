@@ -1,6 +1,6 @@
 /*
  * internal.h — data structures and helpers shared by the post-processor's sources and
- * its unit tests. Not installed; not a stable interface. Source: PROFILER.md §(e)–(h).
+ * its unit tests. Not installed; not a stable interface. Source: docs/spec/profiler.md §(e)–(h).
  */
 #ifndef OSPPROF_INTERNAL_H
 #define OSPPROF_INTERNAL_H

@@ -3,7 +3,7 @@
  * exports (.speedscope.json, .cpuprofile, .folded, .profile.json) and terminal report.
  *
  * Source: profiler specification [PROF-SYMBOLIZE-OFFLINE], [PROF-CLI-RUN],
- * [PROF-CLI-REPORT] and ../shared/spec/PROFILER.md §(e)–(i). Every exported symbol of
+ * [PROF-CLI-REPORT] and docs/spec/profiler.md §(e)–(i). Every exported symbol of
  * libospprof.a starts with `ospprof_`.
  *
  * The library knows nothing about the Osprey language beyond "a frame whose file ends in
@@ -31,10 +31,10 @@ extern "C" {
 
 /* What ospprof_run() does. Strings are borrowed for the duration of the call. */
 typedef struct ospprof_options {
-  /* Raw profile to read (PROFILER.md §(e)). Required. */
+  /* Raw profile to read (docs/spec/profiler.md §(e)). Required. */
   const char *raw_path;
   /* Object that stands in for the main image when the recorded executable no longer
-   * exists (PROFILER.md §(f).3: the binary the CLI just built, or --binary). NULL: none. */
+   * exists (docs/spec/profiler.md §(f).3: the binary the CLI just built, or --binary). NULL: none. */
   const char *binary;
   /* The program's source path exactly as given to the CLI: `program` in .profile.json,
    * its basename is speedscope's `name` and the report header. NULL: the raw `exe`. */

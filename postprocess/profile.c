@@ -1,5 +1,5 @@
 /*
- * profile.c — image mapping and symbolization (PROFILER.md §(f)) and the profile model
+ * profile.c — image mapping and symbolization (docs/spec/profiler.md §(f)) and the profile model
  * (§(g.1)): frames interned as (name, file, line) in order of first appearance, functions
  * as (name, file), self/total per function with recursion counted once, per-row counts,
  * wall and CPU time.

@@ -1,5 +1,5 @@
 /*
- * reader.c — the raw profile reader and its validation (PROFILER.md §(e)).
+ * reader.c — the raw profile reader and its validation (docs/spec/profiler.md §(e)).
  *
  * The document is walked by a small cursor: objects and arrays at the positions the
  * format defines are walked here, element by element, so a million samples never become

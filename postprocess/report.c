@@ -1,5 +1,5 @@
 /*
- * report.c — the terminal report (PROFILER.md §(h), [PROF-CLI-REPORT]) and ospprof_run(),
+ * report.c — the terminal report (docs/spec/profiler.md §(h), [PROF-CLI-REPORT]) and ospprof_run(),
  * the single entry point the driver calls (§(i)).
  */
 #include "internal.h"

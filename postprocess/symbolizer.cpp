@@ -1,5 +1,5 @@
 // symbolizer.cpp — the C binding to LLVM's DebugInfo symbolizer (the one C++ file in the
-// project, per DESIGN.md). Source: PROFILER.md §(f).4–5, [PROF-SYMBOLIZE-OFFLINE].
+// project, per docs/ARCHITECTURE.md). Source: docs/spec/profiler.md §(f).4–5, [PROF-SYMBOLIZE-OFFLINE].
 //
 // One llvm::symbolize::LLVMSymbolizer per run, in process: it loads each object once and
 // keeps it (LLVM caches modules by path), reads file/line and the inline chain from DWARF

@@ -1,6 +1,6 @@
 /*
  * util.c — buffers, string interning, UTF-8, JSON literals, atomic file output.
- * Source: PROFILER.md §(g.1) (JSON output rules), §(g.4) (folded sanitising), §(i)
+ * Source: docs/spec/profiler.md §(g.1) (JSON output rules), §(g.4) (folded sanitising), §(i)
  * (temporary name + rename; a character device or FIFO is written in place).
  */
 #include "internal.h"

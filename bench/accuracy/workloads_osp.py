@@ -1,5 +1,5 @@
 """The Osprey workloads of bench/accuracy.py: one Tier 1 program holding every workload as
-a test case, selected at run time with OSPREY_TEST_FILTER=<case> (LANGUAGE.md §13), so
+a test case, selected at run time with OSPREY_TEST_FILTER=<case> (docs/spec/language.md §13), so
 every workload, and the calibration runs that time each function alone, run the very
 same binary (same code layout).
 

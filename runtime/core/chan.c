@@ -1,8 +1,8 @@
 /*
- * Channels (LANGUAGE.md §11.3, §14.4): a bounded FIFO of boxed words shared by threads,
+ * Channels (docs/spec/language.md §11.3, §14.4): a bounded FIFO of boxed words shared by threads,
  * with an id from the handle table (the counter fibers use). A sender waits while the
  * channel is full and a receiver while it is empty, each inside a profiler blocking
- * region (PROFILER.md §(d)), entered only when the call really has to wait.
+ * region (docs/spec/profiler.md §(d)), entered only when the call really has to wait.
  */
 #include "rt_internal.h"
 #include "osp_prof.h"

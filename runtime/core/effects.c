@@ -1,5 +1,5 @@
 /*
- * Effect handlers and effect continuations (LANGUAGE.md §12, §14.4, §14.6; PROFILER.md
+ * Effect handlers and effect continuations (docs/spec/language.md §12, §14.4, §14.6; docs/spec/profiler.md
  * §(d) registration sites and blocking regions).
  *
  * Handler stack. Each thread has a stack of immutable entries (osp_eff_entry), one per

@@ -1,6 +1,6 @@
 /*
- * Fibers, the shared handle-id table, yield and sleep (LANGUAGE.md §11.1, §11.2, §14.5;
- * PROFILER.md §(d) registration sites and blocking regions, §(b.3) "No early returns").
+ * Fibers, the shared handle-id table, yield and sleep (docs/spec/language.md §11.1, §11.2, §14.5;
+ * docs/spec/profiler.md §(d) registration sites and blocking regions, §(b.3) "No early returns").
  *
  * A fiber is one detached OS thread created through the collector (GC_pthread_create),
  * so its stack is scanned and it may allocate. Its record lives on the Osprey heap and
@@ -116,11 +116,11 @@ static _Thread_local int64_t current_fiber_id;
 
 int64_t osp_fiber_current_id(void) { return current_fiber_id; }
 
-/* Thread entry of every fiber (PROFILER.md §(d): register before the body, unregister
+/* Thread entry of every fiber (docs/spec/profiler.md §(d): register before the body, unregister
  * after it and before completion is signalled).
  *
  * While the body runs, this frame's return-address slot holds 0, which ends every
- * frame-pointer walk here (PROFILER.md §(c): a return address below 4096 is not
+ * frame-pointer walk here (docs/spec/profiler.md §(c): a return address below 4096 is not
  * recorded): fiber stacks end at osp_fiber_entry instead of continuing into the
  * collector's start routine, which has no frame pointer or symbol and showed as a hex
  * frame. Debuggers see the same outermost frame. The slot is restored before returning. */
@@ -134,7 +134,7 @@ static void *osp_fiber_entry(void *arg) {
     osp_crash_thread_begin(); /* alternate signal stack, stack guard bounds */
     current_fiber_id = f->id;
     /* The spawner's handler stack, in a variable of this frame so the collector sees it
-     * for the thread's whole life (LANGUAGE.md §12.2: a fiber inherits the handlers). */
+     * for the thread's whole life (docs/spec/language.md §12.2: a fiber inherits the handlers). */
     osp_eff_entry *volatile handlers = f->handlers;
     osp_eff_bind_slot((osp_eff_entry **)&handlers);
     osp_prof_thread_register(f->id, "fiber");

@@ -1,5 +1,5 @@
 /*
- * Immutable lists (LANGUAGE.md §9.4): a list is a view (offset, length) of a shared
+ * Immutable lists (docs/spec/language.md §9.4): a list is a view (offset, length) of a shared
  * backing array of boxed words. Views never change; a backing array only grows at its
  * high-water mark `used`, which is claimed with a compare-and-swap, so the one list that
  * ends exactly at the mark may append in place while every other list copies.

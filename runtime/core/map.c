@@ -1,5 +1,5 @@
 /*
- * Immutable maps with string keys (LANGUAGE.md §9.5): a persistent treap. Nodes are
+ * Immutable maps with string keys (docs/spec/language.md §9.5): a persistent treap. Nodes are
  * never changed after they are published; an update copies the path from the root to
  * the changed node (O(log n) expected), so old and new maps share everything else. A
  * node's priority is a hash of its key, so a given set of keys always has the same shape.

@@ -1,9 +1,9 @@
 /*
  * osprey_rt.h — the runtime ABI that generated Osprey code calls.
  *
- * Source: ../shared/spec/LANGUAGE.md §14 (runtime ABI), §8 (rendering), §11 (fibers,
+ * Source: docs/spec/language.md §14 (runtime ABI), §8 (rendering), §11 (fibers,
  * sleep), §13 (testing). Codegen declares these functions with exactly these
- * signatures; change both sides together and update LANGUAGE.md §14 naming if a name
+ * signatures; change both sides together and update docs/spec/language.md §14 naming if a name
  * changes.
  *
  * Memory: every `const char *` or pointer returned by the runtime lives on the Osprey
@@ -29,11 +29,11 @@
 extern "C" {
 #endif
 
-/* One boxed 64-bit value (LANGUAGE.md §14.3). */
+/* One boxed 64-bit value (docs/spec/language.md §14.3). */
 typedef uint64_t osp_word;
 
 /*
- * A Result value (LANGUAGE.md §4): Success { value } or Error { message }. Heap block
+ * A Result value (docs/spec/language.md §4): Success { value } or Error { message }. Heap block
  * created by osp_result_ok / osp_result_err; immutable after creation.
  */
 typedef struct osp_result {
@@ -180,7 +180,7 @@ int osp_tap_finish(void);
 /* ==== Tier 2 / Tier 3 ================================================================== */
 
 /*
- * A Result returned in registers by the fallible built-ins (LANGUAGE.md §9): the same
+ * A Result returned in registers by the fallible built-ins (docs/spec/language.md §9): the same
  * two words generated code keeps a Result in. `tag` is OSP_RESULT_SUCCESS or
  * OSP_RESULT_ERROR; `word` is the boxed Success payload, or the Error message
  * (`const char *` as an integer). Returned by value (two registers on x86-64 and arm64).
@@ -282,7 +282,7 @@ const char *osp_str_trim(const char *s);  /* ASCII whitespace: space \t \n \v \f
 const char *osp_str_trim_start(const char *s);
 const char *osp_str_trim_end(const char *s);
 const char *osp_str_reverse(const char *s); /* bytes */
-/* Fallible ones; messages as LANGUAGE.md §9.3. */
+/* Fallible ones; messages as docs/spec/language.md §9.3. */
 osp_rres osp_str_index_of(const char *s, const char *needle);       /* Result<int, Error> */
 osp_rres osp_str_substring(const char *s, int64_t start, int64_t end); /* Result<string, Error> */
 osp_rres osp_str_split(const char *s, const char *sep);              /* Result<List<string>, Error> */
@@ -352,7 +352,7 @@ void osp_eff_pop(int64_t count);
 /*
  * The innermost entry for (effect, op) on the calling thread's stack. Keys compare by
  * content. When there is none, prints `unhandled effect: <effect>.<op>` to stdout
- * (LANGUAGE.md §2) and exits 1: it never returns NULL.
+ * (docs/spec/language.md §2) and exits 1: it never returns NULL.
  */
 osp_eff_entry *osp_eff_find(const char *effect, const char *op);
 /*

@@ -1,5 +1,5 @@
 /*
- * Value rendering (LANGUAGE.md §8), strings and Results (§4, §6.3).
+ * Value rendering (docs/spec/language.md §8), strings and Results (§4, §6.3).
  */
 #include "rt_internal.h"
 

@@ -3,7 +3,7 @@
  * that generated code calls; see osprey_rt.h for that). Unit tests in test/runtime/core
  * include it to reach the stream and the handle table directly.
  *
- * Source: ../shared/spec/LANGUAGE.md §8 (one stdout stream), §11 (shared id counter),
+ * Source: docs/spec/language.md §8 (one stdout stream), §11 (shared id counter),
  * §2 and §14 (runtime failures); docs/runtime.md describes the behaviour.
  */
 #ifndef OSP_RT_INTERNAL_H
@@ -60,7 +60,7 @@ _Noreturn void osp_fatal_oom(void);
  */
 _Noreturn void osp_exit(int status);
 
-/* ---- the stdout stream (LANGUAGE.md §8) ------------------------------------------------ */
+/* ---- the stdout stream (docs/spec/language.md §8) ------------------------------------------------ */
 
 /*
  * Write `n` bytes of `s` and then "\n" to the stdout stream as one unit under the stream
@@ -145,7 +145,7 @@ void osp_crash_thread_end(void);
 /* Whether osp_crash_init installs handlers in this build (!OSP_RT_SANITIZED; tests). */
 bool osp_crash_handlers_enabled(void);
 
-/* ---- handle ids shared by fibers and channels (LANGUAGE.md §11.1, §11.3) --------------- */
+/* ---- handle ids shared by fibers and channels (docs/spec/language.md §11.1, §11.3) --------------- */
 
 enum { OSP_HANDLE_FIBER = 1, OSP_HANDLE_CHANNEL = 2 };
 

@@ -1,5 +1,5 @@
 /*
- * Program start, the Osprey heap, and runtime failures (LANGUAGE.md §2, §14.1, §14.3).
+ * Program start, the Osprey heap, and runtime failures (docs/spec/language.md §2, §14.1, §14.3).
  */
 #include "rt_internal.h"
 #include "osp_prof.h"

@@ -1,5 +1,5 @@
 /*
- * The program's one stdout stream (LANGUAGE.md §8): every `print` and every TAP line
+ * The program's one stdout stream (docs/spec/language.md §8): every `print` and every TAP line
  * goes through it, each line written whole under one lock, so lines of concurrent
  * fibers never mix and one thread's lines keep program order.
  *

@@ -1,5 +1,5 @@
 /*
- * String built-ins (LANGUAGE.md §9.3) and the numeric and system built-ins (§9.2).
+ * String built-ins (docs/spec/language.md §9.3) and the numeric and system built-ins (§9.2).
  * Strings are NUL-terminated byte strings; lengths and indices count bytes; case mapping
  * and trimming are ASCII-only. Failure messages are exactly the ones §9.3 lists.
  */

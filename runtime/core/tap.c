@@ -1,5 +1,5 @@
 /*
- * The testing framework's runtime side (LANGUAGE.md §13): soft assertions, TAP lines on
+ * The testing framework's runtime side (docs/spec/language.md §13): soft assertions, TAP lines on
  * the program's one stdout stream, the plan and summary, and the exit status.
  *
  * Generated code calls, for `test(name, body)`:

@@ -2,7 +2,7 @@
  * osp_prof.h — the sampling profiler's public hooks.
  *
  * Source: profiler specification [PROF-ACTIVATE-ENV], [PROF-COLLECT-REGISTRY] and
- * ../shared/spec/PROFILER.md §(a) and §(d); user guide docs/profiler-runtime.md.
+ * docs/spec/profiler.md §(a) and §(d); user guide docs/profiler-runtime.md.
  *
  * Every hook is a no-op unless the profiler is active (OSPREY_PROFILE set at boot, or a
  * test session started); inactive, each costs about one function call. None of them
@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /*
- * Boot the profiler ([PROF-ACTIVATE-ENV], PROFILER.md §(a)). Idempotent: only the first
+ * Boot the profiler ([PROF-ACTIVATE-ENV], docs/spec/profiler.md §(a)). Idempotent: only the first
  * call in a process acts. Called first thing by generated `main` (through osp_rt_start)
  * and from a load-time constructor, so any program linked with the runtime boots before
  * `main`. With OSPREY_PROFILE unset or empty it does nothing else (no thread, no signal
@@ -29,14 +29,14 @@ extern "C" {
  * 10..10000, default 997), resolves the output path against the working directory,
  * removes both variables from the environment, installs a fork handler (forked children
  * are inert), starts the sampler thread, registers the calling thread as fiber 0
- * "main", and arranges for the raw profile (PROFILER.md §(e)) to be written to the path
+ * "main", and arranges for the raw profile (docs/spec/profiler.md §(e)) to be written to the path
  * at normal exit (return from main or exit() from any thread). Problems are one-line
  * warnings on stderr prefixed "osprey profiler: "; the program always continues.
  */
 void osp_prof_boot(void);
 
 /*
- * Register the calling thread for sampling as fiber `fiber_id` with `label` (PROFILER.md
+ * Register the calling thread for sampling as fiber `fiber_id` with `label` (docs/spec/profiler.md
  * §(d)). `label` may be NULL (empty); it is copied, cut to at most 15 bytes on a UTF-8
  * boundary, and the caller keeps ownership. Appends a thread row (fiber_id, label) to
  * the profile. No-op when inactive, when the thread is already registered in this
@@ -68,7 +68,7 @@ void osp_prof_block_begin(void);
 void osp_prof_block_end(void);
 
 /*
- * Test-only sessions (PROFILER.md §(d)), independent of the environment.
+ * Test-only sessions (docs/spec/profiler.md §(d)), independent of the environment.
  * osp_prof_session_begin starts sampling at `rate_hz` (clamped to 10..10000), registers
  * the calling thread as fiber 0 "main", and remembers `path` (resolved against the
  * working directory now) for the raw profile. Returns false if a session is already

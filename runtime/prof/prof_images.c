@@ -1,5 +1,5 @@
 /*
- * prof_images.c — the `images` array of the raw profile, PROFILER.md §(e) "Images":
+ * prof_images.c — the `images` array of the raw profile, docs/spec/profiler.md §(e) "Images":
  * every object the dynamic linker reports (main executable under its real absolute
  * path, shared objects, the dynamic loader, the vDSO as `[vdso]` with its dynamic
  * symbols), each with base, slide, executable range, arch and GNU build id.

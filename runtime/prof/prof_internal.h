@@ -3,7 +3,7 @@
  * source files and by its unit tests (test/runtime/prof). Not installed, not part of the
  * runtime ABI: names and shapes may change without notice.
  *
- * Source: ../shared/spec/PROFILER.md §(a)–(e), (k); seed 002 [PROF-COLLECT-*],
+ * Source: docs/spec/profiler.md §(a)–(e), (k); [PROF-COLLECT-*],
  * [PROF-RAW-FORMAT].
  */
 #ifndef OSP_PROF_INTERNAL_H
@@ -16,7 +16,7 @@
 #include "osp_prof.h"
 
 /* 1 where this runtime has a sampler (Linux on x86-64 and arm64), 0 elsewhere: there the
- * inactive stub (prof_stub.c) provides the hooks. PROFILER.md §(a) "Platforms". */
+ * inactive stub (prof_stub.c) provides the hooks. docs/spec/profiler.md §(a) "Platforms". */
 #if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
 #define OSP_PROF_SAMPLER 1
 #else
@@ -27,18 +27,18 @@
 #define OSP_PROF_HIDDEN __attribute__((visibility("hidden")))
 #define OSP_PROF_PUBLIC __attribute__((visibility("default")))
 
-/* Maximum frames per stack, PROFILER.md §(c) "depth cap 128". */
+/* Maximum frames per stack, docs/spec/profiler.md §(c) "depth cap 128". */
 #define OSP_PROF_MAX_FRAMES 128
-/* Rate limits and default, PROFILER.md §(a). */
+/* Rate limits and default, docs/spec/profiler.md §(a). */
 #define OSP_PROF_HZ_MIN 10u
 #define OSP_PROF_HZ_MAX 10000u
 #define OSP_PROF_HZ_DEFAULT 997u
-/* Longest usable absolute output path (bytes, without the NUL), PROFILER.md §(a). */
+/* Longest usable absolute output path (bytes, without the NUL), docs/spec/profiler.md §(a). */
 #define OSP_PROF_PATH_MAX 4095
-/* Label bytes kept per thread row, PROFILER.md §(d). */
+/* Label bytes kept per thread row, docs/spec/profiler.md §(d). */
 #define OSP_PROF_LABEL_MAX 15
 
-/* ---- frame-pointer walk (prof_unwind.c), PROFILER.md §(c) ---------------------------- */
+/* ---- frame-pointer walk (prof_unwind.c), docs/spec/profiler.md §(c) ---------------------------- */
 
 /*
  * Walk a frame-pointer chain. `pc` is the precise program counter (frame 0, always
@@ -63,7 +63,7 @@ static inline uintptr_t osp_prof__strip_pac(uintptr_t a) {
 #endif
 }
 
-/* ---- activation (prof_util.c), PROFILER.md §(a) --------------------------------------- */
+/* ---- activation (prof_util.c), docs/spec/profiler.md §(a) --------------------------------------- */
 
 /*
  * Parse OSPREY_PROFILE_HZ. `s` may be NULL (unset). Returns the clamped rate in Hz.
@@ -95,7 +95,7 @@ OSP_PROF_HIDDEN int osp_prof__absolute_path(const char *path, char *out, size_t 
  */
 OSP_PROF_HIDDEN size_t osp_prof__cut_label(const char *label, char *out);
 
-/* ---- JSON output (prof_util.c), PROFILER.md §(e) -------------------------------------- */
+/* ---- JSON output (prof_util.c), docs/spec/profiler.md §(e) -------------------------------------- */
 
 /*
  * Buffered writer to a file descriptor. Every write(2) is checked; the first failure is
@@ -119,9 +119,9 @@ OSP_PROF_HIDDEN void osp_prof__out_json_string(struct osp_prof_out *o, const cha
 /* Flush the buffer to the fd. Returns 0 or the first error (errno value). */
 OSP_PROF_HIDDEN int osp_prof__out_flush(struct osp_prof_out *o);
 
-/* ---- sample store (prof_store.c), PROFILER.md §(b.5) ---------------------------------- */
+/* ---- sample store (prof_store.c), docs/spec/profiler.md §(b.5) ---------------------------------- */
 
-/* Reasons a sample is lost, PROFILER.md §(b.5); the order is the JSON key order. */
+/* Reasons a sample is lost, docs/spec/profiler.md §(b.5); the order is the JSON key order. */
 enum osp_prof_drop {
     OSP_DROP_ALLOC,
     OSP_DROP_NO_ANSWER,
@@ -184,7 +184,7 @@ OSP_PROF_HIDDEN void osp_prof__store_sort(struct osp_prof_store *s);
 /* Free everything and zero the store (the cap is kept). */
 OSP_PROF_HIDDEN void osp_prof__store_free(struct osp_prof_store *s);
 
-/* ---- images (prof_images.c), PROFILER.md §(e) "Images" -------------------------------- */
+/* ---- images (prof_images.c), docs/spec/profiler.md §(e) "Images" -------------------------------- */
 
 /*
  * Write the JSON array of loaded images (`[...]`, with brackets) to `o`: the main

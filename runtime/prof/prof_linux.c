@@ -3,8 +3,8 @@
  * thread, directed SIGPROF with per-thread rings, blocking regions, teardown and the raw
  * profile writer.
  *
- * Source: ../shared/spec/PROFILER.md §(a), §(b.1)–(b.3), §(b.5), §(c), §(d), §(e), §(k)
- * items 1–18; seed 002 [PROF-ACTIVATE-ENV], [PROF-COLLECT-*], [PROF-RAW-FORMAT].
+ * Source: docs/spec/profiler.md §(a), §(b.1)–(b.3), §(b.5), §(c), §(d), §(e), §(k)
+ * items 1–18; [PROF-ACTIVATE-ENV], [PROF-COLLECT-*], [PROF-RAW-FORMAT].
  *
  * Threads and what they touch:
  *  - registered threads: their own slot's identity and blocking buffer (registration

@@ -14,7 +14,7 @@
  * sleep, poll, ppoll, select, pselect, epoll_wait, epoll_pwait, pause) in blocking
  * regions: a thread waiting in them is sampled as waiting with the stack it captured on
  * entry and is never signalled, so those calls do not return early with EINTR because
- * of the profiler (PROFILER.md §(b.3) "No early returns").
+ * of the profiler (docs/spec/profiler.md §(b.3) "No early returns").
  */
 #define _GNU_SOURCE
 #include "prof_internal.h"

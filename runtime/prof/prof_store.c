@@ -1,5 +1,5 @@
 /*
- * prof_store.c — the sampler's sample store, PROFILER.md §(b.5): interned stacks (a hash
+ * prof_store.c — the sampler's sample store, docs/spec/profiler.md §(b.5): interned stacks (a hash
  * table over an address arena), samples appended with doubling growth up to a cap, and
  * every lost sample counted under exactly one reason. Used by the sampler thread only.
  */

@@ -1,5 +1,5 @@
 /*
- * prof_unwind.c — the frame-pointer walk, PROFILER.md §(c) and seed 002
+ * prof_unwind.c — the frame-pointer walk, docs/spec/profiler.md §(c)
  * [PROF-COLLECT-UNWIND]. Called from the SIGPROF handler and from blocking-region hooks:
  * async-signal-safe, allocation-free, lock-free, and never reads outside [lo, hi).
  */
@@ -15,7 +15,7 @@
  * tagged. A larger "return address" is a stack word read through a frame that had no
  * frame record (code built without frame pointers, such as a C library's thread start
  * routine): the walk ends there instead of recording garbage at the root of the stack.
- * This is the one check beyond PROFILER.md §(c); arm64 has none (pointer authentication
+ * This is the one check beyond docs/spec/profiler.md §(c); arm64 has none (pointer authentication
  * may set high bits of saved return addresses on Linux too). */
 #if defined(__x86_64__)
 #define OSP_PROF_USER_LIMIT ((uintptr_t)1 << 56)

@@ -1,7 +1,7 @@
 /*
  * prof_util.c — environment parsing, label cutting and the JSON writer of the profiler
- * runtime (PROFILER.md §(a), §(d), §(e)). Plain C, no dependencies: the runtime is
- * linked into every program and does not use cJSON (DESIGN.md).
+ * runtime (docs/spec/profiler.md §(a), §(d), §(e)). Plain C, no dependencies: the runtime is
+ * linked into every program and does not use cJSON (docs/ARCHITECTURE.md).
  */
 #include "prof_internal.h"
 

@@ -1,4 +1,4 @@
-// Real consumers of the post-processor's exports (PROFILER.md §(g.2)–(g.4), §(k) 25–28).
+// Real consumers of the post-processor's exports (docs/spec/profiler.md §(g.2)–(g.4), §(k) 25–28).
 //
 //  1. The .speedscope.json validates against the JSON schema shipped in the `speedscope`
 //     npm package (ajv), plus the cross-field rules the schema cannot express.
@@ -7,7 +7,7 @@
 //     headless Debian Chromium driven by playwright-core.
 //
 // The exports are generated here from raw files by the library (ospprof-cli): the
-// PROFILER.md running example, and a raw file written by a real -g -O2 program whose
+// docs/spec/profiler.md running example, and a raw file written by a real -g -O2 program whose
 // frames are symbolized by LLVM (inline chain, libc, the dynamic loader).
 //
 // Environment (set by ctest): OSPPROF_CLI, OSPPROF_FIXTURE, OSPPROF_GOLDEN.

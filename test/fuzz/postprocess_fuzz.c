@@ -1,5 +1,5 @@
 /*
- * postprocess_fuzz.c — libFuzzer target for the raw profile reader (PROFILER.md §(e)) and
+ * postprocess_fuzz.c — libFuzzer target for the raw profile reader (docs/spec/profiler.md §(e)) and
  * everything behind it: every input either is rejected with one message, or is
  * symbolized (hex only: OSPREY_PROFILE_SYMBOLIZER=none), modelled, and exported.
  *

@@ -1,5 +1,5 @@
 /*
- * ospprof-cli — run the post-processor on a raw profile (PROFILER.md §(e)–(h)) without
+ * ospprof-cli — run the post-processor on a raw profile (docs/spec/profiler.md §(e)–(h)) without
  * the driver: used by the consumer tests, the benchmarks and by hand.
  *
  *   ospprof-cli <raw.json> [-o <prefix>] [--binary <exe>] [--program <source>]

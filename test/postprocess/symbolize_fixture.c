@@ -1,7 +1,7 @@
 /*
  * symbolize_fixture.c — a real program for the symbolization tests (built with
  * `clang-19 -g -O2` at test-build time). It records three stacks of its own and writes
- * them as a raw profile (PROFILER.md §(e)) to argv[1], with its images enumerated the way
+ * them as a raw profile (docs/spec/profiler.md §(e)) to argv[1], with its images enumerated the way
  * the profiler runtime does (dl_iterate_phdr: slide = load bias, text = span of the PF_X
  * PT_LOAD segments):
  *   S0: fixture_capture (leaf, exact pc) ← a return address inside a three-deep

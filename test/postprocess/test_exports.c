@@ -1,6 +1,6 @@
 /*
  * test_exports.c — the profile model (§(g.1)), the four exports (§(g.2)–(g.5)) and the
- * terminal report (§(h)) against golden files: the running example of PROFILER.md §(e)
+ * terminal report (§(h)) against golden files: the running example of docs/spec/profiler.md §(e)
  * (its expected outputs are printed in the spec), an empty and a single-sample profile,
  * sanitising and escaping, and the report with and without colour.
  *
@@ -283,7 +283,7 @@ static void test_atomic_write(void **st) {
 }
 
 
-/* ---- the report example of PROFILER.md §(h), reproduced exactly ------------------------- */
+/* ---- the report example of docs/spec/profiler.md §(h), reproduced exactly ------------------------- */
 
 static const fake spec_table[] = {
     {0x100, {"fib"}, {"/w/demo.osp"}, {3}, 1},
@@ -336,7 +336,7 @@ static void test_spec_report_example(void **st) {
   run r;
   ospprof_profile *p = build(doc.p, spec_table, "demo.osp", &r);
   char *rep = report_text(p, "demo", false);
-  char *want = tu_slurp(GOLDEN_DIR "/spec.report.txt", NULL); /* copied from PROFILER.md §(h) */
+  char *want = tu_slurp(GOLDEN_DIR "/spec.report.txt", NULL); /* copied from docs/spec/profiler.md §(h) */
   assert_non_null(want);
   assert_string_equal(rep, want);
   free(rep);

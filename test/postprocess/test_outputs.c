@@ -1,6 +1,6 @@
 /*
- * test_outputs.c — how the exports are written (postprocess/util.c, PROFILER.md §(i),
- * DESIGN.md "Error handling"): a temporary beside the target renamed into place, except
+ * test_outputs.c — how the exports are written (postprocess/util.c, docs/spec/profiler.md §(i),
+ * docs/ARCHITECTURE.md "Error handling"): a temporary beside the target renamed into place, except
  * that an existing character device or FIFO is written in place and never replaced by
  * a regular file (as root the old rename destroyed /dev/null), a symbolic link to a
  * regular file is followed (the link stays), a directory or dangling link is refused

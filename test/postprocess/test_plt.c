@@ -1,6 +1,6 @@
 /*
  * test_plt.c — symbolization of PLT stubs and of addresses the symbol table cannot bound
- * (PROFILER.md §(f); docs/profile-formats.md "Symbolization"). Found by the tester: with
+ * (docs/spec/profiler.md §(f); docs/profile-formats.md "Symbolization"). Found by the tester: with
  * the symbol-table fallback, a sample in a PLT stub was named `_init` (the nearest
  * preceding symbol, size 0) — confidently wrong. Against plt_fixture.c built in the lazy
  * and in the IBT PLT layout:

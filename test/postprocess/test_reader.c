@@ -1,5 +1,5 @@
 /*
- * test_reader.c — the raw reader's validation (PROFILER.md §(e)): every rejected input
+ * test_reader.c — the raw reader's validation (docs/spec/profiler.md §(e)): every rejected input
  * gets its exact one-line message; accepted inputs are normalised as listed.
  */
 #include "testutil.h"

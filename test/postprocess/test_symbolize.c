@@ -1,5 +1,5 @@
 /*
- * test_symbolize.c — image mapping and symbolization (PROFILER.md §(f)).
+ * test_symbolize.c — image mapping and symbolization (docs/spec/profiler.md §(f)).
  *
  * Mapping is tested on hand-made raw profiles with a recording resolver (text ranges,
  * greatest text among overlaps, greatest base for images without a range, addresses in

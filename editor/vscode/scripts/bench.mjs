@@ -1,4 +1,4 @@
-// Redraw-time benchmark of the flame graph (PROFILER.md §(k) item 29, issue 5 "Scale"):
+// Redraw-time benchmark of the flame graph (docs/spec/profiler.md §(k) item 29, issue 5 "Scale"):
 // loads a generated profile with 200,000 distinct frames into the webview page in headless
 // Chromium, then zooms with the wheel and pans by dragging, recording the duration of every
 // redraw (the page's draw() as run from requestAnimationFrame). Prints median / p95 / max per

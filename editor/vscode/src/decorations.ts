@@ -1,5 +1,5 @@
 /**
- * Heat decorations in the editors (PROFILER.md §(j) "Heat decorations"): one decoration type
+ * Heat decorations in the editors (docs/spec/profiler.md §(j) "Heat decorations"): one decoration type
  * per colour tier, after-line text, a mark in the right overview-ruler lane.
  */
 import * as vscode from "vscode";

@@ -1,5 +1,5 @@
 /**
- * The Osprey profiler extension (PROFILER.md §(j)): commands `osprey.profileCurrentFile`,
+ * The Osprey profiler extension (docs/spec/profiler.md §(j)): commands `osprey.profileCurrentFile`,
  * `osprey.profiler.openLast` and `osprey.profiler.openFile`, the flame-graph panel and the
  * heat decorations.
  */

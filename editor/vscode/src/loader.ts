@@ -1,5 +1,5 @@
 /**
- * Reading and validating the two exports of one run (PROFILER.md §(g.2), §(g.5), §(j)).
+ * Reading and validating the two exports of one run (docs/spec/profiler.md §(g.2), §(g.5), §(j)).
  * No vscode import.
  */
 import * as fs from "fs";

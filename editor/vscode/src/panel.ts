@@ -1,5 +1,5 @@
 /**
- * The flame-graph panel (PROFILER.md §(j) "Panel"): one webview panel of view type
+ * The flame-graph panel (docs/spec/profiler.md §(j) "Panel"): one webview panel of view type
  * `ospreyProfiler`, data sent by postMessage, `select` messages opening the source.
  */
 import * as crypto from "crypto";

@@ -1,5 +1,5 @@
 /**
- * Running the CLI for one profile (PROFILER.md §(j) "Running"): a fresh private temporary
+ * Running the CLI for one profile (docs/spec/profiler.md §(j) "Running"): a fresh private temporary
  * directory, an argument vector (no shell), its own process group with stdin closed,
  * `TMPDIR` pointing into the run directory, and cancellation that SIGKILLs the whole group
  * and returns at once. No vscode import.

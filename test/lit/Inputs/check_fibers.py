@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check the four exports of `osprey examples/effects_demo.osp --profile` (PROFILER.md §(g)):
+"""Check the four exports of `osprey examples/effects_demo.osp --profile` (docs/spec/profiler.md §(g)):
 three fibers with on-CPU samples -- main, the spawned fiber-1 and the effect continuation
 (fiber id -1, label effect-<row>) -- and one waiting fiber, fiber-2 (it only sleeps).
 

@@ -1,7 +1,7 @@
 /*
  * fake_prof.h — a recording stand-in for the profiler hooks (osp_prof.h), linked into
  * the runtime/core unit tests instead of runtime/prof, so the tests can check that the
- * runtime calls the hooks as PROFILER.md §(d) and LANGUAGE.md §14.5 require:
+ * runtime calls the hooks as docs/spec/profiler.md §(d) and docs/spec/language.md §14.5 require:
  * fiber threads register as (id, "fiber") before the body and unregister after it and
  * before completion is signalled; every runtime wait sits inside a balanced blocking
  * region.

@@ -1,7 +1,7 @@
 /*
  * The runtime as user programs get it: linked from build/lib/libosprey_rt.a (with the
  * real profiler objects) plus OSPREY_RT_LINK_LIBS. Drives the ABI the way generated
- * `main` does (LANGUAGE.md §14.1) and checks the program's whole output.
+ * `main` does (docs/spec/language.md §14.1) and checks the program's whole output.
  */
 #include <setjmp.h>
 #include <stdarg.h>

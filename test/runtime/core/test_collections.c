@@ -1,5 +1,5 @@
 /*
- * Lists (LANGUAGE.md §9.4), maps (§9.5), the string built-ins (§9.3), the numeric and
+ * Lists (docs/spec/language.md §9.4), maps (§9.5), the string built-ins (§9.3), the numeric and
  * system built-ins (§9.2) and channels (§11.3): values, sharing, exact failure messages.
  */
 #define _GNU_SOURCE

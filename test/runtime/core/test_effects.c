@@ -1,5 +1,5 @@
 /*
- * Effect handlers and effect continuations (LANGUAGE.md §12, §14.6; PROFILER.md §(d)):
+ * Effect handlers and effect continuations (docs/spec/language.md §12, §14.6; docs/spec/profiler.md §(d)):
  * the handler stack, dispatch per (effect, operation), handler inheritance by fibers,
  * resuming arms on continuation threads (deep, one-shot), abandoning, nesting, tail
  * resumes, fibers performing into a resuming handler, and the profiler contract
@@ -206,7 +206,7 @@ static void test_body_without_perform(void **state) {
     assert_int_equal(run_handle(resume_times_ten, plain_body, new_trace()), 42);
 }
 
-/* arm: if x < 0 then 0 (abandon) else resume(x) — LANGUAGE.md example L25. */
+/* arm: if x < 0 then 0 (abandon) else resume(x) — docs/spec/language.md example L25. */
 static osp_word gate_arm(void *env, osp_cont_k *k) {
     (void)env;
     int64_t x = (int64_t)osp_cont_arg(k, 0);
@@ -247,7 +247,7 @@ static void test_abandon_first(void **state) {
     assert_string_equal(t->log, "");
 }
 
-/* Second resume of one continuation is fatal (LANGUAGE.md L26). */
+/* Second resume of one continuation is fatal (docs/spec/language.md L26). */
 static osp_word resume_twice(void *env, osp_cont_k *k) {
     (void)env;
     osp_cont_resume(k, 1);

@@ -1,6 +1,6 @@
 /*
- * Fibers (LANGUAGE.md §11.1, §14.5): ids, await, fiberDone, the profiler registration
- * and blocking-region contract (PROFILER.md §(d)), 999 live fibers, fatal awaits.
+ * Fibers (docs/spec/language.md §11.1, §14.5): ids, await, fiberDone, the profiler registration
+ * and blocking-region contract (docs/spec/profiler.md §(d)), 999 live fibers, fatal awaits.
  * Linked with fake_prof.c, which records the hook calls.
  */
 #define _GNU_SOURCE

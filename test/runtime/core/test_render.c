@@ -1,5 +1,5 @@
 /*
- * Rendering (LANGUAGE.md §8), strings, Results, the heap and fatal texts (§2, §14.3).
+ * Rendering (docs/spec/language.md §8), strings, Results, the heap and fatal texts (§2, §14.3).
  */
 #include <float.h>
 #include <math.h>

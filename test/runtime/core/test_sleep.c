@@ -1,5 +1,5 @@
 /*
- * sleep (LANGUAGE.md §11.2, PROFILER.md §(b.3) "No early returns"): an absolute
+ * sleep (docs/spec/language.md §11.2, docs/spec/profiler.md §(b.3) "No early returns"): an absolute
  * monotonic deadline, resumed after every signal, inside one blocking region; yield.
  */
 #include <pthread.h>

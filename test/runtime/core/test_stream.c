@@ -1,5 +1,5 @@
 /*
- * The one stdout stream (LANGUAGE.md §8): whole lines under concurrency, program order
+ * The one stdout stream (docs/spec/language.md §8): whole lines under concurrency, program order
  * per thread, flush at return from main / exit() on any thread / fatal exits, line
  * buffering on a terminal, and a failing stdout reported once at exit.
  */

@@ -1,5 +1,5 @@
 /*
- * The test framework's output and exit status, byte for byte (LANGUAGE.md §13,
+ * The test framework's output and exit status, byte for byte (docs/spec/language.md §13,
  * examples L27–L31). Each scenario runs in a forked child the way generated code would
  * drive the runtime: osp_tap_case_begin / assertions / [verdict] / osp_tap_case_end,
  * then `exit(osp_tap_finish())` as `return` from main would.

@@ -1,6 +1,6 @@
 /*
  * support.h — helpers shared by the profiler runtime tests: a strict reader of raw profile
- * files (PROFILER.md §(e)) built on cJSON plus an exact integer scanner for addresses,
+ * files (docs/spec/profiler.md §(e)) built on cJSON plus an exact integer scanner for addresses,
  * CPU-burning and naming helpers, and child-process plumbing.
  */
 #ifndef PROF_TEST_SUPPORT_H

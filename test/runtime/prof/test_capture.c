@@ -1,6 +1,6 @@
 /*
  * test_capture.c — real sampling sessions in this process (test entry points
- * osp_prof_session_begin / osp_prof_session_end, PROFILER.md §(d)), each checked through
+ * osp_prof_session_begin / osp_prof_session_end, docs/spec/profiler.md §(d)), each checked through
  * the raw file it writes (§(e)):
  *  - main thread + two workers at 2 kHz: rows, images, hot function inside the
  *    executable's text range, slide, weights equal to measured CPU time (§(b.2), (k) 7);

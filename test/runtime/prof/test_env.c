@@ -1,5 +1,5 @@
 /*
- * test_env.c — activation through the environment (PROFILER.md §(a)), by running
+ * test_env.c — activation through the environment (docs/spec/profiler.md §(a)), by running
  * prof_helper (a program linked with the runtime that boots from its load-time
  * constructor) with chosen variables: exact warning texts, rate clamping, relative path
  * resolved at boot, variables removed from the environment, inert when unset, file mode

@@ -1,5 +1,5 @@
 /*
- * test_inactive.c — with OSPREY_PROFILE unset the profiler is inert (PROFILER.md §(a)):
+ * test_inactive.c — with OSPREY_PROFILE unset the profiler is inert (docs/spec/profiler.md §(a)):
  * boot does nothing, hooks are no-ops, no thread is started, no SIGPROF handler is
  * installed and nothing is written. This process never starts a session.
  */

@@ -1,6 +1,6 @@
 /*
  * test_outputs.c — where the raw profile goes and what the runtime says about it
- * (PROFILER.md §(a), (k) items 9 and 14; docs/profiler-runtime.md):
+ * (docs/spec/profiler.md §(a), (k) items 9 and 14; docs/profiler-runtime.md):
  *  - an existing FIFO or character device at the output path is written in place and is
  *    never replaced by a regular file (as root, the old rename destroyed /dev/null);
  *  - a symbolic link to a regular file is followed: the file it names is replaced, the

@@ -2,7 +2,7 @@
  * test_runtime.c — the profiler together with runtime/core, as in an Osprey program:
  * fiber threads register themselves (label "fiber", their fiber id), and the runtime's
  * waits (osp_sleep_ms, osp_fiber_wait) are blocking regions whose waiting samples start
- * at the runtime's own call site (PROFILER.md §(b.3), §(c) item 6, §(d)).
+ * at the runtime's own call site (docs/spec/profiler.md §(b.3), §(c) item 6, §(d)).
  */
 #define _GNU_SOURCE
 #include "support.h"

@@ -1,5 +1,5 @@
 /*
- * test_unwind.c — the frame-pointer walk on planted frame chains (PROFILER.md §(c),
+ * test_unwind.c — the frame-pointer walk on planted frame chains (docs/spec/profiler.md §(c),
  * (k) item 10). The planted stack is one page between two PROT_NONE guard pages, and
  * the walker's bounds are exactly that page: a read outside [lo, hi) would crash the
  * test rather than go unnoticed.

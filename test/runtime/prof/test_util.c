@@ -1,6 +1,6 @@
 /*
  * test_util.c — pure parts of the profiler runtime: OSPREY_PROFILE_HZ parsing and
- * clamping (PROFILER.md §(a)), the exact warning text, output path resolution, label
+ * clamping (docs/spec/profiler.md §(a)), the exact warning text, output path resolution, label
  * cutting (§(d)), JSON string escaping and integers (§(e)), and the sample store
  * (§(b.5)).
  */

@@ -1,5 +1,5 @@
 /**
- * Frame colours (PROFILER.md §(j) "Frame colours", seed [PROF-VSCODE-FLAME]): a function of the
+ * Frame colours (docs/spec/profiler.md §(j) "Frame colours", seed [PROF-VSCODE-FLAME]): a function of the
  * profile document alone, never of the JavaScript engine or the order the engine's sort visits
  * elements in.
  *

@@ -1,5 +1,5 @@
 /**
- * Middle elision of frame labels (PROFILER.md §(j) "Drawing"): the longest `head…tail` that
+ * Middle elision of frame labels (docs/spec/profiler.md §(j) "Drawing"): the longest `head…tail` that
  * fits, a lone `…` when no character fits, "" when not even `…` fits.
  */
 

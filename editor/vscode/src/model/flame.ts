@@ -1,5 +1,5 @@
 /**
- * The flame-graph model (PROFILER.md §(j) "Flame graph"): per-frame statistics, the Left Heavy
+ * The flame-graph model (docs/spec/profiler.md §(j) "Flame graph"): per-frame statistics, the Left Heavy
  * and Time Order layouts, hit testing and search. Everything is iterative (no recursion
  * proportional to stack depth, §(k) item 29) and uses memory linear in the distinct stacks.
  * Coordinates are normalised: x in [0, 1] as a share of the profile's total weight, rows

@@ -1,5 +1,5 @@
 /**
- * Text shown by the panel (PROFILER.md §(j) "Panel"): header, locations, durations, and the
+ * Text shown by the panel (docs/spec/profiler.md §(j) "Panel"): header, locations, durations, and the
  * HTML escaping used for everything placed in markup. No DOM or vscode import.
  */
 import type { ProfileSummary } from "./types";

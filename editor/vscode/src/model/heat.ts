@@ -1,5 +1,5 @@
 /**
- * Per-line heat (PROFILER.md §(j) "Heat decorations", seed [PROF-VSCODE-HEAT]): labels, colour
+ * Per-line heat (docs/spec/profiler.md §(j) "Heat decorations", seed [PROF-VSCODE-HEAT]): labels, colour
  * tiers, path canonicalisation and the matching of `hotLines` to an editor's file. No vscode
  * import; the extension turns the result into decorations.
  */

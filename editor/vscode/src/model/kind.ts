@@ -1,5 +1,5 @@
 /**
- * The one classification rule for user code (PROFILER.md §(f) item 8, §(k) item 35): a frame
+ * The one classification rule for user code (docs/spec/profiler.md §(f) item 8, §(k) item 35): a frame
  * is `user` when its file name ends in `.osp` or `.ospml`, compared ASCII case-insensitively;
  * everything else (runtime C files, frames without a file, hex frames) is `runtime`. Used by
  * the frame colours, the tooltip and the extension's "is this an Osprey editor" check.

@@ -1,5 +1,5 @@
 /**
- * Shapes of the two exports the editor reads (PROFILER.md §(g.2), §(g.5)) after validation
+ * Shapes of the two exports the editor reads (docs/spec/profiler.md §(g.2), §(g.5)) after validation
  * (§(j) "Validation"). Plain data: safe to post to the webview and to structured-clone.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Validation of the two documents the editor reads (PROFILER.md §(j) "Validation").
+ * Validation of the two documents the editor reads (docs/spec/profiler.md §(j) "Validation").
  * Each function takes parsed JSON of unknown shape and returns a normalised copy, or throws
  * a {@link ValidationError} whose message names the document, the profile and the index.
  */

@@ -1,5 +1,5 @@
 /**
- * The horizontal view of the flame graph (PROFILER.md §(j) "Zoom"): a window [start, end] of
+ * The horizontal view of the flame graph (docs/spec/profiler.md §(j) "Zoom"): a window [start, end] of
  * the normalised x axis, always inside [0, 1] with a span of at least 1e-5.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The flame-graph page inside the webview (PROFILER.md §(j) "Panel", "Flame graph").
+ * The flame-graph page inside the webview (docs/spec/profiler.md §(j) "Panel", "Flame graph").
  * Receives `{type: "profile", title, summary, speedscope}` by postMessage, validates both
  * documents, and draws the selected fiber's Left Heavy or Time Order layout on a canvas.
  * Posts `{type: "ready"}` once listening and `{type: "select", file, line}` on click-to-source.
@@ -156,7 +156,7 @@ function buildChips(): void {
     chip.className = "chip";
     chip.dataset.index = String(i);
     const f = fibers ? fibers[i] : null;
-    // chips only for fibers with samples (PROFILER.md §(j)); an empty profile gets none
+    // chips only for fibers with samples (docs/spec/profiler.md §(j)); an empty profile gets none
     if (!f && p.samples.length === 0) return;
     const label = f ? f.label : p.name;
     const detail = f

@@ -1,5 +1,5 @@
 /**
- * The webview's HTML (PROFILER.md §(j) "Panel"): strict content-security policy
+ * The webview's HTML (docs/spec/profiler.md §(j) "Panel"): strict content-security policy
  * `default-src 'none'` with a nonce for the one script and the one style element; no profile
  * data in the markup (it arrives by postMessage). Shared by the extension and the browser tests.
  */

@@ -20,7 +20,7 @@ import { validateSpeedscope } from "../../src/model/validate";
 import { generateProfile } from "../support/generate";
 import { ARTIFACTS, FIXTURES, clone, readFixture } from "../support/paths";
 
-/** The running example of PROFILER.md §(g.2), §(g.5); a real driver export is in fixtures/driver/. */
+/** The running example of docs/spec/profiler.md §(g.2), §(g.5); a real driver export is in fixtures/driver/. */
 const DEMO_SUMMARY = readFixture("demo.profile.json");
 const DEMO_SPEEDSCOPE = readFixture("demo.speedscope.json");
 

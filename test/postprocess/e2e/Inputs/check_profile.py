@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check the four exports of `osprey fib.osp --profile` (PROFILER.md §(g), issue 4).
+"""Check the four exports of `osprey fib.osp --profile` (docs/spec/profiler.md §(g), issue 4).
 
 usage: check_profile.py <dir> <stem> <source.osp> <min-samples>
 
