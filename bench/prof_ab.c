@@ -41,9 +41,13 @@ static double clock_s(clockid_t id) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+__attribute__((noinline)) long fib(int n) {
+    return n < 2 ? n : fib(n - 1) + fib(n - 2);
+}
 static volatile int g_depth = 24;
-__attribute__((noinline)) long work_unit(void) { return fib(g_depth); }
+__attribute__((noinline)) long work_unit(void) {
+    return fib(g_depth);
+}
 
 /* Bare signals: a sender thread, active only during "bare" windows. Between them it
  * waits on a condition variable, so it takes no CPU in the other modes (a thread that
@@ -223,7 +227,8 @@ int main(int argc, char **argv) {
     for (int m = 0; m < MODES; m++) {
         double w = median(wall[m], rounds), c = median(cpu[m], rounds);
         double q1 = quartile(pair[m], rounds, 1), q3 = quartile(pair[m], rounds, 3);
-        printf("  %-10s wall/unit %8.2f us  ratio %.4f (rounds %.3f..%.3f)   thread CPU/unit %8.2f us  ratio %.4f\n",
+        printf("  %-10s wall/unit %8.2f us  ratio %.4f (rounds %.3f..%.3f)   thread CPU/unit %8.2f "
+               "us  ratio %.4f\n",
                name[m], w * 1e6, w / w0, q1, q3, c * 1e6, c / c0);
     }
     return 0;

@@ -12,7 +12,9 @@
 
 #include "osp_prof.h"
 
-__attribute__((noinline)) void empty_hook(void) { __asm__ volatile(""); }
+__attribute__((noinline)) void empty_hook(void) {
+    __asm__ volatile("");
+}
 __attribute__((noinline)) void empty_hook2(long id, const char *label) {
     __asm__ volatile("" ::"r"(id), "r"(label));
 }
@@ -54,8 +56,10 @@ int main(int argc, char **argv) {
     }
     printf("inactive hooks, ns per pair (best of 5, %ld pairs):\n", n);
     printf("  empty calls           %6.3f\n", best[0] / (double)n * 1e9);
-    printf("  block_begin/end       %6.3f  (ratio %.2f)\n", best[1] / (double)n * 1e9, best[1] / best[0]);
+    printf("  block_begin/end       %6.3f  (ratio %.2f)\n", best[1] / (double)n * 1e9,
+           best[1] / best[0]);
     printf("  empty calls (2 args)  %6.3f\n", best[2] / (double)n * 1e9);
-    printf("  register/unregister   %6.3f  (ratio %.2f)\n", best[3] / (double)n * 1e9, best[3] / best[2]);
+    printf("  register/unregister   %6.3f  (ratio %.2f)\n", best[3] / (double)n * 1e9,
+           best[3] / best[2]);
     return 0;
 }

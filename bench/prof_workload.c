@@ -27,11 +27,15 @@ static double clock_s(clockid_t id) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+__attribute__((noinline)) long fib(int n) {
+    return n < 2 ? n : fib(n - 1) + fib(n - 2);
+}
 
 static volatile int g_depth = 24; /* read on every unit: the calls cannot be hoisted */
 
-__attribute__((noinline)) long work_unit(void) { return fib(g_depth); }
+__attribute__((noinline)) long work_unit(void) {
+    return fib(g_depth);
+}
 
 struct job {
     long units;

@@ -10,7 +10,14 @@
 
 /* ---- compile-time values ---- */
 
-typedef enum CalleeKind { CAL_NONE, CAL_FN, CAL_BUILTIN, CAL_LAMBDA, CAL_CTOR, CAL_VALUE } CalleeKind;
+typedef enum CalleeKind {
+    CAL_NONE,
+    CAL_FN,
+    CAL_BUILTIN,
+    CAL_LAMBDA,
+    CAL_CTOR,
+    CAL_VALUE
+} CalleeKind;
 typedef struct Job Job;
 
 /*
@@ -21,14 +28,15 @@ typedef struct Job Job;
  */
 typedef struct Callee {
     CalleeKind kind;
-    FnDecl *fn;        /* CAL_FN */
-    Type **targs;      /* CAL_FN: concrete type arguments (fn->nqvars) */
-    Builtin builtin;   /* CAL_BUILTIN */
-    Expr *lambda;      /* CAL_LAMBDA */
-    Job *encl;         /* CAL_LAMBDA: enclosing function instance (NULL: main) */
-    LLVMValueRef env;  /* CAL_LAMBDA: its closure (NULL when it captures nothing); CAL_VALUE: the closure */
-    Variant *ctor;     /* CAL_CTOR */
-    Type *type;        /* CAL_VALUE / CAL_CTOR: the function's concrete type */
+    FnDecl *fn;      /* CAL_FN */
+    Type **targs;    /* CAL_FN: concrete type arguments (fn->nqvars) */
+    Builtin builtin; /* CAL_BUILTIN */
+    Expr *lambda;    /* CAL_LAMBDA */
+    Job *encl;       /* CAL_LAMBDA: enclosing function instance (NULL: main) */
+    LLVMValueRef
+        env; /* CAL_LAMBDA: its closure (NULL when it captures nothing); CAL_VALUE: the closure */
+    Variant *ctor; /* CAL_CTOR */
+    Type *type;    /* CAL_VALUE / CAL_CTOR: the function's concrete type */
 } Callee;
 
 typedef struct Stage {
@@ -66,15 +74,15 @@ typedef enum JobKind { JOB_FN, JOB_LAMBDA, JOB_SPAWN, JOB_ARM, JOB_HBODY, JOB_WR
 /* One machine function to emit: a function instance, a lambda or a spawn thunk. */
 struct Job {
     JobKind kind;
-    FnDecl *fn;          /* JOB_FN; JOB_WRAP of a function */
-    Type **targs;        /* JOB_FN */
-    Expr *expr;          /* JOB_LAMBDA / JOB_SPAWN; JOB_ARM / JOB_HBODY: the E_HANDLE */
-    HandleArm *arm;      /* JOB_ARM */
-    Job *encl;           /* lambda/spawn/arm/body: enclosing instance (NULL: main) */
-    Binding *static_caps;/* compile-time bindings visible in the function */
-    Callee wrapped;      /* JOB_WRAP */
-    Type *wtype;         /* JOB_WRAP: the concrete function type */
-    int line;            /* JOB_WRAP: line for its debug info */
+    FnDecl *fn;           /* JOB_FN; JOB_WRAP of a function */
+    Type **targs;         /* JOB_FN */
+    Expr *expr;           /* JOB_LAMBDA / JOB_SPAWN; JOB_ARM / JOB_HBODY: the E_HANDLE */
+    HandleArm *arm;       /* JOB_ARM */
+    Job *encl;            /* lambda/spawn/arm/body: enclosing instance (NULL: main) */
+    Binding *static_caps; /* compile-time bindings visible in the function */
+    Callee wrapped;       /* JOB_WRAP */
+    Type *wtype;          /* JOB_WRAP: the concrete function type */
+    int line;             /* JOB_WRAP: line for its debug info */
     const char *name;
     LLVMValueRef llfn;
     LLVMTypeRef llty;
@@ -84,13 +92,13 @@ struct Job {
 typedef struct FnState {
     LLVMValueRef fn;
     LLVMMetadataRef sp;
-    Job *job;            /* NULL for the entry point */
-    Job *inst;           /* substitution context: the enclosing function instance (NULL: main) */
+    Job *job;  /* NULL for the entry point */
+    Job *inst; /* substitution context: the enclosing function instance (NULL: main) */
     Binding *env;
     LLVMBasicBlockRef entry;
     LLVMMetadataRef loc;
-    LLVMValueRef cont_k;   /* resuming arm: its continuation (ptr) */
-    Type *handle_type;     /* resuming arm: the value type of its handle */
+    LLVMValueRef cont_k; /* resuming arm: its continuation (ptr) */
+    Type *handle_type;   /* resuming arm: the value type of its handle */
 } FnState;
 
 typedef struct CG {
@@ -104,24 +112,29 @@ typedef struct CG {
     TypeCtx *tc;
     const osp_cg_options *opts;
     LLVMTypeRef i1, i8, i32, i64, f64, ptr, voidt, rest, osp_result_t, eff_entry_t;
-    PtrVec keys;         /* interned effect-key strings: const char* then LLVMValueRef */
+    PtrVec keys; /* interned effect-key strings: const char* then LLVMValueRef */
     PtrVec jobs;
     FnState *fs;
     LLVMAttributeRef fp_attr;
-    LLVMValueRef str_integer_overflow, str_division_by_zero, str_zero, str_true, str_false, str_file;
-    Binding *globals;    /* file-scope bindings stored in LLVM globals: sym -> global */
+    LLVMValueRef str_integer_overflow, str_division_by_zero, str_zero, str_true, str_false,
+        str_file;
+    Binding *globals; /* file-scope bindings stored in LLVM globals: sym -> global */
     char *error;
 } CG;
 
 /* ---- small helpers ---- */
 
-static LLVMValueRef ci64(CG *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
-static LLVMValueRef ci32(CG *g, int v) { return LLVMConstInt(g->i32, (unsigned long long)v, 1); }
+static LLVMValueRef ci64(CG *g, int64_t v) {
+    return LLVMConstInt(g->i64, (unsigned long long)v, 1);
+}
+static LLVMValueRef ci32(CG *g, int v) {
+    return LLVMConstInt(g->i32, (unsigned long long)v, 1);
+}
 
 static void set_loc_line(CG *g, int line, int col) {
     if (!g->fs || !g->fs->sp) return;
-    LLVMMetadataRef loc = LLVMDIBuilderCreateDebugLocation(g->ctx, (unsigned)(line > 0 ? line : 1),
-                                                           (unsigned)(col > 0 ? col : 0), g->fs->sp, NULL);
+    LLVMMetadataRef loc = LLVMDIBuilderCreateDebugLocation(
+        g->ctx, (unsigned)(line > 0 ? line : 1), (unsigned)(col > 0 ? col : 0), g->fs->sp, NULL);
     g->fs->loc = loc;
     LLVMSetCurrentDebugLocation2(g->b, loc);
 }
@@ -143,10 +156,13 @@ static LLVMValueRef const_string(CG *g, const char *s, size_t len) {
     return gv;
 }
 
-static LLVMValueRef cstr(CG *g, const char *s) { return const_string(g, s, strlen(s)); }
+static LLVMValueRef cstr(CG *g, const char *s) {
+    return const_string(g, s, strlen(s));
+}
 
 /* Declare (once) a runtime function. */
-static LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *out_ty) {
+static LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
+                          LLVMTypeRef *out_ty) {
     LLVMTypeRef ty = LLVMFunctionType(ret, params, (unsigned)n, 0);
     LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
     if (!f) f = LLVMAddFunction(g->mod, name, ty);
@@ -154,7 +170,8 @@ static LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef 
     return f;
 }
 
-static LLVMValueRef call_rt(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt, LLVMValueRef *args, int n) {
+static LLVMValueRef call_rt(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt,
+                            LLVMValueRef *args, int n) {
     LLVMTypeRef ty;
     LLVMValueRef f = rt_fn(g, name, ret, pt, n, &ty);
     return LLVMBuildCall2(g->b, ty, f, args, (unsigned)n, "");
@@ -163,11 +180,14 @@ static LLVMValueRef call_rt(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRe
 static void add_zeroext(CG *g, LLVMValueRef fn_or_call, unsigned idx, bool is_call) {
     unsigned kind = LLVMGetEnumAttributeKindForName("zeroext", 7);
     LLVMAttributeRef a = LLVMCreateEnumAttribute(g->ctx, kind, 0);
-    if (is_call) LLVMAddCallSiteAttribute(fn_or_call, idx, a);
-    else LLVMAddAttributeAtIndex(fn_or_call, idx, a);
+    if (is_call)
+        LLVMAddCallSiteAttribute(fn_or_call, idx, a);
+    else
+        LLVMAddAttributeAtIndex(fn_or_call, idx, a);
 }
 
-static LLVMValueRef intrinsic(CG *g, const char *name, LLVMTypeRef *tys, int ntys, LLVMTypeRef *fnty) {
+static LLVMValueRef intrinsic(CG *g, const char *name, LLVMTypeRef *tys, int ntys,
+                              LLVMTypeRef *fnty) {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     *fnty = LLVMIntrinsicGetType(g->ctx, id, tys, (size_t)ntys);
     return LLVMGetIntrinsicDeclaration(g->mod, id, tys, (size_t)ntys);
@@ -176,8 +196,10 @@ static LLVMValueRef intrinsic(CG *g, const char *name, LLVMTypeRef *tys, int nty
 static LLVMValueRef entry_alloca(CG *g, LLVMTypeRef ty, const char *name) {
     LLVMBuilderRef tmp = LLVMCreateBuilderInContext(g->ctx);
     LLVMValueRef first = LLVMGetFirstInstruction(g->fs->entry);
-    if (first) LLVMPositionBuilderBefore(tmp, first);
-    else LLVMPositionBuilderAtEnd(tmp, g->fs->entry);
+    if (first)
+        LLVMPositionBuilderBefore(tmp, first);
+    else
+        LLVMPositionBuilderAtEnd(tmp, g->fs->entry);
     LLVMValueRef a = LLVMBuildAlloca(tmp, ty, name);
     LLVMDisposeBuilder(tmp);
     return a;
@@ -229,17 +251,25 @@ static Type *subst(CG *g, Type *t, Job *inst) {
     return ty_rebuild(g->tc, t, args, ret);
 }
 
-static Type *ety(CG *g, Expr *e) { return subst(g, e->type, g->fs->inst); }
-static Type *sty(CG *g, Type *t) { return subst(g, t, g->fs->inst); }
+static Type *ety(CG *g, Expr *e) {
+    return subst(g, e->type, g->fs->inst);
+}
+static Type *sty(CG *g, Type *t) {
+    return subst(g, t, g->fs->inst);
+}
 
 /* Values represented by a pointer: strings, error messages and heap aggregates. */
 static bool is_ptr_kind(TyKind k) {
     switch (k) {
-    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: case TY_LIST: case TY_MAP: case TY_NAMED:
-    case TY_RECORD: case TY_FN:
-        return true;
-    default:
-        return false;
+    case TY_STRING:
+    case TY_MATHERROR:
+    case TY_ERRORT:
+    case TY_LIST:
+    case TY_MAP:
+    case TY_NAMED:
+    case TY_RECORD:
+    case TY_FN: return true;
+    default: return false;
     }
 }
 
@@ -254,7 +284,9 @@ static LLVMTypeRef llty(CG *g, Type *t) {
     }
 }
 
-static LLVMValueRef unit_value(CG *g) { return ci64(g, 0); }
+static LLVMValueRef unit_value(CG *g) {
+    return ci64(g, 0);
+}
 
 /* Box a value into one 64-bit word (docs/spec/language.md §14.3). */
 static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
@@ -262,14 +294,20 @@ static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     switch (t->kind) {
     case TY_BOOL: return LLVMBuildZExt(g->b, v, g->i64, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, v, g->i64, "");
-    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: case TY_LIST: case TY_MAP: case TY_NAMED:
-    case TY_RECORD: case TY_FN:
-        return LLVMBuildPtrToInt(g->b, v, g->i64, "");
+    case TY_STRING:
+    case TY_MATHERROR:
+    case TY_ERRORT:
+    case TY_LIST:
+    case TY_MAP:
+    case TY_NAMED:
+    case TY_RECORD:
+    case TY_FN: return LLVMBuildPtrToInt(g->b, v, g->i64, "");
     case TY_RESULT: {
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
         LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "w");
         LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
-        LLVMBasicBlockRef okb = new_block(g, "box.ok"), errb = new_block(g, "box.err"), join = new_block(g, "box.join");
+        LLVMBasicBlockRef okb = new_block(g, "box.ok"), errb = new_block(g, "box.err"),
+                          join = new_block(g, "box.join");
         LLVMBuildCondBr(g->b, is_err, errb, okb);
         LLVMPositionBuilderAtEnd(g->b, okb);
         LLVMValueRef a1[1] = {w};
@@ -297,16 +335,25 @@ static LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
     switch (t->kind) {
     case TY_BOOL: return LLVMBuildTrunc(g->b, w, g->i1, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, w, g->f64, "");
-    case TY_STRING: case TY_MATHERROR: case TY_ERRORT: case TY_LIST: case TY_MAP: case TY_NAMED:
-    case TY_RECORD: case TY_FN:
-        return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+    case TY_STRING:
+    case TY_MATHERROR:
+    case TY_ERRORT:
+    case TY_LIST:
+    case TY_MAP:
+    case TY_NAMED:
+    case TY_RECORD:
+    case TY_FN: return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
     case TY_RESULT: {
         LLVMValueRef p = LLVMBuildIntToPtr(g->b, w, g->ptr, "");
-        LLVMValueRef tag = LLVMBuildLoad2(g->b, g->i64, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 0, ""), "tag");
-        LLVMValueRef val = LLVMBuildLoad2(g->b, g->i64, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 1, ""), "val");
-        LLVMValueRef msg = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 2, ""), "msg");
+        LLVMValueRef tag = LLVMBuildLoad2(
+            g->b, g->i64, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 0, ""), "tag");
+        LLVMValueRef val = LLVMBuildLoad2(
+            g->b, g->i64, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 1, ""), "val");
+        LLVMValueRef msg = LLVMBuildLoad2(
+            g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->osp_result_t, p, 2, ""), "msg");
         LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
-        LLVMValueRef word = LLVMBuildSelect(g->b, is_err, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), val, "");
+        LLVMValueRef word =
+            LLVMBuildSelect(g->b, is_err, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), val, "");
         LLVMValueRef r = LLVMGetUndef(g->rest);
         r = LLVMBuildInsertValue(g->b, r, LLVMBuildZExt(g->b, is_err, g->i64, ""), 0, "");
         return LLVMBuildInsertValue(g->b, r, word, 1, "");
@@ -330,7 +377,8 @@ static LLVMValueRef gen_intdiv(CG *g, LLVMValueRef a, LLVMValueRef d) {
     LLVMValueRef bad = LLVMBuildOr(g->b, zero, ovf, "");
     LLVMValueRef safe = LLVMBuildSelect(g->b, bad, ci64(g, 1), d, "");
     LLVMValueRef q = LLVMBuildSDiv(g->b, a, safe, "");
-    LLVMValueRef msg = LLVMBuildSelect(g->b, zero, g->str_division_by_zero, g->str_integer_overflow, "");
+    LLVMValueRef msg =
+        LLVMBuildSelect(g->b, zero, g->str_division_by_zero, g->str_integer_overflow, "");
     LLVMValueRef w = LLVMBuildSelect(g->b, bad, LLVMBuildPtrToInt(g->b, msg, g->i64, ""), q, "");
     return make_result(g, bad, w);
 }
@@ -340,8 +388,7 @@ static LLVMValueRef gen_intdiv(CG *g, LLVMValueRef a, LLVMValueRef d) {
 static LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
     t = ty_find(t);
     switch (t->kind) {
-    case TY_STRING:
-        return v;
+    case TY_STRING: return v;
     case TY_BOOL: {
         LLVMTypeRef p[1] = {g->i1};
         LLVMValueRef a[1] = {v};
@@ -354,8 +401,7 @@ static LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
         LLVMValueRef a[1] = {v};
         return call_rt(g, "osp_show_float", g->ptr, p, a, 1);
     }
-    case TY_UNIT:
-        return g->str_zero;
+    case TY_UNIT: return g->str_zero;
     case TY_LIST: return cstr(g, "<list>");
     case TY_MAP: return cstr(g, "<map>");
     case TY_FN: return cstr(g, "<function>");
@@ -367,8 +413,11 @@ static LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
         LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
         LLVMValueRef tmp = entry_alloca(g, g->osp_result_t, "result.tmp");
         LLVMBuildStore(g->b, tag, LLVMBuildStructGEP2(g->b, g->osp_result_t, tmp, 0, ""));
-        LLVMBuildStore(g->b, LLVMBuildSelect(g->b, is_err, ci64(g, 0), w, ""), LLVMBuildStructGEP2(g->b, g->osp_result_t, tmp, 1, ""));
-        LLVMBuildStore(g->b, LLVMBuildSelect(g->b, is_err, LLVMBuildIntToPtr(g->b, w, g->ptr, ""), LLVMConstNull(g->ptr), ""),
+        LLVMBuildStore(g->b, LLVMBuildSelect(g->b, is_err, ci64(g, 0), w, ""),
+                       LLVMBuildStructGEP2(g->b, g->osp_result_t, tmp, 1, ""));
+        LLVMBuildStore(g->b,
+                       LLVMBuildSelect(g->b, is_err, LLVMBuildIntToPtr(g->b, w, g->ptr, ""),
+                                       LLVMConstNull(g->ptr), ""),
                        LLVMBuildStructGEP2(g->b, g->osp_result_t, tmp, 2, ""));
         LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b);
         LLVMBasicBlockRef okb = new_block(g, "show.ok"), join = new_block(g, "show.join");
@@ -415,10 +464,10 @@ static void set_fp_attr(CG *g, LLVMValueRef fn) {
 
 static LLVMMetadataRef make_subprogram(CG *g, LLVMValueRef fn, const char *name, int line) {
     bool local = LLVMGetLinkage(fn) == LLVMInternalLinkage;
-    LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(g->dib, g->di_file, name, strlen(name), name, strlen(name), g->di_file,
-                                                     (unsigned)(line > 0 ? line : 1), g->di_fnty, local, 1,
-                                                     (unsigned)(line > 0 ? line : 1), LLVMDIFlagPrototyped,
-                                                     g->opts->opt_level > 0);
+    LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(
+        g->dib, g->di_file, name, strlen(name), name, strlen(name), g->di_file,
+        (unsigned)(line > 0 ? line : 1), g->di_fnty, local, 1, (unsigned)(line > 0 ? line : 1),
+        LLVMDIFlagPrototyped, g->opts->opt_level > 0);
     LLVMSetSubprogram(fn, sp);
     return sp;
 }
@@ -459,12 +508,16 @@ static Job *fn_instance(CG *g, FnDecl *fn, Type **targs) {
     j->llfn = LLVMAddFunction(g->mod, name, j->llty);
     LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
     for (int i = 0; i < fn->nparams; i++)
-        if (fn->params[i].name) LLVMSetValueName2(LLVMGetParam(j->llfn, (unsigned)i), fn->params[i].name, strlen(fn->params[i].name));
+        if (fn->params[i].name)
+            LLVMSetValueName2(LLVMGetParam(j->llfn, (unsigned)i), fn->params[i].name,
+                              strlen(fn->params[i].name));
     vec_push(g->arena, &g->jobs, j);
     return j;
 }
 
-static const char *encl_name(Job *encl) { return encl ? encl->name : "main"; }
+static const char *encl_name(Job *encl) {
+    return encl ? encl->name : "main";
+}
 
 /* The closure-calling LLVM type of a function value of (concrete) type `ft`:
  * `ret (ptr closure, params...)`. */
@@ -485,7 +538,8 @@ static Job *lambda_job(CG *g, Expr *lam, Job *encl) {
     j->kind = JOB_LAMBDA;
     j->expr = lam;
     j->encl = encl;
-    j->name = unique_name(g, arena_printf(g->arena, "%s$lambda%d", encl_name(encl), lam->u.lambda.unit->index));
+    j->name = unique_name(
+        g, arena_printf(g->arena, "%s$lambda%d", encl_name(encl), lam->u.lambda.unit->index));
     j->llty = closure_fn_type(g, subst(g, lam->type, encl));
     j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
     LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
@@ -549,7 +603,9 @@ static LLVMValueRef word_slot(CG *g, LLVMValueRef block, int i) {
     return LLVMBuildInBoundsGEP2(g->b, g->i64, block, idx, 1, "");
 }
 
-static void store_word(CG *g, LLVMValueRef block, int i, LLVMValueRef w) { LLVMBuildStore(g->b, w, word_slot(g, block, i)); }
+static void store_word(CG *g, LLVMValueRef block, int i, LLVMValueRef w) {
+    LLVMBuildStore(g->b, w, word_slot(g, block, i));
+}
 
 static LLVMValueRef load_word(CG *g, LLVMValueRef block, int i, const char *name) {
     return LLVMBuildLoad2(g->b, g->i64, word_slot(g, block, i), name);
@@ -567,7 +623,8 @@ static LLVMValueRef capture_value(CG *g, Sym *s, Binding *b) {
  * pointer, captures go to words 1.. . Compile-time callees are passed as static
  * bindings (*statics); `by_ref_muts` stores `mut` cells themselves (handle groups).
  */
-static LLVMValueRef build_env(CG *g, Unit *u, LLVMValueRef code, bool by_ref_muts, Binding **statics) {
+static LLVMValueRef build_env(CG *g, Unit *u, LLVMValueRef code, bool by_ref_muts,
+                              Binding **statics) {
     int n = u ? u->captures.len : 0;
     if (n == 0 && !code) return LLVMConstNull(g->ptr);
     LLVMValueRef env = gc_alloc(g, 8 * (n + 1));
@@ -588,8 +645,9 @@ static LLVMValueRef build_env(CG *g, Unit *u, LLVMValueRef code, bool by_ref_mut
             continue;
         }
         if (b->kind == BIND_ITER) continue;
-        LLVMValueRef w = (by_ref_muts && b->kind == BIND_CELL) ? LLVMBuildPtrToInt(g->b, b->v, g->i64, "")
-                                                              : capture_value(g, s, b);
+        LLVMValueRef w = (by_ref_muts && b->kind == BIND_CELL)
+                             ? LLVMBuildPtrToInt(g->b, b->v, g->i64, "")
+                             : capture_value(g, s, b);
         store_word(g, env, i + 1, w);
     }
     if (statics) *statics = caps;
@@ -606,8 +664,10 @@ static void bind_captures(CG *g, Unit *u, LLVMValueRef env, Binding *statics, bo
             if (b->sym == s) is_static = true;
         if (is_static || s->static_kind == STATIC_ITER) continue;
         LLVMValueRef w = load_word(g, env, i + 1, s->name);
-        if (by_ref_muts && s->is_mut) bind(g, s, BIND_CELL)->v = LLVMBuildIntToPtr(g->b, w, g->ptr, s->name);
-        else bind(g, s, BIND_VALUE)->v = unbox(g, w, sty(g, s->type));
+        if (by_ref_muts && s->is_mut)
+            bind(g, s, BIND_CELL)->v = LLVMBuildIntToPtr(g->b, w, g->ptr, s->name);
+        else
+            bind(g, s, BIND_VALUE)->v = unbox(g, w, sty(g, s->type));
     }
 }
 
@@ -633,8 +693,9 @@ static Job *wrap_job(CG *g, Callee *c, Type *ft, int line) {
     j->wrapped = *c;
     j->wtype = ft;
     j->line = line;
-    const char *base = c->kind == CAL_FN ? fn_instance(g, c->fn, c->targs)->name
-                     : c->kind == CAL_BUILTIN ? builtin_name(c->builtin) : c->ctor->name;
+    const char *base = c->kind == CAL_FN        ? fn_instance(g, c->fn, c->targs)->name
+                       : c->kind == CAL_BUILTIN ? builtin_name(c->builtin)
+                                                : c->ctor->name;
     j->name = unique_name(g, arena_printf(g->arena, "%s$closure", base));
     j->llty = closure_fn_type(g, ft);
     j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
@@ -647,21 +708,25 @@ static Job *wrap_job(CG *g, Callee *c, Type *ft, int line) {
 static LLVMValueRef callee_value(CG *g, Callee *c, Type *ft) {
     if (ft) ft = ty_find(ft);
     switch (c->kind) {
-    case CAL_VALUE:
-        return c->env;
+    case CAL_VALUE: return c->env;
     case CAL_LAMBDA: {
         Job *j = lambda_job(g, c->lambda, c->encl);
         if (c->env) return c->env;
         LLVMValueRef code[1] = {j->llfn};
         LLVMValueRef init = LLVMConstStructInContext(g->ctx, code, 1, 0);
-        LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), arena_printf(g->arena, "%s.closure", j->name));
+        LLVMValueRef gv =
+            LLVMAddGlobal(g->mod, LLVMTypeOf(init), arena_printf(g->arena, "%s.closure", j->name));
         LLVMSetInitializer(gv, init);
         LLVMSetGlobalConstant(gv, 1);
         LLVMSetLinkage(gv, LLVMPrivateLinkage);
         return gv;
     }
-    case CAL_FN: case CAL_BUILTIN: case CAL_CTOR: {
-        int line = c->kind == CAL_FN ? c->fn->line : g->fs && g->fs->loc ? (int)LLVMDILocationGetLine(g->fs->loc) : 1;
+    case CAL_FN:
+    case CAL_BUILTIN:
+    case CAL_CTOR: {
+        int line = c->kind == CAL_FN     ? c->fn->line
+                   : g->fs && g->fs->loc ? (int)LLVMDILocationGetLine(g->fs->loc)
+                                         : 1;
         Job *j = wrap_job(g, c, ft, line);
         LLVMValueRef code[1] = {j->llfn};
         LLVMValueRef init = LLVMConstStructInContext(g->ctx, code, 1, 0);
@@ -675,9 +740,7 @@ static LLVMValueRef callee_value(CG *g, Callee *c, Type *ft) {
         }
         return gv;
     }
-    default:
-        internal_error(g, "function value has no closure");
-        return LLVMConstNull(g->ptr);
+    default: internal_error(g, "function value has no closure"); return LLVMConstNull(g->ptr);
     }
 }
 
@@ -796,8 +859,7 @@ static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **arg
         for (int i = 0; i < n; i++) a[i + 1] = args[i];
         return LLVMBuildCall2(g->b, fty, code, a, (unsigned)n + 1, "");
     }
-    case CAL_CTOR:
-        return build_variant(g, c->ctor, args, argt, n);
+    case CAL_CTOR: return build_variant(g, c->ctor, args, argt, n);
     case CAL_BUILTIN: {
         LLVMValueRef r = builtin_values(g, c->builtin, args, argt);
         if (!r) {
@@ -806,9 +868,7 @@ static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **arg
         }
         return r;
     }
-    default:
-        internal_error(g, "bad callee");
-        return unit_value(g);
+    default: internal_error(g, "bad callee"); return unit_value(g);
     }
 }
 
@@ -907,7 +967,8 @@ static LLVMValueRef str_eq(CG *g, LLVMValueRef a, LLVMValueRef b) {
     return LLVMBuildICmp(g->b, LLVMIntEQ, c, ci64(g, 0), "");
 }
 
-static void tap_check(CG *g, LLVMValueRef label, LLVMValueRef ok, LLVMValueRef expected, LLVMValueRef actual) {
+static void tap_check(CG *g, LLVMValueRef label, LLVMValueRef ok, LLVMValueRef expected,
+                      LLVMValueRef actual) {
     LLVMTypeRef p[4] = {g->ptr, g->i1, g->ptr, g->ptr};
     LLVMValueRef a[4] = {label ? label : LLVMConstNull(g->ptr), ok, expected, actual};
     LLVMValueRef c = call_rt(g, "osp_tap_check", g->voidt, p, a, 4);
@@ -989,7 +1050,8 @@ static LLVMTypeRef sig_llty(CG *g, char ch) {
 }
 
 /* Call runtime function `fn` with signature `sig` on already evaluated arguments. */
-static LLVMValueRef call_sig(CG *g, const char *fn, const char *sig, LLVMValueRef *vals, Type **types) {
+static LLVMValueRef call_sig(CG *g, const char *fn, const char *sig, LLVMValueRef *vals,
+                             Type **types) {
     LLVMTypeRef pt[8];
     LLVMValueRef a[8];
     int n = 0;
@@ -1016,7 +1078,9 @@ static int64_t eq_kind(Type *t) {
 /* length / isEmpty of a string, list or map. */
 static LLVMValueRef gen_size(CG *g, LLVMValueRef v, Type *t) {
     t = ty_find(t);
-    const char *fn = t->kind == TY_LIST ? "osp_list_length" : t->kind == TY_MAP ? "osp_map_length" : "osp_str_length";
+    const char *fn = t->kind == TY_LIST  ? "osp_list_length"
+                     : t->kind == TY_MAP ? "osp_map_length"
+                                         : "osp_str_length";
     LLVMTypeRef p[1] = {g->ptr};
     LLVMValueRef a[1] = {v};
     return call_rt(g, fn, g->i64, p, a, 1);
@@ -1031,7 +1095,8 @@ static LLVMValueRef gen_foreach_list(CG *g, Expr *e) {
     LLVMValueRef len = gen_size(g, xs, ety(g, args[0]));
     LLVMValueRef i_slot = entry_alloca(g, g->i64, "i");
     LLVMBuildStore(g->b, ci64(g, 0), i_slot);
-    LLVMBasicBlockRef cond = new_block(g, "each.cond"), body = new_block(g, "each.body"), done = new_block(g, "each.done");
+    LLVMBasicBlockRef cond = new_block(g, "each.cond"), body = new_block(g, "each.body"),
+                      done = new_block(g, "each.done");
     LLVMBuildBr(g->b, cond);
     LLVMPositionBuilderAtEnd(g->b, cond);
     LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, i_slot, "i");
@@ -1058,12 +1123,15 @@ static void tap_verdict(CG *g, LLVMValueRef v, Type *t) {
     LLVMValueRef kind = ci64(g, OSP_VERDICT_PASS), reason = LLVMConstNull(g->ptr);
     for (int i = 0; i < td->nvariants; i++) {
         Variant *var = td->variants[i];
-        int64_t k = strcmp(var->name, "Fail") == 0 ? OSP_VERDICT_FAIL : strcmp(var->name, "Skip") == 0 ? OSP_VERDICT_SKIP : OSP_VERDICT_PASS;
+        int64_t k = strcmp(var->name, "Fail") == 0   ? OSP_VERDICT_FAIL
+                    : strcmp(var->name, "Skip") == 0 ? OSP_VERDICT_SKIP
+                                                     : OSP_VERDICT_PASS;
         LLVMValueRef is = LLVMBuildICmp(g->b, LLVMIntEQ, tag, ci64(g, var->tag), "");
         kind = LLVMBuildSelect(g->b, is, ci64(g, k), kind, "");
         if (var->nfields > 0 && ty_find(var->types[0])->kind == TY_STRING) {
             /* only read the payload of a variant that has one */
-            LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b), rd = new_block(g, "verdict.reason"), join = new_block(g, "verdict.join");
+            LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b), rd = new_block(g, "verdict.reason"),
+                              join = new_block(g, "verdict.join");
             LLVMBuildCondBr(g->b, is, rd, join);
             LLVMPositionBuilderAtEnd(g->b, rd);
             LLVMValueRef r = LLVMBuildIntToPtr(g->b, load_word(g, v, 1, "reason"), g->ptr, "");
@@ -1087,20 +1155,19 @@ static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) 
     const RtBuiltin *rb = rt_builtin(b);
     if (rb) return call_sig(g, rb->fn, rb->sig, v, t);
     switch (b) {
-    case B_PRINT:
-        print_line(g, render(g, v[0], t[0], false));
-        return unit_value(g);
-    case B_TOSTRING:
-        return render(g, v[0], t[0], false);
+    case B_PRINT: print_line(g, render(g, v[0], t[0], false)); return unit_value(g);
+    case B_TOSTRING: return render(g, v[0], t[0], false);
     case B_LENGTH:
     case B_IS_EMPTY: {
         LLVMValueRef n = gen_size(g, v[0], t[0]);
         return b == B_LENGTH ? n : LLVMBuildICmp(g->b, LLVMIntEQ, n, ci64(g, 0), "");
     }
     case B_LIST:
-        return call_sig(g, "osp_list_new", "p:ip", (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
+        return call_sig(g, "osp_list_new", "p:ip",
+                        (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
     case B_LIST_CONTAINS:
-        return call_sig(g, "osp_list_contains", "b:pwi", (LLVMValueRef[]){v[0], v[1], ci64(g, eq_kind(t[1]))},
+        return call_sig(g, "osp_list_contains", "b:pwi",
+                        (LLVMValueRef[]){v[0], v[1], ci64(g, eq_kind(t[1]))},
                         (Type *[]){NULL, t[1], NULL});
     case B_INTDIV: return gen_intdiv(g, v[0], v[1]);
     case B_SLEEP: {
@@ -1108,20 +1175,17 @@ static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) 
         call_rt(g, "osp_sleep_ms", g->voidt, p, v, 1);
         return unit_value(g);
     }
-    case B_FIBER_YIELD:
-        call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0);
-        return v[0];
-    case B_TOFLOAT:
-        return LLVMBuildSIToFP(g->b, v[0], g->f64, "");
-    default:
-        return NULL;
+    case B_FIBER_YIELD: call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0); return v[0];
+    case B_TOFLOAT: return LLVMBuildSIToFP(g->b, v[0], g->f64, "");
+    default: return NULL;
     }
 }
 
 static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
     Expr **args = e->u.call.args;
-    if (rt_builtin(b) || b == B_PRINT || b == B_TOSTRING || b == B_LENGTH || b == B_IS_EMPTY || b == B_LIST ||
-        b == B_LIST_CONTAINS || b == B_INTDIV || b == B_SLEEP || b == B_FIBER_YIELD || b == B_TOFLOAT) {
+    if (rt_builtin(b) || b == B_PRINT || b == B_TOSTRING || b == B_LENGTH || b == B_IS_EMPTY ||
+        b == B_LIST || b == B_LIST_CONTAINS || b == B_INTDIV || b == B_SLEEP ||
+        b == B_FIBER_YIELD || b == B_TOFLOAT) {
         int n = e->u.call.nargs;
         LLVMValueRef vals[8];
         Type *types[8];
@@ -1132,8 +1196,7 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         return builtin_values(g, b, vals, types);
     }
     switch (b) {
-    case B_FOREACH_LIST:
-        return gen_foreach_list(g, e);
+    case B_FOREACH_LIST: return gen_foreach_list(g, e);
     case B_PRINT: {
         LLVMValueRef v = gen(g, args[0]);
         print_line(g, render(g, v, ety(g, args[0]), false));
@@ -1160,8 +1223,7 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0);
         return v;
     }
-    case B_TOFLOAT:
-        return LLVMBuildSIToFP(g->b, gen(g, args[0]), g->f64, "");
+    case B_TOFLOAT: return LLVMBuildSIToFP(g->b, gen(g, args[0]), g->f64, "");
     case B_TEST: {
         LLVMValueRef name = gen(g, args[0]);
         Callee body = callee_of(g, args[1]);
@@ -1178,7 +1240,8 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         LLVMPositionBuilderAtEnd(g->b, after);
         return unit_value(g);
     }
-    case B_EXPECT: case B_CHECK: {
+    case B_EXPECT:
+    case B_CHECK: {
         int off = b == B_CHECK ? 1 : 0;
         LLVMValueRef label = off ? gen(g, args[0]) : NULL;
         LLVMValueRef x = gen(g, args[off]), y = gen(g, args[off + 1]);
@@ -1189,16 +1252,21 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         tap_check(g, label, str_eq(g, sx, sy), expected, actual);
         return unit_value(g);
     }
-    case B_EXPECT_TRUE: case B_EXPECT_FALSE: case B_CHECK_TRUE: case B_CHECK_FALSE: {
+    case B_EXPECT_TRUE:
+    case B_EXPECT_FALSE:
+    case B_CHECK_TRUE:
+    case B_CHECK_FALSE: {
         bool labelled = b == B_CHECK_TRUE || b == B_CHECK_FALSE;
         bool want_true = b == B_EXPECT_TRUE || b == B_CHECK_TRUE;
         LLVMValueRef label = labelled ? gen(g, args[0]) : NULL;
         LLVMValueRef v = gen(g, args[labelled ? 1 : 0]);
         LLVMValueRef ok = want_true ? v : LLVMBuildNot(g->b, v, "");
-        tap_check(g, label, ok, want_true ? g->str_true : g->str_false, want_true ? g->str_false : g->str_true);
+        tap_check(g, label, ok, want_true ? g->str_true : g->str_false,
+                  want_true ? g->str_false : g->str_true);
         return unit_value(g);
     }
-    case B_EXPECT_ALL: case B_CHECK_ALL: {
+    case B_EXPECT_ALL:
+    case B_CHECK_ALL: {
         bool labelled = b == B_CHECK_ALL;
         LLVMValueRef label = labelled ? gen(g, args[0]) : NULL;
         Expr *list = args[labelled ? 1 : 0];
@@ -1208,9 +1276,7 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         }
         return unit_value(g);
     }
-    default:
-        internal_error(g, "built-in used outside a pipeline");
-        return unit_value(g);
+    default: internal_error(g, "built-in used outside a pipeline"); return unit_value(g);
     }
 }
 
@@ -1243,7 +1309,8 @@ static Operand operand(CG *g, LLVMValueRef v, Type *t) {
     t = ty_find(t);
     if (t->kind == TY_RESULT) {
         o.is_result = true;
-        o.is_err = LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildExtractValue(g->b, v, 0, ""), ci64(g, 0), "");
+        o.is_err =
+            LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildExtractValue(g->b, v, 0, ""), ci64(g, 0), "");
         o.word = LLVMBuildExtractValue(g->b, v, 1, "");
         Type *p = ty_find(t->args[0]);
         o.is_float = p->kind == TY_FLOAT;
@@ -1257,7 +1324,8 @@ static Operand operand(CG *g, LLVMValueRef v, Type *t) {
     return o;
 }
 
-static LLVMValueRef overflow_op(CG *g, const char *name, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *ovf) {
+static LLVMValueRef overflow_op(CG *g, const char *name, LLVMValueRef a, LLVMValueRef b,
+                                LLVMValueRef *ovf) {
     LLVMTypeRef fty;
     LLVMTypeRef tys[1] = {g->i64};
     LLVMValueRef f = intrinsic(g, name, tys, 1, &fty);
@@ -1268,13 +1336,15 @@ static LLVMValueRef overflow_op(CG *g, const char *name, LLVMValueRef a, LLVMVal
 }
 
 /* Combine operand errors (left wins), the operation's own error and its value. */
-static LLVMValueRef finish_arith(CG *g, Type *rt, Operand *l, Operand *r, LLVMValueRef op_err, LLVMValueRef op_msg,
-                                 LLVMValueRef val) {
+static LLVMValueRef finish_arith(CG *g, Type *rt, Operand *l, Operand *r, LLVMValueRef op_err,
+                                 LLVMValueRef op_msg, LLVMValueRef val) {
     rt = ty_find(rt);
     if (rt->kind != TY_RESULT) return val;
-    LLVMValueRef word = ty_find(rt->args[0])->kind == TY_FLOAT ? LLVMBuildBitCast(g->b, val, g->i64, "") : val;
+    LLVMValueRef word =
+        ty_find(rt->args[0])->kind == TY_FLOAT ? LLVMBuildBitCast(g->b, val, g->i64, "") : val;
     LLVMValueRef err = op_err ? op_err : LLVMConstInt(g->i1, 0, 0);
-    if (op_err) word = LLVMBuildSelect(g->b, op_err, LLVMBuildPtrToInt(g->b, op_msg, g->i64, ""), word, "");
+    if (op_err)
+        word = LLVMBuildSelect(g->b, op_err, LLVMBuildPtrToInt(g->b, op_msg, g->i64, ""), word, "");
     if (r && r->is_result) {
         word = LLVMBuildSelect(g->b, r->is_err, r->word, word, "");
         err = LLVMBuildOr(g->b, err, r->is_err, "");
@@ -1295,7 +1365,11 @@ static LLVMValueRef gen_arith(CG *g, Expr *e) {
         /* string `+`, list concatenation, map merge (the right side wins) */
         LLVMTypeRef p[2] = {g->ptr, g->ptr};
         LLVMValueRef a[2] = {lv, rv};
-        return call_rt(g, lk == TY_STRING ? "osp_str_cat" : lk == TY_LIST ? "osp_list_concat" : "osp_map_merge", g->ptr, p, a, 2);
+        return call_rt(g,
+                       lk == TY_STRING ? "osp_str_cat"
+                       : lk == TY_LIST ? "osp_list_concat"
+                                       : "osp_map_merge",
+                       g->ptr, p, a, 2);
     }
     Operand l = operand(g, lv, lt), r = operand(g, rv, rtp);
     bool fl = l.is_float || r.is_float || op == OP_DIV;
@@ -1320,13 +1394,23 @@ static LLVMValueRef gen_arith(CG *g, Expr *e) {
         }
     } else {
         switch (op) {
-        case OP_ADD: val = overflow_op(g, "llvm.sadd.with.overflow", a, b, &err); msg = g->str_integer_overflow; break;
-        case OP_SUB: val = overflow_op(g, "llvm.ssub.with.overflow", a, b, &err); msg = g->str_integer_overflow; break;
-        case OP_MUL: val = overflow_op(g, "llvm.smul.with.overflow", a, b, &err); msg = g->str_integer_overflow; break;
+        case OP_ADD:
+            val = overflow_op(g, "llvm.sadd.with.overflow", a, b, &err);
+            msg = g->str_integer_overflow;
+            break;
+        case OP_SUB:
+            val = overflow_op(g, "llvm.ssub.with.overflow", a, b, &err);
+            msg = g->str_integer_overflow;
+            break;
+        case OP_MUL:
+            val = overflow_op(g, "llvm.smul.with.overflow", a, b, &err);
+            msg = g->str_integer_overflow;
+            break;
         case OP_MOD: {
             err = LLVMBuildICmp(g->b, LLVMIntEQ, b, ci64(g, 0), "divzero");
             LLVMValueRef m1 = LLVMBuildICmp(g->b, LLVMIntEQ, b, ci64(g, -1), "");
-            LLVMValueRef safe = LLVMBuildSelect(g->b, LLVMBuildOr(g->b, err, m1, ""), ci64(g, 1), b, "");
+            LLVMValueRef safe =
+                LLVMBuildSelect(g->b, LLVMBuildOr(g->b, err, m1, ""), ci64(g, 1), b, "");
             val = LLVMBuildSRem(g->b, a, safe, "");
             msg = g->str_division_by_zero;
             break;
@@ -1355,12 +1439,20 @@ static LLVMValueRef gen_compare(CG *g, Expr *e) {
     if (lt->kind == TY_FLOAT || rt->kind == TY_FLOAT) {
         if (lt->kind != TY_FLOAT) a = LLVMBuildSIToFP(g->b, a, g->f64, "");
         if (rt->kind != TY_FLOAT) b = LLVMBuildSIToFP(g->b, b, g->f64, "");
-        LLVMRealPredicate p = op == OP_EQ ? LLVMRealOEQ : op == OP_NE ? LLVMRealUNE : op == OP_LT ? LLVMRealOLT
-                            : op == OP_GT ? LLVMRealOGT : op == OP_LE ? LLVMRealOLE : LLVMRealOGE;
+        LLVMRealPredicate p = op == OP_EQ   ? LLVMRealOEQ
+                              : op == OP_NE ? LLVMRealUNE
+                              : op == OP_LT ? LLVMRealOLT
+                              : op == OP_GT ? LLVMRealOGT
+                              : op == OP_LE ? LLVMRealOLE
+                                            : LLVMRealOGE;
         return LLVMBuildFCmp(g->b, p, a, b, "");
     }
-    LLVMIntPredicate p = op == OP_EQ ? LLVMIntEQ : op == OP_NE ? LLVMIntNE : op == OP_LT ? LLVMIntSLT
-                       : op == OP_GT ? LLVMIntSGT : op == OP_LE ? LLVMIntSLE : LLVMIntSGE;
+    LLVMIntPredicate p = op == OP_EQ   ? LLVMIntEQ
+                         : op == OP_NE ? LLVMIntNE
+                         : op == OP_LT ? LLVMIntSLT
+                         : op == OP_GT ? LLVMIntSGT
+                         : op == OP_LE ? LLVMIntSLE
+                                       : LLVMIntSGE;
     return LLVMBuildICmp(g->b, p, a, b, "");
 }
 
@@ -1368,9 +1460,12 @@ static LLVMValueRef gen_logic(CG *g, Expr *e) {
     bool is_and = e->u.bin.op == OP_AND;
     LLVMValueRef l = gen(g, e->u.bin.l);
     LLVMBasicBlockRef lend = LLVMGetInsertBlock(g->b);
-    LLVMBasicBlockRef rhs = new_block(g, is_and ? "and.rhs" : "or.rhs"), join = new_block(g, is_and ? "and.end" : "or.end");
-    if (is_and) LLVMBuildCondBr(g->b, l, rhs, join);
-    else LLVMBuildCondBr(g->b, l, join, rhs);
+    LLVMBasicBlockRef rhs = new_block(g, is_and ? "and.rhs" : "or.rhs"),
+                      join = new_block(g, is_and ? "and.end" : "or.end");
+    if (is_and)
+        LLVMBuildCondBr(g->b, l, rhs, join);
+    else
+        LLVMBuildCondBr(g->b, l, join, rhs);
     LLVMPositionBuilderAtEnd(g->b, rhs);
     LLVMValueRef r = gen(g, e->u.bin.r);
     LLVMBasicBlockRef rend = LLVMGetInsertBlock(g->b);
@@ -1389,7 +1484,8 @@ static LLVMValueRef gen_unary(CG *g, Expr *e) {
     if (e->u.un.op == UOP_PLUS) return v;
     Type *t = ety(g, e->u.un.e);
     Operand o = operand(g, v, t);
-    if (o.is_float) return finish_arith(g, ety(g, e), &o, NULL, NULL, NULL, LLVMBuildFNeg(g->b, o.val, ""));
+    if (o.is_float)
+        return finish_arith(g, ety(g, e), &o, NULL, NULL, NULL, LLVMBuildFNeg(g->b, o.val, ""));
     LLVMValueRef ovf;
     LLVMValueRef r = overflow_op(g, "llvm.ssub.with.overflow", ci64(g, 0), o.val, &ovf);
     return finish_arith(g, ety(g, e), &o, NULL, ovf, g->str_integer_overflow, r);
@@ -1399,9 +1495,11 @@ static LLVMValueRef gen_elvis(CG *g, Expr *e) {
     LLVMValueRef r = gen(g, e->u.elvis.l);
     Type *rt = ty_find(ety(g, e->u.elvis.l));
     Type *pt = rt->kind == TY_RESULT ? rt->args[0] : g->tc->t_int;
-    LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildExtractValue(g->b, r, 0, ""), ci64(g, 0), "");
+    LLVMValueRef is_err =
+        LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildExtractValue(g->b, r, 0, ""), ci64(g, 0), "");
     LLVMValueRef w = LLVMBuildExtractValue(g->b, r, 1, "");
-    LLVMBasicBlockRef okb = new_block(g, "elvis.ok"), errb = new_block(g, "elvis.default"), join = new_block(g, "elvis.end");
+    LLVMBasicBlockRef okb = new_block(g, "elvis.ok"), errb = new_block(g, "elvis.default"),
+                      join = new_block(g, "elvis.end");
     LLVMBuildCondBr(g->b, is_err, errb, okb);
     LLVMPositionBuilderAtEnd(g->b, okb);
     LLVMValueRef okv = unbox(g, w, pt);
@@ -1495,14 +1593,17 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
     LLVMValueRef cond = NULL;
     switch (p->kind) {
     case PAT_WILD:
-    case PAT_UNSUPPORTED:
-        return true;
+    case PAT_UNSUPPORTED: return true;
     case PAT_BIND:
         if (p->sym) bind(g, p->sym, BIND_VALUE)->v = v;
         return true;
     case PAT_INT: cond = LLVMBuildICmp(g->b, LLVMIntEQ, v, ci64(g, p->ival), ""); break;
-    case PAT_FLOAT: cond = LLVMBuildFCmp(g->b, LLVMRealOEQ, v, LLVMConstReal(g->f64, p->fval), ""); break;
-    case PAT_BOOL: cond = LLVMBuildICmp(g->b, LLVMIntEQ, v, LLVMConstInt(g->i1, p->bval, 0), ""); break;
+    case PAT_FLOAT:
+        cond = LLVMBuildFCmp(g->b, LLVMRealOEQ, v, LLVMConstReal(g->f64, p->fval), "");
+        break;
+    case PAT_BOOL:
+        cond = LLVMBuildICmp(g->b, LLVMIntEQ, v, LLVMConstInt(g->i1, p->bval, 0), "");
+        break;
     case PAT_STRING: cond = str_eq(g, v, const_string(g, p->sval, p->slen)); break;
     case PAT_SUCCESS:
     case PAT_ERROR: {
@@ -1519,14 +1620,16 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
             return true;
         }
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "");
-        cond = LLVMBuildICmp(g->b, p->kind == PAT_SUCCESS ? LLVMIntEQ : LLVMIntNE, tag, ci64(g, 0), "");
+        cond = LLVMBuildICmp(g->b, p->kind == PAT_SUCCESS ? LLVMIntEQ : LLVMIntNE, tag, ci64(g, 0),
+                             "");
         LLVMBasicBlockRef ok = new_block(g, "pat.ok");
         LLVMBuildCondBr(g->b, cond, ok, fail);
         LLVMPositionBuilderAtEnd(g->b, ok);
         if (p->sym) {
             LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "");
-            bind(g, p->sym, BIND_VALUE)->v =
-                p->kind == PAT_SUCCESS ? unbox(g, w, t->args[0]) : LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+            bind(g, p->sym, BIND_VALUE)->v = p->kind == PAT_SUCCESS
+                                                 ? unbox(g, w, t->args[0])
+                                                 : LLVMBuildIntToPtr(g->b, w, g->ptr, "");
         }
         return false;
     }
@@ -1536,7 +1639,8 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
         if (var->decl->nvariants > 1) {
             LLVMValueRef tag = load_word(g, v, 0, "tag");
             LLVMBasicBlockRef ok = new_block(g, "pat.ctor");
-            LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, tag, ci64(g, var->tag), ""), ok, fail);
+            LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, tag, ci64(g, var->tag), ""), ok,
+                            fail);
             LLVMPositionBuilderAtEnd(g->b, ok);
             tested = true;
         }
@@ -1544,7 +1648,8 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
         for (int i = 0; i < p->nsubs; i++) {
             int slot = p->slots ? p->slots[i] : i;
             Type *ft = variant_field_type(g, t, var, slot);
-            LLVMValueRef fv = unbox(g, load_word(g, v, slot + 1, var->named ? var->fields[slot] : "payload"), ft);
+            LLVMValueRef fv =
+                unbox(g, load_word(g, v, slot + 1, var->named ? var->fields[slot] : "payload"), ft);
             if (!gen_pattern(g, p->subs[i], fv, ft, fail)) always = false;
         }
         return always;
@@ -1552,7 +1657,8 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
     case PAT_LIST: {
         Type *elem = t->args[0];
         LLVMValueRef len = gen_size(g, v, t);
-        cond = LLVMBuildICmp(g->b, p->has_rest ? LLVMIntSGE : LLVMIntEQ, len, ci64(g, p->nsubs), "");
+        cond =
+            LLVMBuildICmp(g->b, p->has_rest ? LLVMIntSGE : LLVMIntEQ, len, ci64(g, p->nsubs), "");
         LLVMBasicBlockRef ok = new_block(g, "pat.list");
         LLVMBuildCondBr(g->b, cond, ok, fail);
         LLVMPositionBuilderAtEnd(g->b, ok);
@@ -1581,8 +1687,10 @@ static LLVMValueRef gen_match(CG *g, Expr *e) {
     Type *st = ty_find(ety(g, e->u.match.scrut));
     Type *rt = ety(g, e);
     LLVMBasicBlockRef join = new_block(g, "match.end");
-    LLVMValueRef *vals = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(e->u.match.narms + 1));
-    LLVMBasicBlockRef *bbs = arena_alloc(g->arena, sizeof(LLVMBasicBlockRef) * (size_t)(e->u.match.narms + 1));
+    LLVMValueRef *vals =
+        arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(e->u.match.narms + 1));
+    LLVMBasicBlockRef *bbs =
+        arena_alloc(g->arena, sizeof(LLVMBasicBlockRef) * (size_t)(e->u.match.narms + 1));
     int nin = 0;
     bool exhausted = false;
     for (int i = 0; i < e->u.match.narms && !exhausted; i++) {
@@ -1651,7 +1759,8 @@ static Job *spawn_job(CG *g, Expr *e) {
     j->kind = JOB_SPAWN;
     j->expr = e;
     j->encl = g->fs->inst;
-    j->name = unique_name(g, arena_printf(g->arena, "%s$spawn%d", encl_name(j->encl), e->u.spawn.unit->index));
+    j->name = unique_name(
+        g, arena_printf(g->arena, "%s$spawn%d", encl_name(j->encl), e->u.spawn.unit->index));
     LLVMTypeRef p[1] = {g->ptr};
     j->llty = LLVMFunctionType(g->i64, p, 1, 0);
     j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
@@ -1697,7 +1806,8 @@ static LLVMValueRef effect_key(CG *g, EffectDecl *d, Type **inst) {
     const char *s = d->name;
     if (d->nparams > 0) {
         s = arena_printf(g->arena, "%s<", d->name);
-        for (int i = 0; i < d->nparams; i++) s = arena_printf(g->arena, "%s%s%s", s, i ? ", " : "", ty_show(g->arena, inst[i]));
+        for (int i = 0; i < d->nparams; i++)
+            s = arena_printf(g->arena, "%s%s%s", s, i ? ", " : "", ty_show(g->arena, inst[i]));
         s = arena_printf(g->arena, "%s>", s);
     }
     return intern_string(g, s);
@@ -1725,17 +1835,22 @@ static LLVMValueRef gen_perform(CG *g, Expr *e) {
     LLVMValueRef fa[2] = {key, op};
     LLVMValueRef first = call_rt(g, "osp_eff_find", g->ptr, fp, fa, 2);
     LLVMBasicBlockRef start = LLVMGetInsertBlock(g->b);
-    LLVMBasicBlockRef dispatch = new_block(g, "perform.dispatch"), plain = new_block(g, "perform.plain"),
-                      resuming = new_block(g, "perform.resuming"), resumed = new_block(g, "perform.resumed"),
+    LLVMBasicBlockRef dispatch = new_block(g, "perform.dispatch"),
+                      plain = new_block(g, "perform.plain"),
+                      resuming = new_block(g, "perform.resuming"),
+                      resumed = new_block(g, "perform.resumed"),
                       done = new_block(g, "perform.done");
     LLVMBuildBr(g->b, dispatch);
     LLVMPositionBuilderAtEnd(g->b, dispatch);
     LLVMValueRef cur = LLVMBuildPhi(g->b, g->ptr, "entry");
-    LLVMValueRef fn = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->eff_entry_t, cur, 2, ""), "arm");
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, fn, LLVMConstNull(g->ptr), ""), plain, resuming);
+    LLVMValueRef fn =
+        LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->eff_entry_t, cur, 2, ""), "arm");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, fn, LLVMConstNull(g->ptr), ""), plain,
+                    resuming);
     /* a plain arm: call it here, with the handler stack outside its handle */
     LLVMPositionBuilderAtEnd(g->b, plain);
-    args[0] = LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->eff_entry_t, cur, 3, ""), "env");
+    args[0] =
+        LLVMBuildLoad2(g->b, g->ptr, LLVMBuildStructGEP2(g->b, g->eff_entry_t, cur, 3, ""), "env");
     LLVMTypeRef p1[1] = {g->ptr};
     LLVMValueRef a1[1] = {cur};
     LLVMValueRef saved = call_rt(g, "osp_eff_arm_enter", g->ptr, p1, a1, 1);
@@ -1755,13 +1870,15 @@ static LLVMValueRef gen_perform(CG *g, Expr *e) {
     LLVMValueRef out = LLVMBuildInBoundsGEP2(g->b, g->i64, arr, out_idx, 1, "perform.value");
     for (int i = 0; i < n; i++) {
         LLVMValueRef idx[1] = {ci64(g, i)};
-        LLVMBuildStore(g->b, box(g, args[i + 1], argt[i]), LLVMBuildInBoundsGEP2(g->b, g->i64, arr, idx, 1, ""));
+        LLVMBuildStore(g->b, box(g, args[i + 1], argt[i]),
+                       LLVMBuildInBoundsGEP2(g->b, g->i64, arr, idx, 1, ""));
     }
     LLVMTypeRef sp[4] = {g->ptr, g->ptr, g->i64, g->ptr};
     LLVMValueRef sa[4] = {cur, arr, ci64(g, n), out};
     LLVMValueRef retry = call_rt(g, "osp_cont_suspend", g->ptr, sp, sa, 4);
     LLVMBasicBlockRef resuming_end = LLVMGetInsertBlock(g->b);
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, retry, LLVMConstNull(g->ptr), ""), resumed, dispatch);
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, retry, LLVMConstNull(g->ptr), ""), resumed,
+                    dispatch);
     LLVMValueRef inc[2] = {first, retry};
     LLVMBasicBlockRef incb[2] = {start, resuming_end};
     LLVMAddIncoming(cur, inc, incb, 2);
@@ -1787,7 +1904,8 @@ static Job *arm_job(CG *g, Expr *h, HandleArm *arm) {
     j->expr = h;
     j->arm = arm;
     j->encl = g->fs->inst;
-    j->name = unique_name(g, arena_printf(g->arena, "%s$%s.%s%d", encl_name(j->encl), h->u.handle.decl->name, arm->op, arm->index));
+    j->name = unique_name(g, arena_printf(g->arena, "%s$%s.%s%d", encl_name(j->encl),
+                                          h->u.handle.decl->name, arm->op, arm->index));
     if (arm->resuming) {
         LLVMTypeRef p[2] = {g->ptr, g->ptr};
         j->llty = LLVMFunctionType(g->i64, p, 2, 0);
@@ -1811,7 +1929,8 @@ static Job *hbody_job(CG *g, Expr *h) {
     j->kind = JOB_HBODY;
     j->expr = h;
     j->encl = g->fs->inst;
-    j->name = unique_name(g, arena_printf(g->arena, "%s$handle%d", encl_name(j->encl), h->u.handle.index));
+    j->name = unique_name(
+        g, arena_printf(g->arena, "%s$handle%d", encl_name(j->encl), h->u.handle.index));
     LLVMTypeRef p[1] = {g->ptr};
     j->llty = LLVMFunctionType(g->i64, p, 1, 0);
     j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
@@ -1841,7 +1960,9 @@ static LLVMValueRef gen_handle(CG *g, Expr *e) {
         for (int i = 0; i < na; i++)
             if (e->u.handle.arms[i].resuming) fns[e->u.handle.arms[i].table_index] = jobs[i]->llfn;
         LLVMValueRef init = LLVMConstArray2(g->ptr, fns, (uint64_t)nr);
-        LLVMValueRef table = LLVMAddGlobal(g->mod, LLVMTypeOf(init), arena_printf(g->arena, "%s$handle%d.arms", encl_name(g->fs->inst), e->u.handle.index));
+        LLVMValueRef table = LLVMAddGlobal(
+            g->mod, LLVMTypeOf(init),
+            arena_printf(g->arena, "%s$handle%d.arms", encl_name(g->fs->inst), e->u.handle.index));
         LLVMSetInitializer(table, init);
         LLVMSetGlobalConstant(table, 1);
         LLVMSetLinkage(table, LLVMPrivateLinkage);
@@ -1855,8 +1976,13 @@ static LLVMValueRef gen_handle(CG *g, Expr *e) {
     for (int i = 0; i < na; i++) {
         HandleArm *arm = &e->u.handle.arms[i];
         LLVMTypeRef p[7] = {g->ptr, g->ptr, g->ptr, g->ptr, g->ptr, g->i64, g->ptr};
-        LLVMValueRef a[7] = {key, intern_string(g, arm->op), arm->resuming ? LLVMConstNull(g->ptr) : jobs[i]->llfn, env,
-                             arm->resuming ? cont : LLVMConstNull(g->ptr), ci64(g, arm->resuming ? arm->table_index : 0), below};
+        LLVMValueRef a[7] = {key,
+                             intern_string(g, arm->op),
+                             arm->resuming ? LLVMConstNull(g->ptr) : jobs[i]->llfn,
+                             env,
+                             arm->resuming ? cont : LLVMConstNull(g->ptr),
+                             ci64(g, arm->resuming ? arm->table_index : 0),
+                             below};
         call_rt(g, "osp_eff_push", g->voidt, p, a, 7);
     }
     LLVMTypeRef p1[1] = {g->i64};
@@ -1882,7 +2008,8 @@ static LLVMValueRef gen_resume(CG *g, Expr *e) {
         internal_error(g, "resume outside a resuming arm");
         return unit_value(g);
     }
-    LLVMValueRef w = e->u.resume.e ? box(g, gen(g, e->u.resume.e), ety(g, e->u.resume.e)) : ci64(g, 0);
+    LLVMValueRef w =
+        e->u.resume.e ? box(g, gen(g, e->u.resume.e), ety(g, e->u.resume.e)) : ci64(g, 0);
     LLVMTypeRef p[2] = {g->ptr, g->i64};
     LLVMValueRef a[2] = {g->fs->cont_k, w};
     if (e->u.resume.tail) {
@@ -1906,7 +2033,8 @@ static LLVMValueRef gen_record(CG *g, Expr *e) {
         store_word(g, blk, 0, ci64(g, v->tag));
         for (int i = 0; i < n; i++) {
             FieldInit *f = &e->u.record.fields[i];
-            store_word(g, blk, f->slot + 1, box(g, gen(g, f->value), variant_field_type(g, t, v, f->slot)));
+            store_word(g, blk, f->slot + 1,
+                       box(g, gen(g, f->value), variant_field_type(g, t, v, f->slot)));
         }
         return blk;
     }
@@ -1934,7 +2062,9 @@ static LLVMValueRef gen_update(CG *g, Expr *e) {
 
 static LLVMValueRef gen_list(CG *g, Expr *e) {
     int n = e->u.list.n;
-    if (n == 0) return call_sig(g, "osp_list_new", "p:ip", (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
+    if (n == 0)
+        return call_sig(g, "osp_list_new", "p:ip",
+                        (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
     LLVMTypeRef arr_t = LLVMArrayType2(g->i64, (uint64_t)n);
     LLVMValueRef arr = entry_alloca(g, arr_t, "list.elems");
     for (int i = 0; i < n; i++) {
@@ -1952,7 +2082,8 @@ static LLVMValueRef gen_maplit(CG *g, Expr *e) {
         LLVMValueRef k = gen(g, e->u.maplit.keys[i]);
         Expr *x = e->u.maplit.vals[i];
         LLVMValueRef v = gen(g, x);
-        m = call_sig(g, "osp_map_set", "p:ppw", (LLVMValueRef[]){m, k, v}, (Type *[]){NULL, NULL, ety(g, x)});
+        m = call_sig(g, "osp_map_set", "p:ppw", (LLVMValueRef[]){m, k, v},
+                     (Type *[]){NULL, NULL, ety(g, x)});
     }
     return m;
 }
@@ -1960,13 +2091,16 @@ static LLVMValueRef gen_maplit(CG *g, Expr *e) {
 static LLVMValueRef gen_index(CG *g, Expr *e) {
     LLVMValueRef x = gen(g, e->u.index.e), i = gen(g, e->u.index.idx);
     Type *t = ty_find(ety(g, e->u.index.e));
-    const char *fn = t->kind == TY_LIST ? "osp_list_get" : t->kind == TY_MAP ? "osp_map_get" : "osp_str_index";
+    const char *fn = t->kind == TY_LIST  ? "osp_list_get"
+                     : t->kind == TY_MAP ? "osp_map_get"
+                                         : "osp_str_index";
     return call_sig(g, fn, t->kind == TY_MAP ? "r:pp" : "r:pi", (LLVMValueRef[]){x, i}, NULL);
 }
 
 static LLVMValueRef gen_if(CG *g, Expr *e) {
     LLVMValueRef c = gen(g, e->u.if_.cond);
-    LLVMBasicBlockRef tb = new_block(g, "if.then"), eb = new_block(g, "if.else"), join = new_block(g, "if.end");
+    LLVMBasicBlockRef tb = new_block(g, "if.then"), eb = new_block(g, "if.else"),
+                      join = new_block(g, "if.end");
     LLVMBuildCondBr(g->b, c, tb, eb);
     LLVMPositionBuilderAtEnd(g->b, tb);
     LLVMValueRef a = gen(g, e->u.if_.then);
@@ -1991,7 +2125,8 @@ static LLVMValueRef gen_ident(CG *g, Expr *e) {
     case SYM_LOCAL: {
         Binding *b = lookup(g, s);
         if (b && b->kind == BIND_VALUE) return b->v;
-        if (b && b->kind == BIND_CELL) return LLVMBuildLoad2(g->b, llty(g, sty(g, s->type)), b->v, s->name);
+        if (b && b->kind == BIND_CELL)
+            return LLVMBuildLoad2(g->b, llty(g, sty(g, s->type)), b->v, s->name);
         if (b && b->kind == BIND_CALLEE) return callee_value(g, &b->callee, ety(g, e));
         if (s->static_kind == STATIC_FN && s->file_scope) {
             Callee c = callee_of(g, e);
@@ -2027,8 +2162,14 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
     case E_CALL: return gen_call(g, e);
     case E_BINARY:
         switch (e->u.bin.op) {
-        case OP_AND: case OP_OR: return gen_logic(g, e);
-        case OP_EQ: case OP_NE: case OP_LT: case OP_GT: case OP_LE: case OP_GE: return gen_compare(g, e);
+        case OP_AND:
+        case OP_OR: return gen_logic(g, e);
+        case OP_EQ:
+        case OP_NE:
+        case OP_LT:
+        case OP_GT:
+        case OP_LE:
+        case OP_GE: return gen_compare(g, e);
         default: return gen_arith(g, e);
         }
     case E_UNARY: return gen_unary(g, e);
@@ -2057,7 +2198,9 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
     }
     case E_RESULT_CTOR: {
         LLVMValueRef v = gen(g, e->u.ctor.e);
-        if (e->u.ctor.is_error) return make_result(g, LLVMConstInt(g->i1, 1, 0), LLVMBuildPtrToInt(g->b, v, g->i64, ""));
+        if (e->u.ctor.is_error)
+            return make_result(g, LLVMConstInt(g->i1, 1, 0),
+                               LLVMBuildPtrToInt(g->b, v, g->i64, ""));
         return make_result(g, LLVMConstInt(g->i1, 0, 0), box(g, v, ety(g, e->u.ctor.e)));
     }
     case E_LIST: return gen_list(g, e);
@@ -2082,7 +2225,8 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
     case E_RESUME: return gen_resume(g, e);
     case E_SEND: {
         LLVMValueRef ch = gen(g, e->u.send.ch), v = gen(g, e->u.send.v);
-        call_sig(g, "osp_chan_put", "v:iw", (LLVMValueRef[]){ch, v}, (Type *[]){NULL, ety(g, e->u.send.v)});
+        call_sig(g, "osp_chan_put", "v:iw", (LLVMValueRef[]){ch, v},
+                 (Type *[]){NULL, ety(g, e->u.send.v)});
         return unit_value(g);
     }
     case E_RECV: {
@@ -2138,25 +2282,25 @@ static void gen_stmt(CG *g, Stmt *s, LLVMValueRef *value) {
         set_loc_line(g, s->pos.line, s->pos.col);
         LLVMValueRef v = gen(g, s->u.assign.value);
         Binding *b = lookup(g, sym);
-        if (b && b->kind == BIND_CELL) LLVMBuildStore(g->b, v, b->v);
-        else if (sym->is_global) LLVMBuildStore(g->b, v, global_of(g, sym));
-        else internal_error(g, "assignment to a binding without storage");
+        if (b && b->kind == BIND_CELL)
+            LLVMBuildStore(g->b, v, b->v);
+        else if (sym->is_global)
+            LLVMBuildStore(g->b, v, global_of(g, sym));
+        else
+            internal_error(g, "assignment to a binding without storage");
         restore_loc(g, prev);
         *value = unit_value(g);
         return;
     }
-    case S_EXPR:
-        *value = gen(g, s->u.expr);
-        return;
-    default:
-        *value = unit_value(g);
-        return;
+    case S_EXPR: *value = gen(g, s->u.expr); return;
+    default: *value = unit_value(g); return;
     }
 }
 
 /* ---- emitting jobs ---- */
 
-static void begin_function(CG *g, FnState *fs, LLVMValueRef fn, const char *name, int line, Job *job, Job *inst) {
+static void begin_function(CG *g, FnState *fs, LLVMValueRef fn, const char *name, int line,
+                           Job *job, Job *inst) {
     memset(fs, 0, sizeof *fs);
     fs->fn = fn;
     fs->job = job;
@@ -2177,7 +2321,8 @@ static void emit_job(CG *g, Job *j) {
         FnDecl *f = j->fn;
         begin_function(g, &fs, j->llfn, j->name, f->line, j, j);
         for (int i = 0; i < f->nparams; i++)
-            if (f->params[i].sym) bind(g, f->params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
+            if (f->params[i].sym)
+                bind(g, f->params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
         LLVMValueRef v = gen(g, f->body);
         LLVMBuildRet(g->b, v);
         break;
@@ -2188,7 +2333,8 @@ static void emit_job(CG *g, Job *j) {
         bind_captures(g, lam->u.lambda.unit, LLVMGetParam(j->llfn, 0), j->static_caps, false);
         for (int i = 0; i < lam->u.lambda.nparams; i++)
             if (lam->u.lambda.params[i].sym)
-                bind(g, lam->u.lambda.params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i + 1);
+                bind(g, lam->u.lambda.params[i].sym, BIND_VALUE)->v =
+                    LLVMGetParam(j->llfn, (unsigned)i + 1);
         LLVMValueRef v = gen(g, lam->u.lambda.body);
         LLVMBuildRet(g->b, v);
         break;
@@ -2221,7 +2367,9 @@ static void emit_job(CG *g, Job *j) {
             LLVMBuildRet(g->b, box(g, v, ety(g, arm->body)));
         } else {
             for (int i = 0; i < arm->nbinders; i++)
-                if (arm->binders[i].sym) bind(g, arm->binders[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i + 1);
+                if (arm->binders[i].sym)
+                    bind(g, arm->binders[i].sym, BIND_VALUE)->v =
+                        LLVMGetParam(j->llfn, (unsigned)i + 1);
             LLVMValueRef v = gen(g, arm->body);
             LLVMBuildRet(g->b, v);
         }
@@ -2262,8 +2410,10 @@ static void emit_main(CG *g) {
     for (int i = 0; i < prog->nstmts; i++) gen_stmt(g, prog->stmts[i], &value);
     if (prog->main_fn) gen(g, prog->main_fn->body);
     set_loc_line(g, prog->main_line, 1);
-    if (prog->uses_testing) LLVMBuildRet(g->b, call_rt(g, "osp_tap_finish", g->i32, NULL, NULL, 0));
-    else LLVMBuildRet(g->b, ci32(g, 0));
+    if (prog->uses_testing)
+        LLVMBuildRet(g->b, call_rt(g, "osp_tap_finish", g->i32, NULL, NULL, 0));
+    else
+        LLVMBuildRet(g->b, ci32(g, 0));
     g->fs = NULL;
 }
 
@@ -2312,10 +2462,9 @@ LLVMModuleRef osp_codegen(LLVMContextRef ctx, const Program *prog, LLVMTargetMac
     g->di_file = LLVMDIBuilderCreateFile(g->dib, path, strlen(path), path, dirlen ? dirlen : 1);
     if (!dirlen) g->di_file = LLVMDIBuilderCreateFile(g->dib, path, strlen(path), ".", 1);
     const char *producer = "osprey " OSPREY_VERSION_STRING;
-    g->di_cu = LLVMDIBuilderCreateCompileUnit(g->dib, LLVMDWARFSourceLanguageC, g->di_file, producer, strlen(producer),
-                                              opts->opt_level > 0, "", 0, 0, "", 0,
-                                              LLVMDWARFEmissionFull,
-                                              0, 0, 0, "", 0, "", 0);
+    g->di_cu = LLVMDIBuilderCreateCompileUnit(
+        g->dib, LLVMDWARFSourceLanguageC, g->di_file, producer, strlen(producer),
+        opts->opt_level > 0, "", 0, 0, "", 0, LLVMDWARFEmissionFull, 0, 0, 0, "", 0, "", 0);
     LLVMMetadataRef no_types[1] = {NULL}; /* return type unspecified, like C's `void f()` */
     g->di_fnty = LLVMDIBuilderCreateSubroutineType(g->dib, g->di_file, no_types, 1, LLVMDIFlagZero);
     LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,

@@ -27,7 +27,8 @@ LLVMTargetMachineRef osp_target_machine(int opt_level, char **err) {
         return NULL;
     }
     LLVMCodeGenOptLevel level = opt_level > 0 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelNone;
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "generic", "", level, LLVMRelocPIC, LLVMCodeModelDefault);
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "generic", "", level,
+                                                      LLVMRelocPIC, LLVMCodeModelDefault);
     LLVMDisposeMessage(triple);
     if (!tm) *err = dup_msg("cannot create the LLVM target machine", "");
     return tm;
@@ -39,7 +40,8 @@ int osp_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char *
      * or a --debug build overflows the stack where the -O2 build runs. simplifycfg first
      * merges the blocks a nested `if`/`match` leaves before `ret`, so tailcallelim sees a
      * call two levels down as a tail call too. */
-    const char *pipeline = opt_level > 0 ? "default<O2>" : "default<O0>,function(simplifycfg,tailcallelim)";
+    const char *pipeline =
+        opt_level > 0 ? "default<O2>" : "default<O0>,function(simplifycfg,tailcallelim)";
     LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, o);
     LLVMDisposePassBuilderOptions(o);
     if (e) {
@@ -61,4 +63,6 @@ int osp_emit_object(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *path, 
     return 0;
 }
 
-char *osp_module_text(LLVMModuleRef m) { return LLVMPrintModuleToString(m); }
+char *osp_module_text(LLVMModuleRef m) {
+    return LLVMPrintModuleToString(m);
+}

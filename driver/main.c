@@ -65,7 +65,8 @@ static void usage(FILE *out) {
           "  --version      show the version\n"
           "\n"
           "environment: OSPREY_PROFILE_HZ (sampling rate for --profile, 10 to 10000 Hz,\n"
-          "             default 997), OSPREY_CC (link compiler, default " OSPREY_DEFAULT_CC "), TMPDIR\n",
+          "             default 997), OSPREY_CC (link compiler, default " OSPREY_DEFAULT_CC
+          "), TMPDIR\n",
           out);
 }
 
@@ -105,8 +106,10 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->profile = true;
         } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
-            if (strcmp(a, "--postprocess") == 0) o->postprocess = argv[++i];
-            else o->binary = argv[++i];
+            if (strcmp(a, "--postprocess") == 0)
+                o->postprocess = argv[++i];
+            else
+                o->binary = argv[++i];
         } else if (strcmp(a, "-o") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
             o->output = argv[++i];
@@ -119,7 +122,8 @@ static int parse_args(int argc, char **argv, Options *o) {
     }
     if (o->output && strcmp(o->output, "-") == 0) {
         if (!emit || o->postprocess) {
-            fputs("osprey: error: -o - (standard output) is only supported with --emit-llvm\n", stderr);
+            fputs("osprey: error: -o - (standard output) is only supported with --emit-llvm\n",
+                  stderr);
             return 2;
         }
     } else if (o->output) {
@@ -127,7 +131,8 @@ static int parse_args(int argc, char **argv, Options *o) {
         const char *slash = strrchr(o->output, '/');
         const char *base = slash ? slash + 1 : o->output;
         if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
-            fprintf(stderr, "osprey: error: -o '%s' names a directory; give a file name\n", o->output);
+            fprintf(stderr, "osprey: error: -o '%s' names a directory; give a file name\n",
+                    o->output);
             return 2;
         }
     }
@@ -239,7 +244,8 @@ static void env_free(char **env) {
 static int link_program(const char *obj, const char *exe, const char *scratch, bool profile) {
     char *bindir = self_dir();
     if (!bindir) {
-        fputs("osprey: error: cannot locate the osprey executable (needed to find its runtime)\n", stderr);
+        fputs("osprey: error: cannot locate the osprey executable (needed to find its runtime)\n",
+              stderr);
         return 1;
     }
     char *libdir = path_join(bindir, "../lib");
@@ -247,7 +253,8 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
     free(bindir);
     free(libdir);
     if (access(rt, R_OK) != 0) {
-        fprintf(stderr, "osprey: error: cannot find the runtime library '%s': %s\n", rt, strerror(errno));
+        fprintf(stderr, "osprey: error: cannot find the runtime library '%s': %s\n", rt,
+                strerror(errno));
         free(rt);
         return 1;
     }
@@ -266,7 +273,8 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
     argv[n++] = "-g";
     argv[n++] = "-fno-omit-frame-pointer";
     (void)profile; /* the profiling link flags are harmless for every build */
-    for (size_t i = 0; i < sizeof extra / sizeof *extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
+    for (size_t i = 0; i < sizeof extra / sizeof *extra && extra[i] && n < 30; i++)
+        argv[n++] = extra[i];
     argv[n] = NULL;
     int sig = 0;
     char **env = env_with("TMPDIR", scratch);
@@ -274,18 +282,23 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
     env_free(env);
     free(rt);
     if (st != 0) {
-        if (sig > 0) fprintf(stderr, "osprey: error: linking failed ('%s' was killed by signal %d, %s)\n", cc, sig, strsignal(sig));
-        else if (st > 0) fprintf(stderr, "osprey: error: linking failed ('%s' exited with status %d)\n", cc, st);
+        if (sig > 0)
+            fprintf(stderr, "osprey: error: linking failed ('%s' was killed by signal %d, %s)\n",
+                    cc, sig, strsignal(sig));
+        else if (st > 0)
+            fprintf(stderr, "osprey: error: linking failed ('%s' exited with status %d)\n", cc, st);
         return 1;
     }
 #ifdef __APPLE__
     const char *ds[] = {"dsymutil", exe, NULL};
-    if (proc_run((char *const *)ds, NULL, PROC_TOOL, NULL) != 0) fprintf(stderr, "osprey: warning: dsymutil failed for '%s'\n", exe);
+    if (proc_run((char *const *)ds, NULL, PROC_TOOL, NULL) != 0)
+        fprintf(stderr, "osprey: warning: dsymutil failed for '%s'\n", exe);
 #endif
     return 0;
 }
 
-static const char *const export_ext[4] = {".speedscope.json", ".cpuprofile", ".folded", ".profile.json"};
+static const char *const export_ext[4] = {".speedscope.json", ".cpuprofile", ".folded",
+                                          ".profile.json"};
 
 /* "<prefix><ext>" (malloc'd). */
 static char *export_path(const char *prefix, const char *ext) {
@@ -336,13 +349,19 @@ static void run_postprocess(const char *raw_path, const char *exe_path, const ch
                             const char *prefix) {
     char *clash = export_clash(prefix, program);
     if (clash) {
-        fprintf(stderr, "osprey: warning: profile not processed: the export '%s' would overwrite the source file\n", clash);
+        fprintf(stderr,
+                "osprey: warning: profile not processed: the export '%s' would overwrite the "
+                "source file\n",
+                clash);
         free(clash);
         return;
     }
     fflush(stdout); /* the program's output (none of ours) comes first */
-    ospprof_options po = {.raw_path = raw_path, .binary = exe_path, .program = program,
-                          .output_prefix = prefix, .color = ospprof_color_wanted(stdout)};
+    ospprof_options po = {.raw_path = raw_path,
+                          .binary = exe_path,
+                          .program = program,
+                          .output_prefix = prefix,
+                          .color = ospprof_color_wanted(stdout)};
     char err[OSPPROF_ERR_MAX];
     char *report;
     size_t report_len;
@@ -351,7 +370,9 @@ static void run_postprocess(const char *raw_path, const char *exe_path, const ch
     } else {
         int e = write_report(report, report_len);
         /* A closed pipe (`| head`) is the reader's choice: nothing to say. */
-        if (e && e != EPIPE) fprintf(stderr, "osprey: warning: cannot write the report to standard output: %s\n", strerror(e));
+        if (e && e != EPIPE)
+            fprintf(stderr, "osprey: warning: cannot write the report to standard output: %s\n",
+                    strerror(e));
     }
     free(report);
 }
@@ -365,9 +386,12 @@ static int postprocess_main(const Options *o) {
     if (o->binary && access(o->postprocess, F_OK) == 0) {
         struct stat st;
         int e = 0;
-        if (stat(o->binary, &st) != 0) e = errno;
-        else if (S_ISDIR(st.st_mode)) e = EISDIR;
-        else if (access(o->binary, R_OK) != 0) e = errno;
+        if (stat(o->binary, &st) != 0)
+            e = errno;
+        else if (S_ISDIR(st.st_mode))
+            e = EISDIR;
+        else if (access(o->binary, R_OK) != 0)
+            e = errno;
         if (e) {
             fprintf(stderr, "osprey: error: %s: cannot read: %s\n", o->binary, strerror(e));
             return 1;
@@ -380,21 +404,26 @@ static int postprocess_main(const Options *o) {
         const char *slash = strrchr(o->postprocess, '/');
         prefix = strdup(slash ? slash + 1 : o->postprocess);
         size_t n = prefix ? strlen(prefix) : 0;
-        if (n > 12 && strcmp(prefix + n - 12, ".osprof.json") == 0) prefix[n - 12] = 0;
-        else if (n > 5 && strcmp(prefix + n - 5, ".json") == 0) prefix[n - 5] = 0;
+        if (n > 12 && strcmp(prefix + n - 12, ".osprof.json") == 0)
+            prefix[n - 12] = 0;
+        else if (n > 5 && strcmp(prefix + n - 5, ".json") == 0)
+            prefix[n - 5] = 0;
     }
     if (!prefix) return 1;
     const char *inputs[2][2] = {{o->postprocess, "raw profile"}, {o->binary, "binary"}};
     for (int i = 0; i < 2; i++) {
         char *clash = export_clash(prefix, inputs[i][0]);
         if (clash) {
-            fprintf(stderr, "osprey: error: the export '%s' would overwrite the %s '%s'\n", clash, inputs[i][1], inputs[i][0]);
+            fprintf(stderr, "osprey: error: the export '%s' would overwrite the %s '%s'\n", clash,
+                    inputs[i][1], inputs[i][0]);
             free(clash);
             free(prefix);
             return 2;
         }
     }
-    ospprof_options po = {.raw_path = o->postprocess, .binary = o->binary, .output_prefix = prefix,
+    ospprof_options po = {.raw_path = o->postprocess,
+                          .binary = o->binary,
+                          .output_prefix = prefix,
                           .color = ospprof_color_wanted(stdout)};
     char err[OSPPROF_ERR_MAX];
     char *report;
@@ -448,7 +477,9 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
                 run_postprocess(raw, exe, o->input, o->output ? o->output : stem);
                 unlink(raw);
             } else {
-                fputs("osprey: warning: no profile was written (the program did not exit normally)\n", stderr);
+                fputs(
+                    "osprey: warning: no profile was written (the program did not exit normally)\n",
+                    stderr);
             }
         }
         free(raw);
@@ -467,7 +498,9 @@ static int compile_main(int argc, char **argv) {
     char *src = read_file(o.input, OSP_SOURCE_MAX, &len);
     if (!src) {
         if (errno == EFBIG)
-            fprintf(stderr, "osprey: error: cannot read '%s': larger than %zu MiB (the limit for a source file)\n",
+            fprintf(stderr,
+                    "osprey: error: cannot read '%s': larger than %zu MiB (the limit for a source "
+                    "file)\n",
                     o.input, OSP_SOURCE_MAX >> 20);
         else
             fprintf(stderr, "osprey: error: cannot read '%s': %s\n", o.input, strerror(errno));
@@ -478,13 +511,16 @@ static int compile_main(int argc, char **argv) {
     bool run = o.mode == MODE_RUN;
     char *stem = source_stem(o.input);
     const char *dest = NULL; /* executable or .ll written for the user; NULL: none */
-    if (o.mode == MODE_EMIT_LLVM) dest = o.output && strcmp(o.output, "-") != 0 ? o.output : NULL;
-    else if (!(run && (o.profile || !o.output))) dest = o.output ? o.output : stem;
+    if (o.mode == MODE_EMIT_LLVM)
+        dest = o.output && strcmp(o.output, "-") != 0 ? o.output : NULL;
+    else if (!(run && (o.profile || !o.output)))
+        dest = o.output ? o.output : stem;
     out_target out = {0};
     if (dest) {
         char msg[PATH_MAX + 128];
         if (out_same_file(dest, o.input)) {
-            fprintf(stderr, "osprey: error: the output '%s' would overwrite the source file\n", dest);
+            fprintf(stderr, "osprey: error: the output '%s' would overwrite the source file\n",
+                    dest);
             free(stem);
             free(src);
             return 2;
@@ -532,7 +568,8 @@ static int compile_main(int argc, char **argv) {
         } else {
             int e = write_all(STDOUT_FILENO, text, tlen);
             if (e == EPIPE) die_by_signal(SIGPIPE); /* the reader went away: like cat */
-            if (e) fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
+            if (e)
+                fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
             status = e ? 1 : 0;
         }
         LLVMDisposeMessage(text);

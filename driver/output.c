@@ -62,7 +62,8 @@ int out_check(const char *given, out_target *t, char *msg, size_t msglen) {
         st = lst;
         if (S_ISLNK(lst.st_mode) && stat(given, &st) != 0) {
             return fail(msg, msglen, given,
-                        errno == ENOENT ? "it is a symbolic link to a missing file" : strerror(errno));
+                        errno == ENOENT ? "it is a symbolic link to a missing file"
+                                        : strerror(errno));
         }
         if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
             if (access(given, W_OK) != 0) return fail(msg, msglen, given, strerror(errno));
@@ -70,7 +71,8 @@ int out_check(const char *given, out_target *t, char *msg, size_t msglen) {
         }
         if (S_ISDIR(st.st_mode)) return fail(msg, msglen, given, strerror(EISDIR));
         if (S_ISBLK(st.st_mode)) return fail(msg, msglen, given, "it is a block device");
-        if (!S_ISREG(st.st_mode)) return fail(msg, msglen, given, "not a regular file, character device or FIFO");
+        if (!S_ISREG(st.st_mode))
+            return fail(msg, msglen, given, "not a regular file, character device or FIFO");
         t->dest = S_ISLNK(lst.st_mode) ? realpath(given, NULL) : dup_str(given);
         if (!t->dest) return fail(msg, msglen, given, strerror(errno));
     }
@@ -78,9 +80,12 @@ int out_check(const char *given, out_target *t, char *msg, size_t msglen) {
     char *dir = dir_of(t->dest);
     struct stat ds;
     int e = 0;
-    if (stat(dir, &ds) != 0) e = errno;
-    else if (!S_ISDIR(ds.st_mode)) e = ENOTDIR;
-    else if (access(dir, W_OK | X_OK) != 0) e = errno;
+    if (stat(dir, &ds) != 0)
+        e = errno;
+    else if (!S_ISDIR(ds.st_mode))
+        e = ENOTDIR;
+    else if (access(dir, W_OK | X_OK) != 0)
+        e = errno;
     free(dir);
     if (e) {
         out_target_free(t);
@@ -114,7 +119,8 @@ static char *canonical(const char *p) {
 
 bool out_same_file(const char *a, const char *b) {
     struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     char *ca = canonical(a), *cb = canonical(b);
     bool same = strcmp(ca, cb) == 0;
     free(ca);

@@ -30,13 +30,13 @@ extern char **environ;
 
 /* State shared with the signal thread, under g_lock. */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *g_scratch;       /* registered scratch directory */
-static char *g_temp;          /* registered temporary output outside the scratch directory */
-static pid_t g_child;         /* the running child, 0 while none */
-static bool g_spawning;       /* between "about to spawn" and g_child being known */
+static char *g_scratch; /* registered scratch directory */
+static char *g_temp;    /* registered temporary output outside the scratch directory */
+static pid_t g_child;   /* the running child, 0 while none */
+static bool g_spawning; /* between "about to spawn" and g_child being known */
 static proc_kind g_child_kind;
-static int g_forward;         /* SIGTERM/SIGHUP that arrived while spawning: forward it */
-static int g_pending;         /* terminating signal to die of once the tool has exited */
+static int g_forward; /* SIGTERM/SIGHUP that arrived while spawning: forward it */
+static int g_pending; /* terminating signal to die of once the tool has exited */
 
 static void signal_set(sigset_t *set) {
     sigemptyset(set);
@@ -68,9 +68,9 @@ _Noreturn void die_by_signal(int sig) {
     sigset_t one;
     sigemptyset(&one);
     sigaddset(&one, sig);
-    raise(sig); /* pending on this thread while blocked ... */
+    raise(sig);                               /* pending on this thread while blocked ... */
     pthread_sigmask(SIG_UNBLOCK, &one, NULL); /* ... delivered here: the process ends */
-    _exit(128 + sig); /* not reached for the signals we handle */
+    _exit(128 + sig);                         /* not reached for the signals we handle */
 }
 
 static void *signal_thread(void *arg) {
@@ -84,8 +84,10 @@ static void *signal_thread(void *arg) {
         bool child = g_child > 0 || g_spawning;
         if (child) {
             if (sig == SIGTERM || sig == SIGHUP) {
-                if (g_child > 0) kill(g_child, sig);
-                else g_forward = sig;
+                if (g_child > 0)
+                    kill(g_child, sig);
+                else
+                    g_forward = sig;
             }
             /* A tool was interrupted: die of the signal once it has exited (proc_run).
              * The program's own status is the driver's: carry on when it exits. */
@@ -132,8 +134,9 @@ int proc_run(char *const argv[], char *const envp[], proc_kind kind, int *termsi
     pthread_mutex_unlock(&g_lock);
 
     pid_t pid;
-    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], NULL, &attr, argv, envp ? envp : environ)
-                                  : posix_spawnp(&pid, argv[0], NULL, &attr, argv, envp ? envp : environ);
+    int rc = strchr(argv[0], '/')
+                 ? posix_spawn(&pid, argv[0], NULL, &attr, argv, envp ? envp : environ)
+                 : posix_spawnp(&pid, argv[0], NULL, &attr, argv, envp ? envp : environ);
     posix_spawnattr_destroy(&attr);
 
     pthread_mutex_lock(&g_lock);
@@ -153,7 +156,8 @@ int proc_run(char *const argv[], char *const envp[], proc_kind kind, int *termsi
         do w = waitpid(pid, &ws, 0);
         while (w < 0 && errno == EINTR);
         if (w < 0) {
-            fprintf(stderr, "osprey: error: waiting for '%s' failed: %s\n", argv[0], strerror(errno));
+            fprintf(stderr, "osprey: error: waiting for '%s' failed: %s\n", argv[0],
+                    strerror(errno));
         } else if (WIFEXITED(ws)) {
             status = WEXITSTATUS(ws);
         } else if (WIFSIGNALED(ws)) {
@@ -187,7 +191,8 @@ char *scratch_create(void) {
     }
     pthread_mutex_unlock(&g_lock);
     if (!made) {
-        fprintf(stderr, "osprey: error: cannot create a temporary directory in %s: %s\n", tmp, strerror(e));
+        fprintf(stderr, "osprey: error: cannot create a temporary directory in %s: %s\n", tmp,
+                strerror(e));
         free(path);
         return NULL;
     }
@@ -205,8 +210,10 @@ static void remove_tree(const char *dir, int depth) {
             if (!p) continue;
             snprintf(p, n, "%s/%s", dir, de->d_name);
             struct stat st;
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && depth < 8) remove_tree(p, depth + 1); /* e.g. a .dSYM bundle */
-            else unlink(p);
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && depth < 8)
+                remove_tree(p, depth + 1); /* e.g. a .dSYM bundle */
+            else
+                unlink(p);
             free(p);
         }
         closedir(d);

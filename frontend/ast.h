@@ -18,25 +18,88 @@ typedef struct Unit Unit;
 /* Built-in functions (docs/spec/language.md §9.1, §10, §11, §13). */
 typedef enum Builtin {
     B_NONE,
-    B_PRINT, B_TOSTRING, B_INTDIV, B_RANGE, B_MAP, B_FILTER, B_FOREACH, B_FOLD,
-    B_SLEEP, B_FIBER_YIELD, B_TOFLOAT,
-    B_TEST, B_EXPECT, B_CHECK, B_EXPECT_TRUE, B_EXPECT_FALSE, B_CHECK_TRUE,
-    B_CHECK_FALSE, B_EXPECT_ALL, B_CHECK_ALL,
+    B_PRINT,
+    B_TOSTRING,
+    B_INTDIV,
+    B_RANGE,
+    B_MAP,
+    B_FILTER,
+    B_FOREACH,
+    B_FOLD,
+    B_SLEEP,
+    B_FIBER_YIELD,
+    B_TOFLOAT,
+    B_TEST,
+    B_EXPECT,
+    B_CHECK,
+    B_EXPECT_TRUE,
+    B_EXPECT_FALSE,
+    B_CHECK_TRUE,
+    B_CHECK_FALSE,
+    B_EXPECT_ALL,
+    B_CHECK_ALL,
     /* Tier 2: numeric and system (§9.2) */
-    B_ABS, B_CHECKED_ADD, B_CHECKED_SUB, B_CHECKED_MUL, B_INPUT, B_RANDOM, B_RANDOM_BELOW,
+    B_ABS,
+    B_CHECKED_ADD,
+    B_CHECKED_SUB,
+    B_CHECKED_MUL,
+    B_INPUT,
+    B_RANDOM,
+    B_RANDOM_BELOW,
     /* strings (§9.3) */
-    B_LENGTH, B_IS_EMPTY, B_CONTAINS, B_STARTS_WITH, B_ENDS_WITH, B_BYTE_LENGTH, B_TAKE, B_DROP,
-    B_JOIN, B_LINES, B_WORDS, B_UPPER, B_LOWER, B_TRIM, B_TRIM_START, B_TRIM_END, B_REVERSE,
-    B_INDEX_OF, B_SUBSTRING, B_SPLIT, B_REPLACE, B_REPEAT, B_PAD_START, B_PAD_END, B_PARSE_INT,
-    B_PARSE_FLOAT, B_BYTE_AT, B_CODE_POINT_AT, B_CODE_POINT_WIDTH, B_FROM_CODE_POINT,
+    B_LENGTH,
+    B_IS_EMPTY,
+    B_CONTAINS,
+    B_STARTS_WITH,
+    B_ENDS_WITH,
+    B_BYTE_LENGTH,
+    B_TAKE,
+    B_DROP,
+    B_JOIN,
+    B_LINES,
+    B_WORDS,
+    B_UPPER,
+    B_LOWER,
+    B_TRIM,
+    B_TRIM_START,
+    B_TRIM_END,
+    B_REVERSE,
+    B_INDEX_OF,
+    B_SUBSTRING,
+    B_SPLIT,
+    B_REPLACE,
+    B_REPEAT,
+    B_PAD_START,
+    B_PAD_END,
+    B_PARSE_INT,
+    B_PARSE_FLOAT,
+    B_BYTE_AT,
+    B_CODE_POINT_AT,
+    B_CODE_POINT_WIDTH,
+    B_FROM_CODE_POINT,
     /* lists (§9.4) */
-    B_LIST, B_LIST_LENGTH, B_LIST_GET, B_LIST_APPEND, B_LIST_PREPEND, B_LIST_CONCAT, B_LIST_REVERSE,
-    B_LIST_CONTAINS, B_FOREACH_LIST,
+    B_LIST,
+    B_LIST_LENGTH,
+    B_LIST_GET,
+    B_LIST_APPEND,
+    B_LIST_PREPEND,
+    B_LIST_CONCAT,
+    B_LIST_REVERSE,
+    B_LIST_CONTAINS,
+    B_FOREACH_LIST,
     /* maps (§9.5) */
-    B_MAP_NEW, B_MAP_GET, B_MAP_SET, B_MAP_REMOVE, B_MAP_MERGE, B_MAP_CONTAINS, B_MAP_LENGTH,
-    B_MAP_KEYS, B_MAP_VALUES,
+    B_MAP_NEW,
+    B_MAP_GET,
+    B_MAP_SET,
+    B_MAP_REMOVE,
+    B_MAP_MERGE,
+    B_MAP_CONTAINS,
+    B_MAP_LENGTH,
+    B_MAP_KEYS,
+    B_MAP_VALUES,
     /* channels and fibers (§11.3) */
-    B_CHANNEL, B_FIBER_DONE,
+    B_CHANNEL,
+    B_FIBER_DONE,
     B_COUNT
 } Builtin;
 
@@ -57,18 +120,18 @@ typedef struct Sym {
     const char *name;
     Pos pos;
     int id;
-    Type *type;          /* SYM_LOCAL: monomorphic type */
-    FnDecl *fn;          /* SYM_FN */
-    Builtin builtin;     /* SYM_BUILTIN */
-    Unit *owner;         /* SYM_LOCAL: the code unit that binds it */
-    bool file_scope;     /* a top-level let: readable from functions (global storage) */
-    bool is_global;      /* file-scope and read by another unit: lives in a global */
-    int stmt_index;      /* file-scope: index of its top-level statement */
-    Expr *init;          /* let initialiser (used to track static function/iterator values) */
+    Type *type;      /* SYM_LOCAL: monomorphic type */
+    FnDecl *fn;      /* SYM_FN */
+    Builtin builtin; /* SYM_BUILTIN */
+    Unit *owner;     /* SYM_LOCAL: the code unit that binds it */
+    bool file_scope; /* a top-level let: readable from functions (global storage) */
+    bool is_global;  /* file-scope and read by another unit: lives in a global */
+    int stmt_index;  /* file-scope: index of its top-level statement */
+    Expr *init;      /* let initialiser (used to track static function/iterator values) */
     bool is_param;
-    bool is_mut;         /* `mut`: a cell written only by handler arms (§12.4) */
-    int static_kind;     /* STATIC_FN / STATIC_ITER: a let bound to a compile-time-known value */
-    Variant *ctor;       /* SYM_CTOR */
+    bool is_mut;     /* `mut`: a cell written only by handler arms (§12.4) */
+    int static_kind; /* STATIC_FN / STATIC_ITER: a let bound to a compile-time-known value */
+    Variant *ctor;   /* SYM_CTOR */
 } Sym;
 
 enum { STATIC_NONE = 0, STATIC_FN = 1, STATIC_ITER = 2 };
@@ -84,49 +147,96 @@ enum { STATIC_NONE = 0, STATIC_FN = 1, STATIC_ITER = 2 };
 typedef enum UnitKind { U_MAIN, U_FN, U_LAMBDA, U_SPAWN, U_HANDLE, U_ARM, U_HBODY } UnitKind;
 struct Unit {
     UnitKind kind;
-    Unit *parent;        /* lexically enclosing unit (NULL for main and functions) */
-    FnDecl *fn;          /* U_FN: its declaration; others: the enclosing user fn (NULL = main) */
-    int index;           /* k of `<enclosing>$lambda<k>` / `$spawn<k>` / arm / `$handle<k>` */
-    PtrVec captures;     /* U_LAMBDA / U_SPAWN / U_HANDLE: Sym* captured, in first-use order */
+    Unit *parent;    /* lexically enclosing unit (NULL for main and functions) */
+    FnDecl *fn;      /* U_FN: its declaration; others: the enclosing user fn (NULL = main) */
+    int index;       /* k of `<enclosing>$lambda<k>` / `$spawn<k>` / arm / `$handle<k>` */
+    PtrVec captures; /* U_LAMBDA / U_SPAWN / U_HANDLE: Sym* captured, in first-use order */
     int next_lambda, next_spawn, next_arm, next_handle; /* counters (on U_MAIN / U_FN units) */
 };
 
 typedef enum ExprKind {
-    E_INT, E_FLOAT, E_BOOL, E_STRING, E_INTERP, E_IDENT, E_CALL, E_BINARY, E_UNARY,
-    E_ELVIS, E_MATCH, E_BLOCK, E_LAMBDA, E_SPAWN, E_AWAIT, E_YIELD, E_RESULT_CTOR,
-    E_LIST, E_UNSUPPORTED,
+    E_INT,
+    E_FLOAT,
+    E_BOOL,
+    E_STRING,
+    E_INTERP,
+    E_IDENT,
+    E_CALL,
+    E_BINARY,
+    E_UNARY,
+    E_ELVIS,
+    E_MATCH,
+    E_BLOCK,
+    E_LAMBDA,
+    E_SPAWN,
+    E_AWAIT,
+    E_YIELD,
+    E_RESULT_CTOR,
+    E_LIST,
+    E_UNSUPPORTED,
     /* Tier 2 */
-    E_IF, E_FIELD, E_METHOD, E_RECORD, E_UPDATE, E_INDEX, E_MAPLIT, E_PERFORM, E_HANDLE,
-    E_RESUME, E_SEND, E_RECV
+    E_IF,
+    E_FIELD,
+    E_METHOD,
+    E_RECORD,
+    E_UPDATE,
+    E_INDEX,
+    E_MAPLIT,
+    E_PERFORM,
+    E_HANDLE,
+    E_RESUME,
+    E_SEND,
+    E_RECV
 } ExprKind;
 
 typedef enum BinOp {
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_EQ, OP_NE, OP_LT, OP_GT, OP_LE, OP_GE,
-    OP_AND, OP_OR
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_MOD,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_GT,
+    OP_LE,
+    OP_GE,
+    OP_AND,
+    OP_OR
 } BinOp;
 typedef enum UnOp { UOP_NEG, UOP_PLUS, UOP_NOT } UnOp;
 
 const char *binop_spelling(BinOp op);
 
 typedef enum PatKind {
-    PAT_WILD, PAT_BIND, PAT_INT, PAT_FLOAT, PAT_STRING, PAT_BOOL, PAT_SUCCESS, PAT_ERROR,
-    PAT_UNSUPPORTED, PAT_CTOR, PAT_LIST
+    PAT_WILD,
+    PAT_BIND,
+    PAT_INT,
+    PAT_FLOAT,
+    PAT_STRING,
+    PAT_BOOL,
+    PAT_SUCCESS,
+    PAT_ERROR,
+    PAT_UNSUPPORTED,
+    PAT_CTOR,
+    PAT_LIST
 } PatKind;
 
 typedef struct Pattern Pattern;
 struct Pattern {
     PatKind kind;
     Pos pos;
-    const char *name;     /* PAT_BIND name; PAT_SUCCESS/ERROR binder name (or NULL); PAT_CTOR constructor */
+    const char
+        *name; /* PAT_BIND name; PAT_SUCCESS/ERROR binder name (or NULL); PAT_CTOR constructor */
     Pos name_pos;
-    Sym *sym;             /* binder */
+    Sym *sym; /* binder */
     int64_t ival;
     double fval;
     const char *sval;
     size_t slen;
     bool bval;
     struct TypeExpr *annot; /* `x: T` */
-    const char *feature;  /* PAT_UNSUPPORTED */
+    const char *feature;    /* PAT_UNSUPPORTED */
     /* PAT_CTOR: sub-patterns by payload slot (`Node(l, r)`) or by field name
      * (`Circle { radius }`, `fields` set; each sub-pattern binds the field's name).
      * PAT_LIST: the element patterns, then `...rest` (rest_name, rest_sym) if has_rest. */
@@ -134,10 +244,10 @@ struct Pattern {
     int nsubs;
     const char **fields;
     Pos *field_pos;
-    int *slots;           /* PAT_CTOR: payload slot of each sub-pattern (set by the checker) */
-    bool named;           /* PAT_CTOR written with braces */
-    bool has_args;        /* PAT_CTOR written with `(...)` or `{...}` */
-    Variant *variant;     /* PAT_CTOR: resolved constructor */
+    int *slots;       /* PAT_CTOR: payload slot of each sub-pattern (set by the checker) */
+    bool named;       /* PAT_CTOR written with braces */
+    bool has_args;    /* PAT_CTOR written with `(...)` or `{...}` */
+    Variant *variant; /* PAT_CTOR: resolved constructor */
     bool has_rest;
     const char *rest_name;
     Pos rest_pos;
@@ -155,14 +265,14 @@ typedef struct TypeExpr {
     TypeExprKind kind;
     Pos pos;
     const char *name;
-    struct TypeExpr **args;  /* generic arguments / fn params */
+    struct TypeExpr **args; /* generic arguments / fn params */
     int nargs;
-    struct TypeExpr *ret;    /* TE_FN */
-    const char **fields;     /* TE_RECORD: `{ x: int, y: int }` field names (types in args) */
+    struct TypeExpr *ret; /* TE_FN */
+    const char **fields;  /* TE_RECORD: `{ x: int, y: int }` field names (types in args) */
 } TypeExpr;
 
 typedef struct Param {
-    const char *name;        /* NULL for `_` */
+    const char *name; /* NULL for `_` */
     Pos pos;
     TypeExpr *annot;
     Sym *sym;
@@ -173,7 +283,7 @@ typedef struct FieldInit {
     const char *name;
     Pos pos;
     Expr *value;
-    int slot;                /* field index in the record / payload (set by the checker) */
+    int slot; /* field index in the record / payload (set by the checker) */
 } FieldInit;
 
 /* `type` declarations (§3.3). */
@@ -183,22 +293,22 @@ struct Variant {
     const char *name;
     Pos pos;
     TypeDecl *decl;
-    int tag;                 /* index among the union's variants */
-    bool named;              /* `Circle { radius: float }` */
-    const char **fields;     /* named payload field names (NULL for positional) */
-    TypeExpr **ftypes;       /* payload types as written */
+    int tag;             /* index among the union's variants */
+    bool named;          /* `Circle { radius: float }` */
+    const char **fields; /* named payload field names (NULL for positional) */
+    TypeExpr **ftypes;   /* payload types as written */
     int nfields;
-    struct Type **types;     /* payload types over the declaration's parameter variables */
+    struct Type **types; /* payload types over the declaration's parameter variables */
     Sym *sym;
 };
 
 struct TypeDecl {
     const char *name;
     Pos pos;
-    TypeDeclKind kind;       /* TD_NAME: `type A = B`, an alias or a one-variant union (resolved later) */
+    TypeDeclKind kind; /* TD_NAME: `type A = B`, an alias or a one-variant union (resolved later) */
     const char **params;
     int nparams;
-    struct Type **pvars;     /* one generic variable per parameter */
+    struct Type **pvars; /* one generic variable per parameter */
     /* TD_RECORD */
     const char **fields;
     TypeExpr **ftypes;
@@ -210,15 +320,15 @@ struct TypeDecl {
     /* TD_ALIAS */
     TypeExpr *alias;
     struct Type *alias_type;
-    int state;               /* alias expansion: 0 new, 1 in progress, 2 done */
+    int state; /* alias expansion: 0 new, 1 in progress, 2 done */
 };
 
 /* `effect` declarations (§3.4). */
 typedef struct OpDecl {
     const char *name;
     Pos pos;
-    TypeExpr *sig;           /* a function type */
-    struct Type *type;       /* TY_FN over the effect's parameter variables */
+    TypeExpr *sig;     /* a function type */
+    struct Type *type; /* TY_FN over the effect's parameter variables */
 } OpDecl;
 
 struct EffectDecl {
@@ -248,91 +358,169 @@ struct HandleArm {
     Param *binders;
     int nbinders;
     Expr *body;
-    int opi;                 /* index of the operation in the effect */
-    bool resuming;           /* the body contains `resume` (§12.3) */
-    bool tail_resume;        /* the arm's value is `resume(...)` in tail position */
-    Unit *unit;              /* U_ARM */
-    int index;               /* arm number k in `<enclosing>$<Effect>.<op><k>` */
-    int table_index;         /* index in the handle's resuming-arm table */
+    int opi;          /* index of the operation in the effect */
+    bool resuming;    /* the body contains `resume` (§12.3) */
+    bool tail_resume; /* the arm's value is `resume(...)` in tail position */
+    Unit *unit;       /* U_ARM */
+    int index;        /* arm number k in `<enclosing>$<Effect>.<op><k>` */
+    int table_index;  /* index in the handle's resuming-arm table */
 };
 
 struct Expr {
     ExprKind kind;
     Pos pos;
-    Type *type;              /* inferred */
+    Type *type; /* inferred */
     union {
-        int64_t ival;                                   /* E_INT */
-        double fval;                                    /* E_FLOAT */
-        bool bval;                                      /* E_BOOL */
-        struct { const char *s; size_t len; } str;      /* E_STRING */
-        struct { Expr **parts; int nparts; } interp;    /* E_INTERP: each part a string-typed or rendered expr */
+        int64_t ival; /* E_INT */
+        double fval;  /* E_FLOAT */
+        bool bval;    /* E_BOOL */
+        struct {
+            const char *s;
+            size_t len;
+        } str; /* E_STRING */
+        struct {
+            Expr **parts;
+            int nparts;
+        } interp; /* E_INTERP: each part a string-typed or rendered expr */
         struct {
             const char *name;
             Sym *sym;
-            Type **inst; int ninst;  /* instantiation of a polymorphic function's scheme */
+            Type **inst;
+            int ninst; /* instantiation of a polymorphic function's scheme */
         } ident;
         struct {
             Expr *callee;
-            Expr **args; int nargs;
-            bool piped;              /* written as `x |> f(...)` */
-            const char **names;      /* named arguments (NULL: positional); names[0] NULL when piped */
+            Expr **args;
+            int nargs;
+            bool piped;         /* written as `x |> f(...)` */
+            const char **names; /* named arguments (NULL: positional); names[0] NULL when piped */
             Pos *name_pos;
         } call;
-        struct { BinOp op; Expr *l, *r; } bin;
-        struct { UnOp op; Expr *e; } un;
-        struct { Expr *l, *r; } elvis;
-        struct { Expr *scrut; MatchArm *arms; int narms; } match;
-        struct { Stmt **stmts; int nstmts; } block;     /* value: last stmt if it is an expression */
         struct {
-            Param *params; int nparams;
+            BinOp op;
+            Expr *l, *r;
+        } bin;
+        struct {
+            UnOp op;
+            Expr *e;
+        } un;
+        struct {
+            Expr *l, *r;
+        } elvis;
+        struct {
+            Expr *scrut;
+            MatchArm *arms;
+            int narms;
+        } match;
+        struct {
+            Stmt **stmts;
+            int nstmts;
+        } block; /* value: last stmt if it is an expression */
+        struct {
+            Param *params;
+            int nparams;
             TypeExpr *ret;
             Expr *body;
             Unit *unit;
         } lambda;
-        struct { Expr *e; Unit *unit; } spawn;
-        struct { Expr *e; } await;
-        struct { Expr *e; } yield;                      /* e may be NULL */
-        struct { bool is_error; Expr *e; } ctor;        /* Success { value: e } / Error { message: e } */
-        struct { Expr **elems; int n; } list;
-        struct { const char *feature; Expr **subs; int nsubs; } unsup;
-        struct { Expr *cond, *then, *els; } if_;
-        struct { Expr *e; const char *name; Pos npos; int slot; } field;
         struct {
-            Expr *recv; const char *name; Pos npos;
-            Expr **args; int nargs;
-            Expr *fn;                /* E_IDENT for `name` (sym NULL if no such function) */
-            Expr *call;              /* the chosen call (set by the checker) */
+            Expr *e;
+            Unit *unit;
+        } spawn;
+        struct {
+            Expr *e;
+        } await;
+        struct {
+            Expr *e;
+        } yield; /* e may be NULL */
+        struct {
+            bool is_error;
+            Expr *e;
+        } ctor; /* Success { value: e } / Error { message: e } */
+        struct {
+            Expr **elems;
+            int n;
+        } list;
+        struct {
+            const char *feature;
+            Expr **subs;
+            int nsubs;
+        } unsup;
+        struct {
+            Expr *cond, *then, *els;
+        } if_;
+        struct {
+            Expr *e;
+            const char *name;
+            Pos npos;
+            int slot;
+        } field;
+        struct {
+            Expr *recv;
+            const char *name;
+            Pos npos;
+            Expr **args;
+            int nargs;
+            Expr *fn;   /* E_IDENT for `name` (sym NULL if no such function) */
+            Expr *call; /* the chosen call (set by the checker) */
         } method;
         struct {
-            const char *tname; Pos tpos; /* NULL: anonymous record */
-            FieldInit *fields; int n;
-            TypeDecl *decl;          /* a declared record */
-            Variant *variant;        /* a named-payload constructor */
+            const char *tname;
+            Pos tpos; /* NULL: anonymous record */
+            FieldInit *fields;
+            int n;
+            TypeDecl *decl;   /* a declared record */
+            Variant *variant; /* a named-payload constructor */
         } record;
-        struct { Expr *e; FieldInit *fields; int n; } update;
-        struct { Expr *e, *idx; } index;
-        struct { Expr **keys, **vals; int n; } maplit;
         struct {
-            const char *effect; Pos epos; const char *op; Pos opos;
-            Expr **args; int nargs;
-            EffectDecl *decl; int opi;
-            struct Type **inst;      /* the effect's type arguments */
+            Expr *e;
+            FieldInit *fields;
+            int n;
+        } update;
+        struct {
+            Expr *e, *idx;
+        } index;
+        struct {
+            Expr **keys, **vals;
+            int n;
+        } maplit;
+        struct {
+            const char *effect;
+            Pos epos;
+            const char *op;
+            Pos opos;
+            Expr **args;
+            int nargs;
+            EffectDecl *decl;
+            int opi;
+            struct Type **inst; /* the effect's type arguments */
         } perform;
         struct {
-            const char *effect; Pos epos;
-            HandleArm *arms; int narms;
+            const char *effect;
+            Pos epos;
+            HandleArm *arms;
+            int narms;
             Expr *body;
             EffectDecl *decl;
             struct Type **inst;
-            Unit *group;             /* U_HANDLE */
-            Unit *body_unit;         /* U_HBODY when resuming, else NULL */
+            Unit *group;     /* U_HANDLE */
+            Unit *body_unit; /* U_HBODY when resuming, else NULL */
             bool resuming;
-            int index;               /* k of `<enclosing>$handle<k>` (resuming only) */
+            int index; /* k of `<enclosing>$handle<k>` (resuming only) */
             int nresuming;
         } handle;
-        struct { Expr *e; HandleArm *arm; Expr *handle; bool tail; } resume;
-        struct { Expr *ch, *v; } send;
-        struct { Expr *ch; } recv;
+        struct {
+            Expr *e;
+            HandleArm *arm;
+            Expr *handle;
+            bool tail;
+        } resume;
+        struct {
+            Expr *ch, *v;
+        } send;
+        struct {
+            Expr *ch;
+        } recv;
     } u;
 };
 
@@ -355,7 +543,12 @@ struct Stmt {
         const char *feature;
         TypeDecl *type;
         EffectDecl *effect;
-        struct { const char *name; Pos name_pos; Expr *value; Sym *sym; } assign;
+        struct {
+            const char *name;
+            Pos name_pos;
+            Expr *value;
+            Sym *sym;
+        } assign;
     } u;
 };
 
@@ -364,33 +557,33 @@ typedef struct Constraint Constraint;
 
 struct FnDecl {
     const char *name;
-    Pos pos;                 /* of the name */
-    int line;                /* line of the `fn` keyword (DISubprogram line) */
+    Pos pos;  /* of the name */
+    int line; /* line of the `fn` keyword (DISubprogram line) */
     Param *params;
     int nparams;
-    const char **tparams;    /* explicit type parameters `<T, U>` */
+    const char **tparams; /* explicit type parameters `<T, U>` */
     Pos *tparam_pos;
     int ntparams;
-    struct Type **tvars;     /* their rigid variables */
-    EffectRef *row;          /* declared effect row, or NULL */
+    struct Type **tvars; /* their rigid variables */
+    EffectRef *row;      /* declared effect row, or NULL */
     int nrow;
     bool has_row;
     TypeExpr *ret_annot;
     Expr *body;
     Sym *sym;
     Unit *unit;
-    int decl_index;          /* position among top-level statements */
+    int decl_index; /* position among top-level statements */
     bool is_main;
     /* inference */
-    Type *type;              /* TY_FN, with generic vars when polymorphic */
-    Type **qvars;            /* generalised variables, in a fixed order */
+    Type *type;   /* TY_FN, with generic vars when polymorphic */
+    Type **qvars; /* generalised variables, in a fixed order */
     int nqvars;
-    PtrVec cons;             /* Constraint* kept in the scheme */
-    int scc;                 /* strongly connected component id */
-    int check_state;         /* 0 unchecked, 1 in progress, 2 done */
-    PtrVec callees;          /* FnDecl* referenced from the body */
-    PtrVec globals_read;     /* Sym* file-scope bindings read by the body (direct) */
-    EffSet *esc;             /* effects that may escape a call (effects.c) */
+    PtrVec cons;         /* Constraint* kept in the scheme */
+    int scc;             /* strongly connected component id */
+    int check_state;     /* 0 unchecked, 1 in progress, 2 done */
+    PtrVec callees;      /* FnDecl* referenced from the body */
+    PtrVec globals_read; /* Sym* file-scope bindings read by the body (direct) */
+    EffSet *esc;         /* effects that may escape a call (effects.c) */
     /* Tarjan */
     int t_index, t_low;
     bool t_onstack;
@@ -400,17 +593,17 @@ struct FnDecl {
 typedef struct Program {
     Arena *arena;
     TypeCtx types;
-    const char *path;        /* as given */
-    const char *abs_path;    /* absolute path for debug info (may equal path) */
-    Stmt **stmts;            /* top-level statements in source order */
+    const char *path;     /* as given */
+    const char *abs_path; /* absolute path for debug info (may equal path) */
+    Stmt **stmts;         /* top-level statements in source order */
     int nstmts;
-    PtrVec fns;              /* FnDecl*, in declaration order */
-    FnDecl *main_fn;         /* `fn main`, or NULL */
+    PtrVec fns;      /* FnDecl*, in declaration order */
+    FnDecl *main_fn; /* `fn main`, or NULL */
     Unit *main_unit;
-    PtrVec tdecls;           /* TypeDecl* */
-    PtrVec edecls;           /* EffectDecl* */
+    PtrVec tdecls; /* TypeDecl* */
+    PtrVec edecls; /* EffectDecl* */
     bool uses_testing;
-    int main_line;           /* line for the entry point's DISubprogram */
+    int main_line; /* line for the entry point's DISubprogram */
 } Program;
 
 /* Constructors used by the parser. */

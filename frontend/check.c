@@ -23,8 +23,8 @@ struct Constraint {
     BinOp op;
     Type *a, *b, *res;
     Pos pos;
-    const char *via;   /* instantiated from the scheme of this function */
-    const char *name;  /* C_FIELD: the field; C_SIZED: the built-in */
+    const char *via;  /* instantiated from the scheme of this function */
+    const char *name; /* C_FIELD: the field; C_SIZED: the built-in */
     int level;
     bool dead;
 };
@@ -34,16 +34,16 @@ typedef struct Checker {
     Diags *d;
     Program *prog;
     TypeCtx *tc;
-    PtrVec pending;        /* Constraint* */
+    PtrVec pending; /* Constraint* */
     int errors;
-    PtrVec *sccs;          /* per SCC id: FnDecl* members */
+    PtrVec *sccs; /* per SCC id: FnDecl* members */
     int nsccs;
     FnDecl *cur_fn;
     /* type parameters in scope for annotations: names[i] stands for types[i] */
     const char **tnames;
     Type **ttypes;
     int ntenv;
-    PtrVec handles;        /* Expr* E_HANDLE whose body is being checked (innermost last) */
+    PtrVec handles; /* Expr* E_HANDLE whose body is being checked (innermost last) */
 } Checker;
 
 static void error(Checker *c, Pos pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -55,7 +55,9 @@ static void error(Checker *c, Pos pos, const char *fmt, ...) {
     c->errors++;
 }
 
-static char *show(Checker *c, Type *t) { return ty_show(c->a, t); }
+static char *show(Checker *c, Type *t) {
+    return ty_show(c->a, t);
+}
 
 static void poison(Checker *c, Type *t) {
     t = ty_find(t);
@@ -64,7 +66,16 @@ static void poison(Checker *c, Type *t) {
 
 /* ---- deferred constraints ---- */
 
-typedef enum Cls { CL_UNKNOWN, CL_INT, CL_FLOAT, CL_STRING, CL_LIST, CL_MAP, CL_OTHER, CL_POISON } Cls;
+typedef enum Cls {
+    CL_UNKNOWN,
+    CL_INT,
+    CL_FLOAT,
+    CL_STRING,
+    CL_LIST,
+    CL_MAP,
+    CL_OTHER,
+    CL_POISON
+} Cls;
 
 static const char *via_prefix(Checker *c, Constraint *k) {
     return k->via ? arena_printf(c->a, "in this call to `%s`: ", k->via) : "";
@@ -78,7 +89,8 @@ static Cls classify(Checker *c, Constraint *k, Type *t, bool *is_result, bool *b
         *is_result = true;
         if (!ty_unify(c->tc, t->args[1], c->tc->t_matherror)) {
             error(c, k->pos,
-                  "%sonly `Result<_, MathError>` values chain through arithmetic, but this operand has type `%s`; unwrap it with `?:` or `match` first",
+                  "%sonly `Result<_, MathError>` values chain through arithmetic, but this operand "
+                  "has type `%s`; unwrap it with `?:` or `match` first",
                   via_prefix(c, k), show(c, t));
             *bad = true;
             return CL_POISON;
@@ -114,10 +126,14 @@ static bool try_solve(Checker *c, Constraint *k) {
     switch (k->kind) {
     case C_ARITH: {
         Type *fa = ty_find(k->a), *fb = ty_find(k->b);
-        bool rig_a = fa->kind == TY_VAR && fa->rigid && !fa->generic, rig_b = fb->kind == TY_VAR && fb->rigid && !fb->generic;
+        bool rig_a = fa->kind == TY_VAR && fa->rigid && !fa->generic,
+             rig_b = fb->kind == TY_VAR && fb->rigid && !fb->generic;
         if ((rig_a && fb->kind != TY_VAR) || (rig_b && fa->kind != TY_VAR)) {
-            error(c, k->pos, "%soperator `%s` cannot be applied to `%s` and `%s` (`%s` is a type parameter: it can be any type)",
-                  via_prefix(c, k), binop_spelling(k->op), show(c, fa), show(c, fb), show(c, rig_a ? fa : fb));
+            error(c, k->pos,
+                  "%soperator `%s` cannot be applied to `%s` and `%s` (`%s` is a type parameter: "
+                  "it can be any type)",
+                  via_prefix(c, k), binop_spelling(k->op), show(c, fa), show(c, fb),
+                  show(c, rig_a ? fa : fb));
             poison(c, k->res);
             return true;
         }
@@ -130,14 +146,16 @@ static bool try_solve(Checker *c, Constraint *k) {
         if (ca == CL_LIST || cb == CL_LIST || ca == CL_MAP || cb == CL_MAP) {
             /* xs + ys concatenates lists; a + b merges maps (the right side wins) */
             Cls want = (ca == CL_LIST || cb == CL_LIST) ? CL_LIST : CL_MAP;
-            if (k->op != OP_ADD || (ca != want && ca != CL_UNKNOWN) || (cb != want && cb != CL_UNKNOWN)) {
-                error(c, k->pos, "%soperator `%s` cannot be applied to `%s` and `%s`", via_prefix(c, k),
-                      binop_spelling(k->op), show(c, k->a), show(c, k->b));
+            if (k->op != OP_ADD || (ca != want && ca != CL_UNKNOWN) ||
+                (cb != want && cb != CL_UNKNOWN)) {
+                error(c, k->pos, "%soperator `%s` cannot be applied to `%s` and `%s`",
+                      via_prefix(c, k), binop_spelling(k->op), show(c, k->a), show(c, k->b));
                 poison(c, k->res);
                 return true;
             }
             if (!ty_unify(tc, k->a, k->b)) {
-                error(c, k->pos, "%scannot concatenate `%s` and `%s`", via_prefix(c, k), show(c, k->a), show(c, k->b));
+                error(c, k->pos, "%scannot concatenate `%s` and `%s`", via_prefix(c, k),
+                      show(c, k->a), show(c, k->b));
                 poison(c, k->res);
                 return true;
             }
@@ -147,8 +165,8 @@ static bool try_solve(Checker *c, Constraint *k) {
         if (ca == CL_STRING || cb == CL_STRING) {
             if (k->op != OP_ADD || ra || rb || (ca != CL_STRING && ca != CL_UNKNOWN) ||
                 (cb != CL_STRING && cb != CL_UNKNOWN)) {
-                error(c, k->pos, "%soperator `%s` cannot be applied to `%s` and `%s`", via_prefix(c, k),
-                      binop_spelling(k->op), show(c, k->a), show(c, k->b));
+                error(c, k->pos, "%soperator `%s` cannot be applied to `%s` and `%s`",
+                      via_prefix(c, k), binop_spelling(k->op), show(c, k->a), show(c, k->b));
                 poison(c, k->res);
                 return true;
             }
@@ -178,12 +196,15 @@ static bool try_solve(Checker *c, Constraint *k) {
         }
         if (ca == CL_UNKNOWN) return false;
         if (ca != CL_INT && ca != CL_FLOAT) {
-            error(c, k->pos, "%sunary `-` cannot be applied to `%s`", via_prefix(c, k), show(c, k->a));
+            error(c, k->pos, "%sunary `-` cannot be applied to `%s`", via_prefix(c, k),
+                  show(c, k->a));
             poison(c, k->res);
             return true;
         }
-        if (ca == CL_INT) unify_result(c, k, ty_result(tc, tc->t_int, tc->t_matherror));
-        else unify_result(c, k, ra ? ty_result(tc, tc->t_float, tc->t_matherror) : tc->t_float);
+        if (ca == CL_INT)
+            unify_result(c, k, ty_result(tc, tc->t_int, tc->t_matherror));
+        else
+            unify_result(c, k, ra ? ty_result(tc, tc->t_float, tc->t_matherror) : tc->t_float);
         return true;
     }
     case C_CMP: {
@@ -191,24 +212,28 @@ static bool try_solve(Checker *c, Constraint *k) {
         if (a->kind == TY_POISON || b->kind == TY_POISON) return true;
         if (a->kind == TY_RESULT || b->kind == TY_RESULT) {
             error(c, k->pos,
-                  "%scannot compare `%s` with `%s`: a Result must be unwrapped with `?:` or `match` before comparing",
+                  "%scannot compare `%s` with `%s`: a Result must be unwrapped with `?:` or "
+                  "`match` before comparing",
                   via_prefix(c, k), show(c, a), show(c, b));
             return true;
         }
         bool eq = k->op == OP_EQ || k->op == OP_NE;
-        bool an = a->kind == TY_INT || a->kind == TY_FLOAT, bn = b->kind == TY_INT || b->kind == TY_FLOAT;
+        bool an = a->kind == TY_INT || a->kind == TY_FLOAT,
+             bn = b->kind == TY_INT || b->kind == TY_FLOAT;
         if (an && bn) return true;
         if (a->kind == TY_VAR && b->kind == TY_VAR) return false;
         if ((a->kind == TY_VAR && bn) || (b->kind == TY_VAR && an)) return false;
         if (a->kind == TY_VAR) ty_unify(tc, a, b), a = ty_find(a);
         if (b->kind == TY_VAR) ty_unify(tc, b, a), b = ty_find(b);
-        bool ok = a->kind == b->kind &&
-                  (a->kind == TY_STRING || (eq && a->kind == TY_BOOL));
+        bool ok = a->kind == b->kind && (a->kind == TY_STRING || (eq && a->kind == TY_BOOL));
         if (!ok) {
             if (a->kind == b->kind && a->kind == TY_BOOL)
-                error(c, k->pos, "%soperator `%s` cannot be applied to `bool` (only `==` and `!=` can)", via_prefix(c, k), binop_spelling(k->op));
+                error(c, k->pos,
+                      "%soperator `%s` cannot be applied to `bool` (only `==` and `!=` can)",
+                      via_prefix(c, k), binop_spelling(k->op));
             else
-                error(c, k->pos, "%scannot compare `%s` with `%s`", via_prefix(c, k), show(c, a), show(c, b));
+                error(c, k->pos, "%scannot compare `%s` with `%s`", via_prefix(c, k), show(c, a),
+                      show(c, b));
         }
         return true;
     }
@@ -225,18 +250,25 @@ static bool try_solve(Checker *c, Constraint *k) {
                 continue;
             case TY_FN:
                 if (k->b) return true;
-                error(c, k->pos, "%sa function cannot be printed or rendered (it has type `%s`)", via_prefix(c, k), show(c, t));
-                return true;
-            case TY_ITER:
-                error(c, k->pos, "%san Iterator cannot be printed; consume it with `forEach` or `fold`", via_prefix(c, k));
-                return true;
-            case TY_LIST: case TY_MAP: case TY_NAMED: case TY_RECORD:
-                if (k->b) return true;
-                error(c, k->pos, "%svalues of type `%s` cannot be printed or compared by rendering (only int, float, bool, string, Unit, Results and handles can)",
+                error(c, k->pos, "%sa function cannot be printed or rendered (it has type `%s`)",
                       via_prefix(c, k), show(c, t));
                 return true;
-            default:
+            case TY_ITER:
+                error(c, k->pos,
+                      "%san Iterator cannot be printed; consume it with `forEach` or `fold`",
+                      via_prefix(c, k));
                 return true;
+            case TY_LIST:
+            case TY_MAP:
+            case TY_NAMED:
+            case TY_RECORD:
+                if (k->b) return true;
+                error(c, k->pos,
+                      "%svalues of type `%s` cannot be printed or compared by rendering (only int, "
+                      "float, bool, string, Unit, Results and handles can)",
+                      via_prefix(c, k), show(c, t));
+                return true;
+            default: return true;
             }
         }
     case C_INDEX: {
@@ -246,21 +278,26 @@ static bool try_solve(Checker *c, Constraint *k) {
         case TY_POISON: poison(c, k->res); return true;
         case TY_LIST:
             if (!ty_unify(tc, k->b, tc->t_int))
-                error(c, k->pos, "%sa list index must be an `int`, found `%s`", via_prefix(c, k), show(c, k->b));
+                error(c, k->pos, "%sa list index must be an `int`, found `%s`", via_prefix(c, k),
+                      show(c, k->b));
             unify_result(c, k, ty_result(tc, t->args[0], tc->t_errort));
             return true;
         case TY_MAP:
             if (!ty_unify(tc, k->b, tc->t_string))
-                error(c, k->pos, "%sa map key must be a `string`, found `%s`", via_prefix(c, k), show(c, k->b));
+                error(c, k->pos, "%sa map key must be a `string`, found `%s`", via_prefix(c, k),
+                      show(c, k->b));
             unify_result(c, k, ty_result(tc, t->args[1], tc->t_errort));
             return true;
         case TY_STRING:
             if (!ty_unify(tc, k->b, tc->t_int))
-                error(c, k->pos, "%sa string index must be an `int`, found `%s`", via_prefix(c, k), show(c, k->b));
+                error(c, k->pos, "%sa string index must be an `int`, found `%s`", via_prefix(c, k),
+                      show(c, k->b));
             unify_result(c, k, ty_result(tc, tc->t_string, tc->t_errort));
             return true;
         default:
-            error(c, k->pos, "%svalues of type `%s` cannot be indexed (lists, maps and strings can)", via_prefix(c, k), show(c, t));
+            error(c, k->pos,
+                  "%svalues of type `%s` cannot be indexed (lists, maps and strings can)",
+                  via_prefix(c, k), show(c, t));
             poison(c, k->res);
             return true;
         }
@@ -269,7 +306,8 @@ static bool try_solve(Checker *c, Constraint *k) {
         Type *t = ty_find(k->a);
         if (t->kind == TY_VAR) return false;
         if (t->kind != TY_STRING && t->kind != TY_LIST && t->kind != TY_MAP && t->kind != TY_POISON)
-            error(c, k->pos, "%s`%s` needs a string, a list or a map, found `%s`", via_prefix(c, k), k->name, show(c, t));
+            error(c, k->pos, "%s`%s` needs a string, a list or a map, found `%s`", via_prefix(c, k),
+                  k->name, show(c, t));
         return true;
     }
     case C_FIELD: {
@@ -283,21 +321,26 @@ static bool try_solve(Checker *c, Constraint *k) {
         Type *ft = inst_field(c, t, k->name, &slot);
         if (!ft) {
             if (is_record_type(t))
-                error(c, k->pos, "%srecord type `%s` has no field `%s`", via_prefix(c, k), show(c, t), k->name);
+                error(c, k->pos, "%srecord type `%s` has no field `%s`", via_prefix(c, k),
+                      show(c, t), k->name);
             else
-                error(c, k->pos, "%s`%s` has no fields (`.%s` needs a record)", via_prefix(c, k), show(c, t), k->name);
+                error(c, k->pos, "%s`%s` has no fields (`.%s` needs a record)", via_prefix(c, k),
+                      show(c, t), k->name);
             poison(c, k->res);
             return true;
         }
         if (!ty_unify(tc, k->res, ft))
-            error(c, k->pos, "%sfield `%s` has type `%s`, but it is used as `%s`", via_prefix(c, k), k->name, show(c, ft), show(c, k->res));
+            error(c, k->pos, "%sfield `%s` has type `%s`, but it is used as `%s`", via_prefix(c, k),
+                  k->name, show(c, ft), show(c, k->res));
         return true;
     }
     case C_SENDABLE: {
         Type *t = ty_find(k->a);
         if (t->kind == TY_VAR) return false;
         if (t->kind == TY_RESULT)
-            error(c, k->pos, "%sa Result cannot be sent over a channel (it has type `%s`); unwrap it with `?:` or `match` first",
+            error(c, k->pos,
+                  "%sa Result cannot be sent over a channel (it has type `%s`); unwrap it with "
+                  "`?:` or `match` first",
                   via_prefix(c, k), show(c, t));
         return true;
     }
@@ -305,8 +348,8 @@ static bool try_solve(Checker *c, Constraint *k) {
     return true;
 }
 
-static Constraint *add_constraint_named(Checker *c, CKind kind, BinOp op, Type *a, Type *b, Type *res, Pos pos,
-                                        const char *via, const char *name) {
+static Constraint *add_constraint_named(Checker *c, CKind kind, BinOp op, Type *a, Type *b,
+                                        Type *res, Pos pos, const char *via, const char *name) {
     Constraint *k = arena_alloc(c->a, sizeof *k);
     k->name = name;
     k->kind = kind;
@@ -321,7 +364,8 @@ static Constraint *add_constraint_named(Checker *c, CKind kind, BinOp op, Type *
     return k;
 }
 
-static Constraint *add_constraint(Checker *c, CKind kind, BinOp op, Type *a, Type *b, Type *res, Pos pos, const char *via) {
+static Constraint *add_constraint(Checker *c, CKind kind, BinOp op, Type *a, Type *b, Type *res,
+                                  Pos pos, const char *via) {
     return add_constraint_named(c, kind, op, a, b, res, pos, via, NULL);
 }
 
@@ -373,12 +417,17 @@ static void solve_forced(Checker *c, int min_level) {
             ty_unify(c->tc, sa, c->tc->t_string);
             continue;
         }
-        if (sa->kind == TY_VAR && !sa->generic && !sa->rigid && (stuck->kind == C_FIELD || stuck->kind == C_INDEX)) {
+        if (sa->kind == TY_VAR && !sa->generic && !sa->rigid &&
+            (stuck->kind == C_FIELD || stuck->kind == C_INDEX)) {
             if (stuck->kind == C_FIELD)
-                error(c, stuck->pos, "%scannot tell which record type has the field `%s` here; annotate the value's type",
+                error(c, stuck->pos,
+                      "%scannot tell which record type has the field `%s` here; annotate the "
+                      "value's type",
                       via_prefix(c, stuck), stuck->name);
             else
-                error(c, stuck->pos, "%scannot tell what is being indexed here; annotate the value's type", via_prefix(c, stuck));
+                error(c, stuck->pos,
+                      "%scannot tell what is being indexed here; annotate the value's type",
+                      via_prefix(c, stuck));
             poison(c, sa);
             if (stuck->res) poison(c, stuck->res);
             continue;
@@ -419,7 +468,8 @@ static bool mentions(Type *t, PtrVec *vars, int depth) {
 }
 
 static bool cons_mentions(Constraint *k, PtrVec *vars) {
-    return mentions(k->a, vars, 0) || (k->b && mentions(k->b, vars, 0)) || (k->res && mentions(k->res, vars, 0));
+    return mentions(k->a, vars, 0) || (k->b && mentions(k->b, vars, 0)) ||
+           (k->res && mentions(k->res, vars, 0));
 }
 
 static void generalise(Checker *c, PtrVec *members, int outer) {
@@ -429,7 +479,8 @@ static void generalise(Checker *c, PtrVec *members, int outer) {
         if (((FnDecl *)members->items[i])->is_main) is_main = true;
     PtrVec S = {0};
     if (!is_main)
-        for (int i = 0; i < members->len; i++) collect_vars(((FnDecl *)members->items[i])->type, outer, &S, c->a, 0);
+        for (int i = 0; i < members->len; i++)
+            collect_vars(((FnDecl *)members->items[i])->type, outer, &S, c->a, 0);
     PtrVec kept = {0};
     bool changed = S.len > 0;
     while (changed) {
@@ -509,11 +560,14 @@ static TypeDecl *find_tdecl(Checker *c, const char *name) {
     return NULL;
 }
 
-static const char *decl_name(void *decl) { return ((TypeDecl *)decl)->name; }
+static const char *decl_name(void *decl) {
+    return ((TypeDecl *)decl)->name;
+}
 
 static bool is_record_type(Type *t) {
     t = ty_find(t);
-    return t->kind == TY_RECORD || (t->kind == TY_NAMED && ((TypeDecl *)t->decl)->kind == TD_RECORD);
+    return t->kind == TY_RECORD ||
+           (t->kind == TY_NAMED && ((TypeDecl *)t->decl)->kind == TD_RECORD);
 }
 
 /* Substitute a declaration's parameter variables by `args`. */
@@ -557,7 +611,9 @@ static Type *fresh_named(Checker *c, TypeDecl *td) {
 static Type *convert_type(Checker *c, TypeExpr *te);
 static void prepare_alias(Checker *c, TypeDecl *td);
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 /* An anonymous record type: fields sorted by name. */
 static Type *make_anon_record(Checker *c, int n, const char **names, Type **types, int *slots) {
@@ -588,7 +644,8 @@ static Type *convert_type(Checker *c, TypeExpr *te) {
         for (int i = 0; i < te->nargs; i++)
             for (int j = 0; j < i; j++)
                 if (strcmp(te->fields[i], te->fields[j]) == 0) {
-                    error(c, te->args[i]->pos, "duplicate field `%s` in a record type", te->fields[i]);
+                    error(c, te->args[i]->pos, "duplicate field `%s` in a record type",
+                          te->fields[i]);
                     return tc->t_poison;
                 }
         Type **ts = arena_alloc(c->a, sizeof(Type *) * (size_t)(te->nargs + 1));
@@ -603,17 +660,22 @@ static Type *convert_type(Checker *c, TypeExpr *te) {
             }
             return c->ttypes[i];
         }
-    static const struct { const char *name; int nargs; TyKind kind; } names[] = {
-        {"int", 0, TY_INT}, {"float", 0, TY_FLOAT}, {"bool", 0, TY_BOOL}, {"string", 0, TY_STRING},
-        {"Unit", 0, TY_UNIT}, {"MathError", 0, TY_MATHERROR}, {"Error", 0, TY_ERRORT},
-        {"Result", 2, TY_RESULT}, {"Fiber", 1, TY_FIBER}, {"Iterator", 1, TY_ITER},
-        {"List", 1, TY_LIST}, {"Map", 2, TY_MAP}, {"Channel", 1, TY_CHANNEL},
+    static const struct {
+        const char *name;
+        int nargs;
+        TyKind kind;
+    } names[] = {
+        {"int", 0, TY_INT},         {"float", 0, TY_FLOAT},   {"bool", 0, TY_BOOL},
+        {"string", 0, TY_STRING},   {"Unit", 0, TY_UNIT},     {"MathError", 0, TY_MATHERROR},
+        {"Error", 0, TY_ERRORT},    {"Result", 2, TY_RESULT}, {"Fiber", 1, TY_FIBER},
+        {"Iterator", 1, TY_ITER},   {"List", 1, TY_LIST},     {"Map", 2, TY_MAP},
+        {"Channel", 1, TY_CHANNEL},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (strcmp(names[i].name, te->name) != 0) continue;
         if (te->nargs != names[i].nargs) {
-            error(c, te->pos, "type `%s` takes %d type argument%s, got %d", te->name, names[i].nargs,
-                  names[i].nargs == 1 ? "" : "s", te->nargs);
+            error(c, te->pos, "type `%s` takes %d type argument%s, got %d", te->name,
+                  names[i].nargs, names[i].nargs == 1 ? "" : "s", te->nargs);
             return tc->t_poison;
         }
         switch (names[i].kind) {
@@ -628,7 +690,8 @@ static Type *convert_type(Checker *c, TypeExpr *te) {
             Type *args[2];
             for (int k = 0; k < te->nargs; k++) args[k] = convert_type(c, te->args[k]);
             if (names[i].kind == TY_MAP && !ty_unify(tc, args[0], tc->t_string)) {
-                error(c, te->args[0]->pos, "map keys are strings: write `Map<string, %s>`", show(c, args[1]));
+                error(c, te->args[0]->pos, "map keys are strings: write `Map<string, %s>`",
+                      show(c, args[1]));
                 return tc->t_poison;
             }
             return ty_con(tc, names[i].kind, te->nargs, args);
@@ -659,7 +722,9 @@ static Type *convert_type(Checker *c, TypeExpr *te) {
     }
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcasecmp(names[i].name, te->name) == 0) {
-            error(c, te->pos, "unknown type `%s` (type names are case-sensitive: did you mean `%s`?)", te->name, names[i].name);
+            error(c, te->pos,
+                  "unknown type `%s` (type names are case-sensitive: did you mean `%s`?)", te->name,
+                  names[i].name);
             return tc->t_poison;
         }
     error(c, te->pos, "unknown type `%s`", te->name);
@@ -719,26 +784,27 @@ static void prepare_decls(Checker *c) {
         switch (td->kind) {
         case TD_RECORD:
             td->types = arena_alloc(c->a, sizeof(Type *) * (size_t)(td->nfields + 1));
-            for (int k = 0; k < td->nfields; k++) td->types[k] = convert_in(c, td->ftypes[k], td->params, td->pvars, td->nparams);
+            for (int k = 0; k < td->nfields; k++)
+                td->types[k] = convert_in(c, td->ftypes[k], td->params, td->pvars, td->nparams);
             break;
         case TD_UNION:
             for (int v = 0; v < td->nvariants; v++) {
                 Variant *var = td->variants[v];
                 var->types = arena_alloc(c->a, sizeof(Type *) * (size_t)(var->nfields + 1));
                 for (int k = 0; k < var->nfields; k++)
-                    var->types[k] = convert_in(c, var->ftypes[k], td->params, td->pvars, td->nparams);
+                    var->types[k] =
+                        convert_in(c, var->ftypes[k], td->params, td->pvars, td->nparams);
             }
             break;
         case TD_ALIAS:
-        case TD_NAME:
-            prepare_alias(c, td);
-            break;
+        case TD_NAME: prepare_alias(c, td); break;
         }
     }
     for (int i = 0; i < c->prog->edecls.len; i++) {
         EffectDecl *ed = c->prog->edecls.items[i];
         ed->pvars = generic_vars(c, ed->nparams);
-        for (int k = 0; k < ed->nops; k++) ed->ops[k].type = convert_in(c, ed->ops[k].sig, ed->params, ed->pvars, ed->nparams);
+        for (int k = 0; k < ed->nops; k++)
+            ed->ops[k].type = convert_in(c, ed->ops[k].sig, ed->params, ed->pvars, ed->nparams);
     }
     for (int i = 0; i < c->prog->fns.len; i++) {
         FnDecl *f = c->prog->fns.items[i];
@@ -746,8 +812,8 @@ static void prepare_decls(Checker *c) {
             EffectRef *r = &f->row[k];
             if (!r->decl) continue;
             if (r->nargs != r->decl->nparams) {
-                error(c, r->pos, "effect `%s` takes %d type argument%s, got %d", r->name, r->decl->nparams,
-                      r->decl->nparams == 1 ? "" : "s", r->nargs);
+                error(c, r->pos, "effect `%s` takes %d type argument%s, got %d", r->name,
+                      r->decl->nparams, r->decl->nparams == 1 ? "" : "s", r->nargs);
                 r->decl = NULL;
             }
         }
@@ -781,7 +847,9 @@ static bool compatible(Type *a, Type *b, int depth) {
     a = ty_find(a);
     b = ty_find(b);
     if (a == b || depth > 100) return true;
-    if ((a->kind == TY_VAR && !a->generic && !a->rigid) || (b->kind == TY_VAR && !b->generic && !b->rigid)) return true;
+    if ((a->kind == TY_VAR && !a->generic && !a->rigid) ||
+        (b->kind == TY_VAR && !b->generic && !b->rigid))
+        return true;
     if (a->kind == TY_POISON || b->kind == TY_POISON) return true;
     if (a->kind != b->kind || a->nargs != b->nargs || a->decl != b->decl) return false;
     if (a->kind == TY_VAR) return false;
@@ -847,31 +915,45 @@ static const char *builtin_sig(Builtin b) {
     case B_FIBER_YIELD: return "i>i";
     case B_TOFLOAT: return "i>f";
     case B_ABS: return "i>Ni";
-    case B_CHECKED_ADD: case B_CHECKED_SUB: case B_CHECKED_MUL: return "i,i>Ei";
+    case B_CHECKED_ADD:
+    case B_CHECKED_SUB:
+    case B_CHECKED_MUL: return "i,i>Ei";
     case B_INPUT: return ">s";
     case B_RANDOM: return ">i";
     case B_RANDOM_BELOW: return "i>Ei";
-    case B_CONTAINS: case B_STARTS_WITH: case B_ENDS_WITH: return "s,s>b";
+    case B_CONTAINS:
+    case B_STARTS_WITH:
+    case B_ENDS_WITH: return "s,s>b";
     case B_BYTE_LENGTH: return "s>i";
-    case B_TAKE: case B_DROP: return "s,i>s";
+    case B_TAKE:
+    case B_DROP: return "s,i>s";
     case B_JOIN: return "Ls,s>s";
-    case B_LINES: case B_WORDS: return "s>Ls";
-    case B_UPPER: case B_LOWER: case B_TRIM: case B_TRIM_START: case B_TRIM_END: case B_REVERSE: return "s>s";
+    case B_LINES:
+    case B_WORDS: return "s>Ls";
+    case B_UPPER:
+    case B_LOWER:
+    case B_TRIM:
+    case B_TRIM_START:
+    case B_TRIM_END:
+    case B_REVERSE: return "s>s";
     case B_INDEX_OF: return "s,s>Ei";
     case B_SUBSTRING: return "s,i,i>Es";
     case B_SPLIT: return "s,s>ELs";
     case B_REPLACE: return "s,s,s>Es";
     case B_REPEAT: return "s,i>Es";
-    case B_PAD_START: case B_PAD_END: return "s,i,s>Es";
+    case B_PAD_START:
+    case B_PAD_END: return "s,i,s>Es";
     case B_PARSE_INT: return "s>Ei";
     case B_PARSE_FLOAT: return "s>Ef";
-    case B_BYTE_AT: case B_CODE_POINT_AT: return "s,i>Ei";
+    case B_BYTE_AT:
+    case B_CODE_POINT_AT: return "s,i>Ei";
     case B_CODE_POINT_WIDTH: return "i>Ei";
     case B_FROM_CODE_POINT: return "i>Es";
     case B_LIST: return ">La";
     case B_LIST_LENGTH: return "La>i";
     case B_LIST_GET: return "La,i>Ea";
-    case B_LIST_APPEND: case B_LIST_PREPEND: return "La,a>La";
+    case B_LIST_APPEND:
+    case B_LIST_PREPEND: return "La,a>La";
     case B_LIST_CONCAT: return "La,La>La";
     case B_LIST_REVERSE: return "La>La";
     case B_LIST_CONTAINS: return "La,a>b";
@@ -912,7 +994,8 @@ static Type *ctor_type(Checker *c, Variant *v, Type **out_named) {
     if (out_named) *out_named = named;
     if (v->nfields == 0) return named;
     Type **ps = arena_alloc(c->a, sizeof(Type *) * (size_t)(v->nfields + 1));
-    for (int i = 0; i < v->nfields; i++) ps[i] = inst_decl(c, td->pvars, td->nparams, named->args, v->types[i]);
+    for (int i = 0; i < v->nfields; i++)
+        ps[i] = inst_decl(c, td->pvars, td->nparams, named->args, v->types[i]);
     return ty_fn(c->tc, v->nfields, ps, named);
 }
 
@@ -921,8 +1004,7 @@ static Type *check_ident(Checker *c, Expr *e) {
     TypeCtx *tc = c->tc;
     if (!s) return tc->t_poison;
     switch (s->kind) {
-    case SYM_LOCAL:
-        return s->type ? s->type : tc->t_poison;
+    case SYM_LOCAL: return s->type ? s->type : tc->t_poison;
     case SYM_FN: {
         FnDecl *f = s->fn;
         ensure_checked(c, f);
@@ -937,13 +1019,14 @@ static Type *check_ident(Checker *c, Expr *e) {
         e->u.ident.ninst = m.n;
         for (int i = 0; i < f->cons.len; i++) {
             Constraint *k = f->cons.items[i];
-            add_constraint_named(c, k->kind, k->op, inst_type(c, k->a, &m, 0), k->b ? inst_type(c, k->b, &m, 0) : NULL,
-                                 k->res ? inst_type(c, k->res, &m, 0) : NULL, e->pos, f->name, k->name);
+            add_constraint_named(c, k->kind, k->op, inst_type(c, k->a, &m, 0),
+                                 k->b ? inst_type(c, k->b, &m, 0) : NULL,
+                                 k->res ? inst_type(c, k->res, &m, 0) : NULL, e->pos, f->name,
+                                 k->name);
         }
         return inst_type(c, f->type, &m, 0);
     }
-    case SYM_CTOR:
-        return ctor_type(c, s->ctor, NULL);
+    case SYM_CTOR: return ctor_type(c, s->ctor, NULL);
     case SYM_BUILTIN:
         if (s->builtin == B_PRINT || s->builtin == B_TOSTRING) {
             Type *a = ty_var(tc);
@@ -952,11 +1035,15 @@ static Type *check_ident(Checker *c, Expr *e) {
         }
         if (s->builtin == B_LENGTH || s->builtin == B_IS_EMPTY) {
             Type *a = ty_var(tc);
-            add_constraint_named(c, C_SIZED, OP_ADD, a, NULL, NULL, e->pos, NULL, builtin_name(s->builtin));
+            add_constraint_named(c, C_SIZED, OP_ADD, a, NULL, NULL, e->pos, NULL,
+                                 builtin_name(s->builtin));
             return ty_fn(tc, 1, &a, s->builtin == B_LENGTH ? tc->t_int : tc->t_bool);
         }
-        if (builtin_sig(s->builtin) && s->builtin != B_FOREACH_LIST) return builtin_type(c, s->builtin);
-        error(c, e->pos, "built-in `%s` can only be called here, not used as a value (wrap it in a lambda: `fn(x) => %s(x)`)",
+        if (builtin_sig(s->builtin) && s->builtin != B_FOREACH_LIST)
+            return builtin_type(c, s->builtin);
+        error(c, e->pos,
+              "built-in `%s` can only be called here, not used as a value (wrap it in a lambda: "
+              "`fn(x) => %s(x)`)",
               s->name, s->name);
         return tc->t_poison;
     }
@@ -965,13 +1052,17 @@ static Type *check_ident(Checker *c, Expr *e) {
 
 static int builtin_arity(Builtin b) {
     switch (b) {
-    case B_PRINT: case B_TOSTRING: case B_EXPECT_TRUE: case B_EXPECT_FALSE: case B_EXPECT_ALL:
-    case B_LENGTH: case B_IS_EMPTY: case B_FIBER_DONE:
-        return 1;
-    case B_FOLD: case B_CHECK:
-        return 3;
-    default:
-        return 2;
+    case B_PRINT:
+    case B_TOSTRING:
+    case B_EXPECT_TRUE:
+    case B_EXPECT_FALSE:
+    case B_EXPECT_ALL:
+    case B_LENGTH:
+    case B_IS_EMPTY:
+    case B_FIBER_DONE: return 1;
+    case B_FOLD:
+    case B_CHECK: return 3;
+    default: return 2;
     }
 }
 
@@ -981,7 +1072,8 @@ static Type *check_list_of_bools(Checker *c, Expr *list, const char *fname) {
         error(c, list->pos, "`%s` takes a list literal of assertions, e.g. `[a == 1, b]`", fname);
         return c->tc->t_poison;
     }
-    if (list->u.list.n == 0) error(c, list->pos, "`%s` needs at least one assertion in its list", fname);
+    if (list->u.list.n == 0)
+        error(c, list->pos, "`%s` needs at least one assertion in its list", fname);
     for (int i = 0; i < list->u.list.n; i++) {
         Expr *el = list->u.list.elems[i];
         expect_type(c, el, check_expr(c, el), c->tc->t_bool, "this assertion");
@@ -995,13 +1087,14 @@ static Type *check_list_of_bools(Checker *c, Expr *list, const char *fname) {
 static Type *apply_fn_type(Checker *c, Expr *e, Type *ft, Type **at, const char *who) {
     int n = e->u.call.nargs;
     if (ft->nargs != n) {
-        error(c, e->pos, "%s expects %d argument%s, got %d", who, ft->nargs, ft->nargs == 1 ? "" : "s", n);
+        error(c, e->pos, "%s expects %d argument%s, got %d", who, ft->nargs,
+              ft->nargs == 1 ? "" : "s", n);
         return ft->ret;
     }
     for (int i = 0; i < n; i++) {
         if (!ty_unify(c->tc, ft->args[i], at[i]))
-            error(c, e->u.call.args[i]->pos, "argument %d of %s has type `%s`, expected `%s`", i + 1, who,
-                  show(c, at[i]), show(c, ft->args[i]));
+            error(c, e->u.call.args[i]->pos, "argument %d of %s has type `%s`, expected `%s`",
+                  i + 1, who, show(c, at[i]), show(c, ft->args[i]));
     }
     return ft->ret;
 }
@@ -1012,7 +1105,10 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     int n = e->u.call.nargs;
     e->u.call.callee->type = tc->t_poison;
     if (e->u.call.names) {
-        error(c, e->pos, "named arguments are only supported for functions declared with `fn` (`%s` is a built-in)", builtin_name(b));
+        error(c, e->pos,
+              "named arguments are only supported for functions declared with `fn` (`%s` is a "
+              "built-in)",
+              builtin_name(b));
         for (int i = 0; i < n; i++) check_expr(c, args[i]);
         return tc->t_poison;
     }
@@ -1021,22 +1117,25 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
         Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n + 1));
         for (int i = 0; i < n; i++) at[i] = check_expr(c, args[i]);
         if (sigt->nargs != n) {
-            error(c, e->pos, "`%s` expects %d argument%s, got %d", builtin_name(b), sigt->nargs, sigt->nargs == 1 ? "" : "s", n);
+            error(c, e->pos, "`%s` expects %d argument%s, got %d", builtin_name(b), sigt->nargs,
+                  sigt->nargs == 1 ? "" : "s", n);
             return sigt->ret;
         }
         for (int i = 0; i < n; i++) {
             if (ty_unify(tc, sigt->args[i], at[i])) continue;
             if (b == B_FOREACH_LIST && i == 1)
-                error(c, args[i]->pos, "the callback of `forEachList` has type `%s`, expected `%s`", show(c, at[i]), show(c, sigt->args[i]));
+                error(c, args[i]->pos, "the callback of `forEachList` has type `%s`, expected `%s`",
+                      show(c, at[i]), show(c, sigt->args[i]));
             else
-                error(c, args[i]->pos, "argument %d of `%s` has type `%s`, expected `%s`", i + 1, builtin_name(b), show(c, at[i]),
-                      show(c, sigt->args[i]));
+                error(c, args[i]->pos, "argument %d of `%s` has type `%s`, expected `%s`", i + 1,
+                      builtin_name(b), show(c, at[i]), show(c, sigt->args[i]));
         }
         return sigt->ret;
     }
     int want = builtin_arity(b);
     if (n != want) {
-        error(c, e->pos, "`%s` expects %d argument%s, got %d", builtin_name(b), want, want == 1 ? "" : "s", n);
+        error(c, e->pos, "`%s` expects %d argument%s, got %d", builtin_name(b), want,
+              want == 1 ? "" : "s", n);
         for (int i = 0; i < n; i++) check_expr(c, args[i]);
         return tc->t_poison;
     }
@@ -1054,14 +1153,16 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
         return b == B_PRINT ? tc->t_unit : tc->t_string;
     case B_LENGTH:
     case B_IS_EMPTY:
-        add_constraint_named(c, C_SIZED, OP_ADD, t[0], NULL, NULL, args[0]->pos, NULL, builtin_name(b));
+        add_constraint_named(c, C_SIZED, OP_ADD, t[0], NULL, NULL, args[0]->pos, NULL,
+                             builtin_name(b));
         return b == B_LENGTH ? tc->t_int : tc->t_bool;
     case B_FIBER_DONE: {
         /* a fiber handle, or any id (an unknown id gives -1) */
         Type *a = ty_find(t[0]);
         if (a->kind == TY_VAR && !a->rigid) ty_unify(tc, a, ty_con1(tc, TY_FIBER, ty_var(tc)));
         a = ty_find(t[0]);
-        if (a->kind != TY_FIBER && a->kind != TY_CHANNEL && a->kind != TY_INT && a->kind != TY_POISON)
+        if (a->kind != TY_FIBER && a->kind != TY_CHANNEL && a->kind != TY_INT &&
+            a->kind != TY_POISON)
             error(c, args[0]->pos, "`fiberDone` needs a Fiber (or an id), found `%s`", show(c, a));
         return tc->t_int;
     }
@@ -1069,10 +1170,14 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
         expect_type(c, args[0], t[0], tc->t_int, "the start of `range`");
         expect_type(c, args[1], t[1], tc->t_int, "the end of `range`");
         return ty_con1(tc, TY_ITER, tc->t_int);
-    case B_MAP: case B_FILTER: case B_FOREACH: case B_FOLD: {
+    case B_MAP:
+    case B_FILTER:
+    case B_FOREACH:
+    case B_FOLD: {
         Type *elem = ty_var(tc);
         if (!ty_unify(tc, t[0], ty_con1(tc, TY_ITER, elem))) {
-            error(c, args[0]->pos, "`%s` needs an Iterator (from `range`) as its first argument, found `%s`%s",
+            error(c, args[0]->pos,
+                  "`%s` needs an Iterator (from `range`) as its first argument, found `%s`%s",
                   builtin_name(b), show(c, t[0]),
                   ty_find(t[0])->kind == TY_LIST ? " (lists use `forEachList` or recursion)" : "");
             return tc->t_poison;
@@ -1088,7 +1193,8 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
             want_t = ty_fn(tc, 1, &elem, b == B_FILTER ? tc->t_bool : out);
         }
         if (!ty_unify(tc, cb, want_t))
-            error(c, cbe->pos, "the callback of `%s` has type `%s`, expected `%s`", builtin_name(b), show(c, cb), show(c, want_t));
+            error(c, cbe->pos, "the callback of `%s` has type `%s`, expected `%s`", builtin_name(b),
+                  show(c, cb), show(c, want_t));
         switch (b) {
         case B_MAP: return ty_con1(tc, TY_ITER, out);
         case B_FILTER: return ty_con1(tc, TY_ITER, elem);
@@ -1100,7 +1206,9 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
         expect_type(c, args[0], t[0], tc->t_string, "the test name");
         Type *body = ty_fn(tc, 0, NULL, ty_var(tc));
         if (!ty_unify(tc, t[1], body))
-            error(c, args[1]->pos, "the body of `test` must be a function with no parameters, found `%s`", show(c, t[1]));
+            error(c, args[1]->pos,
+                  "the body of `test` must be a function with no parameters, found `%s`",
+                  show(c, t[1]));
         return tc->t_unit;
     }
     case B_EXPECT:
@@ -1112,15 +1220,16 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
         add_constraint(c, C_SHOW, OP_ADD, t[1], NULL, NULL, args[1]->pos, NULL);
         add_constraint(c, C_SHOW, OP_ADD, t[2], NULL, NULL, args[2]->pos, NULL);
         return tc->t_unit;
-    case B_EXPECT_TRUE: case B_EXPECT_FALSE:
+    case B_EXPECT_TRUE:
+    case B_EXPECT_FALSE:
         expect_type(c, args[0], t[0], tc->t_bool, "the assertion");
         return tc->t_unit;
-    case B_CHECK_TRUE: case B_CHECK_FALSE:
+    case B_CHECK_TRUE:
+    case B_CHECK_FALSE:
         expect_type(c, args[0], t[0], tc->t_string, "the label");
         expect_type(c, args[1], t[1], tc->t_bool, "the assertion");
         return tc->t_unit;
-    default:
-        return tc->t_poison;
+    default: return tc->t_poison;
     }
 }
 
@@ -1145,7 +1254,8 @@ static bool reorder_named(Checker *c, Expr *e, const char **pnames, int np, cons
             }
         }
         if (out[j]) {
-            error(c, npos[i], "parameter `%s` of `%s` is given twice", pnames[j] ? pnames[j] : "_", fname);
+            error(c, npos[i], "parameter `%s` of `%s` is given twice", pnames[j] ? pnames[j] : "_",
+                  fname);
             ok = false;
             continue;
         }
@@ -1153,7 +1263,8 @@ static bool reorder_named(Checker *c, Expr *e, const char **pnames, int np, cons
     }
     for (int k = 0; k < np && ok; k++)
         if (!out[k]) {
-            error(c, e->pos, "missing argument `%s` in the call to `%s`", pnames[k] ? pnames[k] : "_", fname);
+            error(c, e->pos, "missing argument `%s` in the call to `%s`",
+                  pnames[k] ? pnames[k] : "_", fname);
             ok = false;
         }
     if (!ok) {
@@ -1169,13 +1280,16 @@ static bool reorder_named(Checker *c, Expr *e, const char **pnames, int np, cons
 static Type *check_ctor_call(Checker *c, Expr *e, Variant *v) {
     TypeCtx *tc = c->tc;
     if (v->nfields == 0) {
-        error(c, e->pos, "constructor `%s` has no payload; write `%s` without arguments", v->name, v->name);
+        error(c, e->pos, "constructor `%s` has no payload; write `%s` without arguments", v->name,
+              v->name);
         for (int i = 0; i < e->u.call.nargs; i++) check_expr(c, e->u.call.args[i]);
         return tc->t_poison;
     }
     if (e->u.call.names) {
         if (!v->named) {
-            error(c, e->pos, "constructor `%s` has a positional payload; named arguments need field names", v->name);
+            error(c, e->pos,
+                  "constructor `%s` has a positional payload; named arguments need field names",
+                  v->name);
             for (int i = 0; i < e->u.call.nargs; i++) check_expr(c, e->u.call.args[i]);
             return tc->t_poison;
         }
@@ -1214,8 +1328,9 @@ static Type *check_call(Checker *c, Expr *e) {
     int n = e->u.call.nargs;
     Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) at[i] = check_expr(c, e->u.call.args[i]);
-    const char *fname = callee->kind == E_IDENT ? callee->u.ident.name
-                      : callee->kind == E_FIELD ? callee->u.field.name : NULL;
+    const char *fname = callee->kind == E_IDENT   ? callee->u.ident.name
+                        : callee->kind == E_FIELD ? callee->u.field.name
+                                                  : NULL;
     const char *who = fname ? arena_printf(c->a, "`%s`", fname) : "the called function";
     if (ft->kind == TY_POISON) return tc->t_poison;
     if (ft->kind == TY_FN) return apply_fn_type(c, e, ft, at, who);
@@ -1224,13 +1339,15 @@ static Type *check_call(Checker *c, Expr *e) {
         Type *want = ty_fn(tc, n, at, ret);
         if (!ty_unify(tc, ft, want)) {
             /* Only the occurs check can fail here (`x(x)`): the type would contain itself. */
-            error(c, callee->pos, "%s has type `%s`, which cannot be called as `%s`: the type would contain itself",
+            error(c, callee->pos,
+                  "%s has type `%s`, which cannot be called as `%s`: the type would contain itself",
                   who, show(c, ft), show(c, want));
             return tc->t_poison;
         }
         return ret;
     }
-    error(c, callee->pos, "%s is not a function (it has type `%s`)", fname ? who : "this value", show(c, ft));
+    error(c, callee->pos, "%s is not a function (it has type `%s`)", fname ? who : "this value",
+          show(c, ft));
     return tc->t_poison;
 }
 
@@ -1279,7 +1396,8 @@ static Type *check_field(Checker *c, Expr *e) {
         if (is_record_type(t))
             error(c, e->u.field.npos, "record type `%s` has no field `%s`", show(c, t), name);
         else
-            error(c, e->u.field.npos, "`%s` has no fields (`.%s` needs a record)", show(c, t), name);
+            error(c, e->u.field.npos, "`%s` has no fields (`.%s` needs a record)", show(c, t),
+                  name);
         return tc->t_poison;
     }
     e->u.field.slot = slot;
@@ -1321,7 +1439,8 @@ static Type *check_method(Checker *c, Expr *e) {
                 for (int i = 0; i < n; i++) check_expr(c, e->u.method.args[i]);
                 return tc->t_poison;
             }
-            error(c, e->u.method.npos, "`%s` has no field `%s` and there is no function `%s` to call as a method",
+            error(c, e->u.method.npos,
+                  "`%s` has no field `%s` and there is no function `%s` to call as a method",
                   show(c, rt), name, name);
             for (int i = 0; i < n; i++) check_expr(c, e->u.method.args[i]);
             return tc->t_poison;
@@ -1398,7 +1517,8 @@ static Type *check_record(Checker *c, Expr *e) {
         fs[i].slot = k;
         Type *ft = inst_decl(c, td->pvars, td->nparams, named->args, ftypes[k]);
         if (!ty_unify(tc, ft, vt))
-            error(c, fs[i].value->pos, "field `%s` of `%s` has type `%s`, but the value has type `%s`", fs[i].name, what,
+            error(c, fs[i].value->pos,
+                  "field `%s` of `%s` has type `%s`, but the value has type `%s`", fs[i].name, what,
                   show(c, ft), show(c, vt));
     }
     for (int f = 0; f < nf; f++)
@@ -1420,7 +1540,8 @@ static Type *check_update(Checker *c, Expr *e) {
             ty_unify(tc, t, fresh_named(c, td));
             t = ty_find(t);
         } else {
-            error(c, e->pos, "cannot tell which record type is updated here; annotate the value's type");
+            error(c, e->pos,
+                  "cannot tell which record type is updated here; annotate the value's type");
             for (int i = 0; i < n; i++) check_expr(c, fs[i].value);
             return tc->t_poison;
         }
@@ -1430,7 +1551,8 @@ static Type *check_update(Checker *c, Expr *e) {
         return tc->t_poison;
     }
     if (!is_record_type(t)) {
-        error(c, e->pos, "`%s` is not a record; `value { field: new }` updates records", show(c, t));
+        error(c, e->pos, "`%s` is not a record; `value { field: new }` updates records",
+              show(c, t));
         for (int i = 0; i < n; i++) check_expr(c, fs[i].value);
         return tc->t_poison;
     }
@@ -1444,8 +1566,8 @@ static Type *check_update(Checker *c, Expr *e) {
         }
         fs[i].slot = slot;
         if (!ty_unify(tc, ft, vt))
-            error(c, fs[i].value->pos, "field `%s` has type `%s`, but the new value has type `%s`", fs[i].name, show(c, ft),
-                  show(c, vt));
+            error(c, fs[i].value->pos, "field `%s` has type `%s`, but the new value has type `%s`",
+                  fs[i].name, show(c, ft), show(c, vt));
     }
     return t;
 }
@@ -1503,12 +1625,14 @@ static Type *check_perform(Checker *c, Expr *e) {
     e->u.perform.inst = inst;
     Type *ft = ty_find(op_type(c, ed, opi, inst));
     if (ft->nargs != n) {
-        error(c, e->pos, "`%s.%s` expects %d argument%s, got %d", ed->name, e->u.perform.op, ft->nargs, ft->nargs == 1 ? "" : "s", n);
+        error(c, e->pos, "`%s.%s` expects %d argument%s, got %d", ed->name, e->u.perform.op,
+              ft->nargs, ft->nargs == 1 ? "" : "s", n);
         return ft->ret;
     }
     for (int i = 0; i < n; i++)
         if (!ty_unify(tc, ft->args[i], at[i]))
-            error(c, e->u.perform.args[i]->pos, "argument %d of `%s.%s` has type `%s`, expected `%s`", i + 1, ed->name,
+            error(c, e->u.perform.args[i]->pos,
+                  "argument %d of `%s.%s` has type `%s`, expected `%s`", i + 1, ed->name,
                   e->u.perform.op, show(c, at[i]), show(c, ft->args[i]));
     return ft->ret;
 }
@@ -1523,19 +1647,21 @@ static Type *check_handle(Checker *c, Expr *e) {
      * an arm has the body's type, a variable until the body is checked. */
     Type *bt = ty_var(tc);
     e->u.handle.body->type = bt;
-    Type **arm_types = arena_alloc(c->a, sizeof(Type *) * (size_t)(e->u.handle.narms ? e->u.handle.narms : 1));
+    Type **arm_types =
+        arena_alloc(c->a, sizeof(Type *) * (size_t)(e->u.handle.narms ? e->u.handle.narms : 1));
     for (int i = 0; i < e->u.handle.narms; i++) {
         HandleArm *arm = &e->u.handle.arms[i];
         Type *ft = NULL;
         if (ed && arm->opi >= 0) {
             ft = ty_find(op_type(c, ed, arm->opi, e->u.handle.inst));
             if (ft->nargs != arm->nbinders)
-                error(c, arm->pos, "`%s.%s` takes %d argument%s, but this arm binds %d", ed->name, arm->op, ft->nargs,
-                      ft->nargs == 1 ? "" : "s", arm->nbinders);
+                error(c, arm->pos, "`%s.%s` takes %d argument%s, but this arm binds %d", ed->name,
+                      arm->op, ft->nargs, ft->nargs == 1 ? "" : "s", arm->nbinders);
         }
         for (int k = 0; k < arm->nbinders; k++)
             if (arm->binders[k].sym)
-                arm->binders[k].sym->type = ft && k < ft->nargs && ft->nargs == arm->nbinders ? ft->args[k] : tc->t_poison;
+                arm->binders[k].sym->type =
+                    ft && k < ft->nargs && ft->nargs == arm->nbinders ? ft->args[k] : tc->t_poison;
         arm_types[i] = check_expr(c, arm->body);
     }
     e->u.handle.body->type = NULL; /* check_expr skips an expression that has a type */
@@ -1543,7 +1669,8 @@ static Type *check_handle(Checker *c, Expr *e) {
     Type *body_t = check_expr(c, e->u.handle.body);
     c->handles.len--;
     if (!ty_unify(tc, bt, body_t))
-        error(c, e->u.handle.body->pos, "the handled body has type `%s`, but a `resume` in an arm uses it as `%s`",
+        error(c, e->u.handle.body->pos,
+              "the handled body has type `%s`, but a `resume` in an arm uses it as `%s`",
               show(c, body_t), show(c, bt));
     e->u.handle.body->type = body_t;
     for (int i = 0; i < e->u.handle.narms; i++) {
@@ -1554,11 +1681,13 @@ static Type *check_handle(Checker *c, Expr *e) {
         if (arm->resuming) {
             if (!ty_unify(tc, at, bt))
                 error(c, arm->body->pos,
-                      "this arm resumes, so its value becomes the value of the whole `handle`: it has type `%s`, but the handled body has type `%s`",
+                      "this arm resumes, so its value becomes the value of the whole `handle`: it "
+                      "has type `%s`, but the handled body has type `%s`",
                       show(c, at), show(c, bt));
         } else if (!ty_unify(tc, at, ft->ret)) {
-            error(c, arm->body->pos, "the arm for `%s.%s` has type `%s`, but the operation returns `%s`", ed->name, arm->op,
-                  show(c, at), show(c, ft->ret));
+            error(c, arm->body->pos,
+                  "the arm for `%s.%s` has type `%s`, but the operation returns `%s`", ed->name,
+                  arm->op, show(c, at), show(c, ft->ret));
         }
     }
     return bt;
@@ -1573,14 +1702,17 @@ static Type *check_resume(Checker *c, Expr *e) {
     EffectDecl *ed = h->u.handle.decl;
     Type *ft = ty_find(op_type(c, ed, arm->opi, h->u.handle.inst));
     if (!ty_unify(tc, vt, ft->ret))
-        error(c, e->u.resume.e ? e->u.resume.e->pos : e->pos, "`resume` passes `%s`, but `%s.%s` returns `%s`", show(c, vt),
-              ed->name, arm->op, show(c, ft->ret));
+        error(c, e->u.resume.e ? e->u.resume.e->pos : e->pos,
+              "`resume` passes `%s`, but `%s.%s` returns `%s`", show(c, vt), ed->name, arm->op,
+              show(c, ft->ret));
     return h->u.handle.body->type ? h->u.handle.body->type : tc->t_poison;
 }
 
 /* ---- patterns ---- */
 
-static bool irrefutable(Pattern *p) { return p->kind == PAT_WILD || p->kind == PAT_BIND; }
+static bool irrefutable(Pattern *p) {
+    return p->kind == PAT_WILD || p->kind == PAT_BIND;
+}
 
 /* Check pattern `p` against a value of type `st`, typing its binders. */
 static void check_pattern(Checker *c, Pattern *p, Type *st) {
@@ -1589,20 +1721,32 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
     const char *pdesc = NULL;
     switch (p->kind) {
     case PAT_WILD:
-    case PAT_UNSUPPORTED:
-        return;
+    case PAT_UNSUPPORTED: return;
     case PAT_BIND:
         if (p->annot) {
             Type *at = convert_type(c, p->annot);
             if (!ty_unify(tc, st, at))
-                error(c, p->pos, "the pattern's type `%s` does not match the value's type `%s`", show(c, at), show(c, st));
+                error(c, p->pos, "the pattern's type `%s` does not match the value's type `%s`",
+                      show(c, at), show(c, st));
         }
         if (p->sym) p->sym->type = st;
         return;
-    case PAT_INT: pt = tc->t_int; pdesc = "an integer pattern"; break;
-    case PAT_FLOAT: pt = tc->t_float; pdesc = "a float pattern"; break;
-    case PAT_STRING: pt = tc->t_string; pdesc = "a string pattern"; break;
-    case PAT_BOOL: pt = tc->t_bool; pdesc = "a bool pattern"; break;
+    case PAT_INT:
+        pt = tc->t_int;
+        pdesc = "an integer pattern";
+        break;
+    case PAT_FLOAT:
+        pt = tc->t_float;
+        pdesc = "a float pattern";
+        break;
+    case PAT_STRING:
+        pt = tc->t_string;
+        pdesc = "a string pattern";
+        break;
+    case PAT_BOOL:
+        pt = tc->t_bool;
+        pdesc = "a bool pattern";
+        break;
     case PAT_SUCCESS:
     case PAT_ERROR: {
         Type *s = ty_find(st);
@@ -1613,9 +1757,12 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
             s = ty_find(st);
         }
         Type *bt;
-        if (s->kind == TY_RESULT) bt = p->kind == PAT_SUCCESS ? s->args[0] : tc->t_string;
-        else if (s->kind == TY_POISON) bt = tc->t_poison;
-        else bt = p->kind == PAT_SUCCESS ? s : tc->t_string; /* a non-Result is treated as Success */
+        if (s->kind == TY_RESULT)
+            bt = p->kind == PAT_SUCCESS ? s->args[0] : tc->t_string;
+        else if (s->kind == TY_POISON)
+            bt = tc->t_poison;
+        else
+            bt = p->kind == PAT_SUCCESS ? s : tc->t_string; /* a non-Result is treated as Success */
         if (p->sym) p->sym->type = bt;
         return;
     }
@@ -1632,7 +1779,8 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
             return;
         }
         if (s->kind != TY_NAMED || s->decl != td) {
-            error(c, p->pos, "constructor `%s` (of type `%s`) cannot match a value of type `%s`", v->name, td->name, show(c, st));
+            error(c, p->pos, "constructor `%s` (of type `%s`) cannot match a value of type `%s`",
+                  v->name, td->name, show(c, st));
             for (int i = 0; i < p->nsubs; i++) check_pattern(c, p->subs[i], tc->t_poison);
             return;
         }
@@ -1640,7 +1788,9 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
         p->slots = arena_alloc(c->a, sizeof(int) * (size_t)(p->nsubs + 1));
         if (p->named) {
             if (!v->named && v->nfields > 0) {
-                error(c, p->pos, "constructor `%s` has a positional payload; match it with `%s(...)`", v->name, v->name);
+                error(c, p->pos,
+                      "constructor `%s` has a positional payload; match it with `%s(...)`", v->name,
+                      v->name);
                 return;
             }
             for (int i = 0; i < p->nsubs; i++) {
@@ -1648,24 +1798,27 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
                 for (int f = 0; f < v->nfields; f++)
                     if (strcmp(v->fields[f], p->fields[i]) == 0) k = f;
                 if (k < 0) {
-                    error(c, p->field_pos[i], "constructor `%s` has no field `%s`", v->name, p->fields[i]);
+                    error(c, p->field_pos[i], "constructor `%s` has no field `%s`", v->name,
+                          p->fields[i]);
                     check_pattern(c, p->subs[i], tc->t_poison);
                     continue;
                 }
                 p->slots[i] = k;
-                check_pattern(c, p->subs[i], inst_decl(c, td->pvars, td->nparams, s->args, v->types[k]));
+                check_pattern(c, p->subs[i],
+                              inst_decl(c, td->pvars, td->nparams, s->args, v->types[k]));
             }
             return;
         }
         if (p->nsubs != v->nfields) {
-            error(c, p->pos, "constructor `%s` has %d payload value%s, but the pattern has %d", v->name, v->nfields,
-                  v->nfields == 1 ? "" : "s", p->nsubs);
+            error(c, p->pos, "constructor `%s` has %d payload value%s, but the pattern has %d",
+                  v->name, v->nfields, v->nfields == 1 ? "" : "s", p->nsubs);
             for (int i = 0; i < p->nsubs; i++) check_pattern(c, p->subs[i], tc->t_poison);
             return;
         }
         for (int i = 0; i < p->nsubs; i++) {
             p->slots[i] = i;
-            check_pattern(c, p->subs[i], inst_decl(c, td->pvars, td->nparams, s->args, v->types[i]));
+            check_pattern(c, p->subs[i],
+                          inst_decl(c, td->pvars, td->nparams, s->args, v->types[i]));
         }
         return;
     }
@@ -1682,7 +1835,8 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
         return;
     }
     }
-    if (pt && !ty_unify(tc, st, pt)) error(c, p->pos, "%s cannot match a value of type `%s`", pdesc, show(c, st));
+    if (pt && !ty_unify(tc, st, pt))
+        error(c, p->pos, "%s cannot match a value of type `%s`", pdesc, show(c, st));
 }
 
 static Type *check_match(Checker *c, Expr *e) {
@@ -1697,23 +1851,26 @@ static Type *check_match(Checker *c, Expr *e) {
     for (int i = 0; i < e->u.match.narms; i++) {
         MatchArm *arm = &e->u.match.arms[i];
         Pattern *p = arm->pat;
-        if (catchall) error(c, p->pos, "unreachable arm: an earlier arm already matches every value");
+        if (catchall)
+            error(c, p->pos, "unreachable arm: an earlier arm already matches every value");
         check_pattern(c, p, st);
         switch (p->kind) {
         case PAT_WILD:
-        case PAT_BIND:
-            catchall = true;
-            break;
+        case PAT_BIND: catchall = true; break;
         case PAT_BOOL:
-            if (p->bval) seen_true = true;
-            else seen_false = true;
+            if (p->bval)
+                seen_true = true;
+            else
+                seen_false = true;
             break;
         case PAT_SUCCESS:
         case PAT_ERROR: {
             Type *s = ty_find(st);
             if (s->kind == TY_RESULT) {
-                if (p->kind == PAT_SUCCESS) seen_ok = true;
-                else seen_err = true;
+                if (p->kind == PAT_SUCCESS)
+                    seen_ok = true;
+                else
+                    seen_err = true;
             } else if (s->kind == TY_POISON) {
                 seen_ok = seen_err = true;
             } else if (p->kind == PAT_SUCCESS) {
@@ -1739,37 +1896,46 @@ static Type *check_match(Checker *c, Expr *e) {
         case PAT_UNSUPPORTED:
             poisoned = true; /* already reported: no exhaustiveness or reachability follow-ups */
             break;
-        default:
-            break;
+        default: break;
         }
         Type *bt = check_expr(c, arm->body);
         if (!result_set) {
             ty_unify(tc, result, bt);
             result_set = true;
         } else if (!ty_unify(tc, result, bt)) {
-            error(c, arm->body->pos, "this arm has type `%s`, but the earlier arms have type `%s`", show(c, bt), show(c, result));
+            error(c, arm->body->pos, "this arm has type `%s`, but the earlier arms have type `%s`",
+                  show(c, bt), show(c, result));
         }
     }
     if (!catchall && !poisoned) {
         Type *s = ty_find(st);
         if (s->kind == TY_BOOL) {
             if (!seen_true || !seen_false)
-                error(c, e->pos, "this `match` on `bool` does not cover `%s` (add that arm or a catch-all `_`)", seen_true ? "false" : "true");
+                error(
+                    c, e->pos,
+                    "this `match` on `bool` does not cover `%s` (add that arm or a catch-all `_`)",
+                    seen_true ? "false" : "true");
         } else if (s->kind == TY_RESULT) {
             if (!seen_ok || !seen_err)
-                error(c, e->pos, "this `match` on a Result does not cover `%s` (add that arm or a catch-all `_`)", seen_ok ? "Error" : "Success");
+                error(c, e->pos,
+                      "this `match` on a Result does not cover `%s` (add that arm or a catch-all "
+                      "`_`)",
+                      seen_ok ? "Error" : "Success");
         } else if (s->kind == TY_NAMED && ((TypeDecl *)s->decl)->kind == TD_UNION) {
             TypeDecl *td = s->decl;
             for (int v = 0; v < td->nvariants; v++)
                 if (!covered || covered_decl != td || !covered[v]) {
-                    error(c, e->pos, "this `match` on `%s` does not cover `%s` (add that arm or a catch-all `_`)", td->name,
-                          td->variants[v]->name);
+                    error(c, e->pos,
+                          "this `match` on `%s` does not cover `%s` (add that arm or a catch-all "
+                          "`_`)",
+                          td->name, td->variants[v]->name);
                     break;
                 }
         } else if (s->kind == TY_POISON || s->kind == TY_LIST || (seen_ok && seen_err)) {
             /* fine: list matches need no catch-all; a non-matching value is a runtime failure */
         } else {
-            error(c, e->pos, "a `match` on `%s` needs a catch-all arm (`_` or a binder)", show(c, s));
+            error(c, e->pos, "a `match` on `%s` needs a catch-all arm (`_` or a binder)",
+                  show(c, s));
         }
     }
     return result;
@@ -1789,20 +1955,27 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
             if (p->kind != E_STRING) add_constraint(c, C_SHOW, OP_ADD, t, NULL, NULL, p->pos, NULL);
         }
         return tc->t_string;
-    case E_IDENT:
-        return check_ident(c, e);
-    case E_CALL:
-        return check_call(c, e);
+    case E_IDENT: return check_ident(c, e);
+    case E_CALL: return check_call(c, e);
     case E_BINARY: {
         Type *l = check_expr(c, e->u.bin.l);
         Type *r = check_expr(c, e->u.bin.r);
         switch (e->u.bin.op) {
         case OP_AND:
         case OP_OR:
-            expect_type(c, e->u.bin.l, l, tc->t_bool, e->u.bin.op == OP_AND ? "the left operand of `&&`" : "the left operand of `||`");
-            expect_type(c, e->u.bin.r, r, tc->t_bool, e->u.bin.op == OP_AND ? "the right operand of `&&`" : "the right operand of `||`");
+            expect_type(c, e->u.bin.l, l, tc->t_bool,
+                        e->u.bin.op == OP_AND ? "the left operand of `&&`"
+                                              : "the left operand of `||`");
+            expect_type(c, e->u.bin.r, r, tc->t_bool,
+                        e->u.bin.op == OP_AND ? "the right operand of `&&`"
+                                              : "the right operand of `||`");
             return tc->t_bool;
-        case OP_EQ: case OP_NE: case OP_LT: case OP_GT: case OP_LE: case OP_GE:
+        case OP_EQ:
+        case OP_NE:
+        case OP_LT:
+        case OP_GT:
+        case OP_LE:
+        case OP_GE:
             add_constraint(c, C_CMP, e->u.bin.op, l, r, NULL, e->pos, NULL);
             return tc->t_bool;
         default: {
@@ -1834,11 +2007,12 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
         }
         Type *r = check_expr(c, e->u.elvis.r);
         if (!ty_unify(tc, payload, r))
-            error(c, e->u.elvis.r->pos, "the default of `?:` has type `%s`, but the Result holds `%s`", show(c, r), show(c, payload));
+            error(c, e->u.elvis.r->pos,
+                  "the default of `?:` has type `%s`, but the Result holds `%s`", show(c, r),
+                  show(c, payload));
         return payload;
     }
-    case E_MATCH:
-        return check_match(c, e);
+    case E_MATCH: return check_match(c, e);
     case E_BLOCK: {
         Type *value = tc->t_unit;
         for (int i = 0; i < e->u.block.nstmts; i++) check_stmt(c, e->u.block.stmts[i], &value);
@@ -1860,23 +2034,24 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
         if (e->u.lambda.ret) {
             Type *rt = convert_type(c, e->u.lambda.ret);
             if (!ty_unify(tc, rt, bt))
-                error(c, e->u.lambda.body->pos, "the lambda is declared to return `%s`, but its body has type `%s`", show(c, rt), show(c, bt));
+                error(c, e->u.lambda.body->pos,
+                      "the lambda is declared to return `%s`, but its body has type `%s`",
+                      show(c, rt), show(c, bt));
         }
         return ty_fn(tc, n, ps, bt);
     }
-    case E_SPAWN:
-        return ty_con1(tc, TY_FIBER, check_expr(c, e->u.spawn.e));
+    case E_SPAWN: return ty_con1(tc, TY_FIBER, check_expr(c, e->u.spawn.e));
     case E_AWAIT: {
         Type *t = check_expr(c, e->u.await.e);
         Type *v = ty_var(tc);
         if (!ty_unify(tc, t, ty_con1(tc, TY_FIBER, v))) {
-            error(c, e->u.await.e->pos, "`await` needs a Fiber (from `spawn`), found `%s`", show(c, t));
+            error(c, e->u.await.e->pos, "`await` needs a Fiber (from `spawn`), found `%s`",
+                  show(c, t));
             return tc->t_poison;
         }
         return v;
     }
-    case E_YIELD:
-        return e->u.yield.e ? check_expr(c, e->u.yield.e) : tc->t_unit;
+    case E_YIELD: return e->u.yield.e ? check_expr(c, e->u.yield.e) : tc->t_unit;
     case E_RESULT_CTOR: {
         Type *t = check_expr(c, e->u.ctor.e);
         Type *err = ty_var(tc);
@@ -1893,7 +2068,9 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
             Expr *el = e->u.list.elems[i];
             Type *t = check_expr(c, el);
             if (!ty_unify(tc, elem, t))
-                error(c, el->pos, "this list element has type `%s`, but the earlier elements have type `%s`", show(c, t), show(c, elem));
+                error(c, el->pos,
+                      "this list element has type `%s`, but the earlier elements have type `%s`",
+                      show(c, t), show(c, elem));
         }
         return ty_con1(tc, TY_LIST, elem);
     }
@@ -1903,23 +2080,22 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
     case E_IF: {
         Type *ct = check_expr(c, e->u.if_.cond);
         if (!ty_unify(tc, ct, tc->t_bool))
-            error(c, e->u.if_.cond->pos, "the condition has type `%s`, expected `bool`", show(c, ct));
+            error(c, e->u.if_.cond->pos, "the condition has type `%s`, expected `bool`",
+                  show(c, ct));
         Type *a = check_expr(c, e->u.if_.then);
         Type *b = check_expr(c, e->u.if_.els);
         if (!ty_unify(tc, a, b)) {
-            error(c, e->u.if_.els->pos, "the branches of this conditional have different types: `%s` and `%s`", show(c, a), show(c, b));
+            error(c, e->u.if_.els->pos,
+                  "the branches of this conditional have different types: `%s` and `%s`",
+                  show(c, a), show(c, b));
             return tc->t_poison;
         }
         return a;
     }
-    case E_FIELD:
-        return check_field(c, e);
-    case E_METHOD:
-        return check_method(c, e);
-    case E_RECORD:
-        return check_record(c, e);
-    case E_UPDATE:
-        return check_update(c, e);
+    case E_FIELD: return check_field(c, e);
+    case E_METHOD: return check_method(c, e);
+    case E_RECORD: return check_record(c, e);
+    case E_UPDATE: return check_update(c, e);
     case E_INDEX: {
         Type *t = check_expr(c, e->u.index.e);
         Type *i = check_expr(c, e->u.index.idx);
@@ -1932,27 +2108,29 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
         for (int i = 0; i < e->u.maplit.n; i++) {
             Expr *k = e->u.maplit.keys[i], *x = e->u.maplit.vals[i];
             Type *kt = check_expr(c, k);
-            if (!ty_unify(tc, kt, tc->t_string)) error(c, k->pos, "a map key must be a `string`, found `%s`", show(c, kt));
+            if (!ty_unify(tc, kt, tc->t_string))
+                error(c, k->pos, "a map key must be a `string`, found `%s`", show(c, kt));
             Type *xt = check_expr(c, x);
             if (!ty_unify(tc, v, xt))
-                error(c, x->pos, "this map value has type `%s`, but the earlier values have type `%s`", show(c, xt), show(c, v));
+                error(c, x->pos,
+                      "this map value has type `%s`, but the earlier values have type `%s`",
+                      show(c, xt), show(c, v));
         }
         Type *args[2] = {tc->t_string, v};
         return ty_con(tc, TY_MAP, 2, args);
     }
-    case E_PERFORM:
-        return check_perform(c, e);
-    case E_HANDLE:
-        return check_handle(c, e);
-    case E_RESUME:
-        return check_resume(c, e);
+    case E_PERFORM: return check_perform(c, e);
+    case E_HANDLE: return check_handle(c, e);
+    case E_RESUME: return check_resume(c, e);
     case E_SEND: {
         Type *ct = check_expr(c, e->u.send.ch);
         Type *vt = check_expr(c, e->u.send.v);
         if (!ty_unify(tc, ct, ty_con1(tc, TY_CHANNEL, vt))) {
             Type *f = ty_find(ct);
             if (f->kind == TY_CHANNEL)
-                error(c, e->u.send.v->pos, "this channel carries `%s`, but the value sent has type `%s`", show(c, f->args[0]), show(c, vt));
+                error(c, e->u.send.v->pos,
+                      "this channel carries `%s`, but the value sent has type `%s`",
+                      show(c, f->args[0]), show(c, vt));
             else
                 error(c, e->u.send.ch->pos, "`send` needs a Channel, found `%s`", show(c, ct));
         }
@@ -1986,7 +2164,8 @@ static void check_stmt(Checker *c, Stmt *s, Type **value) {
         if (s->u.let.annot) {
             Type *at = convert_type(c, s->u.let.annot);
             if (!ty_unify(c->tc, at, t))
-                error(c, s->u.let.init->pos, "`%s` is annotated `%s`, but its value has type `%s`", s->u.let.name, show(c, at), show(c, t));
+                error(c, s->u.let.init->pos, "`%s` is annotated `%s`, but its value has type `%s`",
+                      s->u.let.name, show(c, at), show(c, t));
             t = at;
         }
         s->u.let.sym->type = t;
@@ -1997,20 +2176,17 @@ static void check_stmt(Checker *c, Stmt *s, Type **value) {
         Type *t = check_expr(c, s->u.assign.value);
         Sym *sym = s->u.assign.sym;
         if (sym && sym->type && !ty_unify(c->tc, sym->type, t))
-            error(c, s->u.assign.value->pos, "`%s` has type `%s`, but the assigned value has type `%s`", sym->name,
+            error(c, s->u.assign.value->pos,
+                  "`%s` has type `%s`, but the assigned value has type `%s`", sym->name,
                   show(c, sym->type), show(c, t));
         *value = c->tc->t_unit;
         return;
     }
-    case S_EXPR:
-        *value = check_expr(c, s->u.expr);
-        return;
+    case S_EXPR: *value = check_expr(c, s->u.expr); return;
     case S_FN:
     case S_UNSUPPORTED:
     case S_TYPE:
-    case S_EFFECT:
-        *value = c->tc->t_unit;
-        return;
+    case S_EFFECT: *value = c->tc->t_unit; return;
     }
 }
 
@@ -2055,8 +2231,8 @@ static void check_scc(Checker *c, int id) {
         c->ntenv = f->ntparams;
         Type *bt = check_expr(c, f->body);
         if (!ty_unify(tc, f->type->ret, bt)) {
-            error(c, f->body->pos, "`%s` is declared to return `%s`, but its body has type `%s`", f->name,
-                  show(c, f->type->ret), show(c, bt));
+            error(c, f->body->pos, "`%s` is declared to return `%s`, but its body has type `%s`",
+                  f->name, show(c, f->type->ret), show(c, bt));
         }
         c->cur_fn = save;
     }
@@ -2108,7 +2284,8 @@ static void default_type(Checker *c, Type *t, int depth) {
     if (!t || depth > 200) return;
     t = ty_find(t);
     if (t->kind == TY_VAR) {
-        if (!t->generic && !t->rigid) ty_unify(c->tc, t, t->hint & HINT_ERROR ? c->tc->t_errort : c->tc->t_int);
+        if (!t->generic && !t->rigid)
+            ty_unify(c->tc, t, t->hint & HINT_ERROR ? c->tc->t_errort : c->tc->t_int);
         return;
     }
     for (int i = 0; i < t->nargs; i++) default_type(c, t->args[i], depth + 1);
@@ -2124,7 +2301,8 @@ static bool is_static_fn(Expr *e) {
     if (e->kind == E_LAMBDA) return e->u.lambda.unit && e->u.lambda.unit->captures.len == 0;
     if (e->kind != E_IDENT || !e->u.ident.sym) return false;
     Sym *s = e->u.ident.sym;
-    return s->kind == SYM_FN || s->kind == SYM_BUILTIN || (s->kind == SYM_LOCAL && s->static_kind == STATIC_FN);
+    return s->kind == SYM_FN || s->kind == SYM_BUILTIN ||
+           (s->kind == SYM_LOCAL && s->static_kind == STATIC_FN);
 }
 
 static bool is_static_iter(Expr *e) {
@@ -2147,18 +2325,15 @@ static void restrict_stmt(Checker *c, Stmt *s) {
         restrict_expr(c, init, R_LET);
         default_type(c, s->u.let.sym->type, 0);
         Type *t = ty_find(init->type ? init->type : c->tc->t_poison);
-        if (!s->u.let.is_mut && t->kind == TY_FN && is_static_fn(init)) s->u.let.sym->static_kind = STATIC_FN;
+        if (!s->u.let.is_mut && t->kind == TY_FN && is_static_fn(init))
+            s->u.let.sym->static_kind = STATIC_FN;
         if (t->kind == TY_ITER) s->u.let.sym->static_kind = STATIC_ITER;
         if (s->u.let.is_mut && t->kind == TY_ITER)
             error(c, s->u.let.name_pos, "a `mut` binding cannot hold an Iterator");
         return;
     }
-    case S_ASSIGN:
-        restrict_expr(c, s->u.assign.value, R_VALUE);
-        return;
-    case S_EXPR:
-        restrict_expr(c, s->u.expr, R_VALUE);
-        return;
+    case S_ASSIGN: restrict_expr(c, s->u.assign.value, R_VALUE); return;
+    case S_EXPR: restrict_expr(c, s->u.expr, R_VALUE); return;
     case S_FN:
         default_type(c, s->u.fn->type, 0);
         for (int i = 0; i < s->u.fn->nparams; i++)
@@ -2167,8 +2342,7 @@ static void restrict_stmt(Checker *c, Stmt *s) {
         return;
     case S_UNSUPPORTED:
     case S_TYPE:
-    case S_EFFECT:
-        return;
+    case S_EFFECT: return;
     }
 }
 
@@ -2182,7 +2356,9 @@ static void restrict_captures(Checker *c, Unit *u, Pos pos, const char *what) {
     for (int i = 0; u && i < u->captures.len; i++) {
         Sym *s = u->captures.items[i];
         if (s->static_kind == STATIC_ITER)
-            error(c, pos, "%s cannot capture the Iterator `%s`; consume the pipeline where it is built", what, s->name);
+            error(c, pos,
+                  "%s cannot capture the Iterator `%s`; consume the pipeline where it is built",
+                  what, s->name);
     }
 }
 
@@ -2200,27 +2376,34 @@ static void restrict_expr(Checker *c, Expr *e, RCtx ctx) {
         bool st = is_static_iter(e);
         if (!st || (ctx != R_ITER_SRC && ctx != R_LET))
             error(c, e->pos,
-                  "an Iterator cannot be passed, returned or stored; consume the pipeline with `forEach` or `fold` where it is built");
+                  "an Iterator cannot be passed, returned or stored; consume the pipeline with "
+                  "`forEach` or `fold` where it is built");
     }
     switch (e->kind) {
-    case E_INT: case E_FLOAT: case E_BOOL: case E_STRING:
-        return;
+    case E_INT:
+    case E_FLOAT:
+    case E_BOOL:
+    case E_STRING: return;
     case E_IDENT: {
         Sym *s = e->u.ident.sym;
-        if (s && s->kind == SYM_LOCAL && s->is_global && s->static_kind == STATIC_ITER && ctx != R_LET)
-            error(c, e->pos, "a file-scope Iterator cannot be used inside a function; build the pipeline there");
+        if (s && s->kind == SYM_LOCAL && s->is_global && s->static_kind == STATIC_ITER &&
+            ctx != R_LET)
+            error(
+                c, e->pos,
+                "a file-scope Iterator cannot be used inside a function; build the pipeline there");
         return;
     }
-    case E_INTERP:
-        restrict_list(c, e->u.interp.parts, e->u.interp.nparts);
-        return;
+    case E_INTERP: restrict_list(c, e->u.interp.parts, e->u.interp.nparts); return;
     case E_CALL: {
         Expr *f = e->u.call.callee;
         restrict_expr(c, f, R_VALUE);
-        Builtin b = (f->kind == E_IDENT && f->u.ident.sym && f->u.ident.sym->kind == SYM_BUILTIN) ? f->u.ident.sym->builtin : B_NONE;
+        Builtin b = (f->kind == E_IDENT && f->u.ident.sym && f->u.ident.sym->kind == SYM_BUILTIN)
+                        ? f->u.ident.sym->builtin
+                        : B_NONE;
         for (int i = 0; i < e->u.call.nargs; i++) {
             RCtx ac = R_VALUE;
-            if ((b == B_MAP || b == B_FILTER || b == B_FOREACH || b == B_FOLD) && i == 0) ac = R_ITER_SRC;
+            if ((b == B_MAP || b == B_FILTER || b == B_FOREACH || b == B_FOLD) && i == 0)
+                ac = R_ITER_SRC;
             Expr *a = e->u.call.args[i];
             if (a->kind == E_LIST && (b == B_EXPECT_ALL || b == B_CHECK_ALL)) {
                 restrict_list(c, a->u.list.elems, a->u.list.n);
@@ -2234,9 +2417,7 @@ static void restrict_expr(Checker *c, Expr *e, RCtx ctx) {
         restrict_expr(c, e->u.bin.l, R_VALUE);
         restrict_expr(c, e->u.bin.r, R_VALUE);
         return;
-    case E_UNARY:
-        restrict_expr(c, e->u.un.e, R_VALUE);
-        return;
+    case E_UNARY: restrict_expr(c, e->u.un.e, R_VALUE); return;
     case E_ELVIS:
         restrict_expr(c, e->u.elvis.l, R_VALUE);
         restrict_expr(c, e->u.elvis.r, R_VALUE);
@@ -2261,38 +2442,28 @@ static void restrict_expr(Checker *c, Expr *e, RCtx ctx) {
         restrict_captures(c, e->u.spawn.unit, e->pos, "`spawn`");
         restrict_expr(c, e->u.spawn.e, R_VALUE);
         return;
-    case E_AWAIT:
-        restrict_expr(c, e->u.await.e, R_VALUE);
-        return;
-    case E_YIELD:
-        restrict_expr(c, e->u.yield.e, R_VALUE);
-        return;
-    case E_RESULT_CTOR:
-        restrict_expr(c, e->u.ctor.e, R_VALUE);
-        return;
-    case E_LIST:
-        restrict_list(c, e->u.list.elems, e->u.list.n);
-        return;
-    case E_UNSUPPORTED:
-        restrict_list(c, e->u.unsup.subs, e->u.unsup.nsubs);
-        return;
+    case E_AWAIT: restrict_expr(c, e->u.await.e, R_VALUE); return;
+    case E_YIELD: restrict_expr(c, e->u.yield.e, R_VALUE); return;
+    case E_RESULT_CTOR: restrict_expr(c, e->u.ctor.e, R_VALUE); return;
+    case E_LIST: restrict_list(c, e->u.list.elems, e->u.list.n); return;
+    case E_UNSUPPORTED: restrict_list(c, e->u.unsup.subs, e->u.unsup.nsubs); return;
     case E_IF:
         restrict_expr(c, e->u.if_.cond, R_VALUE);
         restrict_expr(c, e->u.if_.then, R_VALUE);
         restrict_expr(c, e->u.if_.els, R_VALUE);
         return;
-    case E_FIELD:
-        restrict_expr(c, e->u.field.e, R_VALUE);
-        return;
+    case E_FIELD: restrict_expr(c, e->u.field.e, R_VALUE); return;
     case E_METHOD:
         if (e->u.method.call) restrict_expr(c, e->u.method.call, ctx);
         return;
     case E_RECORD:
-        for (int i = 0; i < e->u.record.n; i++) restrict_expr(c, e->u.record.fields[i].value, R_VALUE);
+        for (int i = 0; i < e->u.record.n; i++)
+            restrict_expr(c, e->u.record.fields[i].value, R_VALUE);
         return;
     case E_UPDATE:
         restrict_expr(c, e->u.update.e, R_VALUE);
-        for (int i = 0; i < e->u.update.n; i++) restrict_expr(c, e->u.update.fields[i].value, R_VALUE);
+        for (int i = 0; i < e->u.update.n; i++)
+            restrict_expr(c, e->u.update.fields[i].value, R_VALUE);
         return;
     case E_INDEX:
         restrict_expr(c, e->u.index.e, R_VALUE);
@@ -2304,12 +2475,14 @@ static void restrict_expr(Checker *c, Expr *e, RCtx ctx) {
         return;
     case E_PERFORM:
         if (e->u.perform.inst && e->u.perform.decl)
-            for (int i = 0; i < e->u.perform.decl->nparams; i++) default_type(c, e->u.perform.inst[i], 0);
+            for (int i = 0; i < e->u.perform.decl->nparams; i++)
+                default_type(c, e->u.perform.inst[i], 0);
         restrict_list(c, e->u.perform.args, e->u.perform.nargs);
         return;
     case E_HANDLE:
         if (e->u.handle.inst && e->u.handle.decl)
-            for (int i = 0; i < e->u.handle.decl->nparams; i++) default_type(c, e->u.handle.inst[i], 0);
+            for (int i = 0; i < e->u.handle.decl->nparams; i++)
+                default_type(c, e->u.handle.inst[i], 0);
         restrict_captures(c, e->u.handle.group, e->pos, "a `handle`");
         for (int i = 0; i < e->u.handle.narms; i++) {
             HandleArm *arm = &e->u.handle.arms[i];
@@ -2319,16 +2492,12 @@ static void restrict_expr(Checker *c, Expr *e, RCtx ctx) {
         }
         restrict_expr(c, e->u.handle.body, R_VALUE);
         return;
-    case E_RESUME:
-        restrict_expr(c, e->u.resume.e, R_VALUE);
-        return;
+    case E_RESUME: restrict_expr(c, e->u.resume.e, R_VALUE); return;
     case E_SEND:
         restrict_expr(c, e->u.send.ch, R_VALUE);
         restrict_expr(c, e->u.send.v, R_VALUE);
         return;
-    case E_RECV:
-        restrict_expr(c, e->u.recv.ch, R_VALUE);
-        return;
+    case E_RECV: restrict_expr(c, e->u.recv.ch, R_VALUE); return;
     }
 }
 

@@ -16,18 +16,20 @@ typedef struct EWalk {
     Diags *d;
     Program *prog;
     int errors;
-    bool report;         /* the final pass: report instead of collecting */
+    bool report; /* the final pass: report instead of collecting */
     bool changed;
-    EffSet *sink;        /* where escaping keys go; NULL: program entry (must be handled) */
-    FnDecl *fn;          /* the function whose body is walked (row checks), else NULL */
-    PtrVec handles;      /* Expr* E_HANDLE whose body encloses the current point */
+    EffSet *sink;   /* where escaping keys go; NULL: program entry (must be handled) */
+    FnDecl *fn;     /* the function whose body is walked (row checks), else NULL */
+    PtrVec handles; /* Expr* E_HANDLE whose body encloses the current point */
 } EWalk;
 
 static bool same_type(Type *a, Type *b, int depth) {
     a = ty_find(a);
     b = ty_find(b);
     if (a == b) return true;
-    if (depth > 100 || a->kind != b->kind || a->nargs != b->nargs || a->decl != b->decl || a->kind == TY_VAR) return false;
+    if (depth > 100 || a->kind != b->kind || a->nargs != b->nargs || a->decl != b->decl ||
+        a->kind == TY_VAR)
+        return false;
     for (int i = 0; i < a->nargs; i++)
         if (!same_type(a->args[i], b->args[i], depth + 1)) return false;
     if (a->ret || b->ret) return a->ret && b->ret && same_type(a->ret, b->ret, depth + 1);
@@ -39,7 +41,8 @@ static bool match_type(Type *a, Type *b, int depth) {
     a = ty_find(a);
     b = ty_find(b);
     if (a == b || depth > 100) return true;
-    if (a->kind == TY_VAR || b->kind == TY_VAR || a->kind == TY_POISON || b->kind == TY_POISON) return true;
+    if (a->kind == TY_VAR || b->kind == TY_VAR || a->kind == TY_POISON || b->kind == TY_POISON)
+        return true;
     if (a->kind != b->kind || a->nargs != b->nargs || a->decl != b->decl) return false;
     for (int i = 0; i < a->nargs; i++)
         if (!match_type(a->args[i], b->args[i], depth + 1)) return false;
@@ -57,9 +60,11 @@ static bool args_match(EffectDecl *d, Type **a, Type **b, bool exact) {
 
 static const char *key_name(EWalk *w, EffKey *k) {
     EffectDecl *d = k->decl;
-    if (d->nparams == 0 || !k->args) return arena_printf(w->a, "%s.%s", d->name, d->ops[k->opi].name);
+    if (d->nparams == 0 || !k->args)
+        return arena_printf(w->a, "%s.%s", d->name, d->ops[k->opi].name);
     const char *s = arena_printf(w->a, "%s<", d->name);
-    for (int i = 0; i < d->nparams; i++) s = arena_printf(w->a, "%s%s%s", s, i ? ", " : "", ty_show(w->a, k->args[i]));
+    for (int i = 0; i < d->nparams; i++)
+        s = arena_printf(w->a, "%s%s%s", s, i ? ", " : "", ty_show(w->a, k->args[i]));
     return arena_printf(w->a, "%s>.%s", s, d->ops[k->opi].name);
 }
 
@@ -80,7 +85,8 @@ static bool set_add(EWalk *w, EffSet *s, EffKey *k) {
     if (!s) return false;
     for (int i = 0; i < s->items.len; i++) {
         EffKey *o = s->items.items[i];
-        if (o->decl == k->decl && o->opi == k->opi && args_match(k->decl, o->args, k->args, true)) return false;
+        if (o->decl == k->decl && o->opi == k->opi && args_match(k->decl, o->args, k->args, true))
+            return false;
     }
     vec_push(w->a, &s->items, k);
     return true;
@@ -101,7 +107,8 @@ static bool handled_here(EWalk *w, EffKey *k) {
 static bool row_covers(FnDecl *f, EffKey *k) {
     for (int i = 0; i < f->nrow; i++) {
         EffectRef *r = &f->row[i];
-        if (r->decl == k->decl && (!r->types || args_match(k->decl, r->types, k->args, false))) return true;
+        if (r->decl == k->decl && (!r->types || args_match(k->decl, r->types, k->args, false)))
+            return true;
     }
     return false;
 }
@@ -115,20 +122,24 @@ static void escape(EWalk *w, EffKey *k, Pos pos, const char *via) {
     if (!w->report) return;
     if (w->fn && w->fn->has_row && !row_covers(w->fn, k)) {
         if (via)
-            diag_error(w->d, pos, "`%s` performs `%s` (through `%s`), but its effect row does not list `%s`", w->fn->name,
-                       key_name(w, k), via, effect_display(w, k));
+            diag_error(w->d, pos,
+                       "`%s` performs `%s` (through `%s`), but its effect row does not list `%s`",
+                       w->fn->name, key_name(w, k), via, effect_display(w, k));
         else
-            diag_error(w->d, pos, "`%s` performs `%s`, but its effect row does not list `%s`", w->fn->name, key_name(w, k),
-                       effect_display(w, k));
+            diag_error(w->d, pos, "`%s` performs `%s`, but its effect row does not list `%s`",
+                       w->fn->name, key_name(w, k), effect_display(w, k));
         w->errors++;
     }
     if (!w->sink) {
-        const char *why = k->decl->nparams > 0
-                              ? arena_printf(w->a, "no enclosing `handle %s` handles `%s` at this instantiation", k->decl->name,
-                                             k->decl->ops[k->opi].name)
-                              : arena_printf(w->a, "no enclosing `handle %s` handles `%s`", k->decl->name, k->decl->ops[k->opi].name);
+        const char *why =
+            k->decl->nparams > 0
+                ? arena_printf(w->a, "no enclosing `handle %s` handles `%s` at this instantiation",
+                               k->decl->name, k->decl->ops[k->opi].name)
+                : arena_printf(w->a, "no enclosing `handle %s` handles `%s`", k->decl->name,
+                               k->decl->ops[k->opi].name);
         if (via)
-            diag_error(w->d, pos, "unhandled effect `%s` (performed by `%s`): %s", key_name(w, k), via, why);
+            diag_error(w->d, pos, "unhandled effect `%s` (performed by `%s`): %s", key_name(w, k),
+                       via, why);
         else
             diag_error(w->d, pos, "unhandled effect `%s`: %s", key_name(w, k), why);
         w->errors++;
@@ -178,7 +189,8 @@ static void walk_call(EWalk *w, Expr *e) {
                 if (a->kind == E_IDENT && a->u.ident.sym && a->u.ident.sym->kind == SYM_FN)
                     escape_set(w, a->u.ident.sym->fn->esc, a->pos, a->u.ident.sym->fn->name);
                 else if (a->type)
-                    escape_set(w, set_of(a->type), a->pos, a->kind == E_IDENT ? a->u.ident.name : "a callback");
+                    escape_set(w, set_of(a->type), a->pos,
+                               a->kind == E_IDENT ? a->u.ident.name : "a callback");
             }
             return;
         }
@@ -191,8 +203,11 @@ static void walk_call(EWalk *w, Expr *e) {
 static void walk_expr(EWalk *w, Expr *e) {
     if (!e) return;
     switch (e->kind) {
-    case E_INT: case E_FLOAT: case E_BOOL: case E_STRING: case E_UNSUPPORTED:
-        return;
+    case E_INT:
+    case E_FLOAT:
+    case E_BOOL:
+    case E_STRING:
+    case E_UNSUPPORTED: return;
     case E_IDENT: {
         /* a named function used as a value brings its effects into the value's type */
         Sym *s = e->u.ident.sym;
@@ -205,9 +220,15 @@ static void walk_expr(EWalk *w, Expr *e) {
     }
     case E_INTERP: walk_list(w, e->u.interp.parts, e->u.interp.nparts); return;
     case E_CALL: walk_call(w, e); return;
-    case E_BINARY: walk_expr(w, e->u.bin.l); walk_expr(w, e->u.bin.r); return;
+    case E_BINARY:
+        walk_expr(w, e->u.bin.l);
+        walk_expr(w, e->u.bin.r);
+        return;
     case E_UNARY: walk_expr(w, e->u.un.e); return;
-    case E_ELVIS: walk_expr(w, e->u.elvis.l); walk_expr(w, e->u.elvis.r); return;
+    case E_ELVIS:
+        walk_expr(w, e->u.elvis.l);
+        walk_expr(w, e->u.elvis.r);
+        return;
     case E_MATCH:
         walk_expr(w, e->u.match.scrut);
         for (int i = 0; i < e->u.match.narms; i++) walk_expr(w, e->u.match.arms[i].body);
@@ -233,7 +254,11 @@ static void walk_expr(EWalk *w, Expr *e) {
     case E_YIELD: walk_expr(w, e->u.yield.e); return;
     case E_RESULT_CTOR: walk_expr(w, e->u.ctor.e); return;
     case E_LIST: walk_list(w, e->u.list.elems, e->u.list.n); return;
-    case E_IF: walk_expr(w, e->u.if_.cond); walk_expr(w, e->u.if_.then); walk_expr(w, e->u.if_.els); return;
+    case E_IF:
+        walk_expr(w, e->u.if_.cond);
+        walk_expr(w, e->u.if_.then);
+        walk_expr(w, e->u.if_.els);
+        return;
     case E_FIELD: walk_expr(w, e->u.field.e); return;
     case E_METHOD: walk_expr(w, e->u.method.call); return;
     case E_RECORD:
@@ -243,8 +268,14 @@ static void walk_expr(EWalk *w, Expr *e) {
         walk_expr(w, e->u.update.e);
         for (int i = 0; i < e->u.update.n; i++) walk_expr(w, e->u.update.fields[i].value);
         return;
-    case E_INDEX: walk_expr(w, e->u.index.e); walk_expr(w, e->u.index.idx); return;
-    case E_MAPLIT: walk_list(w, e->u.maplit.keys, e->u.maplit.n); walk_list(w, e->u.maplit.vals, e->u.maplit.n); return;
+    case E_INDEX:
+        walk_expr(w, e->u.index.e);
+        walk_expr(w, e->u.index.idx);
+        return;
+    case E_MAPLIT:
+        walk_list(w, e->u.maplit.keys, e->u.maplit.n);
+        walk_list(w, e->u.maplit.vals, e->u.maplit.n);
+        return;
     case E_PERFORM: {
         walk_list(w, e->u.perform.args, e->u.perform.nargs);
         if (!e->u.perform.decl) return;
@@ -264,7 +295,10 @@ static void walk_expr(EWalk *w, Expr *e) {
         return;
     }
     case E_RESUME: walk_expr(w, e->u.resume.e); return;
-    case E_SEND: walk_expr(w, e->u.send.ch); walk_expr(w, e->u.send.v); return;
+    case E_SEND:
+        walk_expr(w, e->u.send.ch);
+        walk_expr(w, e->u.send.v);
+        return;
     case E_RECV: walk_expr(w, e->u.recv.ch); return;
     }
 }

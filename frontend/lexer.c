@@ -7,14 +7,22 @@ static const struct {
     const char *word;
     TokKind kind;
 } keywords[] = {
-    {"let", K_LET}, {"mut", K_MUT}, {"fn", K_FN}, {"extern", K_EXTERN}, {"type", K_TYPE},
-    {"where", K_WHERE}, {"effect", K_EFFECT}, {"perform", K_PERFORM}, {"handle", K_HANDLE},
-    {"in", K_IN}, {"resume", K_RESUME}, {"spawn", K_SPAWN}, {"await", K_AWAIT},
-    {"yield", K_YIELD}, {"send", K_SEND}, {"recv", K_RECV}, {"select", K_SELECT},
-    {"match", K_MATCH}, {"if", K_IF}, {"else", K_ELSE}, {"import", K_IMPORT},
-    {"namespace", K_NAMESPACE}, {"module", K_MODULE}, {"signature", K_SIGNATURE},
-    {"export", K_EXPORT}, {"opaque", K_OPAQUE}, {"state", K_STATE}, {"as", K_AS},
-    {"true", K_TRUE}, {"false", K_FALSE}, {"static", K_STATIC},
+    {"let", K_LET},       {"mut", K_MUT},
+    {"fn", K_FN},         {"extern", K_EXTERN},
+    {"type", K_TYPE},     {"where", K_WHERE},
+    {"effect", K_EFFECT}, {"perform", K_PERFORM},
+    {"handle", K_HANDLE}, {"in", K_IN},
+    {"resume", K_RESUME}, {"spawn", K_SPAWN},
+    {"await", K_AWAIT},   {"yield", K_YIELD},
+    {"send", K_SEND},     {"recv", K_RECV},
+    {"select", K_SELECT}, {"match", K_MATCH},
+    {"if", K_IF},         {"else", K_ELSE},
+    {"import", K_IMPORT}, {"namespace", K_NAMESPACE},
+    {"module", K_MODULE}, {"signature", K_SIGNATURE},
+    {"export", K_EXPORT}, {"opaque", K_OPAQUE},
+    {"state", K_STATE},   {"as", K_AS},
+    {"true", K_TRUE},     {"false", K_FALSE},
+    {"static", K_STATIC},
 };
 
 const char *tok_kind_name(TokKind k) {
@@ -74,7 +82,9 @@ typedef struct Lexer {
     int nest; /* interpolation nesting: limits recursion in fragments */
 } Lexer;
 
-static Pos here(const Lexer *L) { return (Pos){L->line, L->col}; }
+static Pos here(const Lexer *L) {
+    return (Pos){L->line, L->col};
+}
 
 static void advance(Lexer *L) {
     if (L->i >= L->len) return;
@@ -253,7 +263,8 @@ TokenList lex(Arena *a, Diags *d, const char *src, size_t len, Pos start) {
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
             while (L.i < L.len) {
                 int k = peekc(&L, 0);
-                if ((k >= 'a' && k <= 'z') || (k >= 'A' && k <= 'Z') || k == '_' || (k >= '0' && k <= '9'))
+                if ((k >= 'a' && k <= 'z') || (k >= 'A' && k <= 'Z') || k == '_' ||
+                    (k >= '0' && k <= '9'))
                     advance(&L);
                 else
                     break;
@@ -293,30 +304,86 @@ TokenList lex(Arena *a, Diags *d, const char *src, size_t len, Pos start) {
         int w = 1;
         switch (c) {
         case '+': k = P_PLUS; break;
-        case '-': if (c1 == '>') { k = P_ARROW; w = 2; } else k = P_MINUS; break;
+        case '-':
+            if (c1 == '>') {
+                k = P_ARROW;
+                w = 2;
+            } else
+                k = P_MINUS;
+            break;
         case '*': k = P_STAR; break;
         case '/': k = P_SLASH; break;
         case '%': k = P_PERCENT; break;
         case '=':
-            if (c1 == '=') { k = P_EQ; w = 2; }
-            else if (c1 == '>') { k = P_FATARROW; w = 2; }
-            else k = P_ASSIGN;
+            if (c1 == '=') {
+                k = P_EQ;
+                w = 2;
+            } else if (c1 == '>') {
+                k = P_FATARROW;
+                w = 2;
+            } else
+                k = P_ASSIGN;
             break;
-        case '!': if (c1 == '=') { k = P_NE; w = 2; } else k = P_NOT; break;
-        case '<': if (c1 == '=') { k = P_LE; w = 2; } else k = P_LT; break;
-        case '>': if (c1 == '=') { k = P_GE; w = 2; } else k = P_GT; break;
-        case '&': if (c1 == '&') { k = P_AND; w = 2; } break;
+        case '!':
+            if (c1 == '=') {
+                k = P_NE;
+                w = 2;
+            } else
+                k = P_NOT;
+            break;
+        case '<':
+            if (c1 == '=') {
+                k = P_LE;
+                w = 2;
+            } else
+                k = P_LT;
+            break;
+        case '>':
+            if (c1 == '=') {
+                k = P_GE;
+                w = 2;
+            } else
+                k = P_GT;
+            break;
+        case '&':
+            if (c1 == '&') {
+                k = P_AND;
+                w = 2;
+            }
+            break;
         case '|':
-            if (c1 == '|') { k = P_OR; w = 2; }
-            else if (c1 == '>') { k = P_PIPE; w = 2; }
-            else k = P_BAR;
+            if (c1 == '|') {
+                k = P_OR;
+                w = 2;
+            } else if (c1 == '>') {
+                k = P_PIPE;
+                w = 2;
+            } else
+                k = P_BAR;
             break;
-        case '?': if (c1 == ':') { k = P_ELVIS; w = 2; } else k = P_QUESTION; break;
-        case ':': if (c1 == ':') { k = P_COLONCOLON; w = 2; } else k = P_COLON; break;
+        case '?':
+            if (c1 == ':') {
+                k = P_ELVIS;
+                w = 2;
+            } else
+                k = P_QUESTION;
+            break;
+        case ':':
+            if (c1 == ':') {
+                k = P_COLONCOLON;
+                w = 2;
+            } else
+                k = P_COLON;
+            break;
         case '.':
-            if (c1 == '.' && c2 == '.') { k = P_ELLIPSIS; w = 3; }
-            else if (c1 == '.') { k = P_DOTDOT; w = 2; }
-            else k = P_DOT;
+            if (c1 == '.' && c2 == '.') {
+                k = P_ELLIPSIS;
+                w = 3;
+            } else if (c1 == '.') {
+                k = P_DOTDOT;
+                w = 2;
+            } else
+                k = P_DOT;
             break;
         case ',': k = P_COMMA; break;
         case '(': k = P_LPAREN; break;

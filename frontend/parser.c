@@ -25,18 +25,22 @@ typedef struct Parser {
     int ntoks;
     int i;
     int depth;
-    int chain;          /* chain accounting (see chain_begin) */
-    bool no_brace;      /* inside a match scrutinee: `{` ends the expression */
+    int chain;     /* chain accounting (see chain_begin) */
+    bool no_brace; /* inside a match scrutinee: `{` ends the expression */
     int syntax_errors;
     jmp_buf *recover;
 } Parser;
 
-static Token *peek(Parser *p) { return &p->toks[p->i]; }
+static Token *peek(Parser *p) {
+    return &p->toks[p->i];
+}
 static Token *peek_at(Parser *p, int k) {
     int j = p->i + k;
     return &p->toks[j < p->ntoks ? j : p->ntoks - 1];
 }
-static TokKind kind(Parser *p) { return p->toks[p->i].kind; }
+static TokKind kind(Parser *p) {
+    return p->toks[p->i].kind;
+}
 static Token *next(Parser *p) {
     Token *t = &p->toks[p->i];
     if (p->i < p->ntoks - 1) p->i++;
@@ -67,7 +71,8 @@ static const char *describe(Token *t) {
     return tok_kind_name(t->kind);
 }
 
-static _Noreturn void fail(Parser *p, Pos pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static _Noreturn void fail(Parser *p, Pos pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static _Noreturn void fail(Parser *p, Pos pos, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -78,7 +83,9 @@ static _Noreturn void fail(Parser *p, Pos pos, const char *fmt, ...) {
 }
 
 static Token *expect(Parser *p, TokKind k, const char *what) {
-    if (kind(p) != k) fail(p, peek(p)->pos, "expected %s %s, found %s", tok_kind_name(k), what, describe(peek(p)));
+    if (kind(p) != k)
+        fail(p, peek(p)->pos, "expected %s %s, found %s", tok_kind_name(k), what,
+             describe(peek(p)));
     return next(p);
 }
 
@@ -89,7 +96,9 @@ static void unsupported(Parser *p, Pos pos, const char *feature, const char *tie
 static void enter(Parser *p, Pos pos) {
     if (++p->depth > MAX_DEPTH) fail(p, pos, "expression is nested too deeply");
 }
-static void leave(Parser *p) { p->depth--; }
+static void leave(Parser *p) {
+    p->depth--;
+}
 
 /*
  * Chain accounting: the height of an expression counted in chain operators only
@@ -113,11 +122,15 @@ static int chain_first(Parser *p) {
 static int chain_grow(Parser *p, int height, Pos op) {
     int h = 1 + (height > p->chain ? height : p->chain);
     if (h > OSP_MAX_CHAIN)
-        fail(p, op, "expression has more than %d operators in one chain; split it with `let` bindings", OSP_MAX_CHAIN);
+        fail(p, op,
+             "expression has more than %d operators in one chain; split it with `let` bindings",
+             OSP_MAX_CHAIN);
     p->chain = 0;
     return h;
 }
-static void chain_end(Parser *p, int saved, int height) { p->chain = height > saved ? height : saved; }
+static void chain_end(Parser *p, int saved, int height) {
+    p->chain = height > saved ? height : saved;
+}
 
 static Expr *parse_expr(Parser *p);
 static Expr *parse_prefix(Parser *p);
@@ -144,7 +157,8 @@ static Expr *int_literal(Parser *p, Token *t, bool negative) {
     uint64_t v = 0;
     uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     if (!parse_u64(t->text, limit, &v)) {
-        diag_error(p->d, t->pos, "integer literal %s%s does not fit in a 64-bit int", negative ? "-" : "", t->text);
+        diag_error(p->d, t->pos, "integer literal %s%s does not fit in a 64-bit int",
+                   negative ? "-" : "", t->text);
         p->syntax_errors++;
         v = 0;
     }
@@ -162,13 +176,31 @@ static Expr *float_literal(Parser *p, Token *t, bool negative) {
 
 static bool can_start_expr(TokKind k) {
     switch (k) {
-    case T_INT: case T_FLOAT: case T_STRING: case T_IDENT: case K_TRUE: case K_FALSE:
-    case P_LPAREN: case P_LBRACE: case P_LBRACKET: case K_FN: case P_BAR: case K_MATCH:
-    case K_SPAWN: case K_AWAIT: case K_YIELD: case K_IF: case P_MINUS: case P_PLUS:
-    case P_NOT: case K_PERFORM: case K_RESUME: case K_SEND: case K_RECV: case K_HANDLE:
-        return true;
-    default:
-        return false;
+    case T_INT:
+    case T_FLOAT:
+    case T_STRING:
+    case T_IDENT:
+    case K_TRUE:
+    case K_FALSE:
+    case P_LPAREN:
+    case P_LBRACE:
+    case P_LBRACKET:
+    case K_FN:
+    case P_BAR:
+    case K_MATCH:
+    case K_SPAWN:
+    case K_AWAIT:
+    case K_YIELD:
+    case K_IF:
+    case P_MINUS:
+    case P_PLUS:
+    case P_NOT:
+    case K_PERFORM:
+    case K_RESUME:
+    case K_SEND:
+    case K_RECV:
+    case K_HANDLE: return true;
+    default: return false;
     }
 }
 
@@ -324,7 +356,10 @@ static void parse_ctor_args(Parser *p, Pattern *pat, Token *t) {
         while (kind(p) != P_RBRACE) {
             Token *f = expect(p, T_IDENT, "naming a payload field");
             if (kind(p) == P_COLON)
-                fail(p, peek(p)->pos, "field renaming in patterns (`%s: x`) is not supported; the binder takes the field's name", f->text);
+                fail(p, peek(p)->pos,
+                     "field renaming in patterns (`%s: x`) is not supported; the binder takes the "
+                     "field's name",
+                     f->text);
             Pattern *b = arena_alloc(p->a, sizeof *b);
             b->kind = PAT_BIND;
             b->pos = f->pos;
@@ -389,7 +424,8 @@ static Pattern *parse_pattern(Parser *p) {
     }
     case T_STRING:
         next(p);
-        if (t->nparts != 1 || t->parts[0].is_expr) fail(p, t->pos, "a string pattern cannot contain interpolation");
+        if (t->nparts != 1 || t->parts[0].is_expr)
+            fail(p, t->pos, "a string pattern cannot contain interpolation");
         pat->kind = PAT_STRING;
         pat->sval = t->parts[0].text;
         pat->slen = t->parts[0].len;
@@ -411,10 +447,12 @@ static Pattern *parse_pattern(Parser *p) {
             const char *field = is_err ? "message" : "value";
             Token *f = expect(p, T_IDENT, "naming the payload field");
             if (strcmp(f->text, field) != 0)
-                fail(p, f->pos, "`%s` has no field `%s` (its payload field is `%s`)", t->text, f->text, field);
+                fail(p, f->pos, "`%s` has no field `%s` (its payload field is `%s`)", t->text,
+                     f->text, field);
             pat->name = f->text;
             pat->name_pos = f->pos;
-            if (kind(p) == P_COLON) fail(p, peek(p)->pos, "field renaming in patterns is not supported");
+            if (kind(p) == P_COLON)
+                fail(p, peek(p)->pos, "field renaming in patterns is not supported");
             expect(p, P_RBRACE, "to close the pattern");
             break;
         }
@@ -429,7 +467,8 @@ static Pattern *parse_pattern(Parser *p) {
                     pat->name_pos = f->pos;
                 }
             } else {
-                fail(p, f->pos, "expected a binder or `_` in `%s(...)`, found %s", t->text, describe(f));
+                fail(p, f->pos, "expected a binder or `_` in `%s(...)`, found %s", t->text,
+                     describe(f));
             }
             expect(p, P_RPAREN, "to close the pattern");
             break;
@@ -463,13 +502,17 @@ static Pattern *parse_pattern(Parser *p) {
             if (kind(p) == P_ELLIPSIS) {
                 Token *d = next(p);
                 Token *r = peek(p);
-                if (r->kind != T_IDENT) fail(p, r->pos, "expected a name after `...` in a list pattern, found %s", describe(r));
+                if (r->kind != T_IDENT)
+                    fail(p, r->pos, "expected a name after `...` in a list pattern, found %s",
+                         describe(r));
                 next(p);
                 pat->has_rest = true;
                 pat->rest_name = strcmp(r->text, "_") == 0 ? NULL : r->text;
                 pat->rest_pos = r->pos;
-                if (subs.len == 0) fail(p, d->pos, "a list pattern needs at least one element before `...rest`");
-                if (kind(p) != P_RBRACKET) fail(p, d->pos, "`...%s` must be the last element of a list pattern", r->text);
+                if (subs.len == 0)
+                    fail(p, d->pos, "a list pattern needs at least one element before `...rest`");
+                if (kind(p) != P_RBRACKET)
+                    fail(p, d->pos, "`...%s` must be the last element of a list pattern", r->text);
                 break;
             }
             vec_push(p->a, &subs, parse_pattern(p));
@@ -486,8 +529,7 @@ static Pattern *parse_pattern(Parser *p) {
         skip_group(p);
         pat->kind = PAT_UNSUPPORTED;
         break;
-    default:
-        fail(p, t->pos, "expected a pattern, found %s", describe(t));
+    default: fail(p, t->pos, "expected a pattern, found %s", describe(t));
     }
     leave(p);
     return pat;
@@ -500,7 +542,8 @@ static Param *parse_params(Parser *p, TokKind close, int *count) {
     if (kind(p) != close) {
         do {
             Token *t = peek(p);
-            if (t->kind != T_IDENT) fail(p, t->pos, "expected a parameter name, found %s", describe(t));
+            if (t->kind != T_IDENT)
+                fail(p, t->pos, "expected a parameter name, found %s", describe(t));
             next(p);
             Param *pr = arena_alloc(p->a, sizeof *pr);
             pr->pos = t->pos;
@@ -525,7 +568,8 @@ static Expr *parse_lambda(Parser *p) {
         if (accept(p, P_ARROW)) e->u.lambda.ret = parse_type(p);
     } else {
         e->u.lambda.params = parse_params(p, P_BAR, &e->u.lambda.nparams);
-        if (e->u.lambda.nparams == 0) fail(p, t->pos, "a `|...|` lambda needs at least one parameter");
+        if (e->u.lambda.nparams == 0)
+            fail(p, t->pos, "a `|...|` lambda needs at least one parameter");
         expect(p, P_BAR, "to close the lambda parameters");
     }
     if (kind(p) == P_LBRACE) fail(p, peek(p)->pos, "expected `=>` before a lambda body");
@@ -536,7 +580,6 @@ static Expr *parse_lambda(Parser *p) {
     p->no_brace = nb;
     return e;
 }
-
 
 /* Arguments of a call, after `(`, up to and including `)`. Named arguments `name: e`
  * fill *names (NULL when every argument is positional); mixing is reported. */
@@ -583,7 +626,9 @@ static Expr **parse_args_named(Parser *p, int *n, const char ***names, Pos **npo
     return (Expr **)args.items;
 }
 
-static Expr **parse_args(Parser *p, int *n) { return parse_args_named(p, n, NULL, NULL); }
+static Expr **parse_args(Parser *p, int *n) {
+    return parse_args_named(p, n, NULL, NULL);
+}
 
 static Expr *parse_match(Parser *p) {
     Token *t = next(p);
@@ -595,7 +640,8 @@ static Expr *parse_match(Parser *p) {
     expect(p, P_LBRACE, "to open the match arms");
     PtrVec arms = {0};
     while (kind(p) != P_RBRACE) {
-        if (kind(p) == T_EOF) fail(p, peek(p)->pos, "unexpected end of file in `match` (missing `}`)");
+        if (kind(p) == T_EOF)
+            fail(p, peek(p)->pos, "unexpected end of file in `match` (missing `}`)");
         MatchArm *arm = arena_alloc(p->a, sizeof *arm);
         arm->pat = parse_pattern(p);
         expect(p, P_FATARROW, "after the pattern");
@@ -619,14 +665,17 @@ static Expr *parse_if(Parser *p) {
     p->no_brace = true;
     e->u.if_.cond = parse_expr(p);
     p->no_brace = false;
-    if (kind(p) != P_LBRACE) fail(p, peek(p)->pos, "expected `{` after the `if` condition, found %s", describe(peek(p)));
+    if (kind(p) != P_LBRACE)
+        fail(p, peek(p)->pos, "expected `{` after the `if` condition, found %s", describe(peek(p)));
     e->u.if_.then = parse_block(p);
     if (!accept(p, K_ELSE))
-        fail(p, t->pos, "`if` needs an `else` branch (`if` is an expression; write `else { ... }`)");
+        fail(p, t->pos,
+             "`if` needs an `else` branch (`if` is an expression; write `else { ... }`)");
     if (kind(p) == K_IF) {
         e->u.if_.els = parse_if(p);
     } else {
-        if (kind(p) != P_LBRACE) fail(p, peek(p)->pos, "expected `{` or `if` after `else`, found %s", describe(peek(p)));
+        if (kind(p) != P_LBRACE)
+            fail(p, peek(p)->pos, "expected `{` or `if` after `else`, found %s", describe(peek(p)));
         e->u.if_.els = parse_block(p);
     }
     p->no_brace = nb;
@@ -692,15 +741,19 @@ static Expr *parse_handle(Parser *p) {
     e->u.handle.effect = name->text;
     e->u.handle.epos = name->pos;
     if (kind(p) == P_LT && !peek(p)->ws_before)
-        fail(p, peek(p)->pos, "`handle` names the effect without type arguments (they are inferred)");
+        fail(p, peek(p)->pos,
+             "`handle` names the effect without type arguments (they are inferred)");
     bool nb = p->no_brace;
     p->no_brace = false;
     PtrVec arms = {0};
     while (kind(p) != K_IN) {
         Token *op = peek(p);
         if (op->kind != T_IDENT) {
-            if (arms.len == 0) fail(p, op->pos, "expected an operation of `%s` to handle, found %s", name->text, describe(op));
-            fail(p, op->pos, "expected another arm or `in` after the arms of `handle`, found %s", describe(op));
+            if (arms.len == 0)
+                fail(p, op->pos, "expected an operation of `%s` to handle, found %s", name->text,
+                     describe(op));
+            fail(p, op->pos, "expected another arm or `in` after the arms of `handle`, found %s",
+                 describe(op));
         }
         next(p);
         HandleArm *arm = arena_alloc(p->a, sizeof *arm);
@@ -722,7 +775,9 @@ static Expr *parse_handle(Parser *p) {
         vec_push(p->a, &arms, arm);
         if (kind(p) == T_EOF) fail(p, t->pos, "expected `in` after the arms of `handle`");
     }
-    if (arms.len == 0) fail(p, peek(p)->pos, "`handle %s` needs at least one arm (`op binders => value`) before `in`", name->text);
+    if (arms.len == 0)
+        fail(p, peek(p)->pos,
+             "`handle %s` needs at least one arm (`op binders => value`) before `in`", name->text);
     next(p); /* in */
     e->u.handle.body = parse_expr(p);
     p->no_brace = nb;
@@ -753,7 +808,8 @@ static Expr *parse_primary(Parser *p) {
             Token *f = expect(p, T_IDENT, "naming the payload field");
             const char *field = is_err ? "message" : "value";
             if (strcmp(f->text, field) != 0)
-                fail(p, f->pos, "`%s` has no field `%s` (its payload field is `%s`)", t->text, f->text, field);
+                fail(p, f->pos, "`%s` has no field `%s` (its payload field is `%s`)", t->text,
+                     f->text, field);
             expect(p, P_COLON, "after the field name");
             Expr *e = expr_new(p->a, E_RESULT_CTOR, t->pos);
             e->u.ctor.is_error = is_err;
@@ -784,7 +840,8 @@ static Expr *parse_primary(Parser *p) {
         bool nb = p->no_brace;
         p->no_brace = false;
         Expr *e = parse_expr(p);
-        if (kind(p) == P_COMMA) fail(p, peek(p)->pos, "tuples are not part of Osprey; expected `)`");
+        if (kind(p) == P_COMMA)
+            fail(p, peek(p)->pos, "tuples are not part of Osprey; expected `)`");
         expect(p, P_RPAREN, "to close the parenthesis");
         p->no_brace = nb;
         return e;
@@ -795,7 +852,8 @@ static Expr *parse_primary(Parser *p) {
             e->u.record.fields = parse_field_inits(p, &e->u.record.n);
             return e;
         }
-        if (peek_at(p, 1)->kind == T_STRING && peek_at(p, 2)->kind == P_COLON) return parse_map_literal(p);
+        if (peek_at(p, 1)->kind == T_STRING && peek_at(p, 2)->kind == P_COLON)
+            return parse_map_literal(p);
         return parse_block(p);
     case P_LBRACKET: {
         next(p);
@@ -819,10 +877,8 @@ static Expr *parse_primary(Parser *p) {
         if (peek_at(p, 1)->kind != P_LPAREN)
             fail(p, t->pos, "function declarations are only allowed at file scope");
         return parse_lambda(p);
-    case P_BAR:
-        return parse_lambda(p);
-    case K_MATCH:
-        return parse_match(p);
+    case P_BAR: return parse_lambda(p);
+    case K_MATCH: return parse_match(p);
     case K_SPAWN: {
         next(p);
         Expr *e = expr_new(p->a, E_SPAWN, t->pos);
@@ -838,17 +894,20 @@ static Expr *parse_primary(Parser *p) {
         if (!peek(p)->nl_before && can_start_expr(kind(p))) e->u.yield.e = parse_expr(p);
         return e;
     }
-    case K_IF:
-        return parse_if(p);
+    case K_IF: return parse_if(p);
     case K_PERFORM: {
         next(p);
         Expr *e = expr_new(p->a, E_PERFORM, t->pos);
         Token *ef = expect(p, T_IDENT, "naming the effect");
-        if (kind(p) == P_LT) fail(p, peek(p)->pos, "`perform` names the effect without type arguments (they are inferred)");
+        if (kind(p) == P_LT)
+            fail(p, peek(p)->pos,
+                 "`perform` names the effect without type arguments (they are inferred)");
         expect(p, P_DOT, "after the effect name");
         Token *op = expect(p, T_IDENT, "naming the operation");
         if (kind(p) != P_LPAREN || peek(p)->nl_before)
-            fail(p, peek(p)->pos, "expected `(` after `perform %s.%s` (write `()` for no arguments)", ef->text, op->text);
+            fail(p, peek(p)->pos,
+                 "expected `(` after `perform %s.%s` (write `()` for no arguments)", ef->text,
+                 op->text);
         next(p);
         e->u.perform.effect = ef->text;
         e->u.perform.epos = ef->pos;
@@ -859,7 +918,8 @@ static Expr *parse_primary(Parser *p) {
     }
     case K_RESUME: {
         next(p);
-        if (kind(p) != P_LPAREN || peek(p)->nl_before) fail(p, peek(p)->pos, "expected `(` after `resume`");
+        if (kind(p) != P_LPAREN || peek(p)->nl_before)
+            fail(p, peek(p)->pos, "expected `(` after `resume`");
         next(p);
         Expr *e = expr_new(p->a, E_RESUME, t->pos);
         int n;
@@ -878,7 +938,8 @@ static Expr *parse_primary(Parser *p) {
         Expr **args = parse_args(p, &n);
         int want = t->kind == K_SEND ? 2 : 1;
         if (n != want)
-            fail(p, t->pos, "`%s` expects %d argument%s, got %d", t->kind == K_SEND ? "send" : "recv", want, want == 1 ? "" : "s", n);
+            fail(p, t->pos, "`%s` expects %d argument%s, got %d",
+                 t->kind == K_SEND ? "send" : "recv", want, want == 1 ? "" : "s", n);
         Expr *e;
         if (t->kind == K_SEND) {
             e = expr_new(p->a, E_SEND, t->pos);
@@ -890,12 +951,9 @@ static Expr *parse_primary(Parser *p) {
         }
         return e;
     }
-    case K_HANDLE:
-        return parse_handle(p);
-    case K_SELECT:
-        fail(p, t->pos, "`select` is reserved and not supported");
-    default:
-        fail(p, t->pos, "expected an expression, found %s", describe(t));
+    case K_HANDLE: return parse_handle(p);
+    case K_SELECT: fail(p, t->pos, "`select` is reserved and not supported");
+    default: fail(p, t->pos, "expected an expression, found %s", describe(t));
     }
 }
 
@@ -909,7 +967,8 @@ static Expr *parse_postfix(Parser *p) {
             next(p);
             Expr *c = expr_new(p->a, E_CALL, e->pos);
             c->u.call.callee = e;
-            c->u.call.args = parse_args_named(p, &c->u.call.nargs, &c->u.call.names, &c->u.call.name_pos);
+            c->u.call.args =
+                parse_args_named(p, &c->u.call.nargs, &c->u.call.names, &c->u.call.name_pos);
             e = c;
             height = chain_grow(p, height, t->pos);
             continue;
@@ -1081,10 +1140,14 @@ static Expr *parse_mul(Parser *p) {
     for (;;) {
         TokKind k = kind(p);
         BinOp op;
-        if (k == P_STAR) op = OP_MUL;
-        else if (k == P_SLASH) op = OP_DIV;
-        else if (k == P_PERCENT) op = OP_MOD;
-        else break;
+        if (k == P_STAR)
+            op = OP_MUL;
+        else if (k == P_SLASH)
+            op = OP_DIV;
+        else if (k == P_PERCENT)
+            op = OP_MOD;
+        else
+            break;
         Token *t = next(p);
         Expr *r = parse_pipe(p);
         height = chain_grow(p, height, t->pos);
@@ -1217,11 +1280,13 @@ static const char **parse_type_params(Parser *p, int *n, Pos **pos) {
     PtrVec names = {0}, ps = {0};
     expect(p, P_LT, "to open the type parameters");
     while (kind(p) != P_GT) {
-        if (kind(p) == K_IN || (kind(p) == T_IDENT && strcmp(peek(p)->text, "out") == 0 && peek_at(p, 1)->kind == T_IDENT))
+        if (kind(p) == K_IN || (kind(p) == T_IDENT && strcmp(peek(p)->text, "out") == 0 &&
+                                peek_at(p, 1)->kind == T_IDENT))
             next(p);
         Token *t = expect(p, T_IDENT, "naming a type parameter");
         for (int k = 0; k < names.len; k++)
-            if (strcmp(names.items[k], t->text) == 0) fail(p, t->pos, "duplicate type parameter `%s`", t->text);
+            if (strcmp(names.items[k], t->text) == 0)
+                fail(p, t->pos, "duplicate type parameter `%s`", t->text);
         vec_push(p->a, &names, (void *)t->text);
         Pos *pp = arena_alloc(p->a, sizeof *pp);
         *pp = t->pos;
@@ -1290,7 +1355,8 @@ static FnDecl *parse_fn_decl(Parser *p) {
     } else if (kind(p) == P_LBRACE) {
         fn->body = parse_block(p);
     } else {
-        fail(p, peek(p)->pos, "expected `=` or `{` to begin the body of `%s`, found %s", fn->name, describe(peek(p)));
+        fail(p, peek(p)->pos, "expected `=` or `{` to begin the body of `%s`, found %s", fn->name,
+             describe(peek(p)));
     }
     return fn;
 }
@@ -1353,8 +1419,9 @@ static TypeDecl *parse_type_decl(Parser *p) {
     bool lead_bar = accept(p, P_BAR);
     Token *t = peek(p);
     Token *t1 = peek_at(p, 1);
-    bool union_form = lead_bar || (t->kind == T_IDENT && (t1->kind == P_BAR || t1->kind == P_LBRACE ||
-                                                          (t1->kind == P_LPAREN && !t1->nl_before)));
+    bool union_form =
+        lead_bar || (t->kind == T_IDENT && (t1->kind == P_BAR || t1->kind == P_LBRACE ||
+                                            (t1->kind == P_LPAREN && !t1->nl_before)));
     if (!union_form) {
         td->alias = parse_type(p);
         /* `type A = B` is an alias when B is a type, else a union of one variant B */
@@ -1396,7 +1463,8 @@ static EffectDecl *parse_effect_decl(Parser *p) {
         od->pos = op->pos;
         od->sig = parse_type(p);
         if (od->sig->kind != TE_FN)
-            fail(p, od->sig->pos, "the operation `%s` needs a function type, e.g. `fn(string) -> Unit`", op->text);
+            fail(p, od->sig->pos,
+                 "the operation `%s` needs a function type, e.g. `fn(string) -> Unit`", op->text);
         vec_push(p->a, &ops, od);
         accept(p, P_COMMA);
     }
@@ -1416,8 +1484,8 @@ static Stmt *skip_unsupported_decl(Parser *p, const char *feature, const char *t
     next(p);
     while (kind(p) != T_EOF) {
         Token *k = peek(p);
-        if (k->nl_before && depth <= 0 && k->kind != P_BAR && k->kind != P_ASSIGN && k->kind != P_RBRACE &&
-            k->kind != P_RPAREN && k->kind != P_RBRACKET)
+        if (k->nl_before && depth <= 0 && k->kind != P_BAR && k->kind != P_ASSIGN &&
+            k->kind != P_RBRACE && k->kind != P_RPAREN && k->kind != P_RBRACKET)
             break;
         if (k->kind == P_LPAREN || k->kind == P_LBRACE || k->kind == P_LBRACKET) depth++;
         if (k->kind == P_RPAREN || k->kind == P_RBRACE || k->kind == P_RBRACKET) depth--;
@@ -1464,22 +1532,19 @@ static Stmt *parse_stmt(Parser *p, bool top) {
         s->u.effect = parse_effect_decl(p);
         return s;
     }
-    case K_EXTERN:
-        return skip_unsupported_decl(p, "`extern` functions", "3");
+    case K_EXTERN: return skip_unsupported_decl(p, "`extern` functions", "3");
     case K_IMPORT:
     case K_NAMESPACE:
     case K_MODULE:
     case K_SIGNATURE:
-    case K_EXPORT:
-        fail(p, t->pos, "modules, namespaces and imports are not part of Osprey");
+    case K_EXPORT: fail(p, t->pos, "modules, namespaces and imports are not part of Osprey");
     case K_STATIC:
     case K_OPAQUE:
     case K_STATE:
     case K_WHERE:
     case K_AS:
     case K_IN:
-    case K_ELSE:
-        fail(p, t->pos, "unexpected keyword `%s`", tok_kind_name(t->kind));
+    case K_ELSE: fail(p, t->pos, "unexpected keyword `%s`", tok_kind_name(t->kind));
     case T_IDENT:
         if (peek_at(p, 1)->kind == P_ASSIGN) {
             Stmt *s = stmt_new(p->a, S_ASSIGN, t->pos);
@@ -1491,8 +1556,7 @@ static Stmt *parse_stmt(Parser *p, bool top) {
             return s;
         }
         break;
-    default:
-        break;
+    default: break;
     }
     Stmt *s = stmt_new(p->a, S_EXPR, t->pos);
     s->u.expr = parse_expr(p);
@@ -1506,12 +1570,16 @@ static void sync(Parser *p, int start, int err_at) {
     int j = start;
     for (; j < p->ntoks - 1; j++) {
         Token *t = &p->toks[j];
-        bool decl = t->pos.col == 1 && (t->kind == K_FN || t->kind == K_LET || t->kind == K_MUT ||
-                                        t->kind == K_TYPE || t->kind == K_EFFECT || t->kind == K_EXTERN);
+        bool decl =
+            t->pos.col == 1 && (t->kind == K_FN || t->kind == K_LET || t->kind == K_MUT ||
+                                t->kind == K_TYPE || t->kind == K_EFFECT || t->kind == K_EXTERN);
         /* the error may have been found at the first token of the next declaration
          * (the statement before it ended there): resume right at it */
         if (j == err_at && j > start && t->nl_before && decl && depth <= 0) break;
-        if (j > err_at && t->nl_before && (decl || (depth <= 0 && t->kind != P_RBRACE && t->kind != P_RPAREN && t->kind != P_RBRACKET))) break;
+        if (j > err_at && t->nl_before &&
+            (decl ||
+             (depth <= 0 && t->kind != P_RBRACE && t->kind != P_RPAREN && t->kind != P_RBRACKET)))
+            break;
         if (t->kind == P_LPAREN || t->kind == P_LBRACE || t->kind == P_LBRACKET) depth++;
         if (t->kind == P_RPAREN || t->kind == P_RBRACE || t->kind == P_RBRACKET) depth--;
     }

@@ -7,19 +7,19 @@ typedef struct Resolver {
     Arena *a;
     Diags *d;
     Program *prog;
-    PtrVec locals;       /* Sym* scope stack */
-    int locals_base;     /* lookups in a function body do not go below this */
-    PtrVec filescope;    /* Sym* file-scope bindings declared so far */
-    FnDecl *cur_fn;      /* function whose body is being resolved (NULL: top-level code) */
-    Unit *unit;          /* innermost code unit */
-    Unit *top_unit;      /* U_MAIN or U_FN: owns the lambda/spawn counters */
-    PtrVec *fnrefs;      /* where referenced functions are recorded (Expr* idents) */
+    PtrVec locals;    /* Sym* scope stack */
+    int locals_base;  /* lookups in a function body do not go below this */
+    PtrVec filescope; /* Sym* file-scope bindings declared so far */
+    FnDecl *cur_fn;   /* function whose body is being resolved (NULL: top-level code) */
+    Unit *unit;       /* innermost code unit */
+    Unit *top_unit;   /* U_MAIN or U_FN: owns the lambda/spawn counters */
+    PtrVec *fnrefs;   /* where referenced functions are recorded (Expr* idents) */
     Sym *builtin_syms[B_COUNT];
     int errors;
     int next_sym;
-    HandleArm *cur_arm;  /* innermost arm whose `resume` is reachable here (NULL: none) */
-    Expr *cur_handle;    /* its handle */
-    bool in_arm;         /* lexically inside an arm (assignments allowed), not behind a lambda/spawn */
+    HandleArm *cur_arm; /* innermost arm whose `resume` is reachable here (NULL: none) */
+    Expr *cur_handle;   /* its handle */
+    bool in_arm; /* lexically inside an arm (assignments allowed), not behind a lambda/spawn */
 } Resolver;
 
 static void error(Resolver *r, Pos pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -32,8 +32,8 @@ static void error(Resolver *r, Pos pos, const char *fmt, ...) {
 }
 
 static const char *const tier3_builtins[] = {
-    "readFile", "writeFile", "spawnProcess", "awaitProcess", "cleanupProcess",
-    "fiber_set_deterministic_mode",
+    "readFile",     "writeFile",      "spawnProcess",
+    "awaitProcess", "cleanupProcess", "fiber_set_deterministic_mode",
 };
 
 static Sym *new_sym(Resolver *r, SymKind k, const char *name, Pos pos) {
@@ -108,7 +108,9 @@ static Sym *lookup(Resolver *r, const char *name) {
     return NULL;
 }
 
-static void push_local(Resolver *r, Sym *s) { vec_push(r->a, &r->locals, s); }
+static void push_local(Resolver *r, Sym *s) {
+    vec_push(r->a, &r->locals, s);
+}
 
 static Sym *bind_local(Resolver *r, const char *name, Pos pos) {
     Sym *s = new_sym(r, SYM_LOCAL, name, pos);
@@ -172,9 +174,11 @@ static void resolve_ident(Resolver *r, Expr *e) {
         if (r->cur_fn) {
             for (int i = 0; i < r->prog->nstmts; i++) {
                 Stmt *st = r->prog->stmts[i];
-                if (st->kind == S_LET && i > r->cur_fn->decl_index && strcmp(st->u.let.name, name) == 0) {
+                if (st->kind == S_LET && i > r->cur_fn->decl_index &&
+                    strcmp(st->u.let.name, name) == 0) {
                     error(r, e->pos,
-                          "`%s` is declared at line %d, below `%s`; a function may read only file-scope bindings declared above it",
+                          "`%s` is declared at line %d, below `%s`; a function may read only "
+                          "file-scope bindings declared above it",
                           name, st->u.let.name_pos.line, r->cur_fn->name);
                     return;
                 }
@@ -187,7 +191,8 @@ static void resolve_ident(Resolver *r, Expr *e) {
     switch (s->kind) {
     case SYM_FN:
         if (s->fn->is_main) {
-            error(r, e->pos, "`main` is the program's entry point and cannot be called or used as a value");
+            error(r, e->pos,
+                  "`main` is the program's entry point and cannot be called or used as a value");
             e->u.ident.sym = NULL;
             return;
         }
@@ -196,11 +201,8 @@ static void resolve_ident(Resolver *r, Expr *e) {
     case SYM_BUILTIN:
         if (builtin_is_testing(s->builtin)) r->prog->uses_testing = true;
         return;
-    case SYM_CTOR:
-        return;
-    case SYM_LOCAL:
-        note_local_use(r, s);
-        return;
+    case SYM_CTOR: return;
+    case SYM_LOCAL: note_local_use(r, s); return;
     }
 }
 
@@ -228,7 +230,8 @@ static void resolve_pattern(Resolver *r, Pattern *p) {
         p->variant = c->ctor;
         for (int i = 0; i < p->nsubs; i++) {
             for (int j = 0; p->named && j < i; j++)
-                if (strcmp(p->fields[i], p->fields[j]) == 0) error(r, p->field_pos[i], "field `%s` is bound twice", p->fields[i]);
+                if (strcmp(p->fields[i], p->fields[j]) == 0)
+                    error(r, p->field_pos[i], "field `%s` is bound twice", p->fields[i]);
             resolve_pattern(r, p->subs[i]);
         }
         return;
@@ -259,7 +262,8 @@ static bool mentions_resume(Expr *e) {
     switch (e->kind) {
     case E_RESUME: return true;
     case E_INTERP: return any_resume(e->u.interp.parts, e->u.interp.nparts);
-    case E_CALL: return mentions_resume(e->u.call.callee) || any_resume(e->u.call.args, e->u.call.nargs);
+    case E_CALL:
+        return mentions_resume(e->u.call.callee) || any_resume(e->u.call.args, e->u.call.nargs);
     case E_BINARY: return mentions_resume(e->u.bin.l) || mentions_resume(e->u.bin.r);
     case E_UNARY: return mentions_resume(e->u.un.e);
     case E_ELVIS: return mentions_resume(e->u.elvis.l) || mentions_resume(e->u.elvis.r);
@@ -276,9 +280,12 @@ static bool mentions_resume(Expr *e) {
     case E_YIELD: return mentions_resume(e->u.yield.e);
     case E_RESULT_CTOR: return mentions_resume(e->u.ctor.e);
     case E_LIST: return any_resume(e->u.list.elems, e->u.list.n);
-    case E_IF: return mentions_resume(e->u.if_.cond) || mentions_resume(e->u.if_.then) || mentions_resume(e->u.if_.els);
+    case E_IF:
+        return mentions_resume(e->u.if_.cond) || mentions_resume(e->u.if_.then) ||
+               mentions_resume(e->u.if_.els);
     case E_FIELD: return mentions_resume(e->u.field.e);
-    case E_METHOD: return mentions_resume(e->u.method.recv) || any_resume(e->u.method.args, e->u.method.nargs);
+    case E_METHOD:
+        return mentions_resume(e->u.method.recv) || any_resume(e->u.method.args, e->u.method.nargs);
     case E_RECORD:
         for (int i = 0; i < e->u.record.n; i++)
             if (mentions_resume(e->u.record.fields[i].value)) return true;
@@ -289,7 +296,9 @@ static bool mentions_resume(Expr *e) {
             if (mentions_resume(e->u.update.fields[i].value)) return true;
         return false;
     case E_INDEX: return mentions_resume(e->u.index.e) || mentions_resume(e->u.index.idx);
-    case E_MAPLIT: return any_resume(e->u.maplit.keys, e->u.maplit.n) || any_resume(e->u.maplit.vals, e->u.maplit.n);
+    case E_MAPLIT:
+        return any_resume(e->u.maplit.keys, e->u.maplit.n) ||
+               any_resume(e->u.maplit.vals, e->u.maplit.n);
     case E_PERFORM: return any_resume(e->u.perform.args, e->u.perform.nargs);
     case E_SEND: return mentions_resume(e->u.send.ch) || mentions_resume(e->u.send.v);
     case E_RECV: return mentions_resume(e->u.recv.ch);
@@ -320,22 +329,21 @@ static void mark_tail_resume(Expr *e, HandleArm *arm) {
     case E_MATCH:
         for (int i = 0; i < e->u.match.narms; i++) mark_tail_resume(e->u.match.arms[i].body, arm);
         return;
-    default:
-        return;
+    default: return;
     }
 }
 
 static void resolve_expr(Resolver *r, Expr *e) {
     if (!e) return;
     switch (e->kind) {
-    case E_INT: case E_FLOAT: case E_BOOL: case E_STRING:
-        return;
+    case E_INT:
+    case E_FLOAT:
+    case E_BOOL:
+    case E_STRING: return;
     case E_INTERP:
         for (int i = 0; i < e->u.interp.nparts; i++) resolve_expr(r, e->u.interp.parts[i]);
         return;
-    case E_IDENT:
-        resolve_ident(r, e);
-        return;
+    case E_IDENT: resolve_ident(r, e); return;
     case E_CALL:
         resolve_expr(r, e->u.call.callee);
         for (int i = 0; i < e->u.call.nargs; i++) resolve_expr(r, e->u.call.args[i]);
@@ -344,9 +352,7 @@ static void resolve_expr(Resolver *r, Expr *e) {
         resolve_expr(r, e->u.bin.l);
         resolve_expr(r, e->u.bin.r);
         return;
-    case E_UNARY:
-        resolve_expr(r, e->u.un.e);
-        return;
+    case E_UNARY: resolve_expr(r, e->u.un.e); return;
     case E_ELVIS:
         resolve_expr(r, e->u.elvis.l);
         resolve_expr(r, e->u.elvis.r);
@@ -380,7 +386,8 @@ static void resolve_expr(Resolver *r, Expr *e) {
         for (int i = 0; i < e->u.lambda.nparams; i++) {
             Param *p = &e->u.lambda.params[i];
             for (int j = 0; j < i; j++)
-                if (p->name && e->u.lambda.params[j].name && strcmp(p->name, e->u.lambda.params[j].name) == 0)
+                if (p->name && e->u.lambda.params[j].name &&
+                    strcmp(p->name, e->u.lambda.params[j].name) == 0)
                     error(r, p->pos, "duplicate parameter `%s`", p->name);
             if (p->name) {
                 p->sym = bind_local(r, p->name, p->pos);
@@ -410,15 +417,9 @@ static void resolve_expr(Resolver *r, Expr *e) {
         r->in_arm = save_in;
         return;
     }
-    case E_AWAIT:
-        resolve_expr(r, e->u.await.e);
-        return;
-    case E_YIELD:
-        resolve_expr(r, e->u.yield.e);
-        return;
-    case E_RESULT_CTOR:
-        resolve_expr(r, e->u.ctor.e);
-        return;
+    case E_AWAIT: resolve_expr(r, e->u.await.e); return;
+    case E_YIELD: resolve_expr(r, e->u.yield.e); return;
+    case E_RESULT_CTOR: resolve_expr(r, e->u.ctor.e); return;
     case E_LIST:
         for (int i = 0; i < e->u.list.n; i++) resolve_expr(r, e->u.list.elems[i]);
         return;
@@ -430,9 +431,7 @@ static void resolve_expr(Resolver *r, Expr *e) {
         resolve_expr(r, e->u.if_.then);
         resolve_expr(r, e->u.if_.els);
         return;
-    case E_FIELD:
-        resolve_expr(r, e->u.field.e);
-        return;
+    case E_FIELD: resolve_expr(r, e->u.field.e); return;
     case E_METHOD: {
         resolve_expr(r, e->u.method.recv);
         for (int i = 0; i < e->u.method.nargs; i++) resolve_expr(r, e->u.method.args[i]);
@@ -442,7 +441,8 @@ static void resolve_expr(Resolver *r, Expr *e) {
         id->u.ident.name = e->u.method.name;
         e->u.method.fn = id;
         Sym *s = lookup(r, e->u.method.name);
-        if (s && s->kind != SYM_CTOR && !(s->kind == SYM_FN && s->fn->is_main)) resolve_ident(r, id);
+        if (s && s->kind != SYM_CTOR && !(s->kind == SYM_FN && s->fn->is_main))
+            resolve_ident(r, id);
         return;
     }
     case E_RECORD: {
@@ -454,8 +454,10 @@ static void resolve_expr(Resolver *r, Expr *e) {
             } else if (c) {
                 e->u.record.variant = c->ctor;
             } else if (td) {
-                error(r, e->u.record.tpos, "`%s` is not a record type; only records are built with `%s { field: value }`",
-                      td->name, td->name);
+                error(
+                    r, e->u.record.tpos,
+                    "`%s` is not a record type; only records are built with `%s { field: value }`",
+                    td->name, td->name);
             } else {
                 /* `p { x: 1 }`: an update of the value `p` */
                 Expr *id = expr_new(r->a, E_IDENT, e->u.record.tpos);
@@ -473,7 +475,8 @@ static void resolve_expr(Resolver *r, Expr *e) {
         for (int i = 0; i < e->u.record.n; i++) {
             for (int j = 0; j < i; j++)
                 if (strcmp(e->u.record.fields[i].name, e->u.record.fields[j].name) == 0)
-                    error(r, e->u.record.fields[i].pos, "field `%s` is given twice", e->u.record.fields[i].name);
+                    error(r, e->u.record.fields[i].pos, "field `%s` is given twice",
+                          e->u.record.fields[i].name);
             resolve_expr(r, e->u.record.fields[i].value);
         }
         return;
@@ -483,7 +486,8 @@ static void resolve_expr(Resolver *r, Expr *e) {
         for (int i = 0; i < e->u.update.n; i++) {
             for (int j = 0; j < i; j++)
                 if (strcmp(e->u.update.fields[i].name, e->u.update.fields[j].name) == 0)
-                    error(r, e->u.update.fields[i].pos, "field `%s` is given twice", e->u.update.fields[i].name);
+                    error(r, e->u.update.fields[i].pos, "field `%s` is given twice",
+                          e->u.update.fields[i].name);
             resolve_expr(r, e->u.update.fields[i].value);
         }
         return;
@@ -507,19 +511,20 @@ static void resolve_expr(Resolver *r, Expr *e) {
             for (int i = 0; i < ed->nops; i++)
                 if (strcmp(ed->ops[i].name, e->u.perform.op) == 0) e->u.perform.opi = i;
             if (e->u.perform.opi < 0) {
-                error(r, e->u.perform.opos, "effect `%s` has no operation `%s`", ed->name, e->u.perform.op);
+                error(r, e->u.perform.opos, "effect `%s` has no operation `%s`", ed->name,
+                      e->u.perform.op);
                 e->u.perform.decl = NULL;
             }
         }
         for (int i = 0; i < e->u.perform.nargs; i++) resolve_expr(r, e->u.perform.args[i]);
         return;
     }
-    case E_HANDLE:
-        resolve_handle(r, e);
-        return;
+    case E_HANDLE: resolve_handle(r, e); return;
     case E_RESUME:
         if (!r->cur_arm) {
-            error(r, e->pos, "`resume` is only allowed in an effect-handler arm (and not inside a lambda, `spawn` or a nested `handle` body there)");
+            error(r, e->pos,
+                  "`resume` is only allowed in an effect-handler arm (and not inside a lambda, "
+                  "`spawn` or a nested `handle` body there)");
         } else {
             e->u.resume.arm = r->cur_arm;
             e->u.resume.handle = r->cur_handle;
@@ -530,9 +535,7 @@ static void resolve_expr(Resolver *r, Expr *e) {
         resolve_expr(r, e->u.send.ch);
         resolve_expr(r, e->u.send.v);
         return;
-    case E_RECV:
-        resolve_expr(r, e->u.recv.ch);
-        return;
+    case E_RECV: resolve_expr(r, e->u.recv.ch); return;
     }
 }
 
@@ -549,7 +552,8 @@ static void resolve_handle(Resolver *r, Expr *e) {
         if (ed) {
             for (int k = 0; k < ed->nops; k++)
                 if (strcmp(ed->ops[k].name, arm->op) == 0) arm->opi = k;
-            if (arm->opi < 0) error(r, arm->pos, "effect `%s` has no operation `%s`", ed->name, arm->op);
+            if (arm->opi < 0)
+                error(r, arm->pos, "effect `%s` has no operation `%s`", ed->name, arm->op);
         }
         for (int j = 0; j < i; j++)
             if (strcmp(e->u.handle.arms[j].op, arm->op) == 0)
@@ -667,12 +671,16 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
             return;
         }
         if (sym->kind != SYM_LOCAL || !sym->is_mut) {
-            error(r, s->u.assign.name_pos, "cannot assign to `%s`: only `mut` bindings can be assigned (it is %s)",
-                  s->u.assign.name, sym->kind == SYM_LOCAL ? "declared with `let`" : "not a variable");
+            error(r, s->u.assign.name_pos,
+                  "cannot assign to `%s`: only `mut` bindings can be assigned (it is %s)",
+                  s->u.assign.name,
+                  sym->kind == SYM_LOCAL ? "declared with `let`" : "not a variable");
             return;
         }
         if (!r->in_arm) {
-            error(r, s->pos, "`%s` can only be assigned inside an effect-handler arm (the only writers of a `mut` binding, docs/spec/language.md §12.4)",
+            error(r, s->pos,
+                  "`%s` can only be assigned inside an effect-handler arm (the only writers of a "
+                  "`mut` binding, docs/spec/language.md §12.4)",
                   s->u.assign.name);
             return;
         }
@@ -680,8 +688,10 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
             for (Unit *u = r->unit; u && u != sym->owner; u = u->parent)
                 if (u->kind == U_LAMBDA || u->kind == U_SPAWN) {
                     error(r, s->pos,
-                          "`%s` cannot be assigned here: this %s captured it by value; only the arms of a `handle` in the scope of `%s` share its cell",
-                          s->u.assign.name, u->kind == U_LAMBDA ? "lambda" : "`spawn`", s->u.assign.name);
+                          "`%s` cannot be assigned here: this %s captured it by value; only the "
+                          "arms of a `handle` in the scope of `%s` share its cell",
+                          s->u.assign.name, u->kind == U_LAMBDA ? "lambda" : "`spawn`",
+                          s->u.assign.name);
                     return;
                 }
         }
@@ -690,22 +700,17 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
         return;
     }
     case S_TYPE:
-    case S_EFFECT:
-        return;
-    case S_EXPR:
-        resolve_expr(r, s->u.expr);
-        return;
-    case S_FN:
-        resolve_fn(r, s->u.fn);
-        return;
-    case S_UNSUPPORTED:
-        return;
+    case S_EFFECT: return;
+    case S_EXPR: resolve_expr(r, s->u.expr); return;
+    case S_FN: resolve_fn(r, s->u.fn); return;
+    case S_UNSUPPORTED: return;
     }
 }
 
 static bool is_builtin_type_name(const char *n) {
-    static const char *const names[] = {"int", "float", "bool", "string", "Unit", "MathError", "Error",
-                                        "Result", "Fiber", "Iterator", "List", "Map", "Channel", "any"};
+    static const char *const names[] = {"int",       "float", "bool",    "string", "Unit",
+                                        "MathError", "Error", "Result",  "Fiber",  "Iterator",
+                                        "List",      "Map",   "Channel", "any"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(names[i], n) == 0) return true;
     return false;
@@ -719,9 +724,12 @@ static void resolve_decls(Resolver *r) {
         TypeDecl *td = prog->tdecls.items[i];
         for (int j = 0; j < i; j++) {
             TypeDecl *o = prog->tdecls.items[j];
-            if (strcmp(o->name, td->name) == 0) error(r, td->pos, "type `%s` is already declared at line %d", td->name, o->pos.line);
+            if (strcmp(o->name, td->name) == 0)
+                error(r, td->pos, "type `%s` is already declared at line %d", td->name,
+                      o->pos.line);
         }
-        if (is_builtin_type_name(td->name)) error(r, td->pos, "`%s` is a built-in type and cannot be redeclared", td->name);
+        if (is_builtin_type_name(td->name))
+            error(r, td->pos, "`%s` is a built-in type and cannot be redeclared", td->name);
     }
     for (int i = 0; i < prog->tdecls.len; i++) {
         TypeDecl *td = prog->tdecls.items[i];
@@ -749,16 +757,21 @@ static void resolve_decls(Resolver *r) {
         for (int k = 0; k < td->nvariants; k++) {
             Variant *v = td->variants[k];
             if (strcmp(v->name, "Success") == 0 || strcmp(v->name, "Error") == 0) {
-                error(r, v->pos, "`%s` is the built-in Result constructor and cannot be redeclared", v->name);
+                error(r, v->pos, "`%s` is the built-in Result constructor and cannot be redeclared",
+                      v->name);
                 continue;
             }
             Sym *prev = find_ctor(r, v->name);
             if (prev) {
-                error(r, v->pos, "constructor `%s` is already declared at line %d", v->name, prev->pos.line);
+                error(r, v->pos, "constructor `%s` is already declared at line %d", v->name,
+                      prev->pos.line);
                 continue;
             }
             FnDecl *f = find_fn(r, v->name);
-            if (f) error(r, v->pos, "constructor `%s` has the same name as the function declared at line %d", v->name, f->pos.line);
+            if (f)
+                error(r, v->pos,
+                      "constructor `%s` has the same name as the function declared at line %d",
+                      v->name, f->pos.line);
             Sym *sym = new_sym(r, SYM_CTOR, v->name, v->pos);
             sym->ctor = v;
             v->sym = sym;
@@ -768,7 +781,9 @@ static void resolve_decls(Resolver *r) {
         EffectDecl *ed = prog->edecls.items[i];
         for (int j = 0; j < i; j++) {
             EffectDecl *o = prog->edecls.items[j];
-            if (strcmp(o->name, ed->name) == 0) error(r, ed->pos, "effect `%s` is already declared at line %d", ed->name, o->pos.line);
+            if (strcmp(o->name, ed->name) == 0)
+                error(r, ed->pos, "effect `%s` is already declared at line %d", ed->name,
+                      o->pos.line);
         }
     }
     for (int i = 0; i < prog->fns.len; i++) {
@@ -776,13 +791,16 @@ static void resolve_decls(Resolver *r) {
         for (int k = 0; k < f->nrow; k++) {
             EffectRef *ref = &f->row[k];
             ref->decl = find_effect(r, ref->name);
-            if (!ref->decl) error(r, ref->pos, "unknown effect `%s` in the effect row of `%s`", ref->name, f->name);
+            if (!ref->decl)
+                error(r, ref->pos, "unknown effect `%s` in the effect row of `%s`", ref->name,
+                      f->name);
         }
     }
 }
 
 /* Does any function reachable from `f` read a file-scope binding with index >= limit? */
-static Sym *reads_uninitialised(FnDecl *f, int limit, int stamp, int *marks, Program *prog, FnDecl **via) {
+static Sym *reads_uninitialised(FnDecl *f, int limit, int stamp, int *marks, Program *prog,
+                                FnDecl **via) {
     int idx = -1;
     for (int i = 0; i < prog->fns.len; i++)
         if (prog->fns.items[i] == f) idx = i;
@@ -837,7 +855,9 @@ int resolve_program(Program *prog, Diags *d) {
     for (int i = 0; i < prog->nstmts; i++) {
         Stmt *s = prog->stmts[i];
         if (s->kind == S_EXPR && prog->main_fn)
-            error(r, s->pos, "a program with `fn main` may not have other executable top-level statements (move this into `main`)");
+            error(r, s->pos,
+                  "a program with `fn main` may not have other executable top-level statements "
+                  "(move this into `main`)");
         r->fnrefs = &stmt_refs[i];
         resolve_stmt(r, s, i);
         r->fnrefs = NULL;
@@ -855,7 +875,9 @@ int resolve_program(Program *prog, Diags *d) {
                 FnDecl *via = NULL;
                 Sym *g = reads_uninitialised(id->u.ident.sym->fn, i, ++stamp, marks, prog, &via);
                 if (g) {
-                    error(r, id->pos, "`%s` reads `%s` (declared at line %d) before its initialiser has run%s%s%s",
+                    error(r, id->pos,
+                          "`%s` reads `%s` (declared at line %d) before its initialiser has "
+                          "run%s%s%s",
                           id->u.ident.name, g->name, g->pos.line,
                           via != id->u.ident.sym->fn ? " (through `" : "",
                           via != id->u.ident.sym->fn ? via->name : "",

@@ -40,7 +40,9 @@ Type *ty_con(TypeCtx *tc, TyKind k, int nargs, Type **args) {
     return t;
 }
 
-Type *ty_con1(TypeCtx *tc, TyKind k, Type *a) { return ty_con(tc, k, 1, &a); }
+Type *ty_con1(TypeCtx *tc, TyKind k, Type *a) {
+    return ty_con(tc, k, 1, &a);
+}
 
 Type *ty_result(TypeCtx *tc, Type *payload, Type *err) {
     Type *args[2] = {payload, err};
@@ -174,7 +176,9 @@ static bool unify_rec(TypeCtx *tc, Type *a, Type *b, int depth) {
     return true;
 }
 
-bool ty_unify(TypeCtx *tc, Type *a, Type *b) { return unify_rec(tc, a, b, 0); }
+bool ty_unify(TypeCtx *tc, Type *a, Type *b) {
+    return unify_rec(tc, a, b, 0);
+}
 
 typedef struct ShowBuf {
     Arena *a;
@@ -249,9 +253,13 @@ static void show_rec(ShowBuf *b, Type *t, int depth) {
         sb_puts(b, " }");
         return;
     default: {
-        const char *name = t->kind == TY_RESULT ? "Result" : t->kind == TY_FIBER ? "Fiber"
-                         : t->kind == TY_ITER ? "Iterator" : t->kind == TY_LIST ? "List"
-                         : t->kind == TY_MAP ? "Map" : t->kind == TY_NAMED ? ty_decl_name(t->decl) : "Channel";
+        const char *name = t->kind == TY_RESULT  ? "Result"
+                           : t->kind == TY_FIBER ? "Fiber"
+                           : t->kind == TY_ITER  ? "Iterator"
+                           : t->kind == TY_LIST  ? "List"
+                           : t->kind == TY_MAP   ? "Map"
+                           : t->kind == TY_NAMED ? ty_decl_name(t->decl)
+                                                 : "Channel";
         sb_puts(b, name);
         if (t->nargs == 0) return;
         sb_puts(b, "<");

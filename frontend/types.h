@@ -14,18 +14,23 @@
 
 typedef enum TyKind {
     TY_VAR,
-    TY_INT, TY_FLOAT, TY_BOOL, TY_STRING, TY_UNIT,
-    TY_MATHERROR, TY_ERRORT,  /* the two error types; both a message string at run time */
-    TY_RESULT,                /* args[0] payload, args[1] error type */
-    TY_FIBER,                 /* args[0] */
-    TY_ITER,                  /* args[0] element */
-    TY_FN,                    /* args[0..nargs) params, ret */
-    TY_LIST,                  /* args[0] element */
-    TY_MAP,                   /* args[0] key (always string), args[1] value */
-    TY_CHANNEL,               /* args[0] */
-    TY_NAMED,                 /* a declared record or union: decl, args = type arguments */
-    TY_RECORD,                /* an anonymous record: fields[i] has type args[i], names sorted */
-    TY_POISON                 /* the type of an erroneous expression; unifies with anything */
+    TY_INT,
+    TY_FLOAT,
+    TY_BOOL,
+    TY_STRING,
+    TY_UNIT,
+    TY_MATHERROR,
+    TY_ERRORT,  /* the two error types; both a message string at run time */
+    TY_RESULT,  /* args[0] payload, args[1] error type */
+    TY_FIBER,   /* args[0] */
+    TY_ITER,    /* args[0] element */
+    TY_FN,      /* args[0..nargs) params, ret */
+    TY_LIST,    /* args[0] element */
+    TY_MAP,     /* args[0] key (always string), args[1] value */
+    TY_CHANNEL, /* args[0] */
+    TY_NAMED,   /* a declared record or union: decl, args = type arguments */
+    TY_RECORD,  /* an anonymous record: fields[i] has type args[i], names sorted */
+    TY_POISON   /* the type of an erroneous expression; unifies with anything */
 } TyKind;
 
 /*
@@ -48,16 +53,16 @@ typedef struct Type {
     int nargs;
     struct Type **args;
     struct Type *ret;
-    void *decl;               /* TY_NAMED: the TypeDecl */
-    const char **fields;      /* TY_RECORD: field names, sorted by name */
-    EffSet *eff;              /* TY_FN */
+    void *decl;          /* TY_NAMED: the TypeDecl */
+    const char **fields; /* TY_RECORD: field names, sorted by name */
+    EffSet *eff;         /* TY_FN */
     /* TY_VAR */
     struct Type *link;
     int id;
     int level;
     bool generic;
-    bool rigid;               /* an explicit type parameter `<T>`: unifies only with itself */
-    const char *name;         /* its name, for diagnostics */
+    bool rigid;       /* an explicit type parameter `<T>`: unifies only with itself */
+    const char *name; /* its name, for diagnostics */
     unsigned char hint;
 } Type;
 

@@ -63,7 +63,9 @@ char *arena_strndup(Arena *a, const char *s, size_t n) {
     return p;
 }
 
-char *arena_strdup(Arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
+char *arena_strdup(Arena *a, const char *s) {
+    return arena_strndup(a, s, strlen(s));
+}
 
 static char *arena_vprintf(Arena *a, const char *fmt, va_list ap) {
     va_list ap2;
@@ -142,9 +144,11 @@ static const char *line_start(const Diags *d, int line, size_t *len) {
  * marking each cut end, so a generated single-line source of megabytes prints one
  * screen line per error. */
 #define DIAG_LINE_MAX 200
-#define DIAG_BEFORE 100
+#define DIAG_BEFORE   100
 
-static bool utf8_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+static bool utf8_cont(unsigned char c) {
+    return (c & 0xC0) == 0x80;
+}
 
 /* Terminal columns of the code point at s[0..n) (n >= 1): 2 for East Asian wide and
  * fullwidth characters and emoji, 0 for combining marks, else 1. `*used` gets its length. */
@@ -159,10 +163,11 @@ static int cp_width(const unsigned char *s, size_t n, size_t *used) {
     unsigned cp = c & (0x7Fu >> len);
     for (size_t k = 1; k < len; k++) cp = (cp << 6) | (s[k] & 0x3Fu);
     if ((cp >= 0x300 && cp <= 0x36F) || (cp >= 0x200B && cp <= 0x200F) || cp == 0xFEFF) return 0;
-    if ((cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
-        (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
-        (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1F64F) || (cp >= 0x1F900 && cp <= 0x1F9FF) ||
-        (cp >= 0x20000 && cp <= 0x3FFFD))
+    if ((cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+        (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+        (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+        (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1F64F) ||
+        (cp >= 0x1F900 && cp <= 0x1F9FF) || (cp >= 0x20000 && cp <= 0x3FFFD))
         return 2;
     return 1;
 }
@@ -209,12 +214,15 @@ void diag_print(Diags *d, FILE *out) {
         Diag *g = d->items.items[i];
         if (i > 0) {
             Diag *prev = d->items.items[i - 1];
-            if (prev->pos.line == g->pos.line && prev->pos.col == g->pos.col) continue; /* one error per position */
+            if (prev->pos.line == g->pos.line && prev->pos.col == g->pos.col)
+                continue; /* one error per position */
         }
         fprintf(out, "%s:%d:%d: error: %s\n", d->path, g->pos.line, g->pos.col, g->msg);
         size_t len = 0;
         const char *ls = line_start(d, g->pos.line, &len);
         if (ls) print_source_line(out, ls, len, g->pos.col);
     }
-    if (d->overflow) fprintf(out, "%s: error: too many errors; only the first %d are shown\n", d->path, d->items.len);
+    if (d->overflow)
+        fprintf(out, "%s: error: too many errors; only the first %d are shown\n", d->path,
+                d->items.len);
 }

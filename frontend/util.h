@@ -47,12 +47,12 @@ typedef struct Diag {
 
 typedef struct Diags {
     Arena *arena;
-    const char *path;   /* as given on the command line */
-    const char *src;    /* whole source text */
+    const char *path; /* as given on the command line */
+    const char *src;  /* whole source text */
     size_t src_len;
-    PtrVec items;       /* Diag* */
+    PtrVec items; /* Diag* */
     int count;
-    bool overflow;      /* more than OSP_MAX_ERRORS were reported */
+    bool overflow; /* more than OSP_MAX_ERRORS were reported */
 } Diags;
 
 #define OSP_MAX_ERRORS 50

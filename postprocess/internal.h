@@ -12,52 +12,52 @@
 /* ---- Raw profile (§(e)) ------------------------------------------------------------ */
 
 typedef struct ospprof_symbol {
-  char *name;    /* owned */
-  uint64_t addr; /* unslid, as the image describes it */
-  uint64_t size; /* bytes */
+    char *name;    /* owned */
+    uint64_t addr; /* unslid, as the image describes it */
+    uint64_t size; /* bytes */
 } ospprof_symbol;
 
 typedef struct ospprof_image {
-  char *path;     /* owned */
-  char *arch;     /* owned, "" if unknown */
-  char *build_id; /* owned lowercase hex, NULL if not recorded */
-  uint64_t base, slide, text, text_size;
-  ospprof_symbol *symbols; /* owned, nsymbols entries; NULL if no `symbols` key */
-  size_t nsymbols;
-  bool has_symbols;
+    char *path;     /* owned */
+    char *arch;     /* owned, "" if unknown */
+    char *build_id; /* owned lowercase hex, NULL if not recorded */
+    uint64_t base, slide, text, text_size;
+    ospprof_symbol *symbols; /* owned, nsymbols entries; NULL if no `symbols` key */
+    size_t nsymbols;
+    bool has_symbols;
 } ospprof_image;
 
 typedef struct ospprof_thread {
-  int64_t fiber;
-  char *label; /* owned */
+    int64_t fiber;
+    char *label; /* owned */
 } ospprof_thread;
 
 typedef struct ospprof_sample {
-  uint64_t t_ns;      /* t_rel_ns */
-  uint64_t weight_ns; /* measured weight, or floor(1e9 / rate_hz) */
-  uint32_t row;       /* thread row index (validated) */
-  uint32_t stack;     /* stack index (validated) */
-  uint8_t state;      /* 0 on-CPU, 1 waiting */
+    uint64_t t_ns;      /* t_rel_ns */
+    uint64_t weight_ns; /* measured weight, or floor(1e9 / rate_hz) */
+    uint32_t row;       /* thread row index (validated) */
+    uint32_t stack;     /* stack index (validated) */
+    uint8_t state;      /* 0 on-CPU, 1 waiting */
 } ospprof_sample;
 
 struct ospprof_raw {
-  char *path; /* owned: the name used in messages */
-  int64_t version, pid;
-  char *exe, *platform; /* owned */
-  uint64_t rate_hz;
-  int64_t start_unix_ns, end_unix_ns;
-  ospprof_image *images;
-  size_t nimages;
-  ospprof_thread *threads;
-  size_t nthreads;
-  uint64_t *addrs;   /* all stacks' addresses, leaf first, concatenated */
-  size_t *stack_off; /* nstacks + 1 offsets into addrs */
-  size_t nstacks;
-  bool *truncated; /* nstacks flags from truncated_stacks */
-  ospprof_sample *samples; /* sorted stably by t_ns */
-  size_t nsamples;
-  uint64_t dropped;
-  bool has_weights;
+    char *path; /* owned: the name used in messages */
+    int64_t version, pid;
+    char *exe, *platform; /* owned */
+    uint64_t rate_hz;
+    int64_t start_unix_ns, end_unix_ns;
+    ospprof_image *images;
+    size_t nimages;
+    ospprof_thread *threads;
+    size_t nthreads;
+    uint64_t *addrs;   /* all stacks' addresses, leaf first, concatenated */
+    size_t *stack_off; /* nstacks + 1 offsets into addrs */
+    size_t nstacks;
+    bool *truncated;         /* nstacks flags from truncated_stacks */
+    ospprof_sample *samples; /* sorted stably by t_ns */
+    size_t nsamples;
+    uint64_t dropped;
+    bool has_weights;
 };
 
 /* ---- Symbolization (§(f)) ---------------------------------------------------------- */
@@ -67,64 +67,64 @@ long ospprof_image_for(const ospprof_raw *raw, uint64_t addr);
 
 /* One resolved frame; strings are interned (owned by the string table). */
 typedef struct ospprof_frame {
-  uint32_t name; /* string id */
-  uint32_t file; /* string id; the empty string when unknown */
-  uint32_t line; /* 0 = unknown */
-  uint32_t func; /* function id (name, file) */
+    uint32_t name; /* string id */
+    uint32_t file; /* string id; the empty string when unknown */
+    uint32_t line; /* 0 = unknown */
+    uint32_t func; /* function id (name, file) */
 } ospprof_frame;
 
 typedef struct ospprof_func {
-  uint32_t name, file;
-  uint32_t line; /* display line: smallest non-zero line seen; 0 if none */
-  bool user;     /* kind: file ends in .osp / .ospml */
-  uint64_t self_w, total_w;
-  uint64_t self_n, total_n;
+    uint32_t name, file;
+    uint32_t line; /* display line: smallest non-zero line seen; 0 if none */
+    bool user;     /* kind: file ends in .osp / .ospml */
+    uint64_t self_w, total_w;
+    uint64_t self_n, total_n;
 } ospprof_func;
 
 /* String table: interned, NUL-terminated strings addressed by id. */
 typedef struct ospprof_strtab {
-  char **str;
-  size_t *len;
-  size_t n, cap;
-  uint32_t *slots; /* open addressing, id + 1, 0 = empty */
-  size_t nslots;
+    char **str;
+    size_t *len;
+    size_t n, cap;
+    uint32_t *slots; /* open addressing, id + 1, 0 = empty */
+    size_t nslots;
 } ospprof_strtab;
 
 uint32_t ospprof_intern(ospprof_strtab *t, const char *s, size_t len);
 void ospprof_strtab_free(ospprof_strtab *t);
 
 typedef struct ospprof_stackinfo {
-  size_t off, n;       /* frames[off .. off+n) in prof->stack_frames, leaf first */
-  uint64_t on_w, on_n; /* on-CPU weight and count of samples on this stack */
-  char *ss_json;       /* cached root-first speedscope index list, or NULL */
-  size_t ss_len;
+    size_t off, n;       /* frames[off .. off+n) in prof->stack_frames, leaf first */
+    uint64_t on_w, on_n; /* on-CPU weight and count of samples on this stack */
+    char *ss_json;       /* cached root-first speedscope index list, or NULL */
+    size_t ss_len;
 } ospprof_stackinfo;
 
 typedef struct ospprof_rowinfo {
-  int64_t fiber;
-  char *label;   /* display label (§(g.1)), owned */
-  uint64_t n, on_n, w, on_w;
+    int64_t fiber;
+    char *label; /* display label (§(g.1)), owned */
+    uint64_t n, on_n, w, on_w;
 } ospprof_rowinfo;
 
 struct ospprof_profile {
-  ospprof_strtab strs;
-  char *program;      /* owned: as given (or exe) */
-  const char *pname;  /* basename of program (points into program) */
-  ospprof_frame *frames;
-  size_t nframes;
-  ospprof_func *funcs;
-  size_t nfuncs;
-  uint32_t *stack_frames; /* frame ids per stack, leaf first */
-  size_t nstack_frames;
-  ospprof_stackinfo *stacks; /* per raw stack */
-  size_t nstacks;
-  ospprof_rowinfo *rows;
-  size_t nrows;
-  ospprof_sample *samples; /* copy of the raw samples, time ordered */
-  size_t nsamples;
-  uint64_t rate_hz, dropped;
-  uint64_t on_w, on_n; /* total on-CPU weight (ns) and samples */
-  double wall_s;
+    ospprof_strtab strs;
+    char *program;     /* owned: as given (or exe) */
+    const char *pname; /* basename of program (points into program) */
+    ospprof_frame *frames;
+    size_t nframes;
+    ospprof_func *funcs;
+    size_t nfuncs;
+    uint32_t *stack_frames; /* frame ids per stack, leaf first */
+    size_t nstack_frames;
+    ospprof_stackinfo *stacks; /* per raw stack */
+    size_t nstacks;
+    ospprof_rowinfo *rows;
+    size_t nrows;
+    ospprof_sample *samples; /* copy of the raw samples, time ordered */
+    size_t nsamples;
+    uint64_t rate_hz, dropped;
+    uint64_t on_w, on_n; /* total on-CPU weight (ns) and samples */
+    double wall_s;
 };
 
 /* Kind rule §(f).8: file ends in .osp or .ospml, ASCII case-insensitive. */
@@ -133,9 +133,9 @@ bool ospprof_is_user_file(const char *file);
 /* ---- Symbolizer engine (symbolizer.cpp) -------------------------------------------- */
 
 typedef struct ospprof_symframe {
-  char *name; /* malloc'd; NULL when unknown */
-  char *file; /* malloc'd; NULL when unknown */
-  uint32_t line;
+    char *name; /* malloc'd; NULL when unknown */
+    char *file; /* malloc'd; NULL when unknown */
+    uint32_t line;
 } ospprof_symframe;
 
 typedef struct ospprof_llvm ospprof_llvm;
@@ -156,16 +156,15 @@ char *ospprof_llvm_build_id(const char *object);
 /* ---- Hash map keyed by two 64-bit words, holding a 32-bit value -------------------- */
 
 typedef struct ospprof_map {
-  uint64_t *ka, *kb;
-  uint32_t *val;
-  uint8_t *used;
-  size_t cap, n;
+    uint64_t *ka, *kb;
+    uint32_t *val;
+    uint8_t *used;
+    size_t cap, n;
 } ospprof_map;
 
 /* Find (a, b). Returns a pointer to its value; when absent inserts it with value `fresh`
  * and sets *inserted. The pointer is valid until the next call. */
-uint32_t *ospprof_map_put(ospprof_map *m, uint64_t a, uint64_t b, uint32_t fresh,
-                          bool *inserted);
+uint32_t *ospprof_map_put(ospprof_map *m, uint64_t a, uint64_t b, uint32_t fresh, bool *inserted);
 /* Find (a, b): true and *v when present. */
 bool ospprof_map_get(const ospprof_map *m, uint64_t a, uint64_t b, uint32_t *v);
 void ospprof_map_free(ospprof_map *m);
@@ -187,15 +186,14 @@ size_t ospprof_hot_functions(const ospprof_profile *p, uint32_t **out);
 
 /* A growable byte buffer. */
 typedef struct ospprof_buf {
-  char *p;
-  size_t n, cap;
+    char *p;
+    size_t n, cap;
 } ospprof_buf;
 
 void ospprof_buf_put(ospprof_buf *b, const void *s, size_t n);
 void ospprof_buf_puts(ospprof_buf *b, const char *s);
 void ospprof_buf_putc(ospprof_buf *b, char c);
-void ospprof_buf_printf(ospprof_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void ospprof_buf_printf(ospprof_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ospprof_buf_free(ospprof_buf *b);
 
 /* JSON string literal with quotes: valid UTF-8 (invalid bytes → U+FFFD), `"` and `\`
@@ -214,10 +212,10 @@ void ospprof_json_seconds(ospprof_buf *b, uint64_t ns);
  * file it points to is replaced in its own directory and the link stays. A directory, a
  * dangling link or any other kind of file is refused ("cannot write <path>: ..."). */
 typedef struct ospprof_out {
-  FILE *f;
-  char *path; /* as given, for messages */
-  char *tmp;  /* the temporary, or NULL when writing in place */
-  char *dest; /* what the temporary is renamed to */
+    FILE *f;
+    char *path; /* as given, for messages */
+    char *tmp;  /* the temporary, or NULL when writing in place */
+    char *dest; /* what the temporary is renamed to */
 } ospprof_out;
 int ospprof_out_open(ospprof_out *o, const char *path, char *err, size_t errlen);
 int ospprof_out_write(ospprof_out *o, const void *p, size_t n);

@@ -31,25 +31,25 @@ extern "C" {
 
 /* What ospprof_run() does. Strings are borrowed for the duration of the call. */
 typedef struct ospprof_options {
-  /* Raw profile to read (docs/spec/profiler.md §(e)). Required. */
-  const char *raw_path;
-  /* Object that stands in for the main image when the recorded executable no longer
+    /* Raw profile to read (docs/spec/profiler.md §(e)). Required. */
+    const char *raw_path;
+    /* Object that stands in for the main image when the recorded executable no longer
    * exists (docs/spec/profiler.md §(f).3: the binary the CLI just built, or --binary). NULL: none. */
-  const char *binary;
-  /* The program's source path exactly as given to the CLI: `program` in .profile.json,
+    const char *binary;
+    /* The program's source path exactly as given to the CLI: `program` in .profile.json,
    * its basename is speedscope's `name` and the report header. NULL: the raw `exe`. */
-  const char *program;
-  /* Export path without extension: "<dir>/<stem>" or "<stem>". The files are
+    const char *program;
+    /* Export path without extension: "<dir>/<stem>" or "<stem>". The files are
    * <prefix>.speedscope.json, .cpuprofile, .folded and .profile.json, each written to
    * a temporary name in the same directory and renamed into place. Required. */
-  const char *output_prefix;
-  /* Where the terminal report (§(h)) goes; NULL: no report. */
-  FILE *report;
-  /* Colour escapes in the report. Decide with ospprof_color_wanted(). */
-  bool color;
-  /* Symbolizer: "llvm", "none" or NULL (= the OSPREY_PROFILE_SYMBOLIZER environment
+    const char *output_prefix;
+    /* Where the terminal report (§(h)) goes; NULL: no report. */
+    FILE *report;
+    /* Colour escapes in the report. Decide with ospprof_color_wanted(). */
+    bool color;
+    /* Symbolizer: "llvm", "none" or NULL (= the OSPREY_PROFILE_SYMBOLIZER environment
    * variable, default "llvm"). Unknown values behave as "llvm". */
-  const char *symbolizer;
+    const char *symbolizer;
 } ospprof_options;
 
 /*
@@ -106,8 +106,8 @@ void ospprof_raw_free(ospprof_raw *raw);
  * NULL only when out of memory (err set). The raw profile may be freed afterwards.
  */
 ospprof_profile *ospprof_profile_build(const ospprof_raw *raw, const char *program,
-                                       const char *binary, const char *symbolizer,
-                                       char *err, size_t errlen);
+                                       const char *binary, const char *symbolizer, char *err,
+                                       size_t errlen);
 
 void ospprof_profile_free(ospprof_profile *prof);
 
@@ -117,17 +117,14 @@ int ospprof_write_speedscope(const ospprof_profile *prof, const char *path, char
                              size_t errlen);
 int ospprof_write_cpuprofile(const ospprof_profile *prof, const char *path, char *err,
                              size_t errlen);
-int ospprof_write_folded(const ospprof_profile *prof, const char *path, char *err,
-                         size_t errlen);
-int ospprof_write_summary(const ospprof_profile *prof, const char *path, char *err,
-                          size_t errlen);
+int ospprof_write_folded(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
+int ospprof_write_summary(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 
 /*
  * Print the terminal report (§(h)) to `out`. `output_prefix` is used for the profile:
  * and view: lines (paths as the CLI wrote them). Returns 0, or -1 when writing failed.
  */
-int ospprof_report(const ospprof_profile *prof, const char *output_prefix, bool color,
-                   FILE *out);
+int ospprof_report(const ospprof_profile *prof, const char *output_prefix, bool color, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -14,352 +14,357 @@
 #include <string.h>
 #include <sys/stat.h>
 
-
 long ospprof_image_for(const ospprof_raw *raw, uint64_t addr) {
-  long best = -1;
-  for (size_t i = 0; i < raw->nimages; i++) {
-    const ospprof_image *im = &raw->images[i];
-    if (im->text_size && addr >= im->text && addr - im->text < im->text_size &&
-        (best < 0 || im->text > raw->images[best].text))
-      best = (long)i;
-  }
-  if (best >= 0) return best;
-  for (size_t i = 0; i < raw->nimages; i++) {
-    const ospprof_image *im = &raw->images[i];
-    if (im->text_size == 0 && im->base <= addr &&
-        (best < 0 || im->base > raw->images[best].base))
-      best = (long)i;
-  }
-  return best;
+    long best = -1;
+    for (size_t i = 0; i < raw->nimages; i++) {
+        const ospprof_image *im = &raw->images[i];
+        if (im->text_size && addr >= im->text && addr - im->text < im->text_size &&
+            (best < 0 || im->text > raw->images[best].text))
+            best = (long)i;
+    }
+    if (best >= 0) return best;
+    for (size_t i = 0; i < raw->nimages; i++) {
+        const ospprof_image *im = &raw->images[i];
+        if (im->text_size == 0 && im->base <= addr &&
+            (best < 0 || im->base > raw->images[best].base))
+            best = (long)i;
+    }
+    return best;
 }
 
 /* ---- symbolization state ------------------------------------------------------------ */
 
 typedef struct triple {
-  uint32_t name, file, line;
+    uint32_t name, file, line;
 } triple;
 
 typedef struct symctx {
-  const ospprof_raw *raw;
-  ospprof_strtab *strs;
-  ospprof_resolver_fn resolver;
-  void *rctx;
-  bool enabled;       /* false: OSPREY_PROFILE_SYMBOLIZER=none, every frame hex */
-  ospprof_llvm *llvm; /* NULL: no object lookups */
-  const char *binary;
-  /* per image: 0 = not decided, 1 = object path, 2 = symbols table, 3 = none */
-  uint8_t *qual;
-  const char **object;
-  ospprof_map cache; /* (image, lookup address) → index into res */
-  triple *res;       /* resolved chains, innermost first */
-  size_t nres, capres;
-  uint32_t *res_off; /* per cache entry: start in res; count in res_n */
-  uint32_t *res_n;
-  size_t ncache, capcache;
-  uint32_t empty; /* id of "" */
+    const ospprof_raw *raw;
+    ospprof_strtab *strs;
+    ospprof_resolver_fn resolver;
+    void *rctx;
+    bool enabled;       /* false: OSPREY_PROFILE_SYMBOLIZER=none, every frame hex */
+    ospprof_llvm *llvm; /* NULL: no object lookups */
+    const char *binary;
+    /* per image: 0 = not decided, 1 = object path, 2 = symbols table, 3 = none */
+    uint8_t *qual;
+    const char **object;
+    ospprof_map cache; /* (image, lookup address) → index into res */
+    triple *res;       /* resolved chains, innermost first */
+    size_t nres, capres;
+    uint32_t *res_off; /* per cache entry: start in res; count in res_n */
+    uint32_t *res_n;
+    size_t ncache, capcache;
+    uint32_t empty; /* id of "" */
 } symctx;
 
 static bool is_file(const char *p) {
-  struct stat st;
-  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 static bool build_id_ok(const ospprof_image *im, const char *object) {
-  if (!im->build_id) return true;
-  char *id = ospprof_llvm_build_id(object);
-  bool ok = id && strcmp(id, im->build_id) == 0;
-  free(id);
-  return ok;
+    if (!im->build_id) return true;
+    char *id = ospprof_llvm_build_id(object);
+    bool ok = id && strcmp(id, im->build_id) == 0;
+    free(id);
+    return ok;
 }
 
 /* §(f).3: which object describes image i. */
 static void qualify(symctx *c, size_t i) {
-  const ospprof_image *im = &c->raw->images[i];
-  c->qual[i] = 3;
-  if (c->resolver) {
-    c->qual[i] = 4;
-    return;
-  }
-  if (im->has_symbols) {
-    c->qual[i] = 2;
-    return;
-  }
-  if (!im->path || !im->path[0] || im->path[0] == '[') return; /* [vdso] and the like */
-  if (is_file(im->path)) {
-    if (build_id_ok(im, im->path)) {
-      c->qual[i] = 1;
-      c->object[i] = im->path;
+    const ospprof_image *im = &c->raw->images[i];
+    c->qual[i] = 3;
+    if (c->resolver) {
+        c->qual[i] = 4;
+        return;
     }
-    return;
-  }
-  if (c->binary && c->raw->exe && strcmp(im->path, c->raw->exe) == 0 && is_file(c->binary) &&
-      build_id_ok(im, c->binary)) {
-    c->qual[i] = 1;
-    c->object[i] = c->binary;
-  }
+    if (im->has_symbols) {
+        c->qual[i] = 2;
+        return;
+    }
+    if (!im->path || !im->path[0] || im->path[0] == '[') return; /* [vdso] and the like */
+    if (is_file(im->path)) {
+        if (build_id_ok(im, im->path)) {
+            c->qual[i] = 1;
+            c->object[i] = im->path;
+        }
+        return;
+    }
+    if (c->binary && c->raw->exe && strcmp(im->path, c->raw->exe) == 0 && is_file(c->binary) &&
+        build_id_ok(im, c->binary)) {
+        c->qual[i] = 1;
+        c->object[i] = c->binary;
+    }
 }
 
 static void push_res(symctx *c, uint32_t name, uint32_t file, uint32_t line) {
-  if (c->nres == c->capres) {
-    c->capres = c->capres ? c->capres * 2 : 1024;
-    c->res = ospprof_xrealloc(c->res, c->capres * sizeof *c->res);
-  }
-  c->res[c->nres++] = (triple){name, file, line};
+    if (c->nres == c->capres) {
+        c->capres = c->capres ? c->capres * 2 : 1024;
+        c->res = ospprof_xrealloc(c->res, c->capres * sizeof *c->res);
+    }
+    c->res[c->nres++] = (triple){name, file, line};
 }
 
 static uint32_t hex_name(symctx *c, uint64_t addr) {
-  char tmp[24];
-  int n = snprintf(tmp, sizeof tmp, "0x%" PRIx64, addr);
-  return ospprof_intern(c->strs, tmp, (size_t)n);
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "0x%" PRIx64, addr);
+    return ospprof_intern(c->strs, tmp, (size_t)n);
 }
 
 /* Resolve one recorded address into c->res[*off .. *off + *n), innermost first. */
 static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_t *n) {
-  if (c->enabled) {
-    uint64_t look = is_return && addr > 0 ? addr - 1 : addr;
-    long img = ospprof_image_for(c->raw, look);
-    if (img >= 0) {
-      const ospprof_image *im = &c->raw->images[img];
-      if (look >= im->slide) {
-        uint64_t rel = look - im->slide;
-        if (!c->qual[img]) qualify(c, (size_t)img);
-        bool ins;
-        uint32_t *slot = ospprof_map_put(&c->cache, (uint64_t)img, rel, (uint32_t)c->ncache, &ins);
-        if (ins) {
-          if (c->ncache == c->capcache) {
-            c->capcache = c->capcache ? c->capcache * 2 : 1024;
-            c->res_off = ospprof_xrealloc(c->res_off, c->capcache * sizeof *c->res_off);
-            c->res_n = ospprof_xrealloc(c->res_n, c->capcache * sizeof *c->res_n);
-          }
-          size_t start = c->nres;
-          if ((c->qual[img] == 1 && c->llvm) || c->qual[img] == 4) {
-            ospprof_symframe *f = NULL;
-            int k = c->qual[img] == 4 ? c->resolver(c->rctx, im, rel, &f)
-                                      : ospprof_llvm_symbolize(c->llvm, c->object[img], rel, &f);
-            /* a chain with an unknown name at any level is not trusted */
-            bool good = k > 0;
-            for (int j = 0; j < k; j++)
-              if (!f[j].name || !f[j].name[0]) good = false;
-            if (good) {
-              for (int j = 0; j < k; j++) {
-                const char *file = f[j].file ? f[j].file : "";
-                push_res(c, ospprof_intern(c->strs, f[j].name, strlen(f[j].name)),
-                         ospprof_intern(c->strs, file, strlen(file)), f[j].file ? f[j].line : 0);
-              }
+    if (c->enabled) {
+        uint64_t look = is_return && addr > 0 ? addr - 1 : addr;
+        long img = ospprof_image_for(c->raw, look);
+        if (img >= 0) {
+            const ospprof_image *im = &c->raw->images[img];
+            if (look >= im->slide) {
+                uint64_t rel = look - im->slide;
+                if (!c->qual[img]) qualify(c, (size_t)img);
+                bool ins;
+                uint32_t *slot =
+                    ospprof_map_put(&c->cache, (uint64_t)img, rel, (uint32_t)c->ncache, &ins);
+                if (ins) {
+                    if (c->ncache == c->capcache) {
+                        c->capcache = c->capcache ? c->capcache * 2 : 1024;
+                        c->res_off = ospprof_xrealloc(c->res_off, c->capcache * sizeof *c->res_off);
+                        c->res_n = ospprof_xrealloc(c->res_n, c->capcache * sizeof *c->res_n);
+                    }
+                    size_t start = c->nres;
+                    if ((c->qual[img] == 1 && c->llvm) || c->qual[img] == 4) {
+                        ospprof_symframe *f = NULL;
+                        int k = c->qual[img] == 4
+                                    ? c->resolver(c->rctx, im, rel, &f)
+                                    : ospprof_llvm_symbolize(c->llvm, c->object[img], rel, &f);
+                        /* a chain with an unknown name at any level is not trusted */
+                        bool good = k > 0;
+                        for (int j = 0; j < k; j++)
+                            if (!f[j].name || !f[j].name[0]) good = false;
+                        if (good) {
+                            for (int j = 0; j < k; j++) {
+                                const char *file = f[j].file ? f[j].file : "";
+                                push_res(c, ospprof_intern(c->strs, f[j].name, strlen(f[j].name)),
+                                         ospprof_intern(c->strs, file, strlen(file)),
+                                         f[j].file ? f[j].line : 0);
+                            }
+                        }
+                        ospprof_symframes_free(f, k);
+                    } else if (c->qual[img] == 2) {
+                        for (size_t j = 0; j < im->nsymbols; j++) {
+                            const ospprof_symbol *s = &im->symbols[j];
+                            if (s->name && s->name[0] && rel >= s->addr &&
+                                rel - s->addr < s->size) {
+                                push_res(c, ospprof_intern(c->strs, s->name, strlen(s->name)),
+                                         c->empty, 0);
+                                break;
+                            }
+                        }
+                    }
+                    c->res_off[c->ncache] = (uint32_t)start;
+                    c->res_n[c->ncache] = (uint32_t)(c->nres - start);
+                    c->ncache++;
+                }
+                uint32_t e = *slot;
+                if (c->res_n[e]) {
+                    *off = c->res_off[e];
+                    *n = c->res_n[e];
+                    return;
+                }
             }
-            ospprof_symframes_free(f, k);
-          } else if (c->qual[img] == 2) {
-            for (size_t j = 0; j < im->nsymbols; j++) {
-              const ospprof_symbol *s = &im->symbols[j];
-              if (s->name && s->name[0] && rel >= s->addr && rel - s->addr < s->size) {
-                push_res(c, ospprof_intern(c->strs, s->name, strlen(s->name)), c->empty, 0);
-                break;
-              }
-            }
-          }
-          c->res_off[c->ncache] = (uint32_t)start;
-          c->res_n[c->ncache] = (uint32_t)(c->nres - start);
-          c->ncache++;
         }
-        uint32_t e = *slot;
-        if (c->res_n[e]) {
-          *off = c->res_off[e];
-          *n = c->res_n[e];
-          return;
-        }
-      }
     }
-  }
-  /* hex frame: the raw recorded address */
-  *off = c->nres;
-  *n = 1;
-  push_res(c, hex_name(c, addr), c->empty, 0);
-  c->nres--; /* scratch slot past the end (capacity kept): used at once by the caller */
+    /* hex frame: the raw recorded address */
+    *off = c->nres;
+    *n = 1;
+    push_res(c, hex_name(c, addr), c->empty, 0);
+    c->nres--; /* scratch slot past the end (capacity kept): used at once by the caller */
 }
 
 /* ---- model ------------------------------------------------------------------------------ */
 
 static char *display_label(const ospprof_thread *t, size_t row) {
-  const char *label = t->label ? t->label : "";
-  if (strcmp(label, "main") == 0) return ospprof_xstrdup("main");
-  char tmp[64];
-  int64_t n = t->fiber < 0 ? (int64_t)row : t->fiber;
-  snprintf(tmp, sizeof tmp, "-%" PRId64, n);
-  size_t a = strlen(label), b = strlen(tmp);
-  char *s = ospprof_xrealloc(NULL, a + b + 1);
-  memcpy(s, label, a);
-  memcpy(s + a, tmp, b + 1);
-  return s;
+    const char *label = t->label ? t->label : "";
+    if (strcmp(label, "main") == 0) return ospprof_xstrdup("main");
+    char tmp[64];
+    int64_t n = t->fiber < 0 ? (int64_t)row : t->fiber;
+    snprintf(tmp, sizeof tmp, "-%" PRId64, n);
+    size_t a = strlen(label), b = strlen(tmp);
+    char *s = ospprof_xrealloc(NULL, a + b + 1);
+    memcpy(s, label, a);
+    memcpy(s + a, tmp, b + 1);
+    return s;
 }
 
 void ospprof_profile_free(ospprof_profile *p) {
-  if (!p) return;
-  ospprof_strtab_free(&p->strs);
-  free(p->program);
-  free(p->frames);
-  free(p->funcs);
-  free(p->stack_frames);
-  for (size_t i = 0; i < p->nstacks; i++) free(p->stacks[i].ss_json);
-  free(p->stacks);
-  for (size_t i = 0; i < p->nrows; i++) free(p->rows[i].label);
-  free(p->rows);
-  free(p->samples);
-  free(p);
+    if (!p) return;
+    ospprof_strtab_free(&p->strs);
+    free(p->program);
+    free(p->frames);
+    free(p->funcs);
+    free(p->stack_frames);
+    for (size_t i = 0; i < p->nstacks; i++) free(p->stacks[i].ss_json);
+    free(p->stacks);
+    for (size_t i = 0; i < p->nrows; i++) free(p->rows[i].label);
+    free(p->rows);
+    free(p->samples);
+    free(p);
 }
 
 ospprof_profile *ospprof_profile_build(const ospprof_raw *raw, const char *program,
-                                       const char *binary, const char *symbolizer,
-                                       char *err, size_t errlen) {
-  (void)err, (void)errlen;
-  return ospprof_profile_build_ex(raw, program, binary, symbolizer, NULL, NULL);
+                                       const char *binary, const char *symbolizer, char *err,
+                                       size_t errlen) {
+    (void)err, (void)errlen;
+    return ospprof_profile_build_ex(raw, program, binary, symbolizer, NULL, NULL);
 }
 
 ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *program,
                                           const char *binary, const char *symbolizer,
                                           ospprof_resolver_fn resolver, void *rctx) {
-  ospprof_profile *p = ospprof_xcalloc(1, sizeof *p);
-  p->program = ospprof_xstrdup(program ? program : raw->exe ? raw->exe : "");
-  const char *slash = strrchr(p->program, '/');
-  p->pname = slash ? slash + 1 : p->program;
-  p->rate_hz = raw->rate_hz;
-  p->dropped = raw->dropped;
-  p->nsamples = raw->nsamples;
-  p->samples = ospprof_xcalloc(raw->nsamples, sizeof *p->samples);
-  if (raw->nsamples) memcpy(p->samples, raw->samples, raw->nsamples * sizeof *p->samples);
+    ospprof_profile *p = ospprof_xcalloc(1, sizeof *p);
+    p->program = ospprof_xstrdup(program ? program : raw->exe ? raw->exe : "");
+    const char *slash = strrchr(p->program, '/');
+    p->pname = slash ? slash + 1 : p->program;
+    p->rate_hz = raw->rate_hz;
+    p->dropped = raw->dropped;
+    p->nsamples = raw->nsamples;
+    p->samples = ospprof_xcalloc(raw->nsamples, sizeof *p->samples);
+    if (raw->nsamples) memcpy(p->samples, raw->samples, raw->nsamples * sizeof *p->samples);
 
-  /* rows and per-stack totals */
-  p->nrows = raw->nthreads;
-  p->rows = ospprof_xcalloc(p->nrows, sizeof *p->rows);
-  for (size_t i = 0; i < p->nrows; i++) {
-    p->rows[i].fiber = raw->threads[i].fiber;
-    p->rows[i].label = display_label(&raw->threads[i], i);
-  }
-  p->nstacks = raw->nstacks;
-  p->stacks = ospprof_xcalloc(p->nstacks, sizeof *p->stacks);
-  bool *used = ospprof_xcalloc(p->nstacks, sizeof *used);
-  for (size_t i = 0; i < p->nsamples; i++) {
-    const ospprof_sample *s = &p->samples[i];
-    ospprof_rowinfo *r = &p->rows[s->row];
-    used[s->stack] = true;
-    r->n++;
-    r->w += s->weight_ns;
-    if (s->state == 0) {
-      r->on_n++;
-      r->on_w += s->weight_ns;
-      p->stacks[s->stack].on_n++;
-      p->stacks[s->stack].on_w += s->weight_ns;
-      p->on_n++;
-      p->on_w += s->weight_ns;
+    /* rows and per-stack totals */
+    p->nrows = raw->nthreads;
+    p->rows = ospprof_xcalloc(p->nrows, sizeof *p->rows);
+    for (size_t i = 0; i < p->nrows; i++) {
+        p->rows[i].fiber = raw->threads[i].fiber;
+        p->rows[i].label = display_label(&raw->threads[i], i);
     }
-  }
-  if (raw->end_unix_ns >= raw->start_unix_ns) {
-    p->wall_s = (double)(raw->end_unix_ns - raw->start_unix_ns) / 1e9;
-  } else if (p->nsamples >= 2) {
-    p->wall_s = (double)(p->samples[p->nsamples - 1].t_ns - p->samples[0].t_ns) / 1e9;
-  }
+    p->nstacks = raw->nstacks;
+    p->stacks = ospprof_xcalloc(p->nstacks, sizeof *p->stacks);
+    bool *used = ospprof_xcalloc(p->nstacks, sizeof *used);
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const ospprof_sample *s = &p->samples[i];
+        ospprof_rowinfo *r = &p->rows[s->row];
+        used[s->stack] = true;
+        r->n++;
+        r->w += s->weight_ns;
+        if (s->state == 0) {
+            r->on_n++;
+            r->on_w += s->weight_ns;
+            p->stacks[s->stack].on_n++;
+            p->stacks[s->stack].on_w += s->weight_ns;
+            p->on_n++;
+            p->on_w += s->weight_ns;
+        }
+    }
+    if (raw->end_unix_ns >= raw->start_unix_ns) {
+        p->wall_s = (double)(raw->end_unix_ns - raw->start_unix_ns) / 1e9;
+    } else if (p->nsamples >= 2) {
+        p->wall_s = (double)(p->samples[p->nsamples - 1].t_ns - p->samples[0].t_ns) / 1e9;
+    }
 
-  /* symbolize the stacks used by samples, in stack-index order, leaf to root */
-  const char *mode = symbolizer ? symbolizer : getenv("OSPREY_PROFILE_SYMBOLIZER");
-  symctx c;
-  memset(&c, 0, sizeof c);
-  c.raw = raw;
-  c.strs = &p->strs;
-  c.binary = binary;
-  c.empty = ospprof_intern(&p->strs, "", 0);
-  c.qual = ospprof_xcalloc(raw->nimages, 1);
-  c.object = ospprof_xcalloc(raw->nimages, sizeof *c.object);
-  c.enabled = !(mode && strcmp(mode, "none") == 0);
-  c.resolver = resolver;
-  c.rctx = rctx;
-  if (c.enabled && !resolver) c.llvm = ospprof_llvm_new();
-  uint32_t truncated_name = ospprof_intern(&p->strs, "[truncated]", 11);
+    /* symbolize the stacks used by samples, in stack-index order, leaf to root */
+    const char *mode = symbolizer ? symbolizer : getenv("OSPREY_PROFILE_SYMBOLIZER");
+    symctx c;
+    memset(&c, 0, sizeof c);
+    c.raw = raw;
+    c.strs = &p->strs;
+    c.binary = binary;
+    c.empty = ospprof_intern(&p->strs, "", 0);
+    c.qual = ospprof_xcalloc(raw->nimages, 1);
+    c.object = ospprof_xcalloc(raw->nimages, sizeof *c.object);
+    c.enabled = !(mode && strcmp(mode, "none") == 0);
+    c.resolver = resolver;
+    c.rctx = rctx;
+    if (c.enabled && !resolver) c.llvm = ospprof_llvm_new();
+    uint32_t truncated_name = ospprof_intern(&p->strs, "[truncated]", 11);
 
-  ospprof_map frame_ids = {0}, func_ids = {0};
-  size_t capframes = 0, capfuncs = 0, capsf = 0;
-  for (size_t k = 0; k < raw->nstacks; k++) {
-    ospprof_stackinfo *si = &p->stacks[k];
-    si->off = p->nstack_frames;
-    if (!used[k]) continue;
-    size_t a0 = raw->stack_off[k], a1 = raw->stack_off[k + 1];
-    for (size_t j = a0; j <= a1; j++) {
-      size_t off, n;
-      triple trunc_frame;
-      const triple *chain;
-      if (j == a1) {
-        if (!raw->truncated[k]) break;
-        trunc_frame = (triple){truncated_name, c.empty, 0};
-        chain = &trunc_frame;
-        n = 1;
-      } else {
-        resolve(&c, raw->addrs[j], j > a0, &off, &n);
-        chain = &c.res[off];
-      }
-      for (size_t q = 0; q < n; q++) {
-        const triple *t = &chain[q];
-        bool ins;
-        uint32_t *fid = ospprof_map_put(&frame_ids, ((uint64_t)t->name << 32) | t->file, t->line,
-                                        (uint32_t)p->nframes, &ins);
-        if (ins) {
-          if (p->nframes == capframes) {
-            capframes = capframes ? capframes * 2 : 256;
-            p->frames = ospprof_xrealloc(p->frames, capframes * sizeof *p->frames);
-          }
-          bool fins;
-          uint32_t *fn = ospprof_map_put(&func_ids, ((uint64_t)t->name << 32) | t->file, 0,
-                                         (uint32_t)p->nfuncs, &fins);
-          if (fins) {
-            if (p->nfuncs == capfuncs) {
-              capfuncs = capfuncs ? capfuncs * 2 : 256;
-              p->funcs = ospprof_xrealloc(p->funcs, capfuncs * sizeof *p->funcs);
+    ospprof_map frame_ids = {0}, func_ids = {0};
+    size_t capframes = 0, capfuncs = 0, capsf = 0;
+    for (size_t k = 0; k < raw->nstacks; k++) {
+        ospprof_stackinfo *si = &p->stacks[k];
+        si->off = p->nstack_frames;
+        if (!used[k]) continue;
+        size_t a0 = raw->stack_off[k], a1 = raw->stack_off[k + 1];
+        for (size_t j = a0; j <= a1; j++) {
+            size_t off, n;
+            triple trunc_frame;
+            const triple *chain;
+            if (j == a1) {
+                if (!raw->truncated[k]) break;
+                trunc_frame = (triple){truncated_name, c.empty, 0};
+                chain = &trunc_frame;
+                n = 1;
+            } else {
+                resolve(&c, raw->addrs[j], j > a0, &off, &n);
+                chain = &c.res[off];
             }
-            ospprof_func *f = &p->funcs[p->nfuncs++];
-            memset(f, 0, sizeof *f);
-            f->name = t->name;
-            f->file = t->file;
-            f->user = ospprof_is_user_file(p->strs.str[t->file]);
-          }
-          ospprof_func *f = &p->funcs[*fn];
-          if (t->line && (f->line == 0 || t->line < f->line)) f->line = t->line;
-          p->frames[p->nframes] = (ospprof_frame){t->name, t->file, t->line, *fn};
-          p->nframes++;
+            for (size_t q = 0; q < n; q++) {
+                const triple *t = &chain[q];
+                bool ins;
+                uint32_t *fid = ospprof_map_put(&frame_ids, ((uint64_t)t->name << 32) | t->file,
+                                                t->line, (uint32_t)p->nframes, &ins);
+                if (ins) {
+                    if (p->nframes == capframes) {
+                        capframes = capframes ? capframes * 2 : 256;
+                        p->frames = ospprof_xrealloc(p->frames, capframes * sizeof *p->frames);
+                    }
+                    bool fins;
+                    uint32_t *fn = ospprof_map_put(&func_ids, ((uint64_t)t->name << 32) | t->file,
+                                                   0, (uint32_t)p->nfuncs, &fins);
+                    if (fins) {
+                        if (p->nfuncs == capfuncs) {
+                            capfuncs = capfuncs ? capfuncs * 2 : 256;
+                            p->funcs = ospprof_xrealloc(p->funcs, capfuncs * sizeof *p->funcs);
+                        }
+                        ospprof_func *f = &p->funcs[p->nfuncs++];
+                        memset(f, 0, sizeof *f);
+                        f->name = t->name;
+                        f->file = t->file;
+                        f->user = ospprof_is_user_file(p->strs.str[t->file]);
+                    }
+                    ospprof_func *f = &p->funcs[*fn];
+                    if (t->line && (f->line == 0 || t->line < f->line)) f->line = t->line;
+                    p->frames[p->nframes] = (ospprof_frame){t->name, t->file, t->line, *fn};
+                    p->nframes++;
+                }
+                if (p->nstack_frames == capsf) {
+                    capsf = capsf ? capsf * 2 : 1024;
+                    p->stack_frames =
+                        ospprof_xrealloc(p->stack_frames, capsf * sizeof *p->stack_frames);
+                }
+                p->stack_frames[p->nstack_frames++] = *fid;
+            }
         }
-        if (p->nstack_frames == capsf) {
-          capsf = capsf ? capsf * 2 : 1024;
-          p->stack_frames = ospprof_xrealloc(p->stack_frames, capsf * sizeof *p->stack_frames);
-        }
-        p->stack_frames[p->nstack_frames++] = *fid;
-      }
+        si->n = p->nstack_frames - si->off;
     }
-    si->n = p->nstack_frames - si->off;
-  }
-  ospprof_map_free(&frame_ids);
-  ospprof_map_free(&func_ids);
-  ospprof_map_free(&c.cache);
-  free(c.res);
-  free(c.res_off);
-  free(c.res_n);
-  free(c.qual);
-  free(c.object);
-  ospprof_llvm_free(c.llvm);
-  free(used);
+    ospprof_map_free(&frame_ids);
+    ospprof_map_free(&func_ids);
+    ospprof_map_free(&c.cache);
+    free(c.res);
+    free(c.res_off);
+    free(c.res_n);
+    free(c.qual);
+    free(c.object);
+    ospprof_llvm_free(c.llvm);
+    free(used);
 
-  /* self / total per function: once per stack, weighted by the stack's on-CPU totals */
-  uint32_t *stamp = ospprof_xcalloc(p->nfuncs, sizeof *stamp);
-  for (size_t k = 0; k < p->nstacks; k++) {
-    ospprof_stackinfo *si = &p->stacks[k];
-    if (!si->on_n || !si->n) continue;
-    const uint32_t *fr = &p->stack_frames[si->off];
-    ospprof_func *leaf = &p->funcs[p->frames[fr[0]].func];
-    leaf->self_w += si->on_w;
-    leaf->self_n += si->on_n;
-    for (size_t j = 0; j < si->n; j++) {
-      uint32_t fn = p->frames[fr[j]].func;
-      if (stamp[fn] == k + 1) continue;
-      stamp[fn] = (uint32_t)(k + 1);
-      p->funcs[fn].total_w += si->on_w;
-      p->funcs[fn].total_n += si->on_n;
+    /* self / total per function: once per stack, weighted by the stack's on-CPU totals */
+    uint32_t *stamp = ospprof_xcalloc(p->nfuncs, sizeof *stamp);
+    for (size_t k = 0; k < p->nstacks; k++) {
+        ospprof_stackinfo *si = &p->stacks[k];
+        if (!si->on_n || !si->n) continue;
+        const uint32_t *fr = &p->stack_frames[si->off];
+        ospprof_func *leaf = &p->funcs[p->frames[fr[0]].func];
+        leaf->self_w += si->on_w;
+        leaf->self_n += si->on_n;
+        for (size_t j = 0; j < si->n; j++) {
+            uint32_t fn = p->frames[fr[j]].func;
+            if (stamp[fn] == k + 1) continue;
+            stamp[fn] = (uint32_t)(k + 1);
+            p->funcs[fn].total_w += si->on_w;
+            p->funcs[fn].total_n += si->on_n;
+        }
     }
-  }
-  free(stamp);
-  return p;
+    free(stamp);
+    return p;
 }

@@ -38,241 +38,247 @@ namespace {
 
 // An executable section of an ELF object (file addresses).
 struct exec_section {
-  uint64_t addr, size;
-  bool plt;
+    uint64_t addr, size;
+    bool plt;
 };
 
 // One PLT entry [lo, hi) and the function it jumps to ("" when unknown).
 struct plt_entry {
-  uint64_t lo, hi;
-  std::string target;
+    uint64_t lo, hi;
+    std::string target;
 };
 
 // What the corrections need to know about one object; `known` false: not a 64-bit
 // little-endian ELF file (or unreadable), no corrections.
 struct object_layout {
-  bool known = false;
-  std::vector<exec_section> sections;
-  std::vector<plt_entry> plt;
+    bool known = false;
+    std::vector<exec_section> sections;
+    std::vector<plt_entry> plt;
 
-  const exec_section *section_of(uint64_t a) const {
-    for (const exec_section &s : sections)
-      if (a >= s.addr && a - s.addr < s.size) return &s;
-    return nullptr;
-  }
+    const exec_section *section_of(uint64_t a) const {
+        for (const exec_section &s : sections)
+            if (a >= s.addr && a - s.addr < s.size) return &s;
+        return nullptr;
+    }
 };
 
 template <class T> T value_or(llvm::Expected<T> e, T fallback) {
-  if (e) return *e;
-  llvm::consumeError(e.takeError());
-  return fallback;
+    if (e) return *e;
+    llvm::consumeError(e.takeError());
+    return fallback;
 }
 
 bool is_plt_name(llvm::StringRef n) {
-  return n == ".plt" || n == ".plt.sec" || n == ".plt.got" || n == ".iplt";
+    return n == ".plt" || n == ".plt.sec" || n == ".plt.got" || n == ".iplt";
 }
 
 uint32_t le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 // Read the executable sections and, on x86-64, the target of every PLT entry.
 object_layout read_layout(const std::string &path) {
-  object_layout out;
-  auto bin = llvm::object::ObjectFile::createObjectFile(path);
-  if (!bin) {
-    llvm::consumeError(bin.takeError());
-    return out;
-  }
-  const auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(bin->getBinary());
-  if (!elf) return out;
-  const auto &ef = elf->getELFFile();
-  using Shdr = llvm::object::ELF64LE::Shdr;
-  auto secs = ef.sections();
-  if (!secs) {
-    llvm::consumeError(secs.takeError());
-    return out;
-  }
-  out.known = true;
+    object_layout out;
+    auto bin = llvm::object::ObjectFile::createObjectFile(path);
+    if (!bin) {
+        llvm::consumeError(bin.takeError());
+        return out;
+    }
+    const auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(bin->getBinary());
+    if (!elf) return out;
+    const auto &ef = elf->getELFFile();
+    using Shdr = llvm::object::ELF64LE::Shdr;
+    auto secs = ef.sections();
+    if (!secs) {
+        llvm::consumeError(secs.takeError());
+        return out;
+    }
+    out.known = true;
 
-  // Dynamic relocations: GOT slot -> symbol name, and the .rela.plt (DT_JMPREL) entries
-  // in order, for the lazy stubs' `push $index`.
-  std::unordered_map<uint64_t, std::string> slot_name;
-  std::vector<std::string> jmprel;
-  for (const Shdr &rs : *secs) {
-    if (rs.sh_type != llvm::ELF::SHT_RELA) continue;
-    auto symtab = ef.getSection(rs.sh_link);
-    if (!symtab) {
-      llvm::consumeError(symtab.takeError());
-      continue;
+    // Dynamic relocations: GOT slot -> symbol name, and the .rela.plt (DT_JMPREL) entries
+    // in order, for the lazy stubs' `push $index`.
+    std::unordered_map<uint64_t, std::string> slot_name;
+    std::vector<std::string> jmprel;
+    for (const Shdr &rs : *secs) {
+        if (rs.sh_type != llvm::ELF::SHT_RELA) continue;
+        auto symtab = ef.getSection(rs.sh_link);
+        if (!symtab) {
+            llvm::consumeError(symtab.takeError());
+            continue;
+        }
+        if ((*symtab)->sh_type != llvm::ELF::SHT_DYNSYM) continue;
+        llvm::StringRef strtab = value_or(ef.getStringTableForSymtab(**symtab), llvm::StringRef());
+        llvm::StringRef rname = value_or(ef.getSectionName(rs), llvm::StringRef());
+        auto relas = ef.relas(rs);
+        if (!relas) {
+            llvm::consumeError(relas.takeError());
+            continue;
+        }
+        for (const auto &r : *relas) {
+            std::string name;
+            auto sym = ef.getRelocationSymbol(r, *symtab);
+            if (sym && *sym)
+                name = value_or((*sym)->getName(strtab), llvm::StringRef()).str();
+            else if (!sym)
+                llvm::consumeError(sym.takeError());
+            if (!name.empty()) slot_name.emplace(r.r_offset, name);
+            if (rname == ".rela.plt") jmprel.push_back(name);
+        }
     }
-    if ((*symtab)->sh_type != llvm::ELF::SHT_DYNSYM) continue;
-    llvm::StringRef strtab = value_or(ef.getStringTableForSymtab(**symtab), llvm::StringRef());
-    llvm::StringRef rname = value_or(ef.getSectionName(rs), llvm::StringRef());
-    auto relas = ef.relas(rs);
-    if (!relas) {
-      llvm::consumeError(relas.takeError());
-      continue;
-    }
-    for (const auto &r : *relas) {
-      std::string name;
-      auto sym = ef.getRelocationSymbol(r, *symtab);
-      if (sym && *sym) name = value_or((*sym)->getName(strtab), llvm::StringRef()).str();
-      else if (!sym) llvm::consumeError(sym.takeError());
-      if (!name.empty()) slot_name.emplace(r.r_offset, name);
-      if (rname == ".rela.plt") jmprel.push_back(name);
-    }
-  }
 
-  bool x86_64 = ef.getHeader().e_machine == llvm::ELF::EM_X86_64;
-  for (const Shdr &sh : *secs) {
-    if (!(sh.sh_flags & llvm::ELF::SHF_ALLOC) || !(sh.sh_flags & llvm::ELF::SHF_EXECINSTR)) continue;
-    llvm::StringRef name = value_or(ef.getSectionName(sh), llvm::StringRef());
-    bool plt = is_plt_name(name);
-    out.sections.push_back({sh.sh_addr, sh.sh_size, plt});
-    if (!plt || !x86_64 || sh.sh_type == llvm::ELF::SHT_NOBITS) continue;
-    auto bytes = ef.getSectionContents(sh);
-    if (!bytes) {
-      llvm::consumeError(bytes.takeError());
-      continue;
+    bool x86_64 = ef.getHeader().e_machine == llvm::ELF::EM_X86_64;
+    for (const Shdr &sh : *secs) {
+        if (!(sh.sh_flags & llvm::ELF::SHF_ALLOC) || !(sh.sh_flags & llvm::ELF::SHF_EXECINSTR))
+            continue;
+        llvm::StringRef name = value_or(ef.getSectionName(sh), llvm::StringRef());
+        bool plt = is_plt_name(name);
+        out.sections.push_back({sh.sh_addr, sh.sh_size, plt});
+        if (!plt || !x86_64 || sh.sh_type == llvm::ELF::SHT_NOBITS) continue;
+        auto bytes = ef.getSectionContents(sh);
+        if (!bytes) {
+            llvm::consumeError(bytes.takeError());
+            continue;
+        }
+        uint64_t ent = sh.sh_entsize ? sh.sh_entsize : 16;
+        for (uint64_t off = 0; off + ent <= bytes->size(); off += ent) {
+            const uint8_t *p = bytes->data() + off, *end = p + ent;
+            if (end - p >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
+                p += 4;                       // endbr64
+            if (p < end && p[0] == 0xf2) p++; // bnd
+            std::string target;
+            if (end - p >= 6 && p[0] == 0xff && p[1] == 0x25) { // jmp *disp32(%rip): the GOT slot
+                uint64_t next = sh.sh_addr + off + (uint64_t)(p + 6 - (bytes->data() + off));
+                uint64_t slot = next + (uint64_t)(int64_t)(int32_t)le32(p + 2);
+                auto it = slot_name.find(slot);
+                if (it != slot_name.end()) target = it->second;
+            } else if (end - p >= 5 && p[0] == 0x68) { // push $index: a lazy stub (IBT layout)
+                uint32_t idx = le32(p + 1);
+                if (idx < jmprel.size()) target = jmprel[idx];
+            }
+            out.plt.push_back({sh.sh_addr + off, sh.sh_addr + off + ent, target});
+        }
     }
-    uint64_t ent = sh.sh_entsize ? sh.sh_entsize : 16;
-    for (uint64_t off = 0; off + ent <= bytes->size(); off += ent) {
-      const uint8_t *p = bytes->data() + off, *end = p + ent;
-      if (end - p >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) p += 4; // endbr64
-      if (p < end && p[0] == 0xf2) p++;                                                      // bnd
-      std::string target;
-      if (end - p >= 6 && p[0] == 0xff && p[1] == 0x25) { // jmp *disp32(%rip): the GOT slot
-        uint64_t next = sh.sh_addr + off + (uint64_t)(p + 6 - (bytes->data() + off));
-        uint64_t slot = next + (uint64_t)(int64_t)(int32_t)le32(p + 2);
-        auto it = slot_name.find(slot);
-        if (it != slot_name.end()) target = it->second;
-      } else if (end - p >= 5 && p[0] == 0x68) { // push $index: a lazy stub (IBT layout)
-        uint32_t idx = le32(p + 1);
-        if (idx < jmprel.size()) target = jmprel[idx];
-      }
-      out.plt.push_back({sh.sh_addr + off, sh.sh_addr + off + ent, target});
-    }
-  }
-  return out;
+    return out;
 }
 
 } // namespace
 
 struct ospprof_llvm {
-  llvm::symbolize::LLVMSymbolizer sym;
-  std::unordered_map<std::string, object_layout> layouts; // by object path
-  explicit ospprof_llvm(const llvm::symbolize::LLVMSymbolizer::Options &o) : sym(o) {}
+    llvm::symbolize::LLVMSymbolizer sym;
+    std::unordered_map<std::string, object_layout> layouts; // by object path
+    explicit ospprof_llvm(const llvm::symbolize::LLVMSymbolizer::Options &o) : sym(o) {}
 
-  const object_layout &layout(const std::string &path) {
-    auto it = layouts.find(path);
-    if (it == layouts.end()) it = layouts.emplace(path, read_layout(path)).first;
-    return it->second;
-  }
+    const object_layout &layout(const std::string &path) {
+        auto it = layouts.find(path);
+        if (it == layouts.end()) it = layouts.emplace(path, read_layout(path)).first;
+        return it->second;
+    }
 };
 
 static char *dup_cstr(const std::string &s) {
-  char *c = static_cast<char *>(std::malloc(s.size() + 1));
-  if (c) std::memcpy(c, s.data(), s.size() + 1);
-  return c;
+    char *c = static_cast<char *>(std::malloc(s.size() + 1));
+    if (c) std::memcpy(c, s.data(), s.size() + 1);
+    return c;
 }
 
 static char *dup_known(const std::string &s) {
-  // LLVM marks unknown names and files with "<invalid>" (or "??" in addr2line style).
-  if (s.empty() || s == llvm::DILineInfo::BadString || s == llvm::DILineInfo::Addr2LineBadString)
-    return nullptr;
-  char *c = static_cast<char *>(std::malloc(s.size() + 1));
-  if (!c) return nullptr;
-  std::memcpy(c, s.data(), s.size() + 1);
-  return c;
+    // LLVM marks unknown names and files with "<invalid>" (or "??" in addr2line style).
+    if (s.empty() || s == llvm::DILineInfo::BadString || s == llvm::DILineInfo::Addr2LineBadString)
+        return nullptr;
+    char *c = static_cast<char *>(std::malloc(s.size() + 1));
+    if (!c) return nullptr;
+    std::memcpy(c, s.data(), s.size() + 1);
+    return c;
 }
 
 extern "C" ospprof_llvm *ospprof_llvm_new(void) {
-  llvm::symbolize::LLVMSymbolizer::Options o;
-  o.PrintFunctions = llvm::symbolize::FunctionNameKind::LinkageName;
-  o.PathStyle = llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath;
-  o.UseSymbolTable = true;
-  o.Demangle = false; // §(f).5: the linkage name
-  o.RelativeAddresses = false;
-  return new (std::nothrow) ospprof_llvm(o);
+    llvm::symbolize::LLVMSymbolizer::Options o;
+    o.PrintFunctions = llvm::symbolize::FunctionNameKind::LinkageName;
+    o.PathStyle = llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath;
+    o.UseSymbolTable = true;
+    o.Demangle = false; // §(f).5: the linkage name
+    o.RelativeAddresses = false;
+    return new (std::nothrow) ospprof_llvm(o);
 }
 
-extern "C" void ospprof_llvm_free(ospprof_llvm *s) { delete s; }
+extern "C" void ospprof_llvm_free(ospprof_llvm *s) {
+    delete s;
+}
 
 extern "C" int ospprof_llvm_symbolize(ospprof_llvm *s, const char *object, uint64_t addr,
                                       ospprof_symframe **out) {
-  *out = nullptr;
-  if (!s) return 0;
-  const object_layout &lay = s->layout(object);
-  const exec_section *sec = lay.known ? lay.section_of(addr) : nullptr;
-  if (sec && sec->plt) { // a PLT stub: never the preceding symbol's name
-    std::string name = "[plt]";
-    for (const plt_entry &e : lay.plt)
-      if (addr >= e.lo && addr < e.hi && !e.target.empty()) name = e.target + "@plt";
-    auto *f = static_cast<ospprof_symframe *>(std::calloc(1, sizeof(ospprof_symframe)));
+    *out = nullptr;
+    if (!s) return 0;
+    const object_layout &lay = s->layout(object);
+    const exec_section *sec = lay.known ? lay.section_of(addr) : nullptr;
+    if (sec && sec->plt) { // a PLT stub: never the preceding symbol's name
+        std::string name = "[plt]";
+        for (const plt_entry &e : lay.plt)
+            if (addr >= e.lo && addr < e.hi && !e.target.empty()) name = e.target + "@plt";
+        auto *f = static_cast<ospprof_symframe *>(std::calloc(1, sizeof(ospprof_symframe)));
+        if (!f) return 0;
+        f[0].name = dup_cstr(name);
+        *out = f;
+        return 1;
+    }
+    llvm::object::SectionedAddress sa;
+    sa.Address = addr;
+    sa.SectionIndex = llvm::object::SectionedAddress::UndefSection;
+    auto res = s->sym.symbolizeInlinedCode(std::string(object), sa);
+    if (!res) {
+        llvm::consumeError(res.takeError());
+        return 0;
+    }
+    uint32_t n = res->getNumberOfFrames();
+    if (n == 0) return 0;
+    auto *f = static_cast<ospprof_symframe *>(std::calloc(n, sizeof(ospprof_symframe)));
     if (!f) return 0;
-    f[0].name = dup_cstr(name);
+    for (uint32_t i = 0; i < n; i++) {
+        const llvm::DILineInfo &li = res->getFrame(i); // 0 = innermost
+        f[i].name = dup_known(li.FunctionName);
+        f[i].file = dup_known(li.FileName);
+        f[i].line = li.Line;
+    }
+    // The outermost frame's name comes from the symbol table (or the subprogram): keep it
+    // only when that symbol starts in the address's own executable section.
+    const llvm::DILineInfo &outer = res->getFrame(n - 1);
+    if (lay.known && outer.StartAddress && (!sec || lay.section_of(*outer.StartAddress) != sec)) {
+        std::free(f[n - 1].name);
+        f[n - 1].name = nullptr;
+    }
     *out = f;
-    return 1;
-  }
-  llvm::object::SectionedAddress sa;
-  sa.Address = addr;
-  sa.SectionIndex = llvm::object::SectionedAddress::UndefSection;
-  auto res = s->sym.symbolizeInlinedCode(std::string(object), sa);
-  if (!res) {
-    llvm::consumeError(res.takeError());
-    return 0;
-  }
-  uint32_t n = res->getNumberOfFrames();
-  if (n == 0) return 0;
-  auto *f = static_cast<ospprof_symframe *>(std::calloc(n, sizeof(ospprof_symframe)));
-  if (!f) return 0;
-  for (uint32_t i = 0; i < n; i++) {
-    const llvm::DILineInfo &li = res->getFrame(i); // 0 = innermost
-    f[i].name = dup_known(li.FunctionName);
-    f[i].file = dup_known(li.FileName);
-    f[i].line = li.Line;
-  }
-  // The outermost frame's name comes from the symbol table (or the subprogram): keep it
-  // only when that symbol starts in the address's own executable section.
-  const llvm::DILineInfo &outer = res->getFrame(n - 1);
-  if (lay.known && outer.StartAddress && (!sec || lay.section_of(*outer.StartAddress) != sec)) {
-    std::free(f[n - 1].name);
-    f[n - 1].name = nullptr;
-  }
-  *out = f;
-  return static_cast<int>(n);
+    return static_cast<int>(n);
 }
 
 extern "C" void ospprof_symframes_free(ospprof_symframe *f, int n) {
-  if (!f) return;
-  for (int i = 0; i < n; i++) {
-    std::free(f[i].name);
-    std::free(f[i].file);
-  }
-  std::free(f);
+    if (!f) return;
+    for (int i = 0; i < n; i++) {
+        std::free(f[i].name);
+        std::free(f[i].file);
+    }
+    std::free(f);
 }
 
 extern "C" char *ospprof_llvm_build_id(const char *object) {
-  auto bin = llvm::object::ObjectFile::createObjectFile(object);
-  if (!bin) {
-    llvm::consumeError(bin.takeError());
-    return nullptr;
-  }
-  const llvm::object::ObjectFile *obj = bin->getBinary();
-  llvm::ArrayRef<uint8_t> id;
-  if (const auto *macho = llvm::dyn_cast<llvm::object::MachOObjectFile>(obj))
-    id = macho->getUuid();
-  else
-    id = llvm::object::getBuildID(obj);
-  if (id.empty()) return nullptr;
-  static const char hex[] = "0123456789abcdef";
-  char *c = static_cast<char *>(std::malloc(id.size() * 2 + 1));
-  if (!c) return nullptr;
-  for (size_t i = 0; i < id.size(); i++) {
-    c[2 * i] = hex[id[i] >> 4];
-    c[2 * i + 1] = hex[id[i] & 15];
-  }
-  c[id.size() * 2] = 0;
-  return c;
+    auto bin = llvm::object::ObjectFile::createObjectFile(object);
+    if (!bin) {
+        llvm::consumeError(bin.takeError());
+        return nullptr;
+    }
+    const llvm::object::ObjectFile *obj = bin->getBinary();
+    llvm::ArrayRef<uint8_t> id;
+    if (const auto *macho = llvm::dyn_cast<llvm::object::MachOObjectFile>(obj))
+        id = macho->getUuid();
+    else
+        id = llvm::object::getBuildID(obj);
+    if (id.empty()) return nullptr;
+    static const char hex[] = "0123456789abcdef";
+    char *c = static_cast<char *>(std::malloc(id.size() * 2 + 1));
+    if (!c) return nullptr;
+    for (size_t i = 0; i < id.size(); i++) {
+        c[2 * i] = hex[id[i] >> 4];
+        c[2 * i + 1] = hex[id[i] & 15];
+    }
+    c[id.size() * 2] = 0;
+    return c;
 }

@@ -52,7 +52,7 @@ __attribute__((destructor)) static void clock_end(void) {
     getrusage(RUSAGE_SELF, &ru);
     FILE *f = fopen(g_path, "w");
     if (f == NULL) return;
-    fprintf(f, "wall_ns=%llu utime_ns=%llu stime_ns=%llu\n", (unsigned long long)wall, tv_ns(ru.ru_utime),
-            tv_ns(ru.ru_stime));
+    fprintf(f, "wall_ns=%llu utime_ns=%llu stime_ns=%llu\n", (unsigned long long)wall,
+            tv_ns(ru.ru_utime), tv_ns(ru.ru_stime));
     fclose(f);
 }

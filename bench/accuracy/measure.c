@@ -112,13 +112,13 @@ static int is_sampler(void) {
     return 1;
 }
 
-#define TIMED(call)                                                                        \
-    if (is_sampler() || !from_exe(__builtin_return_address(0))) return call;               \
-    uint64_t t0_ = mono_ns();                                                              \
-    __typeof__(call) r_ = call;                                                            \
-    int e_ = errno;                                                                        \
-    atomic_fetch_add(&g_blocked, mono_ns() - t0_);                                         \
-    errno = e_;                                                                            \
+#define TIMED(call)                                                          \
+    if (is_sampler() || !from_exe(__builtin_return_address(0))) return call; \
+    uint64_t t0_ = mono_ns();                                                \
+    __typeof__(call) r_ = call;                                              \
+    int e_ = errno;                                                          \
+    atomic_fetch_add(&g_blocked, mono_ns() - t0_);                           \
+    errno = e_;                                                              \
     return r_;
 
 int nanosleep(const struct timespec *req, struct timespec *rem) {
@@ -147,7 +147,9 @@ int pthread_join(pthread_t t, void **ret) {
 
 int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
     static int (*real)(pthread_cond_t *, pthread_mutex_t *);
-    if (!real) real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
+    if (!real)
+        real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlvsym(RTLD_NEXT, "pthread_cond_wait",
+                                                                    "GLIBC_2.3.2");
     if (!real) real = next("pthread_cond_wait");
     TIMED(real(c, m))
 }

@@ -35,17 +35,23 @@
 #include <string.h>
 #include <time.h>
 
-#define BURN_BODY                                                                          \
-    for (long i = 0; i < n; i++) {                                                         \
-        x ^= x << 13;                                                                      \
-        x ^= x >> 7;                                                                       \
-        x ^= x << 17;                                                                      \
-    }                                                                                      \
+#define BURN_BODY                  \
+    for (long i = 0; i < n; i++) { \
+        x ^= x << 13;              \
+        x ^= x >> 7;               \
+        x ^= x << 17;              \
+    }                              \
     return x;
 
-__attribute__((noinline)) uint64_t burn60(uint64_t x, long n) { BURN_BODY }
-__attribute__((noinline)) uint64_t burn30(uint64_t x, long n) { BURN_BODY }
-__attribute__((noinline)) uint64_t burn10(uint64_t x, long n) { BURN_BODY }
+__attribute__((noinline)) uint64_t burn60(uint64_t x, long n) {
+    BURN_BODY
+}
+__attribute__((noinline)) uint64_t burn30(uint64_t x, long n) {
+    BURN_BODY
+}
+__attribute__((noinline)) uint64_t burn10(uint64_t x, long n) {
+    BURN_BODY
+}
 
 /* Which parts of a round run: bit 0 burn60, bit 1 burn30, bit 2 burn10. */
 static int g_parts = 7;
@@ -131,9 +137,15 @@ __attribute__((noinline)) uint64_t deep(int depth, long rounds, long k) {
 /* ---- very short functions ------------------------------------------------------------ */
 
 #define TINY_BODY return (x ^ (x >> 3)) * 0x9E3779B97F4A7C15ull + 1;
-__attribute__((noinline)) uint64_t tinyA(uint64_t x) { TINY_BODY }
-__attribute__((noinline)) uint64_t tinyB(uint64_t x) { TINY_BODY }
-__attribute__((noinline)) uint64_t tinyC(uint64_t x) { TINY_BODY }
+__attribute__((noinline)) uint64_t tinyA(uint64_t x) {
+    TINY_BODY
+}
+__attribute__((noinline)) uint64_t tinyB(uint64_t x) {
+    TINY_BODY
+}
+__attribute__((noinline)) uint64_t tinyC(uint64_t x) {
+    TINY_BODY
+}
 
 __attribute__((noinline)) uint64_t tiny_driver(long iterations) {
     uint64_t x = 12345;
@@ -152,23 +164,23 @@ __attribute__((noinline)) uint64_t tiny_driver(long iterations) {
     return x;
 }
 
-#define TINY_EXTRA(f)                                                                      \
-    __attribute__((noinline)) uint64_t tiny_driver_##f(long iterations) {                  \
-        uint64_t x = 12345;                                                                \
-        for (long i = 0; i < iterations; i++) {                                            \
-            x = tinyA(x);                                                                  \
-            x = tinyB(x);                                                                  \
-            x = tinyA(x);                                                                  \
-            x = tinyC(x);                                                                  \
-            x = tinyA(x);                                                                  \
-            x = tinyB(x);                                                                  \
-            x = tinyA(x);                                                                  \
-            x = tinyA(x);                                                                  \
-            x = tinyB(x);                                                                  \
-            x = tinyA(x);                                                                  \
-            for (int j = 0; j < 10; j++) x = f(x);                                         \
-        }                                                                                  \
-        return x;                                                                          \
+#define TINY_EXTRA(f)                                                     \
+    __attribute__((noinline)) uint64_t tiny_driver_##f(long iterations) { \
+        uint64_t x = 12345;                                               \
+        for (long i = 0; i < iterations; i++) {                           \
+            x = tinyA(x);                                                 \
+            x = tinyB(x);                                                 \
+            x = tinyA(x);                                                 \
+            x = tinyC(x);                                                 \
+            x = tinyA(x);                                                 \
+            x = tinyB(x);                                                 \
+            x = tinyA(x);                                                 \
+            x = tinyA(x);                                                 \
+            x = tinyB(x);                                                 \
+            x = tinyA(x);                                                 \
+            for (int j = 0; j < 10; j++) x = f(x);                        \
+        }                                                                 \
+        return x;                                                         \
     }
 TINY_EXTRA(tinyA)
 TINY_EXTRA(tinyB)
@@ -204,10 +216,14 @@ int main(int argc, char **argv) {
         r = tiny_driver(arg(argv, 2));
     } else if (argc == 4 && strcmp(argv[1], "tinyx") == 0) {
         long n = arg(argv, 2);
-        if (strcmp(argv[3], "A") == 0) r = tiny_driver_tinyA(n);
-        else if (strcmp(argv[3], "B") == 0) r = tiny_driver_tinyB(n);
-        else if (strcmp(argv[3], "C") == 0) r = tiny_driver_tinyC(n);
-        else return 2;
+        if (strcmp(argv[3], "A") == 0)
+            r = tiny_driver_tinyA(n);
+        else if (strcmp(argv[3], "B") == 0)
+            r = tiny_driver_tinyB(n);
+        else if (strcmp(argv[3], "C") == 0)
+            r = tiny_driver_tinyC(n);
+        else
+            return 2;
     } else {
         fprintf(stderr, "usage: work ratio|only|mixed|deep|tiny ... (see work.c)\n");
         return 2;

@@ -45,7 +45,8 @@ static _Thread_local uintptr_t guard_lo __attribute__((tls_model("initial-exec")
 static _Thread_local uintptr_t guard_hi __attribute__((tls_model("initial-exec")));
 static _Thread_local void *alt_stack; /* malloc'd alternate signal stack, or NULL */
 
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGINT, SIGTERM, SIGHUP};
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL,
+                                    SIGABRT, SIGINT, SIGTERM, SIGHUP};
 static atomic_int crashing;
 
 static void on_fatal_signal(int sig, siginfo_t *si, void *uc) {
@@ -101,8 +102,8 @@ static void thread_guard_init(void) {
     if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
     void *low = NULL;
     size_t size = 0, guard = 0;
-    if (pthread_attr_getstack(&attr, &low, &size) == 0 && pthread_attr_getguardsize(&attr, &guard) == 0 &&
-        low != NULL) {
+    if (pthread_attr_getstack(&attr, &low, &size) == 0 &&
+        pthread_attr_getguardsize(&attr, &guard) == 0 && low != NULL) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
         if (guard < page) guard = page;
         if ((uintptr_t)low > guard) {
@@ -131,7 +132,8 @@ static void main_guard_init(void) {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t top = ((uintptr_t)execfn + strlen(execfn) + 1 + page - 1) & ~(page - 1);
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-    if (top <= here || top - here >= rl.rlim_cur || top < rl.rlim_cur + ((uintptr_t)1 << 20)) return;
+    if (top <= here || top - here >= rl.rlim_cur || top < rl.rlim_cur + ((uintptr_t)1 << 20))
+        return;
     uintptr_t low = top - rl.rlim_cur;
     guard_lo = low - ((uintptr_t)1 << 20);
     guard_hi = low + 64 * 1024;
@@ -142,7 +144,8 @@ static void install_handlers(void) {
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
         struct sigaction old;
         if (sigaction(fatal_signals[i], NULL, &old) != 0) continue;
-        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue; /* someone else's, or ignored */
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+            continue; /* someone else's, or ignored */
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_fatal_signal;
@@ -180,4 +183,6 @@ void osp_crash_thread_end(void) {}
 
 #endif
 
-bool osp_crash_handlers_enabled(void) { return !OSP_RT_SANITIZED; }
+bool osp_crash_handlers_enabled(void) {
+    return !OSP_RT_SANITIZED;
+}

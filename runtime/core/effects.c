@@ -44,19 +44,24 @@ static osp_eff_entry **slot(void) {
     return top_slot;
 }
 
-void osp_eff_bind_slot(osp_eff_entry **s) { top_slot = s; }
+void osp_eff_bind_slot(osp_eff_entry **s) {
+    top_slot = s;
+}
 
-void osp_thread_set_unwind(void *jb) { unwind_to = jb; }
+void osp_thread_set_unwind(void *jb) {
+    unwind_to = jb;
+}
 
 void osp_thread_abandon(void) {
-    if (unwind_to == NULL) osp_fatalf("internal error: a computation on the main thread was abandoned");
+    if (unwind_to == NULL)
+        osp_fatalf("internal error: a computation on the main thread was abandoned");
     longjmp(*unwind_to, 1);
 }
 
 /* ---- handler stack ------------------------------------------------------------------------- */
 
-void osp_eff_push(const char *effect, const char *op, void *fn, void *env, osp_cont *cont, int64_t arm,
-                  osp_eff_entry *below) {
+void osp_eff_push(const char *effect, const char *op, void *fn, void *env, osp_cont *cont,
+                  int64_t arm, osp_eff_entry *below) {
     osp_eff_entry **s = slot();
     osp_eff_entry *e = osp_gc_alloc(sizeof *e);
     e->effect = effect;
@@ -70,14 +75,18 @@ void osp_eff_push(const char *effect, const char *op, void *fn, void *env, osp_c
     *s = e;
 }
 
-osp_eff_entry *osp_eff_top(void) { return *slot(); }
+osp_eff_entry *osp_eff_top(void) {
+    return *slot();
+}
 
 void osp_eff_pop(int64_t count) {
     osp_eff_entry **s = slot();
     while (count-- > 0 && *s) *s = (*s)->next;
 }
 
-static bool key_eq(const char *a, const char *b) { return a == b || strcmp(a, b) == 0; }
+static bool key_eq(const char *a, const char *b) {
+    return a == b || strcmp(a, b) == 0;
+}
 
 static osp_eff_entry *find_from(osp_eff_entry *e, const char *effect, const char *op) {
     for (; e; e = e->next)
@@ -86,7 +95,9 @@ static osp_eff_entry *find_from(osp_eff_entry *e, const char *effect, const char
     osp_exit(1);
 }
 
-osp_eff_entry *osp_eff_find(const char *effect, const char *op) { return find_from(*slot(), effect, op); }
+osp_eff_entry *osp_eff_find(const char *effect, const char *op) {
+    return find_from(*slot(), effect, op);
+}
 
 osp_eff_entry *osp_eff_arm_enter(const osp_eff_entry *e) {
     osp_eff_entry **s = slot();
@@ -95,11 +106,17 @@ osp_eff_entry *osp_eff_arm_enter(const osp_eff_entry *e) {
     return saved;
 }
 
-void osp_eff_arm_leave(osp_eff_entry *saved) { *slot() = saved; }
+void osp_eff_arm_leave(osp_eff_entry *saved) {
+    *slot() = saved;
+}
 
-osp_eff_entry *osp_eff_copy(void) { return *slot(); }
+osp_eff_entry *osp_eff_copy(void) {
+    return *slot();
+}
 
-void osp_eff_adopt(osp_eff_entry *stack) { *slot() = stack; }
+void osp_eff_adopt(osp_eff_entry *stack) {
+    *slot() = stack;
+}
 
 /* ---- continuations ------------------------------------------------------------------------ */
 
@@ -209,7 +226,8 @@ static void *cont_entry(void *arg) {
 #endif
     osp_cont *const c = arg;
     osp_crash_thread_begin(); /* alternate signal stack, stack guard bounds */
-    osp_eff_entry *volatile top = c->stack; /* this thread's handler stack (scanned: on the stack) */
+    osp_eff_entry *volatile top =
+        c->stack; /* this thread's handler stack (scanned: on the stack) */
     osp_eff_bind_slot((osp_eff_entry **)&top);
     body_of = c;
     jmp_buf jb;
@@ -383,7 +401,9 @@ osp_word osp_cont_drive(osp_cont *c) {
     return v;
 }
 
-osp_word osp_cont_arg(osp_cont_k *k, int64_t i) { return i >= 0 && i < k->m->n ? k->m->args[i] : 0; }
+osp_word osp_cont_arg(osp_cont_k *k, int64_t i) {
+    return i >= 0 && i < k->m->n ? k->m->args[i] : 0;
+}
 
 static void resume_check(osp_cont_k *k) {
     if (k->resumed) osp_fatalf("continuation already resumed (multi-shot resume is not supported)");
@@ -413,8 +433,10 @@ osp_eff_entry *osp_cont_suspend(osp_eff_entry *e, const osp_word *args, int64_t 
         pthread_mutex_unlock(&c->lock);
         return find_from(e->next, e->effect, e->op);
     }
-    if (c->tail) c->tail->next = &m;
-    else c->head = &m;
+    if (c->tail)
+        c->tail->next = &m;
+    else
+        c->head = &m;
     c->tail = &m;
     pthread_cond_broadcast(&c->to_driver);
     osp_prof_block_begin();

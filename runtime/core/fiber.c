@@ -80,7 +80,7 @@ void *osp_handle_lookup(int64_t id, int kind) {
 
 typedef struct osp_fiber {
     osp_thunk_fn thunk;
-    void *env;      /* owned by the fiber; cleared once the thunk has it */
+    void *env;               /* owned by the fiber; cleared once the thunk has it */
     osp_eff_entry *handlers; /* copy of the spawner's effect-handler stack (osp_eff_copy) */
     osp_word result;
     int64_t id;
@@ -114,7 +114,9 @@ static void stripes_init(void) {
 
 static _Thread_local int64_t current_fiber_id;
 
-int64_t osp_fiber_current_id(void) { return current_fiber_id; }
+int64_t osp_fiber_current_id(void) {
+    return current_fiber_id;
+}
 
 /* Thread entry of every fiber (docs/spec/profiler.md §(d): register before the body, unregister
  * after it and before completion is signalled).
@@ -144,8 +146,10 @@ static void *osp_fiber_entry(void *arg) {
     osp_thread_set_unwind(&jb);
     osp_word value = 0;
     bool abandoned = false;
-    if (setjmp(jb) == 0) value = f->thunk(env);
-    else abandoned = true; /* a resuming handler abandoned a perform of this fiber */
+    if (setjmp(jb) == 0)
+        value = f->thunk(env);
+    else
+        abandoned = true; /* a resuming handler abandoned a perform of this fiber */
     osp_thread_set_unwind(NULL);
     osp_prof_thread_unregister();
 
@@ -210,7 +214,8 @@ osp_word osp_fiber_wait(int64_t id) {
     osp_fiber *f = osp_handle_lookup(id, OSP_HANDLE_FIBER);
     if (f == NULL) osp_fatalf("await of unknown fiber %lld", (long long)id);
     if (atomic_load_explicit(&f->done, memory_order_acquire)) {
-        if (f->abandoned) osp_fatalf("fiber %lld was abandoned by an effect handler", (long long)id);
+        if (f->abandoned)
+            osp_fatalf("fiber %lld was abandoned by an effect handler", (long long)id);
         return f->result;
     }
     if (id == current_fiber_id) osp_fatalf("fiber %lld awaits itself", (long long)id);
@@ -234,7 +239,9 @@ int64_t osp_fiber_state(int64_t id) {
     return atomic_load_explicit(&f->done, memory_order_acquire) ? 1 : 0;
 }
 
-void osp_fiber_yield(void) { sched_yield(); }
+void osp_fiber_yield(void) {
+    sched_yield();
+}
 
 /* ---- sleep ---------------------------------------------------------------------------- */
 

@@ -38,7 +38,9 @@ static osp_list *view(osp_backing *b, int64_t off, int64_t len) {
     return l;
 }
 
-static const osp_word *elems(const osp_list *xs) { return xs->b ? xs->b->w + xs->off : NULL; }
+static const osp_word *elems(const osp_list *xs) {
+    return xs->b ? xs->b->w + xs->off : NULL;
+}
 
 /* A fresh backing holding `n` words from `a` then `m` from `c`, with room to grow. */
 static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t m, int64_t extra) {
@@ -56,13 +58,17 @@ osp_list *osp_list_new(int64_t n, const osp_word *e) {
     return fresh(e, n, NULL, 0, 0);
 }
 
-int64_t osp_list_length(const osp_list *xs) { return xs ? xs->len : 0; }
+int64_t osp_list_length(const osp_list *xs) {
+    return xs ? xs->len : 0;
+}
 
-osp_word osp_list_at(const osp_list *xs, int64_t i) { return xs->b->w[xs->off + i]; }
+osp_word osp_list_at(const osp_list *xs, int64_t i) {
+    return xs->b->w[xs->off + i];
+}
 
 osp_rres osp_list_get(const osp_list *xs, int64_t i) {
     if (xs == NULL || i < 0 || i >= xs->len)
-        return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t) "index out of bounds"};
+        return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t)"index out of bounds"};
     return (osp_rres){OSP_RESULT_SUCCESS, xs->b->w[xs->off + i]};
 }
 
@@ -93,7 +99,9 @@ osp_list *osp_list_append(const osp_list *xs, osp_word x) {
     return l;
 }
 
-osp_list *osp_list_prepend(const osp_list *xs, osp_word x) { return fresh(&x, 1, elems(xs), xs->len, 0); }
+osp_list *osp_list_prepend(const osp_list *xs, osp_word x) {
+    return fresh(&x, 1, elems(xs), xs->len, 0);
+}
 
 osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
     if (ys->len == 0) return (osp_list *)xs;
@@ -102,8 +110,8 @@ osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
     int64_t end = xs->off + xs->len;
     if (end + ys->len <= b->cap) {
         int64_t expect = end;
-        if (atomic_compare_exchange_strong_explicit(&b->used, &expect, end + ys->len, memory_order_acq_rel,
-                                                    memory_order_relaxed)) {
+        if (atomic_compare_exchange_strong_explicit(&b->used, &expect, end + ys->len,
+                                                    memory_order_acq_rel, memory_order_relaxed)) {
             memcpy(b->w + end, elems(ys), (size_t)ys->len * sizeof(osp_word));
             return view(b, xs->off, xs->len + ys->len);
         }
@@ -125,7 +133,8 @@ bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind) {
     for (int64_t i = 0; i < xs->len; i++) {
         switch (kind) {
         case OSP_EQ_STRING:
-            if (osp_str_cmp((const char *)(uintptr_t)e[i], (const char *)(uintptr_t)x) == 0) return true;
+            if (osp_str_cmp((const char *)(uintptr_t)e[i], (const char *)(uintptr_t)x) == 0)
+                return true;
             break;
         case OSP_EQ_FLOAT: {
             double a, b;

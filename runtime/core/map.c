@@ -42,7 +42,9 @@ static node *mk(const char *key, uint64_t prio, osp_word v, node *l, node *r) {
     return n;
 }
 
-static node *copy(const node *t) { return mk(t->key, t->prio, t->value, t->left, t->right); }
+static node *copy(const node *t) {
+    return mk(t->key, t->prio, t->value, t->left, t->right);
+}
 
 static osp_map *wrap(node *root, int64_t count) {
     osp_map *m = osp_gc_alloc(sizeof *m);
@@ -51,7 +53,9 @@ static osp_map *wrap(node *root, int64_t count) {
     return m;
 }
 
-osp_map *osp_map_empty(void) { return wrap(NULL, 0); }
+osp_map *osp_map_empty(void) {
+    return wrap(NULL, 0);
+}
 
 /* Insert or replace; every node on the returned path is fresh, so rotating is safe. */
 static node *insert(const node *t, const char *key, uint64_t prio, osp_word v, bool *added) {
@@ -107,8 +111,10 @@ static node *erase(const node *t, const char *key, bool *removed) {
         return join(t->left, t->right);
     }
     node *n = copy(t);
-    if (c < 0) n->left = erase(t->left, key, removed);
-    else n->right = erase(t->right, key, removed);
+    if (c < 0)
+        n->left = erase(t->left, key, removed);
+    else
+        n->right = erase(t->right, key, removed);
     return n;
 }
 
@@ -130,7 +136,8 @@ osp_map *osp_map_set(const osp_map *m, const char *key, osp_word v) {
 
 osp_rres osp_map_get(const osp_map *m, const char *key) {
     const node *n = find(m->root, key ? key : "");
-    if (n == NULL) return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t) "mapGet: key not found"};
+    if (n == NULL)
+        return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t)"mapGet: key not found"};
     return (osp_rres){OSP_RESULT_SUCCESS, n->value};
 }
 
@@ -156,9 +163,13 @@ osp_map *osp_map_merge(const osp_map *a, const osp_map *b) {
     return acc;
 }
 
-bool osp_map_contains(const osp_map *m, const char *key) { return find(m->root, key ? key : "") != NULL; }
+bool osp_map_contains(const osp_map *m, const char *key) {
+    return find(m->root, key ? key : "") != NULL;
+}
 
-int64_t osp_map_length(const osp_map *m) { return m->count; }
+int64_t osp_map_length(const osp_map *m) {
+    return m->count;
+}
 
 static void collect(const node *t, osp_word *out, int64_t *i, bool keys) {
     while (t) {
@@ -176,5 +187,9 @@ static osp_list *to_list(const osp_map *m, bool keys) {
     return osp_list_new(i, tmp);
 }
 
-osp_list *osp_map_keys(const osp_map *m) { return to_list(m, true); }
-osp_list *osp_map_values(const osp_map *m) { return to_list(m, false); }
+osp_list *osp_map_keys(const osp_map *m) {
+    return to_list(m, true);
+}
+osp_list *osp_map_values(const osp_map *m) {
+    return to_list(m, false);
+}

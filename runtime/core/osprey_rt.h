@@ -77,9 +77,9 @@ void osp_print_line(const char *s);
 void osp_stdout_flush(void);
 
 /* Renderings of §8. Each returns a new heap string. */
-const char *osp_show_int(int64_t v);   /* decimal, e.g. "-42" */
-const char *osp_show_float(double v);  /* shortest %.10g..%.17g that round-trips, ".0" rule */
-const char *osp_show_bool(bool v);     /* "true" / "false" */
+const char *osp_show_int(int64_t v);  /* decimal, e.g. "-42" */
+const char *osp_show_float(double v); /* shortest %.10g..%.17g that round-trips, ".0" rule */
+const char *osp_show_bool(bool v);    /* "true" / "false" */
 
 /*
  * Render a Result: Error → "Error(<message>)" (or "Error" when message is NULL);
@@ -232,10 +232,10 @@ osp_word osp_list_at(const osp_list *xs, int64_t i);
 osp_rres osp_list_get(const osp_list *xs, int64_t i);
 /* The list without its first `k` elements (0 <= k <= length; O(1), shares storage). */
 osp_list *osp_list_drop(const osp_list *xs, int64_t k);
-osp_list *osp_list_append(const osp_list *xs, osp_word x);   /* listAppend */
-osp_list *osp_list_prepend(const osp_list *xs, osp_word x);  /* listPrepend */
+osp_list *osp_list_append(const osp_list *xs, osp_word x);         /* listAppend */
+osp_list *osp_list_prepend(const osp_list *xs, osp_word x);        /* listPrepend */
 osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys); /* listConcat, xs + ys */
-osp_list *osp_list_reverse(const osp_list *xs);              /* listReverse */
+osp_list *osp_list_reverse(const osp_list *xs);                    /* listReverse */
 /*
  * listContains: how elements compare is `kind`: OSP_EQ_WORD (ints, bools, handles, Unit,
  * and aggregates by identity), OSP_EQ_STRING (by content), OSP_EQ_FLOAT (as doubles:
@@ -253,50 +253,52 @@ bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind);
  */
 typedef struct osp_map osp_map;
 
-osp_map *osp_map_empty(void);                                  /* Map() */
+osp_map *osp_map_empty(void);                                        /* Map() */
 osp_map *osp_map_set(const osp_map *m, const char *key, osp_word v); /* mapSet; {k: v} */
 /* mapGet(m, k) and m[k]: Error `mapGet: key not found`. */
 osp_rres osp_map_get(const osp_map *m, const char *key);
-osp_map *osp_map_remove(const osp_map *m, const char *key);    /* mapRemove */
-osp_map *osp_map_merge(const osp_map *a, const osp_map *b);    /* mapMerge, a + b: b wins */
-bool osp_map_contains(const osp_map *m, const char *key);      /* mapContains */
-int64_t osp_map_length(const osp_map *m);                      /* mapLength, length(m) */
-osp_list *osp_map_keys(const osp_map *m);                      /* keys, in byte order */
-osp_list *osp_map_values(const osp_map *m);                    /* values, same order */
+osp_map *osp_map_remove(const osp_map *m, const char *key); /* mapRemove */
+osp_map *osp_map_merge(const osp_map *a, const osp_map *b); /* mapMerge, a + b: b wins */
+bool osp_map_contains(const osp_map *m, const char *key);   /* mapContains */
+int64_t osp_map_length(const osp_map *m);                   /* mapLength, length(m) */
+osp_list *osp_map_keys(const osp_map *m);                   /* keys, in byte order */
+osp_list *osp_map_values(const osp_map *m);                 /* values, same order */
 
 /* ---- strings (§9.3) --------------------------------------------------------------------------- */
 /* All byte-based; every returned string is a new heap string (or one of the arguments). */
 
-int64_t osp_str_length(const char *s);                 /* length, byteLength */
-bool osp_str_contains(const char *s, const char *needle);    /* "" -> true */
+int64_t osp_str_length(const char *s);                    /* length, byteLength */
+bool osp_str_contains(const char *s, const char *needle); /* "" -> true */
 bool osp_str_starts_with(const char *s, const char *prefix);
 bool osp_str_ends_with(const char *s, const char *suffix);
-const char *osp_str_take(const char *s, int64_t n);     /* first n bytes, n clamped to [0, len] */
-const char *osp_str_drop(const char *s, int64_t n);     /* all but the first n bytes, clamped */
+const char *osp_str_take(const char *s, int64_t n); /* first n bytes, n clamped to [0, len] */
+const char *osp_str_drop(const char *s, int64_t n); /* all but the first n bytes, clamped */
 const char *osp_str_join(const osp_list *parts, const char *sep); /* parts: List<string> */
 osp_list *osp_str_lines(const char *s);   /* split on "\n"; no trailing empty element */
 osp_list *osp_str_words(const char *s);   /* runs of ASCII whitespace separate words */
 const char *osp_str_upper(const char *s); /* ASCII only */
 const char *osp_str_lower(const char *s);
-const char *osp_str_trim(const char *s);  /* ASCII whitespace: space \t \n \v \f \r */
+const char *osp_str_trim(const char *s); /* ASCII whitespace: space \t \n \v \f \r */
 const char *osp_str_trim_start(const char *s);
 const char *osp_str_trim_end(const char *s);
 const char *osp_str_reverse(const char *s); /* bytes */
 /* Fallible ones; messages as docs/spec/language.md §9.3. */
-osp_rres osp_str_index_of(const char *s, const char *needle);       /* Result<int, Error> */
+osp_rres osp_str_index_of(const char *s, const char *needle);          /* Result<int, Error> */
 osp_rres osp_str_substring(const char *s, int64_t start, int64_t end); /* Result<string, Error> */
-osp_rres osp_str_split(const char *s, const char *sep);              /* Result<List<string>, Error> */
+osp_rres osp_str_split(const char *s, const char *sep); /* Result<List<string>, Error> */
 osp_rres osp_str_replace(const char *s, const char *needle, const char *rep); /* every occurrence */
 osp_rres osp_str_repeat(const char *s, int64_t n);
 osp_rres osp_str_pad_start(const char *s, int64_t len, const char *fill);
 osp_rres osp_str_pad_end(const char *s, int64_t len, const char *fill);
-osp_rres osp_str_parse_int(const char *s);   /* [+-]?[0-9]+ that fits an int */
-osp_rres osp_str_parse_float(const char *s); /* decimal with optional fraction/exponent, inf, nan; payload is the double's bits */
-osp_rres osp_str_byte_at(const char *s, int64_t i);        /* the byte 0..255 */
-osp_rres osp_str_code_point_at(const char *s, int64_t i);  /* UTF-8 sequence starting at byte i */
-osp_rres osp_code_point_width(int64_t cp);                 /* terminal columns: 0, 1 or 2 */
-osp_rres osp_from_code_point(int64_t cp);                  /* UTF-8 encoding as a string */
-osp_rres osp_str_index(const char *s, int64_t i);          /* s[i]: the byte as a one-byte string */
+osp_rres osp_str_parse_int(const char *s); /* [+-]?[0-9]+ that fits an int */
+osp_rres osp_str_parse_float(
+    const char
+        *s); /* decimal with optional fraction/exponent, inf, nan; payload is the double's bits */
+osp_rres osp_str_byte_at(const char *s, int64_t i);       /* the byte 0..255 */
+osp_rres osp_str_code_point_at(const char *s, int64_t i); /* UTF-8 sequence starting at byte i */
+osp_rres osp_code_point_width(int64_t cp);                /* terminal columns: 0, 1 or 2 */
+osp_rres osp_from_code_point(int64_t cp);                 /* UTF-8 encoding as a string */
+osp_rres osp_str_index(const char *s, int64_t i);         /* s[i]: the byte as a one-byte string */
 
 /* ---- channels (§11.3) --------------------------------------------------------------------------- */
 
@@ -343,8 +345,8 @@ typedef struct osp_eff_entry {
 /* Push one entry on the calling thread's handler stack (entering `handle`). `below` of
  * every entry pushed by one handle must be the stack before the first push: pass the
  * value osp_eff_top() returned before pushing. */
-void osp_eff_push(const char *effect, const char *op, void *fn, void *env, osp_cont *cont, int64_t arm,
-                  osp_eff_entry *below);
+void osp_eff_push(const char *effect, const char *op, void *fn, void *env, osp_cont *cont,
+                  int64_t arm, osp_eff_entry *below);
 /* The calling thread's current top entry (NULL when no handler is active). */
 osp_eff_entry *osp_eff_top(void);
 /* Pop `count` entries (leaving `handle`). */

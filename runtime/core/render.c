@@ -36,7 +36,9 @@ const char *osp_show_float(double v) {
     return osp_str_dup_n(buf, (size_t)n);
 }
 
-const char *osp_show_bool(bool v) { return v ? osp_str_dup_n("true", 4) : osp_str_dup_n("false", 5); }
+const char *osp_show_bool(bool v) {
+    return v ? osp_str_dup_n("true", 4) : osp_str_dup_n("false", 5);
+}
 
 const char *osp_show_result(const osp_result *r, const char *payload, bool bare) {
     if (r == NULL || r->tag != OSP_RESULT_SUCCESS) {

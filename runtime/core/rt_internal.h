@@ -109,8 +109,8 @@ void osp_write_all_fd(int fd, const char *s, size_t n);
 /* 1 when a sanitizer runtime owns the fatal signals (ASan, TSan, UBSan, MSan, HWASan):
  * the runtime then installs no handler and no alternate stack. */
 #if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
-    __has_feature(memory_sanitizer) || __has_feature(hwaddress_sanitizer) ||                       \
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||   \
+    __has_feature(memory_sanitizer) || __has_feature(hwaddress_sanitizer) || \
     __has_feature(undefined_behavior_sanitizer)
 #define OSP_RT_SANITIZED 1
 #endif

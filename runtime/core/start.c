@@ -27,7 +27,9 @@ static void heap_init_once(void) {
     GC_allow_register_threads();
 }
 
-void osp_rt_heap_init(void) { pthread_once(&heap_once, heap_init_once); }
+void osp_rt_heap_init(void) {
+    pthread_once(&heap_once, heap_init_once);
+}
 
 void *osp_gc_alloc(size_t size) {
     osp_rt_heap_init();

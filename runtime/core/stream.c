@@ -34,8 +34,8 @@ static struct {
     bool write_through; /* terminal, or exit in progress */
     bool is_tty;
     bool exiting;
-    bool broken; /* a write failed for good: discard further output */
-    int err;     /* errno of that write (0: none failed) */
+    bool broken;   /* a write failed for good: discard further output */
+    int err;       /* errno of that write (0: none failed) */
     bool reported; /* the failure was reported at exit */
     size_t len;
     char buf[OSP_STREAM_CAP];
@@ -124,7 +124,8 @@ static void exit_report(int status) {
     stream_unlock();
     if (!report) return;
     char msg[160];
-    int n = snprintf(msg, sizeof msg, "fatal: cannot write standard output: %s\n", strerror(err ? err : EIO));
+    int n = snprintf(msg, sizeof msg, "fatal: cannot write standard output: %s\n",
+                     strerror(err ? err : EIO));
     if (n > 0) {
         size_t len = (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
         while (write(2, msg, len) < 0 && errno == EINTR) {
@@ -143,7 +144,9 @@ static void exit_report_status(int status, void *arg) {
     exit_report(status);
 }
 #else
-static void exit_report_unknown(void) { exit_report(-1); }
+static void exit_report_unknown(void) {
+    exit_report(-1);
+}
 #endif
 
 /* Exit handlers run in reverse order of registration. This constructor runs before the
@@ -158,9 +161,15 @@ __attribute__((constructor(101))) static void exit_report_register(void) {
 }
 
 /* fork: never let the child inherit a lock held by another thread. */
-static void atfork_prepare(void) { stream_lock(); }
-static void atfork_parent(void) { stream_unlock(); }
-static void atfork_child(void) { stream_unlock(); }
+static void atfork_prepare(void) {
+    stream_lock();
+}
+static void atfork_parent(void) {
+    stream_unlock();
+}
+static void atfork_child(void) {
+    stream_unlock();
+}
 
 static void stream_init_once(void) {
     stream_lock();
@@ -170,7 +179,9 @@ static void stream_init_once(void) {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-void osp_stream_init(void) { pthread_once(&stream_once, stream_init_once); }
+void osp_stream_init(void) {
+    pthread_once(&stream_once, stream_init_once);
+}
 
 void osp_stream_write_line(const char *s, size_t n) {
     static const char nl = '\n';

@@ -15,10 +15,18 @@
 #include <sys/random.h> /* getentropy */
 #endif
 
-static osp_rres ok_word(osp_word w) { return (osp_rres){OSP_RESULT_SUCCESS, w}; }
-static osp_rres ok_str(const char *s) { return ok_word((osp_word)(uintptr_t)s); }
-static osp_rres err(const char *msg) { return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t)msg}; }
-static const char *S(const char *s) { return s ? s : ""; }
+static osp_rres ok_word(osp_word w) {
+    return (osp_rres){OSP_RESULT_SUCCESS, w};
+}
+static osp_rres ok_str(const char *s) {
+    return ok_word((osp_word)(uintptr_t)s);
+}
+static osp_rres err(const char *msg) {
+    return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t)msg};
+}
+static const char *S(const char *s) {
+    return s ? s : "";
+}
 
 /* ---- numeric ------------------------------------------------------------------------------- */
 
@@ -82,7 +90,9 @@ static uint64_t random_u64(void) {
     return v;
 }
 
-int64_t osp_random(void) { return (int64_t)(random_u64() >> 1); }
+int64_t osp_random(void) {
+    return (int64_t)(random_u64() >> 1);
+}
 
 osp_rres osp_random_below(int64_t n) {
     if (n <= 0) return err("randomBelow: bound must be positive");
@@ -97,9 +107,13 @@ osp_rres osp_random_below(int64_t n) {
 
 /* ---- total string functions --------------------------------------------------------------- */
 
-int64_t osp_str_length(const char *s) { return (int64_t)strlen(S(s)); }
+int64_t osp_str_length(const char *s) {
+    return (int64_t)strlen(S(s));
+}
 
-bool osp_str_contains(const char *s, const char *needle) { return strstr(S(s), S(needle)) != NULL; }
+bool osp_str_contains(const char *s, const char *needle) {
+    return strstr(S(s), S(needle)) != NULL;
+}
 
 bool osp_str_starts_with(const char *s, const char *p) {
     s = S(s);
@@ -114,7 +128,9 @@ bool osp_str_ends_with(const char *s, const char *p) {
     return m <= n && memcmp(s + n - m, p, m) == 0;
 }
 
-static size_t clamp(int64_t n, size_t len) { return n <= 0 ? 0 : (uint64_t)n >= len ? len : (size_t)n; }
+static size_t clamp(int64_t n, size_t len) {
+    return n <= 0 ? 0 : (uint64_t)n >= len ? len : (size_t)n;
+}
 
 const char *osp_str_take(const char *s, int64_t n) {
     s = S(s);
@@ -131,7 +147,8 @@ const char *osp_str_join(const osp_list *parts, const char *sep) {
     sep = S(sep);
     int64_t n = osp_list_length(parts);
     size_t seplen = strlen(sep), total = 0;
-    for (int64_t i = 0; i < n; i++) total += strlen(S((const char *)(uintptr_t)osp_list_at(parts, i)));
+    for (int64_t i = 0; i < n; i++)
+        total += strlen(S((const char *)(uintptr_t)osp_list_at(parts, i)));
     if (n > 1) total += seplen * (size_t)(n - 1);
     char *out = osp_str_dup_n("", 0);
     if (total == 0) return out;
@@ -169,7 +186,9 @@ static void wpush(wvec *v, osp_word x) {
     v->w[v->n++] = x;
 }
 
-static osp_word str_word(const char *s, size_t n) { return (osp_word)(uintptr_t)osp_str_dup_n(s, n); }
+static osp_word str_word(const char *s, size_t n) {
+    return (osp_word)(uintptr_t)osp_str_dup_n(s, n);
+}
 
 osp_list *osp_str_lines(const char *s) {
     s = S(s);
@@ -186,7 +205,9 @@ osp_list *osp_str_lines(const char *s) {
     return osp_list_new(v.n, v.w);
 }
 
-static bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+static bool is_space(unsigned char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 osp_list *osp_str_words(const char *s) {
     s = S(s);
@@ -213,8 +234,12 @@ static const char *map_bytes(const char *s, int upper) {
     return o;
 }
 
-const char *osp_str_upper(const char *s) { return map_bytes(s, 1); }
-const char *osp_str_lower(const char *s) { return map_bytes(s, 0); }
+const char *osp_str_upper(const char *s) {
+    return map_bytes(s, 1);
+}
+const char *osp_str_lower(const char *s) {
+    return map_bytes(s, 0);
+}
 
 static const char *trim(const char *s, bool start, bool end) {
     s = S(s);
@@ -226,9 +251,15 @@ static const char *trim(const char *s, bool start, bool end) {
     return osp_str_dup_n(b, (size_t)(e - b));
 }
 
-const char *osp_str_trim(const char *s) { return trim(s, true, true); }
-const char *osp_str_trim_start(const char *s) { return trim(s, true, false); }
-const char *osp_str_trim_end(const char *s) { return trim(s, false, true); }
+const char *osp_str_trim(const char *s) {
+    return trim(s, true, true);
+}
+const char *osp_str_trim_start(const char *s) {
+    return trim(s, true, false);
+}
+const char *osp_str_trim_end(const char *s) {
+    return trim(s, false, true);
+}
 
 const char *osp_str_reverse(const char *s) {
     s = S(s);
@@ -321,7 +352,8 @@ static osp_rres pad(const char *s, int64_t want, const char *fill, bool start) {
     s = S(s);
     fill = S(fill);
     size_t f = strlen(fill);
-    if (f == 0) return err(start ? "padStart: fill must not be empty" : "padEnd: fill must not be empty");
+    if (f == 0)
+        return err(start ? "padStart: fill must not be empty" : "padEnd: fill must not be empty");
     size_t n = strlen(s);
     if (want <= (int64_t)n) return ok_str(osp_str_dup_n(s, n));
     if ((uint64_t)want > SIZE_MAX / 2) osp_fatal_oom();
@@ -335,8 +367,12 @@ static osp_rres pad(const char *s, int64_t want, const char *fill, bool start) {
     return ok_str(o);
 }
 
-osp_rres osp_str_pad_start(const char *s, int64_t len, const char *fill) { return pad(s, len, fill, true); }
-osp_rres osp_str_pad_end(const char *s, int64_t len, const char *fill) { return pad(s, len, fill, false); }
+osp_rres osp_str_pad_start(const char *s, int64_t len, const char *fill) {
+    return pad(s, len, fill, true);
+}
+osp_rres osp_str_pad_end(const char *s, int64_t len, const char *fill) {
+    return pad(s, len, fill, false);
+}
 
 osp_rres osp_str_parse_int(const char *s) {
     s = S(s);
@@ -414,53 +450,64 @@ osp_rres osp_str_code_point_at(const char *s, int64_t i) {
     int len;
     uint32_t min;
     if (c < 0x80) return ok_word(c);
-    if ((c & 0xE0) == 0xC0) len = 2, c &= 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0) len = 3, c &= 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0) len = 4, c &= 0x07, min = 0x10000;
-    else return err("codePointAt: malformed UTF-8");
+    if ((c & 0xE0) == 0xC0)
+        len = 2, c &= 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0)
+        len = 3, c &= 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0)
+        len = 4, c &= 0x07, min = 0x10000;
+    else
+        return err("codePointAt: malformed UTF-8");
     if (i + len > n) return err("codePointAt: malformed UTF-8");
     for (int k = 1; k < len; k++) {
         if ((p[k] & 0xC0) != 0x80) return err("codePointAt: malformed UTF-8");
         c = (c << 6) | (p[k] & 0x3F);
     }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return err("codePointAt: malformed UTF-8");
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return err("codePointAt: malformed UTF-8");
     return ok_word(c);
 }
 
 /* Ranges of code points that take no column (combining marks, zero-width characters)
  * and that take two (East Asian Wide and Fullwidth, emoji presentation blocks). */
 static const uint32_t zero_width[][2] = {
-    {0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x05BF, 0x05BF}, {0x05C1, 0x05C2},
-    {0x05C4, 0x05C5}, {0x05C7, 0x05C7}, {0x0610, 0x061A}, {0x064B, 0x065F}, {0x0670, 0x0670},
-    {0x06D6, 0x06DC}, {0x06DF, 0x06E4}, {0x06E7, 0x06E8}, {0x06EA, 0x06ED}, {0x0900, 0x0902},
-    {0x093A, 0x093A}, {0x093C, 0x093C}, {0x0941, 0x0948}, {0x094D, 0x094D}, {0x0951, 0x0957},
-    {0x0E31, 0x0E31}, {0x0E34, 0x0E3A}, {0x0E47, 0x0E4E}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF},
-    {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2064}, {0x20D0, 0x20FF}, {0xFE00, 0xFE0F},
+    {0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD},   {0x05BF, 0x05BF},   {0x05C1, 0x05C2},
+    {0x05C4, 0x05C5}, {0x05C7, 0x05C7}, {0x0610, 0x061A},   {0x064B, 0x065F},   {0x0670, 0x0670},
+    {0x06D6, 0x06DC}, {0x06DF, 0x06E4}, {0x06E7, 0x06E8},   {0x06EA, 0x06ED},   {0x0900, 0x0902},
+    {0x093A, 0x093A}, {0x093C, 0x093C}, {0x0941, 0x0948},   {0x094D, 0x094D},   {0x0951, 0x0957},
+    {0x0E31, 0x0E31}, {0x0E34, 0x0E3A}, {0x0E47, 0x0E4E},   {0x1AB0, 0x1AFF},   {0x1DC0, 0x1DFF},
+    {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2064},   {0x20D0, 0x20FF},   {0xFE00, 0xFE0F},
     {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF}, {0x1D167, 0x1D169}, {0xE0100, 0xE01EF},
 };
 static const uint32_t double_width[][2] = {
-    {0x1100, 0x115F}, {0x231A, 0x231B}, {0x2329, 0x232A}, {0x23E9, 0x23EC}, {0x23F0, 0x23F0},
-    {0x23F3, 0x23F3}, {0x25FD, 0x25FE}, {0x2614, 0x2615}, {0x2648, 0x2653}, {0x267F, 0x267F},
-    {0x2693, 0x2693}, {0x26A1, 0x26A1}, {0x26AA, 0x26AB}, {0x26BD, 0x26BE}, {0x26C4, 0x26C5},
-    {0x26CE, 0x26CE}, {0x26D4, 0x26D4}, {0x26EA, 0x26EA}, {0x26F2, 0x26F3}, {0x26F5, 0x26F5},
-    {0x26FA, 0x26FA}, {0x26FD, 0x26FD}, {0x2705, 0x2705}, {0x270A, 0x270B}, {0x2728, 0x2728},
-    {0x274C, 0x274C}, {0x274E, 0x274E}, {0x2753, 0x2755}, {0x2757, 0x2757}, {0x2795, 0x2797},
-    {0x27B0, 0x27B0}, {0x27BF, 0x27BF}, {0x2B1B, 0x2B1C}, {0x2B50, 0x2B50}, {0x2B55, 0x2B55},
-    {0x2E80, 0x303E}, {0x3041, 0x33FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xA000, 0xA4CF},
-    {0xA960, 0xA97F}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFE10, 0xFE19}, {0xFE30, 0xFE6F},
-    {0xFF00, 0xFF60}, {0xFFE0, 0xFFE6}, {0x16FE0, 0x16FE4}, {0x17000, 0x18AFF}, {0x1B000, 0x1B2FF},
-    {0x1F004, 0x1F004}, {0x1F0CF, 0x1F0CF}, {0x1F18E, 0x1F18E}, {0x1F191, 0x1F19A},
-    {0x1F200, 0x1F251}, {0x1F300, 0x1F64F}, {0x1F680, 0x1F6FF}, {0x1F7E0, 0x1F7EB},
-    {0x1F90C, 0x1F9FF}, {0x1FA70, 0x1FAFF}, {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD},
+    {0x1100, 0x115F},   {0x231A, 0x231B},   {0x2329, 0x232A},   {0x23E9, 0x23EC},
+    {0x23F0, 0x23F0},   {0x23F3, 0x23F3},   {0x25FD, 0x25FE},   {0x2614, 0x2615},
+    {0x2648, 0x2653},   {0x267F, 0x267F},   {0x2693, 0x2693},   {0x26A1, 0x26A1},
+    {0x26AA, 0x26AB},   {0x26BD, 0x26BE},   {0x26C4, 0x26C5},   {0x26CE, 0x26CE},
+    {0x26D4, 0x26D4},   {0x26EA, 0x26EA},   {0x26F2, 0x26F3},   {0x26F5, 0x26F5},
+    {0x26FA, 0x26FA},   {0x26FD, 0x26FD},   {0x2705, 0x2705},   {0x270A, 0x270B},
+    {0x2728, 0x2728},   {0x274C, 0x274C},   {0x274E, 0x274E},   {0x2753, 0x2755},
+    {0x2757, 0x2757},   {0x2795, 0x2797},   {0x27B0, 0x27B0},   {0x27BF, 0x27BF},
+    {0x2B1B, 0x2B1C},   {0x2B50, 0x2B50},   {0x2B55, 0x2B55},   {0x2E80, 0x303E},
+    {0x3041, 0x33FF},   {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},
+    {0xA960, 0xA97F},   {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE10, 0xFE19},
+    {0xFE30, 0xFE6F},   {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},   {0x16FE0, 0x16FE4},
+    {0x17000, 0x18AFF}, {0x1B000, 0x1B2FF}, {0x1F004, 0x1F004}, {0x1F0CF, 0x1F0CF},
+    {0x1F18E, 0x1F18E}, {0x1F191, 0x1F19A}, {0x1F200, 0x1F251}, {0x1F300, 0x1F64F},
+    {0x1F680, 0x1F6FF}, {0x1F7E0, 0x1F7EB}, {0x1F90C, 0x1F9FF}, {0x1FA70, 0x1FAFF},
+    {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD},
 };
 
 static bool in_ranges(uint32_t c, const uint32_t (*r)[2], size_t n) {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (c < r[mid][0]) hi = mid;
-        else if (c > r[mid][1]) lo = mid + 1;
-        else return true;
+        if (c < r[mid][0])
+            hi = mid;
+        else if (c > r[mid][1])
+            lo = mid + 1;
+        else
+            return true;
     }
     return false;
 }
@@ -481,10 +528,13 @@ osp_rres osp_from_code_point(int64_t cp) {
     char b[4];
     size_t n;
     uint32_t c = (uint32_t)cp;
-    if (c < 0x80) b[0] = (char)c, n = 1;
-    else if (c < 0x800) b[0] = (char)(0xC0 | (c >> 6)), b[1] = (char)(0x80 | (c & 0x3F)), n = 2;
+    if (c < 0x80)
+        b[0] = (char)c, n = 1;
+    else if (c < 0x800)
+        b[0] = (char)(0xC0 | (c >> 6)), b[1] = (char)(0x80 | (c & 0x3F)), n = 2;
     else if (c < 0x10000)
-        b[0] = (char)(0xE0 | (c >> 12)), b[1] = (char)(0x80 | ((c >> 6) & 0x3F)), b[2] = (char)(0x80 | (c & 0x3F)), n = 3;
+        b[0] = (char)(0xE0 | (c >> 12)), b[1] = (char)(0x80 | ((c >> 6) & 0x3F)),
+        b[2] = (char)(0x80 | (c & 0x3F)), n = 3;
     else
         b[0] = (char)(0xF0 | (c >> 18)), b[1] = (char)(0x80 | ((c >> 12) & 0x3F)),
         b[2] = (char)(0x80 | ((c >> 6) & 0x3F)), b[3] = (char)(0x80 | (c & 0x3F)), n = 4;

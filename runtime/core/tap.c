@@ -15,14 +15,14 @@
 
 static pthread_mutex_t tap_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-    bool running;         /* a case body is running */
-    const char *name;     /* its name (kept alive: static data is a collector root) */
-    bool failed;          /* an assertion failed in it, or a nested test() was attempted */
-    int64_t verdict;      /* OSP_VERDICT_* returned by the body [T2] */
-    const char *reason;   /* Fail / Skip reason */
-    int64_t numbered;     /* cases numbered so far (N) */
+    bool running;       /* a case body is running */
+    const char *name;   /* its name (kept alive: static data is a collector root) */
+    bool failed;        /* an assertion failed in it, or a nested test() was attempted */
+    int64_t verdict;    /* OSP_VERDICT_* returned by the body [T2] */
+    const char *reason; /* Fail / Skip reason */
+    int64_t numbered;   /* cases numbered so far (N) */
     int64_t passed, failed_cases, skipped;
-    bool outside_failed;  /* an assertion outside any case failed */
+    bool outside_failed; /* an assertion outside any case failed */
 } tap;
 
 /* `OSPREY_TEST_FILTER`: unset or empty selects every case. */
@@ -38,8 +38,8 @@ int osp_tap_case_begin(const char *name) {
     if (filtered_out(name)) return 0;
     pthread_mutex_lock(&tap_lock);
     if (tap.running) {
-        osp_stream_printf_line("# nested test '%s' skipped: test() inside a test body is not supported",
-                               name);
+        osp_stream_printf_line(
+            "# nested test '%s' skipped: test() inside a test body is not supported", name);
         tap.failed = true;
         pthread_mutex_unlock(&tap_lock);
         return 0;
@@ -71,7 +71,8 @@ void osp_tap_check(const char *label, bool ok, const char *expected, const char 
 
 void osp_tap_verdict(int64_t kind, const char *reason) {
     pthread_mutex_lock(&tap_lock);
-    if (tap.running && (kind == OSP_VERDICT_PASS || kind == OSP_VERDICT_FAIL || kind == OSP_VERDICT_SKIP)) {
+    if (tap.running &&
+        (kind == OSP_VERDICT_PASS || kind == OSP_VERDICT_FAIL || kind == OSP_VERDICT_SKIP)) {
         tap.verdict = kind;
         tap.reason = reason;
     }
@@ -111,8 +112,9 @@ void osp_tap_case_end(void) {
 int osp_tap_finish(void) {
     pthread_mutex_lock(&tap_lock);
     osp_stream_printf_line("1..%lld", (long long)tap.numbered);
-    osp_stream_printf_line("# tests=%lld passed=%lld failed=%lld skipped=%lld", (long long)tap.numbered,
-                           (long long)tap.passed, (long long)tap.failed_cases, (long long)tap.skipped);
+    osp_stream_printf_line("# tests=%lld passed=%lld failed=%lld skipped=%lld",
+                           (long long)tap.numbered, (long long)tap.passed,
+                           (long long)tap.failed_cases, (long long)tap.skipped);
     int status = (tap.failed_cases > 0 || tap.outside_failed) ? 1 : 0;
     pthread_mutex_unlock(&tap_lock);
     return status;

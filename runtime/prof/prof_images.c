@@ -36,7 +36,7 @@ const char *osp_prof__arch_of_machine(unsigned machine) {
 }
 
 struct image {
-    char *path;          /* owned copy */
+    char *path; /* owned copy */
     uintptr_t base, slide, text, text_end, hdr_size;
     unsigned machine;
     bool is_vdso;
@@ -66,7 +66,8 @@ static size_t find_build_id(const unsigned char *p, size_t size, size_t align, u
         size_t desc_off = name_off + name_sz;
         size_t desc_sz = (nh.n_descsz + align - 1) & ~(align - 1);
         if (name_sz < nh.n_namesz || desc_off > size || nh.n_descsz > size - desc_off) break;
-        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(p + name_off, "GNU", 4) == 0) {
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+            memcmp(p + name_off, "GNU", 4) == 0) {
             size_t k = nh.n_descsz < cap ? nh.n_descsz : cap;
             memcpy(out, p + desc_off, k);
             return k;
@@ -118,8 +119,9 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data) {
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_NOTE) continue;
-        im->build_id_len = find_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
-                                         ph->p_memsz, ph->p_align, im->build_id, sizeof im->build_id);
+        im->build_id_len =
+            find_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz,
+                          ph->p_align, im->build_id, sizeof im->build_id);
         if (im->build_id_len) break;
     }
     if (have_base) {
@@ -131,8 +133,10 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data) {
     const char *name = info->dlpi_name;
     if (L->n == 0 && !L->no_main && (name == NULL || name[0] == '\0'))
         name = L->exe_path; /* the first entry is the main program */
-    else if (im->is_vdso) name = "[vdso]";
-    else if (name == NULL) name = "";
+    else if (im->is_vdso)
+        name = "[vdso]";
+    else if (name == NULL)
+        name = "";
     im->path = strdup(name);
     if (!im->path) {
         L->failed = true;

@@ -30,13 +30,13 @@
 /* Maximum frames per stack, docs/spec/profiler.md §(c) "depth cap 128". */
 #define OSP_PROF_MAX_FRAMES 128
 /* Rate limits and default, docs/spec/profiler.md §(a). */
-#define OSP_PROF_HZ_MIN 10u
-#define OSP_PROF_HZ_MAX 10000u
+#define OSP_PROF_HZ_MIN     10u
+#define OSP_PROF_HZ_MAX     10000u
 #define OSP_PROF_HZ_DEFAULT 997u
 /* Longest usable absolute output path (bytes, without the NUL), docs/spec/profiler.md §(a). */
-#define OSP_PROF_PATH_MAX 4095
+#define OSP_PROF_PATH_MAX   4095
 /* Label bytes kept per thread row, docs/spec/profiler.md §(d). */
-#define OSP_PROF_LABEL_MAX 15
+#define OSP_PROF_LABEL_MAX  15
 
 /* ---- frame-pointer walk (prof_unwind.c), docs/spec/profiler.md §(c) ---------------------------- */
 
@@ -50,9 +50,8 @@
  * while the chain was still valid (§(c) item 5). Never reads outside [lo, hi), never
  * faults, allocates nothing, takes no lock: async-signal-safe.
  */
-OSP_PROF_HIDDEN size_t osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr,
-                                         uintptr_t lo, uintptr_t hi, uintptr_t *out,
-                                         size_t cap, bool *truncated);
+OSP_PROF_HIDDEN size_t osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo,
+                                         uintptr_t hi, uintptr_t *out, size_t cap, bool *truncated);
 
 /* Remove pointer-authentication bits: only on Apple arm64 (§(b.4), (k) item 12). */
 static inline uintptr_t osp_prof__strip_pac(uintptr_t a) {
@@ -135,13 +134,13 @@ struct osp_prof_sample {
     uint64_t t_rel_ns; /* time since the session's monotonic start */
     uint64_t weight_ns;
     uint32_t row;
-    uint32_t stack;    /* index into the interned stacks */
-    uint32_t state;    /* 0 on-CPU, 1 waiting */
+    uint32_t stack; /* index into the interned stacks */
+    uint32_t state; /* 0 on-CPU, 1 waiting */
 };
 
 struct osp_prof_stack_ref {
-    uint64_t off;      /* first address in the address arena */
-    uint32_t n;        /* number of addresses, >= 1 */
+    uint64_t off; /* first address in the address arena */
+    uint32_t n;   /* number of addresses, >= 1 */
     uint32_t truncated;
 };
 
@@ -152,10 +151,10 @@ struct osp_prof_store {
     size_t nsamples, samples_cap, samples_limit; /* limit: the store_full cap */
     struct osp_prof_stack_ref *stacks;
     size_t nstacks, stacks_cap;
-    uintptr_t *addrs;                            /* arena of stack addresses */
+    uintptr_t *addrs; /* arena of stack addresses */
     size_t naddrs, addrs_cap;
-    uint32_t *table;                             /* open addressing: stack index + 1 */
-    size_t table_cap;                            /* power of two, or 0 */
+    uint32_t *table;  /* open addressing: stack index + 1 */
+    size_t table_cap; /* power of two, or 0 */
     uint64_t dropped[OSP_DROP_COUNT];
 };
 
@@ -172,9 +171,8 @@ OSP_PROF_HIDDEN int64_t osp_prof__store_intern(struct osp_prof_store *s, const u
 /*
  * Append a sample. Counts `store_full` or `alloc` itself on failure and returns false.
  */
-OSP_PROF_HIDDEN bool osp_prof__store_add(struct osp_prof_store *s, uint64_t t_rel_ns,
-                                         uint32_t row, uint32_t stack, uint32_t state,
-                                         uint64_t weight_ns);
+OSP_PROF_HIDDEN bool osp_prof__store_add(struct osp_prof_store *s, uint64_t t_rel_ns, uint32_t row,
+                                         uint32_t stack, uint32_t state, uint64_t weight_ns);
 /* Intern and append in one step; counts a loss under exactly one reason on failure. */
 OSP_PROF_HIDDEN bool osp_prof__store_record(struct osp_prof_store *s, uint64_t t_rel_ns,
                                             uint32_t row, const uintptr_t *pcs, uint32_t n,

@@ -41,9 +41,9 @@
 
 /* ---- constants ------------------------------------------------------------------------- */
 
-#define NSLOTS 1024                      /* live registered threads, §(d) "at least 1024" */
-#define RING_N 8                         /* ring entries per slot, §(b.3) "at least 8" */
-#define ANSWER_TIMEOUT_NS 1000000000ull  /* a request unanswered after 1 s is no_answer */
+#define NSLOTS              1024          /* live registered threads, §(d) "at least 1024" */
+#define RING_N              8             /* ring entries per slot, §(b.3) "at least 8" */
+#define ANSWER_TIMEOUT_NS   1000000000ull /* a request unanswered after 1 s is no_answer */
 /* CPU time a thread may consume between a request and the next tick without that
  * counting as progress, once the request has been answered: the cost of taking our own
  * signal (delivery, the handler, sigreturn, restarting the interrupted call or an EINTR
@@ -51,8 +51,8 @@
  * progress and a blocked thread would be signalled every tick. A thread that really runs
  * is far above it at any rate we allow (the shortest tick at 10 kHz is 70 µs). */
 #define SIGNAL_ALLOWANCE_NS 50000ull
-#define MAX_STAT_FDS 64                  /* cached /proc/self/task/<tid>/stat descriptors */
-#define SLEEP_CHUNK_NS 20000000ull       /* the sampler notices a stop within 20 ms */
+#define MAX_STAT_FDS        64          /* cached /proc/self/task/<tid>/stat descriptors */
+#define SLEEP_CHUNK_NS      20000000ull /* the sampler notices a stop within 20 ms */
 
 enum { SLOT_FREE = 0, SLOT_ACTIVE = 1, SLOT_RETIRED = 2 };
 enum { SESSION_IDLE = 0, SESSION_RUNNING = 1, SESSION_STOPPING = 2 };
@@ -61,7 +61,7 @@ enum { SCHED_RUNNABLE, SCHED_BLOCKED, SCHED_GONE };
 /* ---- data structures ------------------------------------------------------------------- */
 
 struct ring_entry {
-    uint64_t seq;        /* the request this answers (slot's req_seq when the handler ran) */
+    uint64_t seq; /* the request this answers (slot's req_seq when the handler ran) */
     uint32_t n;
     uint16_t truncated;
     uint16_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
@@ -79,26 +79,26 @@ struct ring {
 
 /* Sampler-side bookkeeping of one slot; accessed only under the registry mutex. */
 struct sampler_state {
-    uint64_t last_t;        /* monotonic time of the previous examination */
-    uint64_t cpu_req;       /* CPU clock at the last on-CPU request: weight baseline */
-    uint64_t cpu_due;       /* CPU clock from which the next on-CPU request is due */
-    uint64_t cpu_base;      /* CPU clock below which the thread has made no progress */
-    uint64_t run_cpu;       /* CPU clock when the thread was last seen runnable ... */
-    bool run_known;         /* ... valid while this is set */
-    int64_t last_on;        /* store index of the thread's last on-CPU sample, or -1 */
-    uint64_t carry_w;       /* weight of unanswered on-CPU requests, for the next one */
+    uint64_t last_t;   /* monotonic time of the previous examination */
+    uint64_t cpu_req;  /* CPU clock at the last on-CPU request: weight baseline */
+    uint64_t cpu_due;  /* CPU clock from which the next on-CPU request is due */
+    uint64_t cpu_base; /* CPU clock below which the thread has made no progress */
+    uint64_t run_cpu;  /* CPU clock when the thread was last seen runnable ... */
+    bool run_known;    /* ... valid while this is set */
+    int64_t last_on;   /* store index of the thread's last on-CPU sample, or -1 */
+    uint64_t carry_w;  /* weight of unanswered on-CPU requests, for the next one */
     uint64_t ring_full_seen;
     bool pend_on, pend_capture;
     uint64_t pend_seq, pend_t, pend_w, pend_sent;
-    uint64_t pend_cpu;      /* the thread's CPU clock when the request was sent */
-    bool ep_on, ep_lost;    /* blocking episode outside a region (§(b.2) case 3) */
-    int64_t ep_stack;       /* its captured stack, -1 until the capture arrives */
-    uint64_t ep_pre_w;      /* waiting weight accumulated before a capture could be sent */
-    int64_t ans_stack;      /* stack of the last answer, while no progress was seen since */
-    bool ans_in_syscall;    /* ... and that answer interrupted a blocking system call */
+    uint64_t pend_cpu;   /* the thread's CPU clock when the request was sent */
+    bool ep_on, ep_lost; /* blocking episode outside a region (§(b.2) case 3) */
+    int64_t ep_stack;    /* its captured stack, -1 until the capture arrives */
+    uint64_t ep_pre_w;   /* waiting weight accumulated before a capture could be sent */
+    int64_t ans_stack;   /* stack of the last answer, while no progress was seen since */
+    bool ans_in_syscall; /* ... and that answer interrupted a blocking system call */
     uint32_t blk_seq_cached;
     int64_t blk_stack_cached;
-    int stat_fd;            /* cached /proc/self/task/<tid>/stat, or -1 */
+    int stat_fd; /* cached /proc/self/task/<tid>/stat, or -1 */
 };
 
 struct slot {
@@ -108,9 +108,9 @@ struct slot {
     _Atomic uint64_t req_seq;
     _Atomic uint64_t ring_full;
     struct ring *ring;
-    uintptr_t lo, hi;       /* stack bounds captured at registration */
+    uintptr_t lo, hi; /* stack bounds captured at registration */
     /* Blocking region: written by the owner, read by the sampler under block_seq. */
-    int block_depth;        /* owner only */
+    int block_depth; /* owner only */
     _Atomic int in_block;
     _Atomic uint32_t block_seq; /* odd while the owner writes the stack */
     _Atomic uint32_t block_n, block_trunc;
@@ -137,15 +137,15 @@ static pthread_once_t g_boot_once = PTHREAD_ONCE_INIT;
 static bool g_init_ok;
 static pthread_key_t g_key;
 
-static _Atomic int g_on;            /* hooks act: a session is running */
-static _Atomic int g_stop;          /* the sampler should stop */
-static _Atomic int g_forked_child;  /* this process is a fork of a profiled one: inert */
+static _Atomic int g_on;           /* hooks act: a session is running */
+static _Atomic int g_stop;         /* the sampler should stop */
+static _Atomic int g_forked_child; /* this process is a fork of a profiled one: inert */
 static _Atomic pid_t g_pid;
 
 /* Under g_reg. */
 static int g_state;
-static struct slot *g_slots;        /* NSLOTS, allocated once, never freed */
-static size_t g_slots_hi;           /* 1 + highest slot index ever used */
+static struct slot *g_slots; /* NSLOTS, allocated once, never freed */
+static size_t g_slots_hi;    /* 1 + highest slot index ever used */
 static struct row *g_rows;
 static size_t g_nrows, g_rows_cap;
 static uint64_t g_threads_over_limit;
@@ -194,8 +194,12 @@ static bool read_clock(clockid_t id, uint64_t *out) {
     return true;
 }
 
-uint64_t osp_prof__session_start_mono_ns(void) { return atomic_load(&g_start_mono); }
-bool osp_prof__active(void) { return atomic_load_explicit(&g_on, memory_order_acquire) != 0; }
+uint64_t osp_prof__session_start_mono_ns(void) {
+    return atomic_load(&g_start_mono);
+}
+bool osp_prof__active(void) {
+    return atomic_load_explicit(&g_on, memory_order_acquire) != 0;
+}
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
@@ -285,7 +289,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
     struct ring_entry *e = &r->e[head % RING_N];
     bool truncated;
     e->seq = atomic_load_explicit(&s->req_seq, memory_order_acquire);
-    e->n = (uint32_t)osp_prof__fp_walk(pc, fp, lr, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES, &truncated);
+    e->n =
+        (uint32_t)osp_prof__fp_walk(pc, fp, lr, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES, &truncated);
     e->truncated = truncated;
     /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)
      * returns -EINTR in the return register: the stack is the thread's blocking stack. */
@@ -403,7 +408,8 @@ static void flush_tail(struct slot *s, uint64_t c) {
     struct sampler_state *m = &s->sm;
     uint64_t tail = (c > m->cpu_req ? c - m->cpu_req : 0) + m->carry_w;
     if (m->pend_on && !m->pend_capture) tail += m->pend_w;
-    if (m->last_on >= 0 && (size_t)m->last_on < g_store.nsamples) g_store.samples[m->last_on].weight_ns += tail;
+    if (m->last_on >= 0 && (size_t)m->last_on < g_store.nsamples)
+        g_store.samples[m->last_on].weight_ns += tail;
     m->cpu_req = c > m->cpu_req ? c : m->cpu_req;
     m->carry_w = 0;
     if (m->pend_on && !m->pend_capture) m->pend_w = 0;
@@ -450,7 +456,7 @@ static void register_current(int64_t fiber_id, const char *label) {
     if (cur != NULL) {
         if (atomic_load_explicit(&cur->state, memory_order_acquire) == SLOT_ACTIVE &&
             atomic_load_explicit(&cur->gen, memory_order_relaxed) == t_gen)
-            return; /* already registered in this session */
+            return;        /* already registered in this session */
         release_current(); /* left over from an earlier session */
     }
     clockid_t cid;
@@ -533,16 +539,19 @@ OSP_PROF_PUBLIC void osp_prof_thread_unregister(void) {
  * frame record {caller's fp, return address}; the walk starts at the caller's record,
  * with frame 0 = the hook's return address - 1 standing for the call site in the
  * runtime's waiting function (§(c) item 6). */
-static __attribute__((noinline)) void block_capture(struct slot *s, uintptr_t hook_fp, uintptr_t ret) {
+static __attribute__((noinline)) void block_capture(struct slot *s, uintptr_t hook_fp,
+                                                    uintptr_t ret) {
     uintptr_t pcs[OSP_PROF_MAX_FRAMES];
     bool truncated;
     uintptr_t caller_fp = *(const uintptr_t *)hook_fp;
     uintptr_t lo = s->lo > hook_fp ? s->lo : hook_fp;
-    size_t n = osp_prof__fp_walk(ret - 1, caller_fp, 0, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated);
+    size_t n =
+        osp_prof__fp_walk(ret - 1, caller_fp, 0, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated);
     uint32_t q = atomic_load_explicit(&s->block_seq, memory_order_relaxed);
     atomic_store_explicit(&s->block_seq, q + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    for (size_t i = 0; i < n; i++) atomic_store_explicit(&s->block_pcs[i], pcs[i], memory_order_relaxed);
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&s->block_pcs[i], pcs[i], memory_order_relaxed);
     atomic_store_explicit(&s->block_n, (uint32_t)n, memory_order_relaxed);
     atomic_store_explicit(&s->block_trunc, truncated, memory_order_relaxed);
     atomic_store_explicit(&s->block_seq, q + 2, memory_order_release);
@@ -575,11 +584,13 @@ static int64_t block_stack(struct slot *s) {
             sched_yield();
             continue;
         }
-        if (q1 == s->sm.blk_seq_cached && s->sm.blk_stack_cached >= 0) return s->sm.blk_stack_cached;
+        if (q1 == s->sm.blk_seq_cached && s->sm.blk_stack_cached >= 0)
+            return s->sm.blk_stack_cached;
         uint32_t n = atomic_load_explicit(&s->block_n, memory_order_relaxed);
         bool trunc = atomic_load_explicit(&s->block_trunc, memory_order_relaxed) != 0;
         if (n > OSP_PROF_MAX_FRAMES) n = OSP_PROF_MAX_FRAMES;
-        for (uint32_t i = 0; i < n; i++) pcs[i] = atomic_load_explicit(&s->block_pcs[i], memory_order_relaxed);
+        for (uint32_t i = 0; i < n; i++)
+            pcs[i] = atomic_load_explicit(&s->block_pcs[i], memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&s->block_seq, memory_order_relaxed) != q1) continue;
         if (n == 0) return -2;
@@ -650,7 +661,8 @@ static void drain(struct slot *s) {
             m->ans_stack = k;
             m->ans_in_syscall = e->in_syscall != 0;
             m->pend_on = false;
-            if (m->pend_cpu + SIGNAL_ALLOWANCE_NS > m->cpu_base) m->cpu_base = m->pend_cpu + SIGNAL_ALLOWANCE_NS;
+            if (m->pend_cpu + SIGNAL_ALLOWANCE_NS > m->cpu_base)
+                m->cpu_base = m->pend_cpu + SIGNAL_ALLOWANCE_NS;
         }
         tail++;
         atomic_store_explicit(&r->tail, tail, memory_order_release);
@@ -666,8 +678,10 @@ static void examine(struct slot *s, uint64_t t) {
     drain(s);
     if (m->pend_on && t - m->pend_sent >= ANSWER_TIMEOUT_NS) {
         g_store.dropped[OSP_DROP_NO_ANSWER]++;
-        if (m->pend_capture) m->ep_lost = true;
-        else m->carry_w += m->pend_w; /* its CPU time goes to the next on-CPU sample */
+        if (m->pend_capture)
+            m->ep_lost = true;
+        else
+            m->carry_w += m->pend_w; /* its CPU time goes to the next on-CPU sample */
         m->pend_on = false;
     }
     uint64_t wall = t > m->last_t ? t - m->last_t : 0;
@@ -677,8 +691,10 @@ static void examine(struct slot *s, uint64_t t) {
     if (atomic_load_explicit(&s->in_block, memory_order_acquire)) {
         m->ep_on = false;
         int64_t k = block_stack(s);
-        if (k >= 0) osp_prof__store_add(&g_store, t_rel(t), s->row, (uint32_t)k, 1, wall);
-        else g_store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
+        if (k >= 0)
+            osp_prof__store_add(&g_store, t_rel(t), s->row, (uint32_t)k, 1, wall);
+        else
+            g_store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
         return;
     }
 
@@ -707,7 +723,7 @@ static void examine(struct slot *s, uint64_t t) {
                  * three periods behind (late ticks) keeps only two periods of backlog:
                  * catching up costs at most one request per tick, never a burst. */
                 m->cpu_due = c - m->cpu_due < 3 * g_period_ns ? m->cpu_due + g_period_ns
-                                                               : c - 2 * g_period_ns;
+                                                              : c - 2 * g_period_ns;
                 send_request(s, t, c, w, false);
             }
             return;
@@ -742,9 +758,11 @@ static void examine(struct slot *s, uint64_t t) {
      * this very wait: the episode needs no capture signal of its own. (This is the usual
      * case when a thread runs and then blocks between two ticks: the on-CPU request sent
      * for its last run lands in the wait.) */
-    if (m->ep_stack < 0 && !m->pend_on && m->ans_stack >= 0 && m->ans_in_syscall) m->ep_stack = m->ans_stack;
+    if (m->ep_stack < 0 && !m->pend_on && m->ans_stack >= 0 && m->ans_in_syscall)
+        m->ep_stack = m->ans_stack;
     if (m->ep_stack >= 0) {
-        osp_prof__store_add(&g_store, t_rel(t), s->row, (uint32_t)m->ep_stack, 1, m->ep_pre_w + wall);
+        osp_prof__store_add(&g_store, t_rel(t), s->row, (uint32_t)m->ep_stack, 1,
+                            m->ep_pre_w + wall);
         m->ep_pre_w = 0;
     } else if (m->pend_on && m->pend_capture) {
         m->pend_w += wall; /* ticks before the capture arrives add to its sample */
@@ -1025,7 +1043,8 @@ static bool write_raw(const char *path, uint64_t end_unix) {
         }
         if (!S_ISREG(st.st_mode)) {
             free(buf);
-            say("osprey profiler: cannot write %s: not a regular file, character device or FIFO", path);
+            say("osprey profiler: cannot write %s: not a regular file, character device or FIFO",
+                path);
             return false;
         }
         if (S_ISLNK(lst.st_mode)) {
@@ -1172,7 +1191,8 @@ static bool session_start(const char *path, uint32_t rate, int *cause) {
     sigset_t all, saved;
     sigfillset(&all);
     int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS};
-    for (size_t i = 0; i < sizeof sync_signals / sizeof *sync_signals; i++) sigdelset(&all, sync_signals[i]);
+    for (size_t i = 0; i < sizeof sync_signals / sizeof *sync_signals; i++)
+        sigdelset(&all, sync_signals[i]);
     pthread_sigmask(SIG_BLOCK, &all, &saved);
     pthread_mutex_lock(&g_reg);
     g_state = SESSION_RUNNING;
@@ -1231,7 +1251,9 @@ static bool session_stop(void) {
     /* A program that installs its own SIGPROF action (setitimer(ITIMER_PROF) and a
      * handler, another profiler) takes every sample signal from then on: say so once,
      * rather than hand over a silently empty profile ((k) item 9; issue 3). */
-    if (!ours) say("osprey profiler: SIGPROF handler was replaced by the program; samples after that point are lost");
+    if (!ours)
+        say("osprey profiler: SIGPROF handler was replaced by the program; samples after that "
+            "point are lost");
     if (ours) {
         struct sigaction ign;
         memset(&ign, 0, sizeof ign);
@@ -1288,10 +1310,14 @@ static void boot_impl(void) {
         say("osprey profiler: cannot start sampler: %s; profiling disabled", strerror(cause));
 }
 
-OSP_PROF_PUBLIC void osp_prof_boot(void) { pthread_once(&g_boot_once, boot_impl); }
+OSP_PROF_PUBLIC void osp_prof_boot(void) {
+    pthread_once(&g_boot_once, boot_impl);
+}
 
 /* Boot at load time too, so any program linked with the runtime can be profiled. */
-__attribute__((constructor)) static void osp_prof_load_constructor(void) { osp_prof_boot(); }
+__attribute__((constructor)) static void osp_prof_load_constructor(void) {
+    osp_prof_boot();
+}
 
 OSP_PROF_PUBLIC bool osp_prof_session_begin(const char *path, uint32_t rate_hz) {
     if (path == NULL || path[0] == '\0') return false;
@@ -1301,6 +1327,8 @@ OSP_PROF_PUBLIC bool osp_prof_session_begin(const char *path, uint32_t rate_hz) 
     return session_start(abs, rate_hz, &cause);
 }
 
-OSP_PROF_PUBLIC bool osp_prof_session_end(void) { return session_stop(); }
+OSP_PROF_PUBLIC bool osp_prof_session_end(void) {
+    return session_stop();
+}
 
 #endif /* OSP_PROF_SAMPLER */

@@ -72,7 +72,6 @@ OSP_PROF_PUBLIC int pthread_create(pthread_t *thread, const pthread_attr_t *attr
     return rc;
 }
 
-
 /* Resolve the next definition of `name` once; NULL if there is none. */
 static void *next_symbol(_Atomic(void *) *cache, const char *name) {
     void *f = atomic_load_explicit(cache, memory_order_acquire);
@@ -86,31 +85,35 @@ static void *next_symbol(_Atomic(void *) *cache, const char *name) {
 /* A wrapper that runs the real call inside a blocking region. The region is entered
  * from the wrapper's own frame, so the waiting stack reads caller -> <name> (this
  * library) and keeps the caller's frames. errno is the real call's. */
-#define OSP_PROF_WAIT_WRAPPER(ret, name, params, args, fail)                             \
-    OSP_PROF_PUBLIC ret name params {                                                    \
-        static _Atomic(void *) real_;                                                    \
-        ret(*real) params = (ret(*) params)next_symbol(&real_, #name);                   \
-        if (real == NULL) {                                                              \
-            errno = ENOSYS;                                                              \
-            return fail;                                                                 \
-        }                                                                                \
-        osp_prof_block_begin();                                                          \
-        ret result = real args;                                                          \
-        int saved = errno;                                                               \
-        osp_prof_block_end();                                                            \
-        errno = saved;                                                                   \
-        return result;                                                                   \
+#define OSP_PROF_WAIT_WRAPPER(ret, name, params, args, fail)           \
+    OSP_PROF_PUBLIC ret name params {                                  \
+        static _Atomic(void *) real_;                                  \
+        ret(*real) params = (ret(*) params)next_symbol(&real_, #name); \
+        if (real == NULL) {                                            \
+            errno = ENOSYS;                                            \
+            return fail;                                               \
+        }                                                              \
+        osp_prof_block_begin();                                        \
+        ret result = real args;                                        \
+        int saved = errno;                                             \
+        osp_prof_block_end();                                          \
+        errno = saved;                                                 \
+        return result;                                                 \
     }
 
-OSP_PROF_WAIT_WRAPPER(int, nanosleep, (const struct timespec *req, struct timespec *rem), (req, rem), -1)
+OSP_PROF_WAIT_WRAPPER(int, nanosleep, (const struct timespec *req, struct timespec *rem),
+                      (req, rem), -1)
 OSP_PROF_WAIT_WRAPPER(int, clock_nanosleep,
-                      (clockid_t clock, int flags, const struct timespec *req, struct timespec *rem),
+                      (clockid_t clock, int flags, const struct timespec *req,
+                       struct timespec *rem),
                       (clock, flags, req, rem), ENOSYS)
 OSP_PROF_WAIT_WRAPPER(int, usleep, (useconds_t usec), (usec), -1)
 OSP_PROF_WAIT_WRAPPER(unsigned, sleep, (unsigned seconds), (seconds), seconds)
-OSP_PROF_WAIT_WRAPPER(int, poll, (struct pollfd *fds, nfds_t n, int timeout), (fds, n, timeout), -1)
+OSP_PROF_WAIT_WRAPPER(int, poll, (struct pollfd * fds, nfds_t n, int timeout), (fds, n, timeout),
+                      -1)
 OSP_PROF_WAIT_WRAPPER(int, ppoll,
-                      (struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask),
+                      (struct pollfd * fds, nfds_t n, const struct timespec *timeout,
+                       const sigset_t *mask),
                       (fds, n, timeout, mask), -1)
 OSP_PROF_WAIT_WRAPPER(int, select,
                       (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout),

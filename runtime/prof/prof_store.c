@@ -71,7 +71,8 @@ int64_t osp_prof__store_intern(struct osp_prof_store *s, const uintptr_t *pcs, u
         j = (j + 1) & mask;
     }
     if (s->nstacks >= UINT32_MAX - 1) return -1;
-    if (!grow((void **)&s->stacks, &s->stacks_cap, s->nstacks + 1, sizeof *s->stacks, 256)) return -1;
+    if (!grow((void **)&s->stacks, &s->stacks_cap, s->nstacks + 1, sizeof *s->stacks, 256))
+        return -1;
     if (!grow((void **)&s->addrs, &s->addrs_cap, s->naddrs + n, sizeof *s->addrs, 4096)) return -1;
     memcpy(s->addrs + s->naddrs, pcs, n * sizeof *pcs);
     struct osp_prof_stack_ref *r = &s->stacks[s->nstacks];
@@ -84,8 +85,8 @@ int64_t osp_prof__store_intern(struct osp_prof_store *s, const uintptr_t *pcs, u
     return (int64_t)(s->nstacks - 1);
 }
 
-bool osp_prof__store_add(struct osp_prof_store *s, uint64_t t_rel_ns, uint32_t row,
-                         uint32_t stack, uint32_t state, uint64_t weight_ns) {
+bool osp_prof__store_add(struct osp_prof_store *s, uint64_t t_rel_ns, uint32_t row, uint32_t stack,
+                         uint32_t state, uint64_t weight_ns) {
     size_t limit = s->samples_limit ? s->samples_limit : (size_t)OSP_PROF_SAMPLES_LIMIT;
     if (s->nsamples >= limit) {
         s->dropped[OSP_DROP_STORE_FULL]++;

@@ -21,6 +21,8 @@ bool osp_prof_session_begin(const char *path, uint32_t rate_hz) {
     (void)rate_hz;
     return false;
 }
-bool osp_prof_session_end(void) { return false; }
+bool osp_prof_session_end(void) {
+    return false;
+}
 
 #endif

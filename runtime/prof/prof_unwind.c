@@ -8,7 +8,7 @@
 /* A frame larger than this ends the walk ("bounded frame size", §(c) item 2). */
 #define OSP_PROF_MAX_FRAME_BYTES ((uintptr_t)1 << 20)
 /* Return addresses below the first page are not code (§(c) item 2). */
-#define OSP_PROF_MIN_CODE_ADDR ((uintptr_t)4096)
+#define OSP_PROF_MIN_CODE_ADDR   ((uintptr_t)4096)
 
 /* Highest user-space address + 1 where that is fixed by the architecture: x86-64 user
  * addresses lie below 2^47 (2^56 with 5-level paging) and return addresses are never
@@ -43,9 +43,9 @@ static inline bool frame_ok(uintptr_t fp, uintptr_t lo, uintptr_t hi) {
  * (TSan); neither is a bug here, so the walker is not instrumented. Its bounds checks are
  * tested with guard pages instead (test/runtime/prof/test_unwind.c).
  */
-__attribute__((no_sanitize("address", "thread", "undefined")))
-size_t osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintptr_t hi,
-                         uintptr_t *out, size_t cap, bool *truncated) {
+__attribute__((no_sanitize("address", "thread", "undefined"))) size_t
+osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintptr_t hi,
+                  uintptr_t *out, size_t cap, bool *truncated) {
     size_t n = 0;
     *truncated = false;
     if (cap == 0) return 0;
@@ -82,8 +82,8 @@ size_t osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo,
             }
         }
         out[n++] = ret;
-        if (next <= fp) break;                             /* strict growth, self-loops */
-        if (next - fp > OSP_PROF_MAX_FRAME_BYTES) break;   /* bounded frame size */
+        if (next <= fp) break;                           /* strict growth, self-loops */
+        if (next - fp > OSP_PROF_MAX_FRAME_BYTES) break; /* bounded frame size */
         fp = next;
     }
     if (lr_pending && n < cap) out[n++] = lr_s; /* no chained frame to compare with */

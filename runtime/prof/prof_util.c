@@ -113,15 +113,24 @@ static size_t utf8_seq(const unsigned char *s, size_t avail) {
     if (c < 0x80) return 1;
     size_t len;
     unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) len = 3, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEC) len = 3;
-    else if (c == 0xED) len = 3, hi = 0x9F; /* no surrogates */
-    else if (c >= 0xEE && c <= 0xEF) len = 3;
-    else if (c == 0xF0) len = 4, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) len = 4, hi = 0x8F; /* <= U+10FFFF */
-    else return 0;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c == 0xE0)
+        len = 3, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC)
+        len = 3;
+    else if (c == 0xED)
+        len = 3, hi = 0x9F; /* no surrogates */
+    else if (c >= 0xEE && c <= 0xEF)
+        len = 3;
+    else if (c == 0xF0)
+        len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+        len = 4;
+    else if (c == 0xF4)
+        len = 4, hi = 0x8F; /* <= U+10FFFF */
+    else
+        return 0;
     if (avail < len) return 0;
     if (s[1] < lo || s[1] > hi) return 0;
     for (size_t i = 2; i < len; i++)
@@ -185,7 +194,9 @@ void osp_prof__out_bytes(struct osp_prof_out *o, const void *p, size_t n) {
     }
 }
 
-void osp_prof__out_str(struct osp_prof_out *o, const char *s) { osp_prof__out_bytes(o, s, strlen(s)); }
+void osp_prof__out_str(struct osp_prof_out *o, const char *s) {
+    osp_prof__out_bytes(o, s, strlen(s));
+}
 
 void osp_prof__out_u64(struct osp_prof_out *o, uint64_t v) {
     char tmp[24];
@@ -217,8 +228,10 @@ void osp_prof__out_json_string(struct osp_prof_out *o, const char *str, size_t n
         const char *esc = NULL;
         char ubuf[6];
         size_t adv = 1;
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
         else if (c < 0x20) {
             ubuf[0] = '\\', ubuf[1] = 'u', ubuf[2] = '0', ubuf[3] = '0';
             ubuf[4] = hex[c >> 4], ubuf[5] = hex[c & 15];
@@ -236,8 +249,10 @@ void osp_prof__out_json_string(struct osp_prof_out *o, const char *str, size_t n
             continue;
         }
         osp_prof__out_bytes(o, s + run, i - run);
-        if (esc) osp_prof__out_str(o, esc);
-        else osp_prof__out_bytes(o, ubuf, 6);
+        if (esc)
+            osp_prof__out_str(o, esc);
+        else
+            osp_prof__out_bytes(o, ubuf, 6);
         i += adv;
         run = i;
     }

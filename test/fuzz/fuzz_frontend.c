@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static FILE *sink;
     if (!sink) sink = fopen("/dev/null", "w");
     int nerrors = 0;
-    Program *p = osp_frontend_run("fuzz.osp", "/fuzz/fuzz.osp", (const char *)data, size, sink, &nerrors);
+    Program *p =
+        osp_frontend_run("fuzz.osp", "/fuzz/fuzz.osp", (const char *)data, size, sink, &nerrors);
     osp_program_free(p);
     return 0;
 }

@@ -18,79 +18,79 @@
 static char outdir[256];
 
 static void setup(void) {
-  if (outdir[0]) return;
-  const char *t = getenv("TMPDIR");
-  snprintf(outdir, sizeof outdir, "%s/ospprof-fuzz-XXXXXX", t && *t ? t : "/tmp");
-  if (!mkdtemp(outdir)) abort();
+    if (outdir[0]) return;
+    const char *t = getenv("TMPDIR");
+    snprintf(outdir, sizeof outdir, "%s/ospprof-fuzz-XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(outdir)) abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  setup();
-  char err[OSPPROF_ERR_MAX];
-  err[0] = 0;
-  ospprof_raw *raw = ospprof_raw_parse("fuzz.json", (const char *)data, size, err, sizeof err);
-  if (!raw) {
-    /* exactly one line naming the file */
-    if (strncmp(err, "fuzz.json: ", 11) != 0 || strchr(err, '\n')) abort();
+    setup();
+    char err[OSPPROF_ERR_MAX];
+    err[0] = 0;
+    ospprof_raw *raw = ospprof_raw_parse("fuzz.json", (const char *)data, size, err, sizeof err);
+    if (!raw) {
+        /* exactly one line naming the file */
+        if (strncmp(err, "fuzz.json: ", 11) != 0 || strchr(err, '\n')) abort();
+        return 0;
+    }
+    ospprof_profile *p = ospprof_profile_build(raw, "fuzz.osp", NULL, "none", err, sizeof err);
+    ospprof_raw_free(raw);
+    if (!p) abort();
+    char path[512];
+    snprintf(path, sizeof path, "%s/f.speedscope.json", outdir);
+    if (ospprof_write_speedscope(p, path, err, sizeof err)) abort();
+    snprintf(path, sizeof path, "%s/f.cpuprofile", outdir);
+    if (ospprof_write_cpuprofile(p, path, err, sizeof err)) abort();
+    snprintf(path, sizeof path, "%s/f.folded", outdir);
+    if (ospprof_write_folded(p, path, err, sizeof err)) abort();
+    snprintf(path, sizeof path, "%s/f.profile.json", outdir);
+    if (ospprof_write_summary(p, path, err, sizeof err)) abort();
+    FILE *null = fopen("/dev/null", "w");
+    if (null) {
+        ospprof_report(p, "f", true, null);
+        fclose(null);
+    }
+    ospprof_profile_free(p);
     return 0;
-  }
-  ospprof_profile *p = ospprof_profile_build(raw, "fuzz.osp", NULL, "none", err, sizeof err);
-  ospprof_raw_free(raw);
-  if (!p) abort();
-  char path[512];
-  snprintf(path, sizeof path, "%s/f.speedscope.json", outdir);
-  if (ospprof_write_speedscope(p, path, err, sizeof err)) abort();
-  snprintf(path, sizeof path, "%s/f.cpuprofile", outdir);
-  if (ospprof_write_cpuprofile(p, path, err, sizeof err)) abort();
-  snprintf(path, sizeof path, "%s/f.folded", outdir);
-  if (ospprof_write_folded(p, path, err, sizeof err)) abort();
-  snprintf(path, sizeof path, "%s/f.profile.json", outdir);
-  if (ospprof_write_summary(p, path, err, sizeof err)) abort();
-  FILE *null = fopen("/dev/null", "w");
-  if (null) {
-    ospprof_report(p, "f", true, null);
-    fclose(null);
-  }
-  ospprof_profile_free(p);
-  return 0;
 }
 
 #ifdef OSPPROF_REPLAY_MAIN
 /* Replay: ./postprocess_fuzz_replay <corpus-dir>... ; prints how many inputs ran. */
 int main(int argc, char **argv) {
-  size_t n = 0;
-  for (int a = 1; a < argc; a++) {
-    DIR *d = opendir(argv[a]);
-    if (!d) {
-      fprintf(stderr, "cannot open %s\n", argv[a]);
-      return 1;
+    size_t n = 0;
+    for (int a = 1; a < argc; a++) {
+        DIR *d = opendir(argv[a]);
+        if (!d) {
+            fprintf(stderr, "cannot open %s\n", argv[a]);
+            return 1;
+        }
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.') continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", argv[a], e->d_name);
+            FILE *f = fopen(path, "rb");
+            if (!f) continue;
+            fseek(f, 0, SEEK_END);
+            long len = ftell(f);
+            fseek(f, 0, SEEK_SET);
+            uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
+            size_t got = fread(buf, 1, (size_t)(len > 0 ? len : 0), f);
+            fclose(f);
+            LLVMFuzzerTestOneInput(buf, got);
+            free(buf);
+            n++;
+        }
+        closedir(d);
     }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (e->d_name[0] == '.') continue;
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s", argv[a], e->d_name);
-      FILE *f = fopen(path, "rb");
-      if (!f) continue;
-      fseek(f, 0, SEEK_END);
-      long len = ftell(f);
-      fseek(f, 0, SEEK_SET);
-      uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-      size_t got = fread(buf, 1, (size_t)(len > 0 ? len : 0), f);
-      fclose(f);
-      LLVMFuzzerTestOneInput(buf, got);
-      free(buf);
-      n++;
+    if (outdir[0]) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
+        if (system(cmd) != 0) return 1;
     }
-    closedir(d);
-  }
-  if (outdir[0]) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
-    if (system(cmd) != 0) return 1;
-  }
-  printf("replayed %zu inputs\n", n);
-  return n ? 0 : 1;
+    printf("replayed %zu inputs\n", n);
+    return n ? 0 : 1;
 }
 #endif

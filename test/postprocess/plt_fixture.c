@@ -8,6 +8,6 @@
 #include <unistd.h>
 
 int main(void) {
-  int r = (int)getpid() + (int)getppid() + (int)getuid() + rand();
-  return r & 1;
+    int r = (int)getpid() + (int)getppid() + (int)getuid() + rand();
+    return r & 1;
 }

@@ -4,357 +4,382 @@
  */
 #include "testutil.h"
 
-#define BASE_HEAD "{\"version\":1,\"pid\":7,\"exe\":\"/x/prog\",\"rate_hz\":1000,"              \
-                  "\"platform\":\"linux-x86_64\",\"start_unix_ns\":100,\"end_unix_ns\":5000100,"
-#define IMAGES "\"images\":[{\"path\":\"/x/prog\",\"base\":4096,\"slide\":0,\"text\":4096," \
-               "\"text_size\":4096,\"arch\":\"x86_64\"}],"
+#define BASE_HEAD                                                    \
+    "{\"version\":1,\"pid\":7,\"exe\":\"/x/prog\",\"rate_hz\":1000," \
+    "\"platform\":\"linux-x86_64\",\"start_unix_ns\":100,\"end_unix_ns\":5000100,"
+#define IMAGES                                                                   \
+    "\"images\":[{\"path\":\"/x/prog\",\"base\":4096,\"slide\":0,\"text\":4096," \
+    "\"text_size\":4096,\"arch\":\"x86_64\"}],"
 #define THREADS "\"threads\":[{\"fiber\":0,\"label\":\"main\"},{\"fiber\":1,\"label\":\"fiber\"}],"
-#define STACKS "\"stacks\":[[4100,4200],[4300]],"
+#define STACKS  "\"stacks\":[[4100,4200],[4300]],"
 #define SAMPLES "\"samples\":[[10,0,0,0],[20,1,1,1]],"
-#define TAIL "\"dropped\":0}"
-#define VALID BASE_HEAD IMAGES THREADS STACKS SAMPLES TAIL
+#define TAIL    "\"dropped\":0}"
+#define VALID   BASE_HEAD IMAGES THREADS STACKS SAMPLES TAIL
 
 static ospprof_raw *parse_str(const char *s, char *err) {
-  return ospprof_raw_parse("t.json", s, strlen(s), err, OSPPROF_ERR_MAX);
+    return ospprof_raw_parse("t.json", s, strlen(s), err, OSPPROF_ERR_MAX);
 }
 
 /* Parse `doc`, expect failure with exactly `msg`. */
 static void expect_error(const char *doc, const char *msg) {
-  char err[OSPPROF_ERR_MAX] = "";
-  ospprof_raw *r = parse_str(doc, err);
-  if (r) {
-    ospprof_raw_free(r);
-    fail_msg("accepted: %s (expected: %s)", doc, msg);
-  }
-  if (strcmp(err, msg) != 0) fail_msg("for %s\n got: %s\nwant: %s", doc, err, msg);
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = parse_str(doc, err);
+    if (r) {
+        ospprof_raw_free(r);
+        fail_msg("accepted: %s (expected: %s)", doc, msg);
+    }
+    if (strcmp(err, msg) != 0) fail_msg("for %s\n got: %s\nwant: %s", doc, err, msg);
 }
 
 /* Replace the first occurrence of `from` in VALID by `to`. */
 static char *variant(const char *from, const char *to) {
-  const char *base = VALID;
-  const char *at = strstr(base, from);
-  assert_non_null(at);
-  size_t n = strlen(base) - strlen(from) + strlen(to) + 1;
-  char *s = malloc(n);
-  snprintf(s, n, "%.*s%s%s", (int)(at - base), base, to, at + strlen(from));
-  return s;
+    const char *base = VALID;
+    const char *at = strstr(base, from);
+    assert_non_null(at);
+    size_t n = strlen(base) - strlen(from) + strlen(to) + 1;
+    char *s = malloc(n);
+    snprintf(s, n, "%.*s%s%s", (int)(at - base), base, to, at + strlen(from));
+    return s;
 }
 
 static void expect_variant(const char *from, const char *to, const char *msg) {
-  char *doc = variant(from, to);
-  expect_error(doc, msg);
-  free(doc);
+    char *doc = variant(from, to);
+    expect_error(doc, msg);
+    free(doc);
 }
 
 static void test_valid_document(void **st) {
-  (void)st;
-  char err[OSPPROF_ERR_MAX] = "";
-  ospprof_raw *r = parse_str(VALID, err);
-  assert_non_null(r);
-  assert_int_equal(r->version, 1);
-  assert_int_equal(r->pid, 7);
-  assert_string_equal(r->exe, "/x/prog");
-  assert_int_equal(r->rate_hz, 1000);
-  assert_int_equal(r->nimages, 1);
-  assert_int_equal(r->nthreads, 2);
-  assert_string_equal(r->threads[1].label, "fiber");
-  assert_int_equal(r->nstacks, 2);
-  assert_int_equal(r->stack_off[1] - r->stack_off[0], 2);
-  assert_int_equal(r->addrs[1], 4200);
-  assert_int_equal(r->addrs[2], 4300);
-  assert_int_equal(r->nsamples, 2);
-  assert_int_equal(r->samples[1].state, 1);
-  assert_int_equal(r->samples[1].stack, 1);
-  assert_int_equal(r->samples[0].weight_ns, 1000000); /* floor(1e9 / 1000) */
-  assert_false(r->has_weights);
-  ospprof_raw_free(r);
+    (void)st;
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = parse_str(VALID, err);
+    assert_non_null(r);
+    assert_int_equal(r->version, 1);
+    assert_int_equal(r->pid, 7);
+    assert_string_equal(r->exe, "/x/prog");
+    assert_int_equal(r->rate_hz, 1000);
+    assert_int_equal(r->nimages, 1);
+    assert_int_equal(r->nthreads, 2);
+    assert_string_equal(r->threads[1].label, "fiber");
+    assert_int_equal(r->nstacks, 2);
+    assert_int_equal(r->stack_off[1] - r->stack_off[0], 2);
+    assert_int_equal(r->addrs[1], 4200);
+    assert_int_equal(r->addrs[2], 4300);
+    assert_int_equal(r->nsamples, 2);
+    assert_int_equal(r->samples[1].state, 1);
+    assert_int_equal(r->samples[1].stack, 1);
+    assert_int_equal(r->samples[0].weight_ns, 1000000); /* floor(1e9 / 1000) */
+    assert_false(r->has_weights);
+    ospprof_raw_free(r);
 }
 
 static void test_unreadable(void **st) {
-  (void)st;
-  char err[OSPPROF_ERR_MAX];
-  assert_null(ospprof_raw_load("/nonexistent/dir/raw.json", err, sizeof err));
-  assert_string_equal(err, "/nonexistent/dir/raw.json: cannot read: No such file or directory");
-  assert_null(ospprof_raw_load("/", err, sizeof err));
-  assert_string_equal(err, "/: cannot read: Is a directory");
+    (void)st;
+    char err[OSPPROF_ERR_MAX];
+    assert_null(ospprof_raw_load("/nonexistent/dir/raw.json", err, sizeof err));
+    assert_string_equal(err, "/nonexistent/dir/raw.json: cannot read: No such file or directory");
+    assert_null(ospprof_raw_load("/", err, sizeof err));
+    assert_string_equal(err, "/: cannot read: Is a directory");
 }
 
 static void test_not_json(void **st) {
-  (void)st;
-  expect_error("", "t.json: not valid JSON at byte 0");
-  expect_error("   ", "t.json: not valid JSON at byte 3");
-  expect_error("hello", "t.json: not valid JSON at byte 0");
-  expect_error("{\"version\":1,", "t.json: not valid JSON at byte 13");
-  expect_error("{\"version\":1 \"pid\":2}", "t.json: not valid JSON at byte 13");
-  expect_error("{\"version\":01}", "t.json: not valid JSON at byte 12");
-  expect_error("{\"version\":1.}", "t.json: not valid JSON at byte 13");
-  expect_error("{\"version\":-}", "t.json: not valid JSON at byte 12");
-  expect_error("{\"version\":1} x", "t.json: not valid JSON at byte 14");
-  expect_error("{\"a\":[1,2}", "t.json: not valid JSON at byte 9");
-  expect_error("{\"a\":\"\\q\"}", "t.json: not valid JSON at byte 6");
-  expect_error("{version:1}", "t.json: not valid JSON at byte 1");
-  /* truncation anywhere in a valid file is reported as invalid JSON, never as a
+    (void)st;
+    expect_error("", "t.json: not valid JSON at byte 0");
+    expect_error("   ", "t.json: not valid JSON at byte 3");
+    expect_error("hello", "t.json: not valid JSON at byte 0");
+    expect_error("{\"version\":1,", "t.json: not valid JSON at byte 13");
+    expect_error("{\"version\":1 \"pid\":2}", "t.json: not valid JSON at byte 13");
+    expect_error("{\"version\":01}", "t.json: not valid JSON at byte 12");
+    expect_error("{\"version\":1.}", "t.json: not valid JSON at byte 13");
+    expect_error("{\"version\":-}", "t.json: not valid JSON at byte 12");
+    expect_error("{\"version\":1} x", "t.json: not valid JSON at byte 14");
+    expect_error("{\"a\":[1,2}", "t.json: not valid JSON at byte 9");
+    expect_error("{\"a\":\"\\q\"}", "t.json: not valid JSON at byte 6");
+    expect_error("{version:1}", "t.json: not valid JSON at byte 1");
+    /* truncation anywhere in a valid file is reported as invalid JSON, never as a
    * semantic problem and never accepted */
-  const char *v = VALID;
-  for (size_t cut = 0; cut < strlen(v); cut++) {
-    char err[OSPPROF_ERR_MAX] = "";
-    ospprof_raw *r = ospprof_raw_parse("t.json", v, cut, err, sizeof err);
-    assert_null(r);
-    if (!strstr(err, "not valid JSON at byte")) fail_msg("cut %zu: %s", cut, err);
-  }
+    const char *v = VALID;
+    for (size_t cut = 0; cut < strlen(v); cut++) {
+        char err[OSPPROF_ERR_MAX] = "";
+        ospprof_raw *r = ospprof_raw_parse("t.json", v, cut, err, sizeof err);
+        assert_null(r);
+        if (!strstr(err, "not valid JSON at byte")) fail_msg("cut %zu: %s", cut, err);
+    }
 }
 
 static void test_top_level(void **st) {
-  (void)st;
-  expect_error("[1,2]", "t.json: top level is not a JSON object");
-  expect_error(" \"s\" ", "t.json: top level is not a JSON object");
-  expect_error("42", "t.json: top level is not a JSON object");
-  expect_error("null", "t.json: top level is not a JSON object");
+    (void)st;
+    expect_error("[1,2]", "t.json: top level is not a JSON object");
+    expect_error(" \"s\" ", "t.json: top level is not a JSON object");
+    expect_error("42", "t.json: top level is not a JSON object");
+    expect_error("null", "t.json: top level is not a JSON object");
 }
 
 static void test_missing_keys(void **st) {
-  (void)st;
-  static const char *const keys[][2] = {
-      {"\"version\":1,", "version"},
-      {"\"pid\":7,", "pid"},
-      {"\"exe\":\"/x/prog\",", "exe"},
-      {"\"rate_hz\":1000,", "rate_hz"},
-      {"\"platform\":\"linux-x86_64\",", "platform"},
-      {"\"start_unix_ns\":100,", "start_unix_ns"},
-      {"\"end_unix_ns\":5000100,", "end_unix_ns"},
-      {IMAGES, "images"},
-      {THREADS, "threads"},
-      {STACKS, "stacks"},
-      {SAMPLES, "samples"},
-  };
-  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "t.json: missing key \"%s\"", keys[i][1]);
-    expect_variant(keys[i][0], "", msg);
-  }
+    (void)st;
+    static const char *const keys[][2] = {
+        {"\"version\":1,", "version"},
+        {"\"pid\":7,", "pid"},
+        {"\"exe\":\"/x/prog\",", "exe"},
+        {"\"rate_hz\":1000,", "rate_hz"},
+        {"\"platform\":\"linux-x86_64\",", "platform"},
+        {"\"start_unix_ns\":100,", "start_unix_ns"},
+        {"\"end_unix_ns\":5000100,", "end_unix_ns"},
+        {IMAGES, "images"},
+        {THREADS, "threads"},
+        {STACKS, "stacks"},
+        {SAMPLES, "samples"},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "t.json: missing key \"%s\"", keys[i][1]);
+        expect_variant(keys[i][0], "", msg);
+    }
 }
 
 static void test_wrong_types(void **st) {
-  (void)st;
-  expect_variant("\"version\":1", "\"version\":\"1\"", "t.json: key \"version\" must be an integer");
-  expect_variant("\"version\":1", "\"version\":1.0", "t.json: key \"version\" must be an integer");
-  expect_variant("\"pid\":7", "\"pid\":7e0", "t.json: key \"pid\" must be an integer");
-  expect_variant("\"pid\":7", "\"pid\":null", "t.json: key \"pid\" must be an integer");
-  expect_variant("\"exe\":\"/x/prog\"", "\"exe\":3", "t.json: key \"exe\" must be a string");
-  expect_variant("\"platform\":\"linux-x86_64\"", "\"platform\":[]",
-                 "t.json: key \"platform\" must be a string");
-  expect_variant("\"rate_hz\":1000", "\"rate_hz\":-5",
-                 "t.json: key \"rate_hz\" must be a non-negative integer");
-  expect_variant("\"rate_hz\":1000", "\"rate_hz\":997.5",
-                 "t.json: key \"rate_hz\" must be a non-negative integer");
-  expect_variant("\"dropped\":0", "\"dropped\":-1",
-                 "t.json: key \"dropped\" must be a non-negative integer");
-  expect_variant("\"start_unix_ns\":100", "\"start_unix_ns\":99999999999999999999",
-                 "t.json: key \"start_unix_ns\" must be an integer");
-  expect_variant("\"end_unix_ns\":5000100", "\"end_unix_ns\":true",
-                 "t.json: key \"end_unix_ns\" must be an integer");
-  expect_variant(IMAGES, "\"images\":{},", "t.json: key \"images\" must be an array");
-  expect_variant(THREADS, "\"threads\":\"x\",", "t.json: key \"threads\" must be an array");
-  expect_variant(STACKS, "\"stacks\":1,", "t.json: key \"stacks\" must be an array");
-  expect_variant(SAMPLES, "\"samples\":{\"a\":1},", "t.json: key \"samples\" must be an array");
-  expect_variant("\"base\":4096", "\"base\":18446744073709551616",
-                 "t.json: image 0: key \"base\" must be a non-negative integer");
-  expect_variant("\"text\":4096", "\"text\":-4096",
-                 "t.json: image 0: key \"text\" must be a non-negative integer");
-  expect_variant("\"path\":\"/x/prog\"", "\"path\":1", "t.json: image 0: key \"path\" must be a string");
-  expect_variant("{\"fiber\":0,", "{\"fiber\":0.5,", "t.json: thread 0: key \"fiber\" must be an integer");
-  expect_variant("\"label\":\"main\"", "\"label\":null", "t.json: thread 0: key \"label\" must be a string");
-  expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[1,-2]}",
-                 "t.json: sample_weights_ns: element 1 must be a non-negative integer");
-  expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":{}}",
-                 "t.json: key \"sample_weights_ns\" must be an array");
-  expect_variant(TAIL, "\"dropped\":0,\"pid\":8}", "t.json: duplicate key \"pid\"");
+    (void)st;
+    expect_variant("\"version\":1", "\"version\":\"1\"",
+                   "t.json: key \"version\" must be an integer");
+    expect_variant("\"version\":1", "\"version\":1.0",
+                   "t.json: key \"version\" must be an integer");
+    expect_variant("\"pid\":7", "\"pid\":7e0", "t.json: key \"pid\" must be an integer");
+    expect_variant("\"pid\":7", "\"pid\":null", "t.json: key \"pid\" must be an integer");
+    expect_variant("\"exe\":\"/x/prog\"", "\"exe\":3", "t.json: key \"exe\" must be a string");
+    expect_variant("\"platform\":\"linux-x86_64\"", "\"platform\":[]",
+                   "t.json: key \"platform\" must be a string");
+    expect_variant("\"rate_hz\":1000", "\"rate_hz\":-5",
+                   "t.json: key \"rate_hz\" must be a non-negative integer");
+    expect_variant("\"rate_hz\":1000", "\"rate_hz\":997.5",
+                   "t.json: key \"rate_hz\" must be a non-negative integer");
+    expect_variant("\"dropped\":0", "\"dropped\":-1",
+                   "t.json: key \"dropped\" must be a non-negative integer");
+    expect_variant("\"start_unix_ns\":100", "\"start_unix_ns\":99999999999999999999",
+                   "t.json: key \"start_unix_ns\" must be an integer");
+    expect_variant("\"end_unix_ns\":5000100", "\"end_unix_ns\":true",
+                   "t.json: key \"end_unix_ns\" must be an integer");
+    expect_variant(IMAGES, "\"images\":{},", "t.json: key \"images\" must be an array");
+    expect_variant(THREADS, "\"threads\":\"x\",", "t.json: key \"threads\" must be an array");
+    expect_variant(STACKS, "\"stacks\":1,", "t.json: key \"stacks\" must be an array");
+    expect_variant(SAMPLES, "\"samples\":{\"a\":1},", "t.json: key \"samples\" must be an array");
+    expect_variant("\"base\":4096", "\"base\":18446744073709551616",
+                   "t.json: image 0: key \"base\" must be a non-negative integer");
+    expect_variant("\"text\":4096", "\"text\":-4096",
+                   "t.json: image 0: key \"text\" must be a non-negative integer");
+    expect_variant("\"path\":\"/x/prog\"", "\"path\":1",
+                   "t.json: image 0: key \"path\" must be a string");
+    expect_variant("{\"fiber\":0,", "{\"fiber\":0.5,",
+                   "t.json: thread 0: key \"fiber\" must be an integer");
+    expect_variant("\"label\":\"main\"", "\"label\":null",
+                   "t.json: thread 0: key \"label\" must be a string");
+    expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[1,-2]}",
+                   "t.json: sample_weights_ns: element 1 must be a non-negative integer");
+    expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":{}}",
+                   "t.json: key \"sample_weights_ns\" must be an array");
+    expect_variant(TAIL, "\"dropped\":0,\"pid\":8}", "t.json: duplicate key \"pid\"");
 }
 
 static void test_version_and_rate(void **st) {
-  (void)st;
-  expect_variant("\"version\":1", "\"version\":2",
-                 "t.json: unsupported raw profile version 2 (expected 1)");
-  expect_variant("\"version\":1", "\"version\":-3",
-                 "t.json: unsupported raw profile version -3 (expected 1)");
-  /* a different version wins over layout problems */
-  expect_variant("\"version\":1,", "\"version\":2,\"samples\":7,",
-                 "t.json: unsupported raw profile version 2 (expected 1)");
-  expect_variant("\"rate_hz\":1000", "\"rate_hz\":0", "t.json: rate_hz must be at least 1");
+    (void)st;
+    expect_variant("\"version\":1", "\"version\":2",
+                   "t.json: unsupported raw profile version 2 (expected 1)");
+    expect_variant("\"version\":1", "\"version\":-3",
+                   "t.json: unsupported raw profile version -3 (expected 1)");
+    /* a different version wins over layout problems */
+    expect_variant("\"version\":1,", "\"version\":2,\"samples\":7,",
+                   "t.json: unsupported raw profile version 2 (expected 1)");
+    expect_variant("\"rate_hz\":1000", "\"rate_hz\":0", "t.json: rate_hz must be at least 1");
 }
 
 static void test_images_threads(void **st) {
-  (void)st;
-  expect_variant("\"path\":\"/x/prog\",", "", "t.json: image 0: missing key \"path\"");
-  expect_variant("\"base\":4096,", "", "t.json: image 0: missing key \"base\"");
-  expect_variant("{\"fiber\":1,", "{", "t.json: thread 1: missing key \"fiber\"");
-  expect_variant(",\"label\":\"fiber\"", "", "t.json: thread 1: missing key \"label\"");
-  expect_variant(IMAGES, "\"images\":[3],", "t.json: image 0 must be an object");
-  expect_variant("\"arch\":\"x86_64\"}", "\"symbols\":[{\"name\":\"a\",\"addr\":1}],\"symbols\":[{\"name\":\"b\",\"addr\":2}]}",
-                 "t.json: image 0: duplicate key \"symbols\"");
-  expect_variant("\"arch\":\"x86_64\"}", "\"symbols\":[{\"addr\":1}]}",
-                 "t.json: image 0: symbol 0: missing key \"name\"");
-  expect_variant("\"arch\":\"x86_64\"}", "\"symbols\":[{\"name\":\"a\",\"addr\":-1}]}",
-                 "t.json: image 0: symbol 0: key \"addr\" must be a non-negative integer");
-  expect_variant(THREADS, "\"threads\":[[]],", "t.json: thread 0 must be an object");
+    (void)st;
+    expect_variant("\"path\":\"/x/prog\",", "", "t.json: image 0: missing key \"path\"");
+    expect_variant("\"base\":4096,", "", "t.json: image 0: missing key \"base\"");
+    expect_variant("{\"fiber\":1,", "{", "t.json: thread 1: missing key \"fiber\"");
+    expect_variant(",\"label\":\"fiber\"", "", "t.json: thread 1: missing key \"label\"");
+    expect_variant(IMAGES, "\"images\":[3],", "t.json: image 0 must be an object");
+    expect_variant(
+        "\"arch\":\"x86_64\"}",
+        "\"symbols\":[{\"name\":\"a\",\"addr\":1}],\"symbols\":[{\"name\":\"b\",\"addr\":2}]}",
+        "t.json: image 0: duplicate key \"symbols\"");
+    expect_variant("\"arch\":\"x86_64\"}", "\"symbols\":[{\"addr\":1}]}",
+                   "t.json: image 0: symbol 0: missing key \"name\"");
+    expect_variant("\"arch\":\"x86_64\"}", "\"symbols\":[{\"name\":\"a\",\"addr\":-1}]}",
+                   "t.json: image 0: symbol 0: key \"addr\" must be a non-negative integer");
+    expect_variant(THREADS, "\"threads\":[[]],", "t.json: thread 0 must be an object");
 }
 
 static void test_stacks(void **st) {
-  (void)st;
-  expect_variant(STACKS, "\"stacks\":[[4100],[]],", "t.json: stack 1 is empty");
-  expect_variant(STACKS, "\"stacks\":[[4100,-1]],", "t.json: stack 0: element 1 is not a 64-bit address");
-  expect_variant(STACKS, "\"stacks\":[[4100],[1.5]],", "t.json: stack 1: element 0 is not a 64-bit address");
-  expect_variant(STACKS, "\"stacks\":[[\"0x10\"]],", "t.json: stack 0: element 0 is not a 64-bit address");
-  expect_variant(STACKS, "\"stacks\":[[18446744073709551616]],",
-                 "t.json: stack 0: element 0 is not a 64-bit address");
-  expect_variant(STACKS, "\"stacks\":[[1e3]],", "t.json: stack 0: element 0 is not a 64-bit address");
-  expect_variant(STACKS, "\"stacks\":[[[1]]],", "t.json: stack 0: element 0 is not a 64-bit address");
-  expect_variant(STACKS, "\"stacks\":[7],", "t.json: stack 0 must be an array of addresses");
+    (void)st;
+    expect_variant(STACKS, "\"stacks\":[[4100],[]],", "t.json: stack 1 is empty");
+    expect_variant(STACKS, "\"stacks\":[[4100,-1]],",
+                   "t.json: stack 0: element 1 is not a 64-bit address");
+    expect_variant(STACKS, "\"stacks\":[[4100],[1.5]],",
+                   "t.json: stack 1: element 0 is not a 64-bit address");
+    expect_variant(STACKS, "\"stacks\":[[\"0x10\"]],",
+                   "t.json: stack 0: element 0 is not a 64-bit address");
+    expect_variant(STACKS, "\"stacks\":[[18446744073709551616]],",
+                   "t.json: stack 0: element 0 is not a 64-bit address");
+    expect_variant(STACKS, "\"stacks\":[[1e3]],",
+                   "t.json: stack 0: element 0 is not a 64-bit address");
+    expect_variant(STACKS, "\"stacks\":[[[1]]],",
+                   "t.json: stack 0: element 0 is not a 64-bit address");
+    expect_variant(STACKS, "\"stacks\":[7],", "t.json: stack 0 must be an array of addresses");
 }
 
 static void test_samples(void **st) {
-  (void)st;
-  const char *m0 = "t.json: sample 0 must be an array of exactly 4 integers";
-  expect_variant(SAMPLES, "\"samples\":[[10,0,0]],", m0);
-  expect_variant(SAMPLES, "\"samples\":[[10,0,0,0,0]],", m0);
-  expect_variant(SAMPLES, "\"samples\":[[10,0,\"0\",0]],", m0);
-  expect_variant(SAMPLES, "\"samples\":[[10.5,0,0,0]],", m0);
-  expect_variant(SAMPLES, "\"samples\":[{}],", m0);
-  expect_variant(SAMPLES, "\"samples\":[[10,0,0,0],[10,5,0,0]],",
-                 "t.json: sample 1: thread index 5 out of range (profile has 2 threads)");
-  expect_variant(SAMPLES, "\"samples\":[[10,-1,0,0]],",
-                 "t.json: sample 0: thread index -1 out of range (profile has 2 threads)");
-  expect_variant(SAMPLES, "\"samples\":[[10,0,2,0]],",
-                 "t.json: sample 0: stack index 2 out of range (profile has 2 stacks)");
-  expect_variant(SAMPLES, "\"samples\":[[10,0,0,2]],",
-                 "t.json: sample 0: state 2 must be 0 (on-CPU) or 1 (waiting)");
-  expect_variant(SAMPLES, "\"samples\":[[-10,0,0,0]],", "t.json: sample 0: time -10 is negative");
-  expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[1,2,3]}",
-                 "t.json: sample_weights_ns has 3 entries, expected 2");
+    (void)st;
+    const char *m0 = "t.json: sample 0 must be an array of exactly 4 integers";
+    expect_variant(SAMPLES, "\"samples\":[[10,0,0]],", m0);
+    expect_variant(SAMPLES, "\"samples\":[[10,0,0,0,0]],", m0);
+    expect_variant(SAMPLES, "\"samples\":[[10,0,\"0\",0]],", m0);
+    expect_variant(SAMPLES, "\"samples\":[[10.5,0,0,0]],", m0);
+    expect_variant(SAMPLES, "\"samples\":[{}],", m0);
+    expect_variant(SAMPLES, "\"samples\":[[10,0,0,0],[10,5,0,0]],",
+                   "t.json: sample 1: thread index 5 out of range (profile has 2 threads)");
+    expect_variant(SAMPLES, "\"samples\":[[10,-1,0,0]],",
+                   "t.json: sample 0: thread index -1 out of range (profile has 2 threads)");
+    expect_variant(SAMPLES, "\"samples\":[[10,0,2,0]],",
+                   "t.json: sample 0: stack index 2 out of range (profile has 2 stacks)");
+    expect_variant(SAMPLES, "\"samples\":[[10,0,0,2]],",
+                   "t.json: sample 0: state 2 must be 0 (on-CPU) or 1 (waiting)");
+    expect_variant(SAMPLES, "\"samples\":[[-10,0,0,0]],", "t.json: sample 0: time -10 is negative");
+    expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[1,2,3]}",
+                   "t.json: sample_weights_ns has 3 entries, expected 2");
 }
 
 /* Every string the reader keeps is a C string, so an escaped U+0000 is refused instead of
  * cutting the label or path short; a key with one names no known key. */
 static void test_nul_in_strings(void **st) {
-  (void)st;
-  expect_variant("\"label\":\"main\"", "\"label\":\"ma\\u0000in\"",
-                 "t.json: thread 0: key \"label\" must be a string without \\u0000");
-  expect_variant("\"path\":\"/x/prog\"", "\"path\":\"/x/prog\\u0000.so\"",
-                 "t.json: image 0: key \"path\" must be a string without \\u0000");
-  expect_variant("\"exe\":\"/x/prog\"", "\"exe\":\"\\u0000\"",
-                 "t.json: key \"exe\" must be a string without \\u0000");
-  /* an escaped backslash followed by the text u0000 is no NUL */
-  char *doc = variant("\"label\":\"main\"", "\"label\":\"a\\\\u0000\"");
-  char err[OSPPROF_ERR_MAX] = "";
-  ospprof_raw *r = parse_str(doc, err);
-  free(doc);
-  assert_non_null(r);
-  assert_string_equal(r->threads[0].label, "a\\u0000");
-  ospprof_raw_free(r);
-  /* a key with \u0000 is an unknown key, ignored */
-  doc = variant("\"dropped\":0", "\"dropped\":0,\"lab\\u0000el\":\"x\"");
-  r = parse_str(doc, err);
-  free(doc);
-  assert_non_null(r);
-  ospprof_raw_free(r);
+    (void)st;
+    expect_variant("\"label\":\"main\"", "\"label\":\"ma\\u0000in\"",
+                   "t.json: thread 0: key \"label\" must be a string without \\u0000");
+    expect_variant("\"path\":\"/x/prog\"", "\"path\":\"/x/prog\\u0000.so\"",
+                   "t.json: image 0: key \"path\" must be a string without \\u0000");
+    expect_variant("\"exe\":\"/x/prog\"", "\"exe\":\"\\u0000\"",
+                   "t.json: key \"exe\" must be a string without \\u0000");
+    /* an escaped backslash followed by the text u0000 is no NUL */
+    char *doc = variant("\"label\":\"main\"", "\"label\":\"a\\\\u0000\"");
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = parse_str(doc, err);
+    free(doc);
+    assert_non_null(r);
+    assert_string_equal(r->threads[0].label, "a\\u0000");
+    ospprof_raw_free(r);
+    /* a key with \u0000 is an unknown key, ignored */
+    doc = variant("\"dropped\":0", "\"dropped\":0,\"lab\\u0000el\":\"x\"");
+    r = parse_str(doc, err);
+    free(doc);
+    assert_non_null(r);
+    ospprof_raw_free(r);
 }
 
 /* Weights whose total passes 2^63-1 ns would wrap the sums the exports are built from. */
 static void test_weight_total(void **st) {
-  (void)st;
-  expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[9223372036854775807,1]}",
-                 "t.json: sample_weights_ns: the weights add up to more than 2^63-1 ns (at sample 1)");
-  expect_variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[18446744073709551615,0]}",
-                 "t.json: sample_weights_ns: the weights add up to more than 2^63-1 ns (at sample 0)");
-  char *doc = variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[9223372036854775806,1]}");
-  char err[OSPPROF_ERR_MAX] = "";
-  ospprof_raw *r = parse_str(doc, err);
-  free(doc);
-  assert_non_null(r);
-  ospprof_raw_free(r);
+    (void)st;
+    expect_variant(
+        TAIL, "\"dropped\":0,\"sample_weights_ns\":[9223372036854775807,1]}",
+        "t.json: sample_weights_ns: the weights add up to more than 2^63-1 ns (at sample 1)");
+    expect_variant(
+        TAIL, "\"dropped\":0,\"sample_weights_ns\":[18446744073709551615,0]}",
+        "t.json: sample_weights_ns: the weights add up to more than 2^63-1 ns (at sample 0)");
+    char *doc = variant(TAIL, "\"dropped\":0,\"sample_weights_ns\":[9223372036854775806,1]}");
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = parse_str(doc, err);
+    free(doc);
+    assert_non_null(r);
+    ospprof_raw_free(r);
 }
 
 static void test_exact_addresses(void **st) {
-  (void)st;
-  /* 2^64 - 1 and 2^53 + 1 survive exactly (a double would round both) */
-  char *doc = variant(STACKS, "\"stacks\":[[18446744073709551615,9007199254740993],[0]],");
-  char err[OSPPROF_ERR_MAX];
-  ospprof_raw *r = parse_str(doc, err);
-  free(doc);
-  assert_non_null(r);
-  assert_true(r->addrs[0] == UINT64_MAX);
-  assert_true(r->addrs[1] == 9007199254740993ull);
-  assert_true(r->addrs[2] == 0);
-  ospprof_raw_free(r);
+    (void)st;
+    /* 2^64 - 1 and 2^53 + 1 survive exactly (a double would round both) */
+    char *doc = variant(STACKS, "\"stacks\":[[18446744073709551615,9007199254740993],[0]],");
+    char err[OSPPROF_ERR_MAX];
+    ospprof_raw *r = parse_str(doc, err);
+    free(doc);
+    assert_non_null(r);
+    assert_true(r->addrs[0] == UINT64_MAX);
+    assert_true(r->addrs[1] == 9007199254740993ull);
+    assert_true(r->addrs[2] == 0);
+    ospprof_raw_free(r);
 }
 
 static void test_normalised(void **st) {
-  (void)st;
-  /* unknown keys (of any shape), missing slide/text/text_size/arch/dropped, samples out
+    (void)st;
+    /* unknown keys (of any shape), missing slide/text/text_size/arch/dropped, samples out
    * of order (stable), end < start, measured weights, escapes in strings */
-  const char *doc =
-      "{\"zzz\":{\"deep\":[1,[2,{\"x\":null}]]},\"version\":1,\"pid\":1,\"exe\":\"/a\\/b\\u00e9\","
-      "\"rate_hz\":3,\"platform\":\"p\",\"start_unix_ns\":50,\"end_unix_ns\":10,"
-      "\"images\":[{\"path\":\"/a/b\",\"base\":7,\"extra\":[1]}],"
-      "\"threads\":[{\"fiber\":-1,\"label\":\"effect\",\"tid\":9}],\"stacks\":[[1],[2]],"
-      "\"samples\":[[30,0,0,0],[10,0,1,1],[10,0,0,0],[20,0,1,0]],"
-      "\"sample_weights_ns\":[4,3,2,1],\"truncated_stacks\":[1,99],\"ticks\":4}";
-  char err[OSPPROF_ERR_MAX] = "";
-  ospprof_raw *r = parse_str(doc, err);
-  if (!r) fail_msg("%s", err);
-  assert_string_equal(r->exe, "/a/b\xc3\xa9");
-  assert_int_equal(r->images[0].slide, 0);
-  assert_int_equal(r->images[0].text, 0);
-  assert_int_equal(r->images[0].text_size, 0);
-  assert_string_equal(r->images[0].arch, "");
-  assert_null(r->images[0].build_id);
-  assert_int_equal(r->dropped, 0);
-  assert_int_equal(r->threads[0].fiber, -1);
-  assert_true(r->truncated[1]);
-  assert_false(r->truncated[0]);
-  /* stable sort by time: (10,stack1,w3) before (10,stack0,w2) as in the file */
-  uint64_t t[4], w[4], s[4];
-  for (int i = 0; i < 4; i++) t[i] = r->samples[i].t_ns, w[i] = r->samples[i].weight_ns, s[i] = r->samples[i].stack;
-  assert_int_equal(t[0], 10), assert_int_equal(w[0], 3), assert_int_equal(s[0], 1);
-  assert_int_equal(t[1], 10), assert_int_equal(w[1], 2), assert_int_equal(s[1], 0);
-  assert_int_equal(t[2], 20), assert_int_equal(w[2], 1);
-  assert_int_equal(t[3], 30), assert_int_equal(w[3], 4);
-  assert_true(r->has_weights);
-  ospprof_raw_free(r);
+    const char *doc =
+        "{\"zzz\":{\"deep\":[1,[2,{\"x\":null}]]},\"version\":1,\"pid\":1,\"exe\":\"/a\\/"
+        "b\\u00e9\","
+        "\"rate_hz\":3,\"platform\":\"p\",\"start_unix_ns\":50,\"end_unix_ns\":10,"
+        "\"images\":[{\"path\":\"/a/b\",\"base\":7,\"extra\":[1]}],"
+        "\"threads\":[{\"fiber\":-1,\"label\":\"effect\",\"tid\":9}],\"stacks\":[[1],[2]],"
+        "\"samples\":[[30,0,0,0],[10,0,1,1],[10,0,0,0],[20,0,1,0]],"
+        "\"sample_weights_ns\":[4,3,2,1],\"truncated_stacks\":[1,99],\"ticks\":4}";
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = parse_str(doc, err);
+    if (!r) fail_msg("%s", err);
+    assert_string_equal(r->exe, "/a/b\xc3\xa9");
+    assert_int_equal(r->images[0].slide, 0);
+    assert_int_equal(r->images[0].text, 0);
+    assert_int_equal(r->images[0].text_size, 0);
+    assert_string_equal(r->images[0].arch, "");
+    assert_null(r->images[0].build_id);
+    assert_int_equal(r->dropped, 0);
+    assert_int_equal(r->threads[0].fiber, -1);
+    assert_true(r->truncated[1]);
+    assert_false(r->truncated[0]);
+    /* stable sort by time: (10,stack1,w3) before (10,stack0,w2) as in the file */
+    uint64_t t[4], w[4], s[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = r->samples[i].t_ns, w[i] = r->samples[i].weight_ns, s[i] = r->samples[i].stack;
+    assert_int_equal(t[0], 10), assert_int_equal(w[0], 3), assert_int_equal(s[0], 1);
+    assert_int_equal(t[1], 10), assert_int_equal(w[1], 2), assert_int_equal(s[1], 0);
+    assert_int_equal(t[2], 20), assert_int_equal(w[2], 1);
+    assert_int_equal(t[3], 30), assert_int_equal(w[3], 4);
+    assert_true(r->has_weights);
+    ospprof_raw_free(r);
 
-  /* nominal weight floor(1e9 / rate) without sample_weights_ns */
-  char *d2 = variant("\"rate_hz\":1000", "\"rate_hz\":997");
-  r = parse_str(d2, err);
-  free(d2);
-  assert_non_null(r);
-  assert_int_equal(r->samples[0].weight_ns, 1003009);
-  ospprof_raw_free(r);
+    /* nominal weight floor(1e9 / rate) without sample_weights_ns */
+    char *d2 = variant("\"rate_hz\":1000", "\"rate_hz\":997");
+    r = parse_str(d2, err);
+    free(d2);
+    assert_non_null(r);
+    assert_int_equal(r->samples[0].weight_ns, 1003009);
+    ospprof_raw_free(r);
 }
 
 static void test_whitespace_everywhere(void **st) {
-  (void)st;
-  const char *doc =
-      " \n{ \"version\" : 1 , \"pid\" : 1 , \"exe\" : \"/a\" , \"rate_hz\" : 10 , "
-      "\"platform\" : \"p\" , \"start_unix_ns\" : 0 , \"end_unix_ns\" : 0 , \"images\" : [ ] ,"
-      " \"threads\" : [ { \"fiber\" : 0 , \"label\" : \"main\" } ] , \"stacks\" : [ [ 1 , 2 ] ] ,"
-      " \"samples\" : [ [ 0 , 0 , 0 , 0 ] ] , \"dropped\" : 0 }\r\n";
-  char err[OSPPROF_ERR_MAX] = "";
-  ospprof_raw *r = parse_str(doc, err);
-  if (!r) fail_msg("%s", err);
-  assert_int_equal(r->nsamples, 1);
-  ospprof_raw_free(r);
+    (void)st;
+    const char *doc =
+        " \n{ \"version\" : 1 , \"pid\" : 1 , \"exe\" : \"/a\" , \"rate_hz\" : 10 , "
+        "\"platform\" : \"p\" , \"start_unix_ns\" : 0 , \"end_unix_ns\" : 0 , \"images\" : [ ] ,"
+        " \"threads\" : [ { \"fiber\" : 0 , \"label\" : \"main\" } ] , \"stacks\" : [ [ 1 , 2 ] ] ,"
+        " \"samples\" : [ [ 0 , 0 , 0 , 0 ] ] , \"dropped\" : 0 }\r\n";
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = parse_str(doc, err);
+    if (!r) fail_msg("%s", err);
+    assert_int_equal(r->nsamples, 1);
+    ospprof_raw_free(r);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_valid_document),  cmocka_unit_test(test_unreadable),
-      cmocka_unit_test(test_not_json),        cmocka_unit_test(test_top_level),
-      cmocka_unit_test(test_missing_keys),    cmocka_unit_test(test_wrong_types),
-      cmocka_unit_test(test_version_and_rate), cmocka_unit_test(test_images_threads),
-      cmocka_unit_test(test_stacks),          cmocka_unit_test(test_samples),
-      cmocka_unit_test(test_exact_addresses), cmocka_unit_test(test_normalised),
-      cmocka_unit_test(test_nul_in_strings),  cmocka_unit_test(test_weight_total),
-      cmocka_unit_test(test_whitespace_everywhere),
-  };
-  return cmocka_run_group_tests_name("postprocess_reader", tests, NULL, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_document),
+        cmocka_unit_test(test_unreadable),
+        cmocka_unit_test(test_not_json),
+        cmocka_unit_test(test_top_level),
+        cmocka_unit_test(test_missing_keys),
+        cmocka_unit_test(test_wrong_types),
+        cmocka_unit_test(test_version_and_rate),
+        cmocka_unit_test(test_images_threads),
+        cmocka_unit_test(test_stacks),
+        cmocka_unit_test(test_samples),
+        cmocka_unit_test(test_exact_addresses),
+        cmocka_unit_test(test_normalised),
+        cmocka_unit_test(test_nul_in_strings),
+        cmocka_unit_test(test_weight_total),
+        cmocka_unit_test(test_whitespace_everywhere),
+    };
+    return cmocka_run_group_tests_name("postprocess_reader", tests, NULL, NULL);
 }

@@ -19,7 +19,9 @@ static _Thread_local char t_label[16];
 static _Thread_local int t_depth;
 static _Thread_local int64_t t_regions;
 
-void osp_prof_boot(void) { atomic_fetch_add(&boots, 1); }
+void osp_prof_boot(void) {
+    atomic_fetch_add(&boots, 1);
+}
 
 void osp_prof_thread_register(int64_t fiber_id, const char *label) {
     if (t_registered) {
@@ -30,7 +32,8 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label) {
     if (fiber_id > 0 && osp_fiber_state(fiber_id) != 0) atomic_fetch_add(&violations, 1);
     t_registered = true;
     t_id = fiber_id;
-    if (fiber_id == -1 && label && strcmp(label, "effect") == 0) atomic_fetch_add(&effect_registrations, 1);
+    if (fiber_id == -1 && label && strcmp(label, "effect") == 0)
+        atomic_fetch_add(&effect_registrations, 1);
     strncpy(t_label, label ? label : "", sizeof t_label - 1);
 }
 
@@ -60,19 +63,33 @@ bool osp_prof_session_begin(const char *path, uint32_t rate_hz) {
     (void)rate_hz;
     return false;
 }
-bool osp_prof_session_end(void) { return false; }
+bool osp_prof_session_end(void) {
+    return false;
+}
 
-int64_t fake_prof_boots(void) { return atomic_load(&boots); }
+int64_t fake_prof_boots(void) {
+    return atomic_load(&boots);
+}
 bool fake_prof_current(int64_t *fiber_id, const char **label) {
     if (fiber_id) *fiber_id = t_id;
     if (label) *label = t_label;
     return t_registered;
 }
-int fake_prof_depth(void) { return t_depth; }
-int64_t fake_prof_regions(void) { return t_regions; }
+int fake_prof_depth(void) {
+    return t_depth;
+}
+int64_t fake_prof_regions(void) {
+    return t_regions;
+}
 bool fake_prof_unregistered(int64_t fiber_id) {
     return fiber_id > 0 && fiber_id < MAX_IDS && atomic_load(&unregistered[fiber_id]);
 }
-int64_t fake_prof_violations(void) { return atomic_load(&violations); }
-int64_t fake_prof_effect_registrations(void) { return atomic_load(&effect_registrations); }
-int64_t fake_prof_effect_unregistrations(void) { return atomic_load(&effect_unregistrations); }
+int64_t fake_prof_violations(void) {
+    return atomic_load(&violations);
+}
+int64_t fake_prof_effect_registrations(void) {
+    return atomic_load(&effect_registrations);
+}
+int64_t fake_prof_effect_unregistrations(void) {
+    return atomic_load(&effect_unregistrations);
+}

@@ -26,9 +26,13 @@
  */
 static int in_child;
 int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void) { return in_child; }
+int __lsan_is_turned_off(void) {
+    return in_child;
+}
 
-void child_started(void) { in_child = 1; }
+void child_started(void) {
+    in_child = 1;
+}
 
 static void append(char **buf, size_t *len, size_t *cap, const char *data, size_t n) {
     if (*len + n + 1 > *cap) {

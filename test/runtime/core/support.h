@@ -12,10 +12,10 @@
 #include "osprey_rt.h"
 
 typedef struct {
-    int status;    /* exit status, or 128 + signal number if the child was killed */
-    char *out;     /* captured stdout, NUL-terminated (malloc'd; free with child_free) */
+    int status; /* exit status, or 128 + signal number if the child was killed */
+    char *out;  /* captured stdout, NUL-terminated (malloc'd; free with child_free) */
     size_t out_len;
-    char *err;     /* captured stderr, NUL-terminated */
+    char *err; /* captured stderr, NUL-terminated */
     size_t err_len;
 } child_output;
 

@@ -61,14 +61,13 @@ static void test_program(void **state) {
     (void)state;
     child_output r;
     run_child(program, NULL, &r);
-    assert_string_equal(r.out,
-                        "worker fiber 1\n"
-                        "results 6765 610\n"
-                        "Success(30)\n"
-                        "0.3333333333333333\n"
-                        "ok 1 - fiber done\n"
-                        "1..1\n"
-                        "# tests=1 passed=1 failed=0 skipped=0\n");
+    assert_string_equal(r.out, "worker fiber 1\n"
+                               "results 6765 610\n"
+                               "Success(30)\n"
+                               "0.3333333333333333\n"
+                               "ok 1 - fiber done\n"
+                               "1..1\n"
+                               "# tests=1 passed=1 failed=0 skipped=0\n");
     assert_string_equal(r.err, "");
     assert_int_equal(r.status, 0);
     child_free(&r);

@@ -18,8 +18,8 @@
 #include "rt_internal.h"
 #include "support.h"
 
-#define W(x) ((osp_word)(x))
-#define SW(s) ((osp_word)(uintptr_t)(s))
+#define W(x)   ((osp_word)(x))
+#define SW(s)  ((osp_word)(uintptr_t)(s))
 #define STR(w) ((const char *)(uintptr_t)(w))
 
 static void assert_list(const osp_list *l, int64_t n, const osp_word *want) {
@@ -142,7 +142,8 @@ static void test_map_basics(void **state) {
     assert_false(osp_map_contains(c, "ann"));
     assert_true(osp_map_contains(b, "ann"));
     assert_int_equal(osp_map_length(osp_map_remove(c, "nobody")), 1);
-    osp_map *d = osp_map_merge(osp_map_set(m, "bob", 1), osp_map_set(osp_map_set(m, "cy", 2), "bob", 3));
+    osp_map *d =
+        osp_map_merge(osp_map_set(m, "bob", 1), osp_map_set(osp_map_set(m, "cy", 2), "bob", 3));
     assert_int_equal(osp_map_length(d), 2);
     assert_ok_int(osp_map_get(d, "bob"), 3); /* the right side wins */
     osp_list *k = osp_map_keys(d), *v = osp_map_values(d);
@@ -178,7 +179,9 @@ static void test_map_many(void **state) {
 
 /* ---- strings ----------------------------------------------------------------------------------- */
 
-static const char *join_list(const osp_list *l) { return osp_str_join(l, "|"); }
+static const char *join_list(const osp_list *l) {
+    return osp_str_join(l, "|");
+}
 
 static void test_strings_total(void **state) {
     (void)state;
@@ -340,11 +343,11 @@ static void test_channel_errors(void **state) {
 int main(void) {
     osp_rt_heap_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_list_basics),        cmocka_unit_test(test_list_sharing_is_safe),
-        cmocka_unit_test(test_list_append_many),   cmocka_unit_test(test_list_contains_kinds),
-        cmocka_unit_test(test_map_basics),         cmocka_unit_test(test_map_many),
-        cmocka_unit_test(test_strings_total),      cmocka_unit_test(test_strings_fallible),
-        cmocka_unit_test(test_numeric),            cmocka_unit_test(test_channel_fifo_and_blocking),
+        cmocka_unit_test(test_list_basics),      cmocka_unit_test(test_list_sharing_is_safe),
+        cmocka_unit_test(test_list_append_many), cmocka_unit_test(test_list_contains_kinds),
+        cmocka_unit_test(test_map_basics),       cmocka_unit_test(test_map_many),
+        cmocka_unit_test(test_strings_total),    cmocka_unit_test(test_strings_fallible),
+        cmocka_unit_test(test_numeric),          cmocka_unit_test(test_channel_fifo_and_blocking),
         cmocka_unit_test(test_channel_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -253,7 +253,6 @@ static void test_continuation_overflow(void **state) {
 
 /* ---- lines of other threads stay whole ------------------------------------------------------------ */
 
-
 static void child_crash_while_chatting(void *arg) {
     (void)arg;
     start_runtime();
@@ -276,8 +275,10 @@ static void test_crash_while_fibers_print(void **state) {
         char *nl = memchr(p, '\n', (size_t)(end - p));
         if (nl == NULL) fail_msg("output ends in a torn line");
         size_t n = (size_t)(nl - p);
-        bool ok = (n == 12 && memcmp(p, "main crashes", 12) == 0) ||
-                  (n == 63 && memcmp(p, "chatter chatter chatter chatter chatter chatter chatter chatter", 63) == 0);
+        bool ok =
+            (n == 12 && memcmp(p, "main crashes", 12) == 0) ||
+            (n == 63 &&
+             memcmp(p, "chatter chatter chatter chatter chatter chatter chatter chatter", 63) == 0);
         if (!ok) fail_msg("torn line at byte %zu", (size_t)(p - r.out));
         p = nl + 1;
     }
@@ -322,8 +323,8 @@ static void child_report_installed(void *arg) {
     stack_t ss;
     sigaltstack(NULL, &ss);
     bool changed = memcmp(&before, &after, sizeof before) != 0;
-    printf("changed=%d onstack=%d altstack=%d size=%zu\n", changed, (after.sa_flags & SA_ONSTACK) != 0,
-           !(ss.ss_flags & SS_DISABLE), (size_t)ss.ss_size);
+    printf("changed=%d onstack=%d altstack=%d size=%zu\n", changed,
+           (after.sa_flags & SA_ONSTACK) != 0, !(ss.ss_flags & SS_DISABLE), (size_t)ss.ss_size);
     fflush(stdout);
     exit(0);
 }

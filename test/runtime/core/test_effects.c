@@ -42,7 +42,9 @@ static osp_word perform1(const char *effect, const char *op, osp_word a) {
 
 /* ---- the handler stack ---------------------------------------------------------------- */
 
-static osp_word plain_add(void *env, osp_word a) { return a + *(osp_word *)env; }
+static osp_word plain_add(void *env, osp_word a) {
+    return a + *(osp_word *)env;
+}
 
 static osp_word plain_reperform(void *env, osp_word a) {
     (void)env;
@@ -271,7 +273,8 @@ static void test_second_resume_fatal(void **state) {
     run_child(twice_child, NULL, &r);
     assert_int_equal(r.status, 1);
     assert_string_equal(r.out, "");
-    assert_string_equal(r.err, "fatal: continuation already resumed (multi-shot resume is not supported)\n");
+    assert_string_equal(
+        r.err, "fatal: continuation already resumed (multi-shot resume is not supported)\n");
     child_free(&r);
 }
 
@@ -417,7 +420,8 @@ static void test_fiber_abandoned(void **state) {
     assert_int_equal(r.status, 1);
     assert_string_equal(r.out, "handle 1003\n");
     char want[96];
-    snprintf(want, sizeof want, "fatal: fiber %lld was abandoned by an effect handler\n", (long long)1);
+    snprintf(want, sizeof want, "fatal: fiber %lld was abandoned by an effect handler\n",
+             (long long)1);
     (void)want;
     assert_non_null(strstr(r.err, "was abandoned by an effect handler\n"));
     child_free(&r);

@@ -21,7 +21,9 @@
 #include "rt_internal.h"
 #include "support.h"
 
-static osp_word return_env_int(void *env) { return (osp_word)(*(int64_t *)env); }
+static osp_word return_env_int(void *env) {
+    return (osp_word)(*(int64_t *)env);
+}
 
 static int64_t *boxed(int64_t v) {
     int64_t *p = osp_gc_alloc(sizeof *p);
@@ -56,12 +58,12 @@ static void test_ids_start_at_one_and_are_shared(void **state) {
 typedef struct {
     sem_t gate;
     sem_t started;
-    int64_t seen_id;      /* registration seen by the fiber itself */
+    int64_t seen_id; /* registration seen by the fiber itself */
     char seen_label[16];
     bool registered;
     int depth_in_body;
-    int64_t current_id;   /* osp_fiber_current_id() inside */
-    int detach_state;     /* of the fiber's own thread */
+    int64_t current_id; /* osp_fiber_current_id() inside */
+    int detach_state;   /* of the fiber's own thread */
     osp_result *result;
 } gated;
 
@@ -186,7 +188,8 @@ static osp_word many_body(void *env) {
     int64_t me = osp_fiber_current_id();
     int64_t id;
     const char *label;
-    if (!fake_prof_current(&id, &label) || id != me || strcmp(label, "fiber") != 0) return (osp_word)-1;
+    if (!fake_prof_current(&id, &label) || id != me || strcmp(label, "fiber") != 0)
+        return (osp_word)-1;
     const char *text = osp_show_int(k * 7); /* lives across a collection on this stack */
     pthread_barrier_wait(&many_barrier);    /* all 999 fibers and main are alive here */
     char want[32];

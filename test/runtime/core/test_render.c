@@ -101,7 +101,8 @@ static void test_float_round_trip(void **state) {
         const char *s = osp_show_float(v);
         assert_non_null(strpbrk(s, ".eEni"));
         double back = strtod(s, NULL);
-        if (memcmp(&back, &v, sizeof v) != 0) fail_msg("%s does not round-trip (bits %llx)", s, (unsigned long long)bits);
+        if (memcmp(&back, &v, sizeof v) != 0)
+            fail_msg("%s does not round-trip (bits %llx)", s, (unsigned long long)bits);
         /* It is the text of the first precision from 10 up that round-trips, possibly
          * followed by ".0". */
         char t[64];
@@ -138,7 +139,8 @@ static void test_result(void **state) {
     assert_int_equal(ok->tag, OSP_RESULT_SUCCESS);
     assert_int_equal(ok->value, 42);
     assert_null(ok->message);
-    assert_string_equal(osp_show_result(ok, osp_show_int((int64_t)ok->value), false), "Success(42)");
+    assert_string_equal(osp_show_result(ok, osp_show_int((int64_t)ok->value), false),
+                        "Success(42)");
     assert_string_equal(osp_show_result(ok, osp_show_int((int64_t)ok->value), true), "42");
 
     const char *msg = "division by zero";
@@ -154,7 +156,8 @@ static void test_result(void **state) {
     assert_string_equal(osp_show_result(bare_err, NULL, true), "Error");
 
     /* Payloads of other types, and a Result-typed payload (a fiber's Result). */
-    assert_string_equal(osp_show_result(osp_result_ok(0), osp_show_float(2.5), false), "Success(2.5)");
+    assert_string_equal(osp_show_result(osp_result_ok(0), osp_show_float(2.5), false),
+                        "Success(2.5)");
     assert_string_equal(osp_show_result(osp_result_ok(0), osp_show_float(5.0), true), "5.0");
     assert_string_equal(osp_show_result(osp_result_ok(0), "", false), "Success()");
     const char *inner = osp_show_result(osp_result_ok(1), "1", false);
@@ -270,7 +273,8 @@ static void test_no_match(void **state) {
 
     run_child(child_no_match_long, NULL, &r);
     assert_int_equal(r.status, 1);
-    assert_int_equal(r.err_len, strlen("fatal: no match arm matched (") + 4999 + strlen(":9223372036854775807)\n"));
+    assert_int_equal(r.err_len, strlen("fatal: no match arm matched (") + 4999 +
+                                    strlen(":9223372036854775807)\n"));
     assert_true(strncmp(r.err, "fatal: no match arm matched (/ppp", 33) == 0);
     assert_string_equal(r.err + r.err_len - 22, ":9223372036854775807)\n");
     child_free(&r);
@@ -279,11 +283,16 @@ static void test_no_match(void **state) {
 int main(void) {
     osp_rt_start(0, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_float_table), cmocka_unit_test(test_float_nan),
-        cmocka_unit_test(test_float_round_trip), cmocka_unit_test(test_int),
-        cmocka_unit_test(test_bool), cmocka_unit_test(test_result),
-        cmocka_unit_test(test_strings), cmocka_unit_test(test_heap),
-        cmocka_unit_test(test_out_of_memory), cmocka_unit_test(test_no_match),
+        cmocka_unit_test(test_float_table),
+        cmocka_unit_test(test_float_nan),
+        cmocka_unit_test(test_float_round_trip),
+        cmocka_unit_test(test_int),
+        cmocka_unit_test(test_bool),
+        cmocka_unit_test(test_result),
+        cmocka_unit_test(test_strings),
+        cmocka_unit_test(test_heap),
+        cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_no_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

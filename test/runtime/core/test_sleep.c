@@ -42,7 +42,8 @@ static void test_sleeps_at_least(void **state) {
         int64_t t0 = now_ns();
         osp_sleep_ms(ms[i]);
         int64_t slept = now_ns() - t0;
-        if (slept < ms[i] * 1000000) fail_msg("sleep(%lld) returned after %lld ns", (long long)ms[i], (long long)slept);
+        if (slept < ms[i] * 1000000)
+            fail_msg("sleep(%lld) returned after %lld ns", (long long)ms[i], (long long)slept);
         assert_int_equal(fake_prof_regions() - regions, 1);
         assert_int_equal(fake_prof_depth(), 0);
     }
@@ -181,7 +182,8 @@ static void test_main_sleep_under_signal_storm(void **state) {
     long got = signals_here - before;
     atomic_store(&st.stop, true);
     pthread_join(storm_thread, NULL);
-    if (slept < 150 * 1000000LL) fail_msg("sleep(150) returned early after %lld ns", (long long)slept);
+    if (slept < 150 * 1000000LL)
+        fail_msg("sleep(150) returned early after %lld ns", (long long)slept);
     if (got < 1) fail_msg("no signal reached the sleeper (%ld sent)", st.sent);
 }
 
@@ -195,7 +197,8 @@ static osp_word sleep_env_ms(void *env) {
 
 static void test_huge_durations(void **state) {
     (void)state;
-    const int64_t ms[] = {INT64_MAX, INT64_MAX / 1000, INT64_MAX - 999, 9223372036854775LL, 86400000LL * 365 * 1000};
+    const int64_t ms[] = {INT64_MAX, INT64_MAX / 1000, INT64_MAX - 999, 9223372036854775LL,
+                          86400000LL * 365 * 1000};
     int64_t ids[sizeof ms / sizeof ms[0]];
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
         int64_t *env = osp_gc_alloc(sizeof *env);
@@ -203,7 +206,8 @@ static void test_huge_durations(void **state) {
         ids[i] = osp_fiber_spawn(sleep_env_ms, env);
     }
     osp_sleep_ms(50);
-    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) assert_int_equal(osp_fiber_state(ids[i]), 0);
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        assert_int_equal(osp_fiber_state(ids[i]), 0);
 }
 
 static void test_yield(void **state) {

@@ -27,11 +27,13 @@
 /* ---- lines of concurrent fibers never mix ---------------------------------------------- */
 
 #define WRITERS 8
-#define LINES 400
-#define BIG (100 * 1024) /* larger than the stream's 64 KiB buffer */
+#define LINES   400
+#define BIG     (100 * 1024) /* larger than the stream's 64 KiB buffer */
 
 /* Line j of writer k: "w<k> <j> " then filler of letter 'a'+k; every 50th line is BIG. */
-static size_t line_len(int k, int j) { return (j % 50 == 49) ? BIG : (size_t)(20 + (k * 37 + j * 11) % 200); }
+static size_t line_len(int k, int j) {
+    return (j % 50 == 49) ? BIG : (size_t)(20 + (k * 37 + j * 11) % 200);
+}
 
 static char *make_line(int k, int j) {
     size_t n = line_len(k, j);
@@ -86,7 +88,8 @@ static void test_lines_never_mix(void **state) {
         if (j != next[k]) fail_msg("writer %d: line %d came where %d was due", k, j, next[k]);
         next[k]++;
         size_t n = (size_t)(nl - p);
-        if (n != line_len(k, j)) fail_msg("writer %d line %d: %zu bytes, want %zu", k, j, n, line_len(k, j));
+        if (n != line_len(k, j))
+            fail_msg("writer %d line %d: %zu bytes, want %zu", k, j, n, line_len(k, j));
         for (size_t i = (size_t)head; i < n; i++)
             if (p[i] != 'a' + k) fail_msg("writer %d line %d is torn at byte %zu", k, j, i);
         total++;
@@ -107,7 +110,7 @@ static void child_return_from_main(void *arg) {
         osp_print_line(buf);
     }
     osp_print_line(NULL); /* an empty line */
-    exit(0);               /* what returning from main does */
+    exit(0);              /* what returning from main does */
 }
 
 static void test_flush_at_exit(void **state) {
@@ -175,8 +178,10 @@ static void test_exit_while_fibers_print(void **state) {
         char *nl = memchr(p, '\n', (size_t)(end - p));
         assert_non_null(nl);
         size_t n = (size_t)(nl - p);
-        bool ok = (n == 9 && memcmp(p, "main done", 9) == 0) ||
-                  (n == 63 && memcmp(p, "chatter chatter chatter chatter chatter chatter chatter chatter", 63) == 0);
+        bool ok =
+            (n == 9 && memcmp(p, "main done", 9) == 0) ||
+            (n == 63 &&
+             memcmp(p, "chatter chatter chatter chatter chatter chatter chatter chatter", 63) == 0);
         if (!ok) fail_msg("torn line at byte %zu", (size_t)(p - r.out));
         p = nl + 1;
     }

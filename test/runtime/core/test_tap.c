@@ -30,11 +30,19 @@ static void expect_r(const char *actual, const char *expected) {
 static void check_r(const char *label, const char *expected, const char *actual) {
     osp_tap_check(label, strcmp(actual, expected) == 0, expected, actual);
 }
-static void expect_true(bool b) { osp_tap_check(NULL, b, "true", osp_show_bool(b)); }
-static void check_false(const char *label, bool b) { osp_tap_check(label, !b, "false", osp_show_bool(b)); }
-static void check_true(const char *label, bool b) { osp_tap_check(label, b, "true", osp_show_bool(b)); }
+static void expect_true(bool b) {
+    osp_tap_check(NULL, b, "true", osp_show_bool(b));
+}
+static void check_false(const char *label, bool b) {
+    osp_tap_check(label, !b, "false", osp_show_bool(b));
+}
+static void check_true(const char *label, bool b) {
+    osp_tap_check(label, b, "true", osp_show_bool(b));
+}
 
-static int64_t dbl(int64_t x) { return x * 2; }
+static int64_t dbl(int64_t x) {
+    return x * 2;
+}
 
 /* Example L27 */
 static void l27(void *arg) {
@@ -60,7 +68,8 @@ static void l28(void *arg) {
         expect_r(test_render_int_result(osp_result_ok(5)), osp_show_int(5));
         osp_result *sum = osp_result_ok(5);
         expect_r(osp_show_result(sum, osp_show_int(5), false), "Success(5)"); /* toString */
-        expect_r(test_render_int_result(osp_result_err("division by zero")), "Error(division by zero)");
+        expect_r(test_render_int_result(osp_result_err("division by zero")),
+                 "Error(division by zero)");
         expect_r(osp_show_int(10), "10");
         expect_r(test_render_int_result(osp_result_ok(2)), osp_show_int(3));
         osp_tap_case_end();
@@ -234,12 +243,13 @@ static void test_l29(void **state) {
 
 static void test_l30(void **state) {
     (void)state;
-    static const char unfiltered[] = "ok 1 - alpha\n"
-                                     "between\n"
-                                     "# nested test 'inner' skipped: test() inside a test body is not supported\n"
-                                     "not ok 2 - outer\n"
-                                     "1..2\n"
-                                     "# tests=2 passed=1 failed=1 skipped=0\n";
+    static const char unfiltered[] =
+        "ok 1 - alpha\n"
+        "between\n"
+        "# nested test 'inner' skipped: test() inside a test body is not supported\n"
+        "not ok 2 - outer\n"
+        "1..2\n"
+        "# tests=2 passed=1 failed=1 skipped=0\n";
     assert_run(l30, unfiltered, 1);
     assert_run(l30_filter_empty, unfiltered, 1);
     assert_run(l30_filter_alpha,
@@ -336,12 +346,14 @@ static void test_many(void **state) {
     run_child(many, NULL, &r);
     assert_int_equal(r.status, 1);
     /* failed: multiples of 3 (1000); skipped: multiples of 5 but not of 3 (400) */
-    const char *tail = "ok 2999 - case 2999\n# expect failed: expected 0, got 3000\nnot ok 3000 - case 3000\n"
-                       "1..3000\n# tests=3000 passed=1600 failed=1000 skipped=400\n";
+    const char *tail =
+        "ok 2999 - case 2999\n# expect failed: expected 0, got 3000\nnot ok 3000 - case 3000\n"
+        "1..3000\n# tests=3000 passed=1600 failed=1000 skipped=400\n";
     assert_true(r.out_len > strlen(tail));
     assert_string_equal(r.out + r.out_len - strlen(tail), tail);
     assert_non_null(strstr(r.out, "\nok 2995 - case 2995 # SKIP five\n"));
-    static const char head[] = "ok 1 - case 1\nok 2 - case 2\n# expect failed: expected 0, got 3\nnot ok 3 - case 3\n";
+    static const char head[] =
+        "ok 1 - case 1\nok 2 - case 2\n# expect failed: expected 0, got 3\nnot ok 3 - case 3\n";
     assert_memory_equal(r.out, head, sizeof head - 1);
     child_free(&r);
 }
@@ -349,9 +361,11 @@ static void test_many(void **state) {
 int main(void) {
     osp_rt_start(0, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_l27),      cmocka_unit_test(test_l28),      cmocka_unit_test(test_l29),
-        cmocka_unit_test(test_l30),      cmocka_unit_test(test_l31),      cmocka_unit_test(test_verdict_rules),
-        cmocka_unit_test(test_no_cases), cmocka_unit_test(test_outside), cmocka_unit_test(test_many),
+        cmocka_unit_test(test_l27),      cmocka_unit_test(test_l28),
+        cmocka_unit_test(test_l29),      cmocka_unit_test(test_l30),
+        cmocka_unit_test(test_l31),      cmocka_unit_test(test_verdict_rules),
+        cmocka_unit_test(test_no_cases), cmocka_unit_test(test_outside),
+        cmocka_unit_test(test_many),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

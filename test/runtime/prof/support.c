@@ -73,7 +73,8 @@ static bool is_int(const cJSON *v) {
 
 static void expect_key(const cJSON **it, const char *key) {
     if (*it == NULL || strcmp((*it)->string, key) != 0) {
-        fail_msg("raw profile: expected key \"%s\" here, found \"%s\"", key, *it ? (*it)->string : "(end)");
+        fail_msg("raw profile: expected key \"%s\" here, found \"%s\"", key,
+                 *it ? (*it)->string : "(end)");
     }
 }
 
@@ -91,8 +92,8 @@ void raw_load(struct raw *r, const char *path) {
     assert_true(cJSON_IsObject(root));
 
     static const char *const order[] = {
-        "version", "pid", "exe", "rate_hz", "platform", "start_unix_ns", "end_unix_ns",
-        "images", "threads", "stacks", "samples", "dropped",
+        "version", "pid", "exe", "rate_hz", "platform", "start_unix_ns", "end_unix_ns", "images",
+        "threads", "stacks", "samples", "dropped",
         /* additional keys, in this writer's order */
         "sample_weights_ns", "ticks", "late_ticks", "dropped_reasons", "threads_over_limit",
         "truncated_stacks"};
@@ -115,7 +116,8 @@ void raw_load(struct raw *r, const char *path) {
     assert_true(r->rate_hz >= 10 && r->rate_hz <= 10000);
     assert_true(cJSON_IsString(v[4]));
     snprintf(r->platform, sizeof r->platform, "%s", v[4]->valuestring);
-    assert_true(strcmp(r->platform, "linux-x86_64") == 0 || strcmp(r->platform, "linux-arm64") == 0);
+    assert_true(strcmp(r->platform, "linux-x86_64") == 0 ||
+                strcmp(r->platform, "linux-arm64") == 0);
     assert_true(is_int(v[5]) && is_int(v[6]));
     r->start_unix_ns = (uint64_t)v[5]->valuedouble;
     r->end_unix_ns = (uint64_t)v[6]->valuedouble;
@@ -139,7 +141,8 @@ void raw_load(struct raw *r, const char *path) {
         for (; f; f = f->next) {
             if (strcmp(f->string, "build_id") == 0) {
                 assert_true(cJSON_IsString(f));
-                for (const char *c = f->valuestring; *c; c++) assert_non_null(strchr("0123456789abcdef", *c));
+                for (const char *c = f->valuestring; *c; c++)
+                    assert_non_null(strchr("0123456789abcdef", *c));
             } else if (strcmp(f->string, "symbols") == 0) {
                 assert_true(cJSON_IsArray(f));
                 r->images[i].has_symbols = true;
@@ -198,7 +201,8 @@ void raw_load(struct raw *r, const char *path) {
         int n = cJSON_GetArraySize(s);
         assert_true(n >= 1 && n <= 128);
         /* Any unsigned 64-bit value is an address; scan_stacks parses them exactly. */
-        for (const cJSON *a = s->child; a; a = a->next) assert_true(cJSON_IsNumber(a) && a->valuedouble >= 0);
+        for (const cJSON *a = s->child; a; a = a->next)
+            assert_true(cJSON_IsNumber(a) && a->valuedouble >= 0);
         r->stack_len[i] = (uint32_t)n;
         r->stacks[i] = calloc((size_t)n, sizeof **r->stacks);
     }
@@ -215,7 +219,8 @@ void raw_load(struct raw *r, const char *path) {
     for (const cJSON *s = v[10]->child; s; s = s->next, w = w->next, i++) {
         assert_true(cJSON_IsArray(s));
         assert_int_equal(cJSON_GetArraySize(s), 4);
-        for (const cJSON *a = s->child; a; a = a->next) assert_true(is_int(a) && a->valuedouble >= 0);
+        for (const cJSON *a = s->child; a; a = a->next)
+            assert_true(is_int(a) && a->valuedouble >= 0);
         r->samples[i].t = (uint64_t)cJSON_GetArrayItem(s, 0)->valuedouble;
         r->samples[i].row = (uint32_t)cJSON_GetArrayItem(s, 1)->valuedouble;
         r->samples[i].stack = (uint32_t)cJSON_GetArrayItem(s, 2)->valuedouble;
@@ -235,7 +240,8 @@ void raw_load(struct raw *r, const char *path) {
     r->late_ticks = (uint64_t)v[14]->valuedouble;
     assert_true(r->late_ticks <= r->ticks);
     assert_true(cJSON_IsObject(v[15]));
-    static const char *const reasons[] = {"alloc", "no_answer", "ring_full", "store_full", "thread_gone"};
+    static const char *const reasons[] = {"alloc", "no_answer", "ring_full", "store_full",
+                                          "thread_gone"};
     const cJSON *f = v[15]->child;
     uint64_t sum = 0;
     for (size_t q = 0; q < 5; q++) {
@@ -258,7 +264,8 @@ void raw_load(struct raw *r, const char *path) {
     for (size_t a = 0; a < r->nstacks && r->nstacks < 2000; a++)
         for (size_t b = a + 1; b < r->nstacks; b++)
             if (r->stack_len[a] == r->stack_len[b])
-                assert_true(memcmp(r->stacks[a], r->stacks[b], r->stack_len[a] * sizeof(uint64_t)) != 0);
+                assert_true(
+                    memcmp(r->stacks[a], r->stacks[b], r->stack_len[a] * sizeof(uint64_t)) != 0);
     cJSON_Delete(root);
     free(text);
 }
@@ -342,7 +349,9 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
-void scratch_cleanup(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+void scratch_cleanup(const char *dir) {
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 int run_child(char *const argv[], char *const env[], const char *cwd, const char *out_path,
               char *err, size_t cap) {
@@ -414,7 +423,9 @@ bool elf_symbol(const char *path, const char *name, uint64_t *addr, uint64_t *si
         goto out;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
     for (unsigned i = 0; i < eh->e_shnum && !found; i++) {
-        if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_link >= eh->e_shnum) continue;
+        if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) ||
+            sh[i].sh_link >= eh->e_shnum)
+            continue;
         const Elf64_Shdr *st = &sh[sh[i].sh_link];
         if (sh[i].sh_offset + sh[i].sh_size > len || st->sh_offset + st->sh_size > len) continue;
         const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);

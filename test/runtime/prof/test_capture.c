@@ -66,11 +66,17 @@ static int end_session(void **state) {
     return 0;
 }
 
-static void raw_path(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
+static void raw_path(char *out, size_t cap, const char *name) {
+    snprintf(out, cap, "%s/%s", g_dir, name);
+}
 
-static pid_t my_tid(void) { return (pid_t)syscall(SYS_gettid); }
+static pid_t my_tid(void) {
+    return (pid_t)syscall(SYS_gettid);
+}
 
-static uint64_t mono_ns(void) { return osp_prof__mono_ns(); }
+static uint64_t mono_ns(void) {
+    return osp_prof__mono_ns();
+}
 
 /* Sums per row and state. */
 struct row_stats {
@@ -121,10 +127,11 @@ static void test_capture_main_and_two_workers(void **state) {
     assert_true(osp_prof_session_begin(path, 2000));
     assert_true(osp_prof__active());
     assert_int_equal(sampler_count(), 1);
-    assert_false(osp_prof_session_begin(path, 2000));     /* one session at a time */
+    assert_false(osp_prof_session_begin(path, 2000)); /* one session at a time */
     struct worker w[2] = {{1, 0.4, 0, 0}, {2, 0.4, 0, 0}};
     pthread_t t[2];
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, capture_worker, &w[i]), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, capture_worker, &w[i]), 0);
     burn_cpu(0.2);
     for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
     assert_true(osp_prof_session_end());
@@ -193,12 +200,15 @@ static void test_capture_main_and_two_workers(void **state) {
                 /* The hot function's addresses fall inside the executable's text range. */
                 assert_true(raw_in_text(&r, mi, leaf));
             }
-            if (leaf >= sym_addr + r.images[mi].slide && leaf < sym_addr + sym_size + r.images[mi].slide) in_hot++;
+            if (leaf >= sym_addr + r.images[mi].slide &&
+                leaf < sym_addr + sym_size + r.images[mi].slide)
+                in_hot++;
             if (raw_stack_has(&r, sk, "burn_cpu")) with_caller++;
         }
         print_message("worker %d: %zu on-CPU (%zu in hot_loop, %zu with burn_cpu), "
                       "%zu waiting; weight %.3f s vs %.3f s CPU\n",
-                      i, st.n[0], in_hot, with_caller, st.n[1], (double)st.w[0] / 1e9, w[i].cpu_used);
+                      i, st.n[0], in_hot, with_caller, st.n[1], (double)st.w[0] / 1e9,
+                      w[i].cpu_used);
         assert_true(st.n[0] >= 100);
         assert_int_equal(in_hot, named_hot);
         assert_true(in_hot * 2 >= st.n[0]);
@@ -230,7 +240,8 @@ static void test_rate_follows_cpu_time(void **state) {
     assert_true(osp_prof_session_begin(path, hz));
     struct worker w[4] = {{21, 0.2, 0, 0}, {22, 0.2, 0, 0}, {23, 0.2, 0, 0}, {24, 0.2, 0, 0}};
     pthread_t t[4];
-    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, capture_worker, &w[i]), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, capture_worker, &w[i]), 0);
     for (int i = 0; i < 4; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
     assert_true(osp_prof_session_end());
     struct raw r;
@@ -397,7 +408,8 @@ static void test_threads_exit_without_unregistering(void **state) {
     assert_true(osp_prof_session_begin(path, 2000));
     pthread_t t[3];
     for (int i = 0; i < 3; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, exit_registered_thread, (void *)(intptr_t)i), 0);
+        assert_int_equal(pthread_create(&t[i], NULL, exit_registered_thread, (void *)(intptr_t)i),
+                         0);
     assert_int_equal(pthread_join(t[0], NULL), 0);
     assert_int_equal(pthread_join(t[1], NULL), 0);
     burn_cpu(0.03);
@@ -410,7 +422,8 @@ static void test_threads_exit_without_unregistering(void **state) {
      * their slots (there are 1024). */
     for (int i = 0; i < 1100; i++) {
         pthread_t s;
-        assert_int_equal(pthread_create(&s, NULL, short_registered_thread, (void *)(intptr_t)(1000 + i)), 0);
+        assert_int_equal(
+            pthread_create(&s, NULL, short_registered_thread, (void *)(intptr_t)(1000 + i)), 0);
         assert_int_equal(pthread_join(s, NULL), 0);
     }
     burn_cpu(0.05); /* ticks go on after the threads are gone */
@@ -518,9 +531,12 @@ void *blocked_thread_main(void *p) {
     burn_cpu(0.03); /* a stale stack would show hot_loop */
     double t0 = mono_seconds();
     atomic_store(&b->t0, t0);
-    if (b->kind == 0) sleeper_nanosleep(b);
-    else if (b->kind == 1) sleeper_poll(b);
-    else sleeper_read(b);
+    if (b->kind == 0)
+        sleeper_nanosleep(b);
+    else if (b->kind == 1)
+        sleeper_poll(b);
+    else
+        sleeper_read(b);
     b->elapsed = mono_seconds() - t0;
     osp_prof_thread_unregister();
     return NULL;
@@ -549,10 +565,12 @@ static void test_blocked_in_foreign_calls(void **state) {
     raw_path(path, sizeof path, "blocked.json");
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    struct blocked b[3] = {{0, -1, 0.4, 0, 0, 0, 0}, {1, -1, 0.4, 0, 0, 0, 0}, {2, fds[0], 0, 0, 0, 0, 0}};
+    struct blocked b[3] = {
+        {0, -1, 0.4, 0, 0, 0, 0}, {1, -1, 0.4, 0, 0, 0, 0}, {2, fds[0], 0, 0, 0, 0, 0}};
     assert_true(osp_prof_session_begin(path, 2000));
     pthread_t t[3];
-    for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&t[i], NULL, blocked_thread_main, &b[i]), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, blocked_thread_main, &b[i]), 0);
     /* Write 0.4 s after the reader blocked. The main thread is registered too: its
      * sleeps may see EINTR, so it polls the clock. */
     while (atomic_load(&b[2].t0) == 0) {
@@ -579,7 +597,8 @@ static void test_blocked_in_foreign_calls(void **state) {
     assert_int_equal(b[2].got, 1);
     assert_int_equal(b[2].eintr, 0);
     if (b[0].eintr > MAX_EINTR || b[1].eintr > MAX_EINTR)
-        fail_msg("nanosleep interrupted %d times, poll %d times (at most %d each)", b[0].eintr, b[1].eintr, MAX_EINTR);
+        fail_msg("nanosleep interrupted %d times, poll %d times (at most %d each)", b[0].eintr,
+                 b[1].eintr, MAX_EINTR);
 
     struct raw r;
     raw_load(&r, path);
@@ -597,8 +616,9 @@ static void test_blocked_in_foreign_calls(void **state) {
             assert_false(raw_stack_has(&r, k, "burn_cpu"));
             if (raw_stack_has(&r, k, "blocked_thread_main")) with_caller++;
         }
-        print_message("blocked %d: %zu waiting (%zu with caller) %.3f s, %zu on-CPU, eintr %d, %.3f s\n", i,
-                      st.n[1], with_caller, (double)st.w[1] / 1e9, st.n[0], b[i].eintr, b[i].elapsed);
+        print_message(
+            "blocked %d: %zu waiting (%zu with caller) %.3f s, %zu on-CPU, eintr %d, %.3f s\n", i,
+            st.n[1], with_caller, (double)st.w[1] / 1e9, st.n[0], b[i].eintr, b[i].elapsed);
         assert_true(st.n[1] >= 50);
         /* Frame-pointer walks pass through libc's wrappers to our caller. Under
          * ThreadSanitizer poll and read go through its interceptors, which are built
@@ -670,8 +690,8 @@ static void test_blocking_region(void **state) {
         assert_true(r.stack_len[k] >= 2);
         assert_string_equal(sym_name(r.stacks[k][1], true), "region_thread_main");
     }
-    print_message("region: %zu waiting %.3f s, %zu on-CPU, eintr %d\n", st.n[1], (double)st.w[1] / 1e9,
-                  st.n[0], g.eintr);
+    print_message("region: %zu waiting %.3f s, %zu on-CPU, eintr %d\n", st.n[1],
+                  (double)st.w[1] / 1e9, st.n[0], g.eintr);
     assert_true(st.n[1] >= 50);
     double waited = (double)st.w[1] / 1e9;
     assert_true(waited > 0.24 && waited < 0.4);

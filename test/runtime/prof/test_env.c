@@ -55,7 +55,8 @@ static void helper(struct run *r, const char *cwd, const char *v1, const char *v
         env[n++] = (snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%s", o ? o : "",
                              g_no_leak_check ? ":detect_leaks=0" : ""),
                     asan);
-    if ((o = getenv("TSAN_OPTIONS")) != NULL) env[n++] = (snprintf(tsan, sizeof tsan, "TSAN_OPTIONS=%s", o), tsan);
+    if ((o = getenv("TSAN_OPTIONS")) != NULL)
+        env[n++] = (snprintf(tsan, sizeof tsan, "TSAN_OPTIONS=%s", o), tsan);
     if ((o = getenv("UBSAN_OPTIONS")) != NULL)
         env[n++] = (snprintf(ubsan, sizeof ubsan, "UBSAN_OPTIONS=%s", o), ubsan);
     env[n] = NULL;
@@ -144,7 +145,8 @@ static void test_active_boot(void **state) {
 #endif
 #endif
     uint64_t addr[3], size[3];
-    for (size_t k = 0; k < nhot; k++) assert_true(elf_symbol(PROF_HELPER, hot_fns[k], &addr[k], &size[k]));
+    for (size_t k = 0; k < nhot; k++)
+        assert_true(elf_symbol(PROF_HELPER, hot_fns[k], &addr[k], &size[k]));
     size_t hot = 0, on = 0;
     for (size_t i = 0; i < raw.nsamples; i++) {
         if (raw.samples[i].state != 0) continue;
@@ -172,7 +174,8 @@ static void expect_rate(const char *hz_var, uint32_t want, const char *want_err)
     assert_string_equal(r.err, want_err);
     struct raw raw;
     raw_load(&raw, path);
-    if (raw.rate_hz != want) fail_msg("%s: rate_hz %u, want %u", hz_var ? hz_var : "(unset)", raw.rate_hz, want);
+    if (raw.rate_hz != want)
+        fail_msg("%s: rate_hz %u, want %u", hz_var ? hz_var : "(unset)", raw.rate_hz, want);
     raw_free(&raw);
 }
 
@@ -240,10 +243,11 @@ static void test_path_too_long(void **state) {
 static void test_unwritable_path(void **state) {
     (void)state;
     struct run r;
-    helper(&r, g_dir, "OSPREY_PROFILE=/nonexistent-osprey-dir/x.json", NULL, NULL, "busy", "10", NULL);
+    helper(&r, g_dir, "OSPREY_PROFILE=/nonexistent-osprey-dir/x.json", NULL, NULL, "busy", "10",
+           NULL);
     expect_clean_exit(&r); /* the program is unaffected */
-    assert_string_equal(r.err,
-                        "osprey profiler: cannot write /nonexistent-osprey-dir/x.json: No such file or directory\n");
+    assert_string_equal(r.err, "osprey profiler: cannot write /nonexistent-osprey-dir/x.json: No "
+                               "such file or directory\n");
 }
 
 static void test_exit_from_worker_thread(void **state) {

@@ -159,10 +159,11 @@ static void test_dangling_symlink_and_directory_refused(void **state) {
 
 /* ---- SIGPROF replaced by the program ----------------------------------------------- */
 
-static const char k_replaced[] =
-    "osprey profiler: SIGPROF handler was replaced by the program; samples after that point are lost\n";
+static const char k_replaced[] = "osprey profiler: SIGPROF handler was replaced by the program; "
+                                 "samples after that point are lost\n";
 
-static void run_program(const char *mode, char *err, size_t cap, char *out, size_t outcap, const char *raw) {
+static void run_program(const char *mode, char *err, size_t cap, char *out, size_t outcap,
+                        const char *raw) {
     char var[PATH_MAX + 32], out_path[PATH_MAX];
     snprintf(var, sizeof var, "OSPREY_PROFILE=%s", raw);
     snprintf(out_path, sizeof out_path, "%s/program.stdout", g_dir);
@@ -178,7 +179,8 @@ static void run_program(const char *mode, char *err, size_t cap, char *out, size
     env[n] = NULL;
     char *argv[] = {SIGPROF_PROGRAM, (char *)mode, "300", NULL};
     int status = run_child(argv, env, NULL, out_path, err, cap);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("status %d, stderr: %s", status, err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("status %d, stderr: %s", status, err);
     assert_true(read_text(out_path, out, outcap) > 0);
 }
 
@@ -216,7 +218,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_fifo_written_in_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_char_device_written_in_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_followed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dangling_symlink_and_directory_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dangling_symlink_and_directory_refused, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_sigprof_replaced_is_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigprof_kept_is_silent, setup, teardown),
     };

@@ -25,7 +25,8 @@ static void test_preloaded_program_is_profiled(void **state) {
     snprintf(out_path, sizeof out_path, "%s/stdout", dir);
     int status = run_child(argv, env, dir, out_path, err, sizeof err);
     assert_true(read_text(out_path, out, sizeof out) > 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("target status %d: %s", status, err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("target status %d: %s", status, err);
     assert_string_equal(err, "");
 
     struct raw r;
@@ -54,7 +55,8 @@ static void test_preloaded_program_is_profiled(void **state) {
     assert_true(elf_symbol(PROF_PRELOAD_TARGET, "target_hot", &addr, &size));
     /* Rows are in registration order, which is the order the threads start in, not the
      * order they were created in: look them up by fiber id. */
-    const long busy[3] = {raw_row(&r, "main", 0), raw_row(&r, "thread", 1), raw_row(&r, "thread", 2)};
+    const long busy[3] = {raw_row(&r, "main", 0), raw_row(&r, "thread", 1),
+                          raw_row(&r, "thread", 2)};
     for (int b = 0; b < 3; b++) {
         long row = busy[b];
         assert_true(row >= 0);
@@ -89,8 +91,9 @@ static void test_preloaded_program_is_profiled(void **state) {
         }
         if (leaf_in_lib && caller) good++;
     }
-    print_message("sleeper: %zu waiting samples, %zu through the wrapper into target_sleep; slept %.3f s\n",
-                  waiting, good, slept);
+    print_message(
+        "sleeper: %zu waiting samples, %zu through the wrapper into target_sleep; slept %.3f s\n",
+        waiting, good, slept);
     assert_true(waiting >= 50);
     assert_int_equal(good, waiting);
     raw_free(&r);

@@ -76,10 +76,11 @@ static void test_fibers_sleep_and_await(void **state) {
             rooted++;
         }
     }
-    print_message("main waited %.3f s (%zu samples, %.3f s measured); fiber %lld slept %.3f s (%zu samples); "
-                  "fiber %lld %zu on-CPU\n",
-                  (double)main_w / 1e9, main_wait, waited, (long long)b, (double)sleep_w / 1e9, sleep_wait,
-                  (long long)a, a_on);
+    print_message(
+        "main waited %.3f s (%zu samples, %.3f s measured); fiber %lld slept %.3f s (%zu samples); "
+        "fiber %lld %zu on-CPU\n",
+        (double)main_w / 1e9, main_wait, waited, (long long)b, (double)sleep_w / 1e9, sleep_wait,
+        (long long)a, a_on);
     assert_true(main_wait >= 50);
     assert_true((double)main_w / 1e9 > 0.5 * waited);
     assert_true(sleep_wait >= 50);

@@ -31,7 +31,9 @@ static void plant(struct planted *p, size_t pages) {
     memset((void *)p->lo, 0xEE, pages * pg);
 }
 
-static void unplant(struct planted *p) { munmap(p->map, p->map_len); }
+static void unplant(struct planted *p) {
+    munmap(p->map, p->map_len);
+}
 
 /* Write a frame record {next, ret} at address fp. */
 static void frame(uintptr_t fp, uintptr_t next, uintptr_t ret) {
@@ -39,10 +41,11 @@ static void frame(uintptr_t fp, uintptr_t next, uintptr_t ret) {
     ((uintptr_t *)fp)[1] = ret;
 }
 
-#define PC 0x400100u
+#define PC   0x400100u
 #define R(i) (0x500000u + 0x10u * (i))
 
-static size_t walk(const struct planted *p, uintptr_t fp, uintptr_t lr, uintptr_t *out, bool *trunc) {
+static size_t walk(const struct planted *p, uintptr_t fp, uintptr_t lr, uintptr_t *out,
+                   bool *trunc) {
     return osp_prof__fp_walk(PC, fp, lr, p->lo, p->hi, out, OSP_PROF_MAX_FRAMES, trunc);
 }
 
@@ -123,7 +126,8 @@ static void test_out_of_bounds(void **state) {
     assert_int_equal(osp_prof__fp_walk(PC, f1, 0, 0, 0, out, OSP_PROF_MAX_FRAMES, &trunc), 1);
     /* Inverted or tiny bounds. */
     assert_int_equal(osp_prof__fp_walk(PC, f1, 0, p.hi, p.lo, out, OSP_PROF_MAX_FRAMES, &trunc), 1);
-    assert_int_equal(osp_prof__fp_walk(PC, p.lo, 0, p.lo, p.lo + 8, out, OSP_PROF_MAX_FRAMES, &trunc), 1);
+    assert_int_equal(
+        osp_prof__fp_walk(PC, p.lo, 0, p.lo, p.lo + 8, out, OSP_PROF_MAX_FRAMES, &trunc), 1);
     unplant(&p);
 }
 
@@ -192,7 +196,8 @@ static void test_depth_cap(void **state) {
     uintptr_t out[OSP_PROF_MAX_FRAMES];
     bool trunc;
     /* 200 chained frames: cut at 128 (pc + 127 return addresses) and marked. */
-    for (int i = 0; i < 200; i++) frame(p.lo + 16u * (uintptr_t)i, p.lo + 16u * (uintptr_t)(i + 1), R(i));
+    for (int i = 0; i < 200; i++)
+        frame(p.lo + 16u * (uintptr_t)i, p.lo + 16u * (uintptr_t)(i + 1), R(i));
     frame(p.lo + 16u * 200, 0, R(200));
     size_t n = walk(&p, p.lo, 0, out, &trunc);
     assert_int_equal(n, OSP_PROF_MAX_FRAMES);

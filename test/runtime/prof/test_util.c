@@ -73,11 +73,14 @@ static void expect_warning(const char *value, const char *want) {
 
 static void test_warning_text(void **state) {
     (void)state;
-    expect_warning("abc", "osprey profiler: OSPREY_PROFILE_HZ=\"abc\" is not an integer; using 997\n");
-    expect_warning(" 5", "osprey profiler: OSPREY_PROFILE_HZ=\" 5\" is not an integer; using 997\n");
+    expect_warning("abc",
+                   "osprey profiler: OSPREY_PROFILE_HZ=\"abc\" is not an integer; using 997\n");
+    expect_warning(" 5",
+                   "osprey profiler: OSPREY_PROFILE_HZ=\" 5\" is not an integer; using 997\n");
     /* One line, whatever the value holds. */
-    expect_warning("a\nb\"c\\",
-                   "osprey profiler: OSPREY_PROFILE_HZ=\"a\\x0ab\\\"c\\\\\" is not an integer; using 997\n");
+    expect_warning(
+        "a\nb\"c\\",
+        "osprey profiler: OSPREY_PROFILE_HZ=\"a\\x0ab\\\"c\\\\\" is not an integer; using 997\n");
 }
 
 static void test_absolute_path(void **state) {
@@ -156,10 +159,11 @@ static void test_json_strings(void **state) {
     check_json("nul\0x", 5, "\"nul\\u0000x\"");
     check_json("\x7f", 1, "\"\x7f\"");
     /* Valid UTF-8 passes through. */
-    check_json("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x90\xA6", 14, "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x90\xA6\"");
+    check_json("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x90\xA6", 14,
+               "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x90\xA6\"");
     /* Invalid UTF-8 becomes U+FFFD, one per offending byte. */
     check_json("a\xFFz", 3, "\"a\xEF\xBF\xBDz\"");
-    check_json("\xC0\x80", 2, "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");             /* overlong NUL */
+    check_json("\xC0\x80", 2, "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");                 /* overlong NUL */
     check_json("\xED\xA0\x80", 3, "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\""); /* surrogate */
     check_json("\xF4\x90\x80\x80", 4,
                "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\""); /* above U+10FFFF */
@@ -224,12 +228,14 @@ static void test_store(void **state) {
     }
     /* The cap: beyond it samples are counted as store_full, nothing else. */
     s.samples_limit = 5000;
-    for (int i = 0; i < 6000; i++) osp_prof__store_record(&s, (uint64_t)(6000 - i), 0, a, 3, false, 0, 1);
+    for (int i = 0; i < 6000; i++)
+        osp_prof__store_record(&s, (uint64_t)(6000 - i), 0, a, 3, false, 0, 1);
     assert_int_equal(s.nsamples, 5000);
     assert_int_equal(s.dropped[OSP_DROP_STORE_FULL], 1000);
     assert_int_equal(s.dropped[OSP_DROP_ALLOC], 0);
     osp_prof__store_sort(&s);
-    for (size_t i = 1; i < s.nsamples; i++) assert_true(s.samples[i - 1].t_rel_ns <= s.samples[i].t_rel_ns);
+    for (size_t i = 1; i < s.nsamples; i++)
+        assert_true(s.samples[i - 1].t_rel_ns <= s.samples[i].t_rel_ns);
     osp_prof__store_free(&s);
     assert_int_equal(s.nsamples, 0);
     assert_int_equal(s.nstacks, 0);
@@ -238,12 +244,9 @@ static void test_store(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_hz),
-        cmocka_unit_test(test_warning_text),
-        cmocka_unit_test(test_absolute_path),
-        cmocka_unit_test(test_cut_label),
-        cmocka_unit_test(test_json_strings),
-        cmocka_unit_test(test_integers_and_overflow),
+        cmocka_unit_test(test_parse_hz),      cmocka_unit_test(test_warning_text),
+        cmocka_unit_test(test_absolute_path), cmocka_unit_test(test_cut_label),
+        cmocka_unit_test(test_json_strings),  cmocka_unit_test(test_integers_and_overflow),
         cmocka_unit_test(test_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
