@@ -34,21 +34,21 @@ typedef struct ospprof_options {
     /* Raw profile to read (docs/spec/profiler.md §(e)). Required. */
     const char *raw_path;
     /* Object that stands in for the main image when the recorded executable no longer
-   * exists (docs/spec/profiler.md §(f).3: the binary the CLI just built, or --binary). NULL: none. */
+     * exists (docs/spec/profiler.md §(f).3: the binary the CLI just built, or --binary). NULL: none. */
     const char *binary;
     /* The program's source path exactly as given to the CLI: `program` in .profile.json,
-   * its basename is speedscope's `name` and the report header. NULL: the raw `exe`. */
+     * its basename is speedscope's `name` and the report header. NULL: the raw `exe`. */
     const char *program;
     /* Export path without extension: "<dir>/<stem>" or "<stem>". The files are
-   * <prefix>.speedscope.json, .cpuprofile, .folded and .profile.json, each written to
-   * a temporary name in the same directory and renamed into place. Required. */
+     * <prefix>.speedscope.json, .cpuprofile, .folded and .profile.json, each written to
+     * a temporary name in the same directory and renamed into place. Required. */
     const char *output_prefix;
     /* Where the terminal report (§(h)) goes; NULL: no report. */
     FILE *report;
     /* Colour escapes in the report. Decide with ospprof_color_wanted(). */
     bool color;
     /* Symbolizer: "llvm", "none" or NULL (= the OSPREY_PROFILE_SYMBOLIZER environment
-   * variable, default "llvm"). Unknown values behave as "llvm". */
+     * variable, default "llvm"). Unknown values behave as "llvm". */
     const char *symbolizer;
 } ospprof_options;
 

@@ -858,7 +858,7 @@ ospprof_raw *ospprof_raw_parse(const char *name, const char *text, size_t len, c
     }
     if (!fail && (ps.seen & (1u << K_WEIGHTS))) {
         /* every sum the model and exporters form (per frame, per thread, in all) is at most the
-     * total, so a total that fits in int64 keeps them all exact */
+         * total, so a total that fits in int64 keeps them all exact */
         uint64_t total = 0;
         for (size_t i = 0; i < ps.nw && !fail; i++) {
             if (ps.w[i] > (uint64_t)INT64_MAX - total) {

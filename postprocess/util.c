@@ -295,10 +295,10 @@ void ospprof_buf_u64(ospprof_buf *b, uint64_t v) {
 
 void ospprof_json_seconds(ospprof_buf *b, uint64_t ns) {
     /* For ns < 9e15 the exact decimal ns·10^-9 is the shortest string that reads back as
-   * the correctly rounded quotient ns/1e9 (any shorter decimal differs by at least
-   * 1e-9, far more than half an ulp), so p = the significant digits of ns, and %.<p>g
-   * prints exactly that decimal. It is written directly when %g would choose fixed
-   * notation (exponent X in [-4, p)); otherwise snprintf does it. */
+     * the correctly rounded quotient ns/1e9 (any shorter decimal differs by at least
+     * 1e-9, far more than half an ulp), so p = the significant digits of ns, and %.<p>g
+     * prints exactly that decimal. It is written directly when %g would choose fixed
+     * notation (exponent X in [-4, p)); otherwise snprintf does it. */
     if (ns == 0) {
         ospprof_buf_putc(b, '0');
         return;

@@ -320,7 +320,7 @@ static void spec_samples(ospprof_buf *s, ospprof_buf *w, uint64_t *t, int row, i
 static void test_spec_report_example(void **st) {
     (void)st;
     /* 3.10 s of on-CPU weight: fib 2.17 s self (+ step 0.62 s below it), osp_gc_alloc 0.28 s,
-   * main 0.03 s; 5556 samples: main 2910/3000 on-CPU, fiber-1 1980/2000, fiber-2 waiting */
+     * main 0.03 s; 5556 samples: main 2910/3000 on-CPU, fiber-1 1980/2000, fiber-2 waiting */
     ospprof_buf s = {0}, w = {0}, doc = {0};
     ospprof_buf_putc(&s, '[');
     ospprof_buf_putc(&w, '[');

@@ -96,7 +96,7 @@ static void test_not_json(void **st) {
     expect_error("{\"a\":\"\\q\"}", "t.json: not valid JSON at byte 6");
     expect_error("{version:1}", "t.json: not valid JSON at byte 1");
     /* truncation anywhere in a valid file is reported as invalid JSON, never as a
-   * semantic problem and never accepted */
+     * semantic problem and never accepted */
     const char *v = VALID;
     for (size_t cut = 0; cut < strlen(v); cut++) {
         char err[OSPPROF_ERR_MAX] = "";
@@ -307,7 +307,7 @@ static void test_exact_addresses(void **st) {
 static void test_normalised(void **st) {
     (void)st;
     /* unknown keys (of any shape), missing slide/text/text_size/arch/dropped, samples out
-   * of order (stable), end < start, measured weights, escapes in strings */
+     * of order (stable), end < start, measured weights, escapes in strings */
     const char *doc =
         "{\"zzz\":{\"deep\":[1,[2,{\"x\":null}]]},\"version\":1,\"pid\":1,\"exe\":\"/a\\/"
         "b\\u00e9\","

@@ -78,10 +78,10 @@ static const char *frame_name(const ospprof_profile *p, size_t k, size_t j) {
 static void test_return_addresses_and_slide(void **st) {
     (void)st;
     /* image text [8192, 8192+4096) with slide 4096. Stack leaf-first:
-   *   8200 (leaf, looked up exactly) → 8200 − 4096
-   *   12288 (return address at the end of the range: 12287 is inside) → 12287 − 4096
-   *   8192 (return address at the start: 8191 is outside every image) → hex
-   *   20500 in an image without a range whose slide is above it → hex */
+     *   8200 (leaf, looked up exactly) → 8200 − 4096
+     *   12288 (return address at the end of the range: 12287 is inside) → 12287 − 4096
+     *   8192 (return address at the start: 8191 is outside every image) → hex
+     *   20500 in an image without a range whose slide is above it → hex */
     ospprof_raw *r = parse(
         MAP_RAW("{\"path\":\"/a\",\"base\":4096,\"slide\":4096,\"text\":8192,\"text_size\":4096},"
                 "{\"path\":\"/z\",\"base\":20000,\"slide\":30000,\"text\":0,\"text_size\":0}",
@@ -104,7 +104,7 @@ static void test_return_addresses_and_slide(void **st) {
 static void test_symbols_table_and_truncation(void **st) {
     (void)st;
     /* the vDSO resolves through its recorded symbols (name only); an address between its
-   * symbols stays hex; callers stay intact; a truncated stack gets a [truncated] root */
+     * symbols stays hex; callers stay intact; a truncated stack gets a [truncated] root */
     const char *doc =
         "{\"version\":1,\"pid\":1,\"exe\":\"/m/main\",\"rate_hz\":1000,\"platform\":\"p\","
         "\"start_unix_ns\":0,\"end_unix_ns\":0,\"images\":[{\"path\":\"[vdso]\",\"base\":"
