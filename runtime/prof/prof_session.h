@@ -138,8 +138,10 @@ struct osp_prof_session;
  *    turned off and no registration can start. Returns once no engine thread runs and no
  *    engine signal handler will record anything more; the store is then the owner's.
  *  - thread_registered / thread_unregistered: called on the thread itself, under the
- *    registry mutex, right after its slot became active / before it stops being so. May
- *    be NULL. Must not take the session lock.
+ *    registry mutex, right after its slot became active / when it unregisters (or exits)
+ *    while its slot is still active. May be NULL. Must not take the session lock. Slots
+ *    the session retires without their thread (thread gone, session stop) get no
+ *    thread_unregistered call: `stop` releases whatever the engine still holds for them.
  *  - fork_child: called in a forked child (pthread_atfork child handler, async-signal-safe
  *    code only) when a session was running in the parent; puts the child's process state
  *    (signal actions, descriptors) back as the program had it. May be NULL.
