@@ -7,7 +7,15 @@
  */
 import type { SampledProfile } from "./types";
 
-export type ViewKind = "left-heavy" | "time-order";
+/**
+ * The views of the panel (§(j) "Flame graph", §(l.10)): Left Heavy and Time Order draw frames
+ * root first; Inverted draws functions leaf first; Sandwich draws one function's callers above
+ * and callees below it; Diff is the differential view of a `.diff.folded` file.
+ */
+export type ViewKind = "left-heavy" | "time-order" | "inverted" | "sandwich" | "diff";
+
+/** Which table `FlameLayout.frame` indexes: `shared.frames`, or the functions of the document. */
+export type LayoutTable = "frames" | "functions";
 
 /**
  * The rectangles of one view of one profile, in struct-of-arrays form. Rectangle k spans
@@ -17,6 +25,8 @@ export type ViewKind = "left-heavy" | "time-order";
  */
 export interface FlameLayout {
   kind: ViewKind;
+  /** The table `frame[k]` indexes. */
+  table: LayoutTable;
   count: number;
   rows: number;
   totalWeight: number;
@@ -27,9 +37,14 @@ export interface FlameLayout {
   frame: Int32Array;
   /** Length rows + 1. */
   rowStart: Int32Array;
+  /** Diff view only: per rectangle, the base profile's weight of the same node. */
+  base?: Float64Array;
 }
 
-/** Per-frame statistics of one profile; arrays are indexed by frame and sized to the frame table. */
+/**
+ * Per-frame (or per-function) statistics of one profile; arrays are indexed by frame (or by
+ * function) and sized to that table.
+ */
 export interface FrameStats {
   /** Weight of samples whose leaf is the frame. */
   self: Float64Array;
@@ -37,6 +52,8 @@ export interface FrameStats {
   total: Float64Array;
   /** Number of samples containing the frame (once per sample). */
   samples: Int32Array;
+  /** Number of samples whose leaf is the frame. */
+  selfSamples: Int32Array;
   /** Sum of all sample weights of the profile. */
   totalWeight: number;
 }
@@ -48,48 +65,64 @@ export function totalWeight(p: SampledProfile): number {
   return t;
 }
 
-/** Self, total and sample count of every frame in profile `p` (frame table of size `nFrames`). */
-export function frameStats(p: SampledProfile, nFrames: number): FrameStats {
-  const self = new Float64Array(nFrames);
-  const total = new Float64Array(nFrames);
-  const samples = new Int32Array(nFrames);
-  const lastSeen = new Int32Array(nFrames).fill(-1);
+/**
+ * Self, total and sample counts of every frame in profile `p` (frame table of size `nFrames`).
+ * With `map` (frame index → key, e.g. the frame's function) and `nKeys`, the statistics are
+ * per key instead: a function is counted once per sample however many of its frames the stack holds.
+ */
+export function frameStats(p: SampledProfile, nFrames: number, map?: Int32Array, nKeys?: number): FrameStats {
+  const n = map ? (nKeys ?? 0) : nFrames;
+  const self = new Float64Array(n);
+  const total = new Float64Array(n);
+  const samples = new Int32Array(n);
+  const selfSamples = new Int32Array(n);
+  const lastSeen = new Int32Array(n).fill(-1);
   let tw = 0;
   for (let s = 0; s < p.samples.length; s++) {
     const stack = p.samples[s];
     const w = p.weights[s];
     tw += w;
     for (let d = 0; d < stack.length; d++) {
-      const f = stack[d];
+      const f = map ? map[stack[d]] : stack[d];
       if (lastSeen[f] === s) continue;
       lastSeen[f] = s;
       total[f] += w;
       samples[f] += 1;
     }
-    if (stack.length > 0) self[stack[stack.length - 1]] += w;
+    if (stack.length > 0) {
+      const leaf = map ? map[stack[stack.length - 1]] : stack[stack.length - 1];
+      self[leaf] += w;
+      selfSamples[leaf] += 1;
+    }
   }
-  return { self, total, samples, totalWeight: tw };
+  return { self, total, samples, selfSamples, totalWeight: tw };
 }
 
-/** Growable parallel arrays of rectangles, turned into a FlameLayout by {@link finishLayout}. */
-class RectBuilder {
+/**
+ * Growable parallel arrays of rectangles (x in weight units), turned into a FlameLayout by
+ * {@link finishLayout}. `base` is filled only by the diff view.
+ */
+export class RectBuilder {
   x0: number[] = [];
   x1: number[] = [];
   depth: number[] = [];
   frame: number[] = [];
-  push(frame: number, depth: number, x0: number, x1: number): void {
+  base: number[] = [];
+  push(frame: number, depth: number, x0: number, x1: number, base = 0): void {
     this.frame.push(frame);
     this.depth.push(depth);
     this.x0.push(x0);
     this.x1.push(x1);
+    this.base.push(base);
   }
 }
 
 /**
- * Sorts rectangles by row with a stable counting sort (they arrive in increasing x within a
- * row) and normalises x by `total`.
+ * Sorts rectangles by row with a stable counting sort (they must arrive in increasing x within
+ * a row) and normalises x by `total`. With `withBase`, the layout keeps the per-rectangle base
+ * weights (diff view).
  */
-function finishLayout(kind: ViewKind, b: RectBuilder, total: number): FlameLayout {
+export function finishLayout(kind: ViewKind, b: RectBuilder, total: number, table: LayoutTable = "frames", withBase = false): FlameLayout {
   const count = b.frame.length;
   let rows = 0;
   for (let k = 0; k < count; k++) if (b.depth[k] + 1 > rows) rows = b.depth[k] + 1;
@@ -102,6 +135,7 @@ function finishLayout(kind: ViewKind, b: RectBuilder, total: number): FlameLayou
   const weight = new Float64Array(count);
   const depth = new Int32Array(count);
   const frame = new Int32Array(count);
+  const base = withBase ? new Float64Array(count) : undefined;
   const scale = total > 0 ? 1 / total : 0;
   for (let k = 0; k < count; k++) {
     const d = b.depth[k];
@@ -111,8 +145,11 @@ function finishLayout(kind: ViewKind, b: RectBuilder, total: number): FlameLayou
     weight[at] = b.x1[k] - b.x0[k];
     depth[at] = d;
     frame[at] = b.frame[k];
+    if (base) base[at] = b.base[k];
   }
-  return { kind, count, rows, totalWeight: total, x0, x1, weight, depth, frame, rowStart };
+  const l: FlameLayout = { kind, table, count, rows, totalWeight: total, x0, x1, weight, depth, frame, rowStart };
+  if (base) l.base = base;
+  return l;
 }
 
 /**
@@ -222,8 +259,8 @@ export function timeOrderLayout(p: SampledProfile): FlameLayout {
   return finishLayout("time-order", out, x);
 }
 
-/** Builds the layout of the given kind. */
-export function buildLayout(kind: ViewKind, p: SampledProfile, nFrames: number): FlameLayout {
+/** Builds the frame-level layout of the given kind (Left Heavy or Time Order). */
+export function buildLayout(kind: "left-heavy" | "time-order", p: SampledProfile, nFrames: number): FlameLayout {
   return kind === "left-heavy" ? leftHeavyLayout(p, nFrames) : timeOrderLayout(p);
 }
 
