@@ -5,8 +5,7 @@
  * share. Both profiles are normalised by their own total, so the two columns compare shares.
  * No DOM or vscode import.
  */
-import { RectBuilder, finishLayout, type FlameLayout } from "./flame";
-import { MergeTree } from "./views";
+import { RectBuilder, finishLayout, mergePaths, type FlameLayout } from "./flame";
 
 /** A parsed `.diff.folded`. */
 export interface DiffDoc {
@@ -103,17 +102,18 @@ export function parseDiffFolded(text: string): DiffDoc {
  * have no width and are left out. `frame[k]` indexes `names`.
  */
 export function diffLayout(d: DiffDoc): FlameLayout {
-  const tree = new MergeTree(d.names.length);
   const nScale = d.newTotal > 0 ? 1 / d.newTotal : 0;
   const bScale = d.baseTotal > 0 ? 1 / d.baseTotal : 0;
+  const tree = mergePaths(
+    d.names.length,
+    d.stacks.length,
+    (i) => d.stacks[i].length,
+    (i, out, at) => out.set(d.stacks[i], at),
+    (i) => d.next[i] * nScale,
+    (i) => d.base[i] * bScale,
+  );
   let tw = 0;
-  for (let i = 0; i < d.stacks.length; i++) {
-    const w = d.next[i] * nScale;
-    const b = d.base[i] * bScale;
-    tw += w;
-    let node = 0;
-    for (const f of d.stacks[i]) node = tree.step(node, f, w, b);
-  }
+  for (let i = 0; i < d.stacks.length; i++) tw += d.next[i] * nScale;
   const out = new RectBuilder();
   tree.emit(out, 0, (depth) => depth - 1, true);
   return finishLayout("diff", out, tw, "frames", true);

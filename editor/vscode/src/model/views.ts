@@ -5,7 +5,7 @@
  * views merge frames of one function however the export keys its frames (per line, or per
  * function as §(l.6) has it). Iterative throughout; memory linear in the distinct stacks.
  */
-import { RectBuilder, finishLayout, type FlameLayout, type ViewKind } from "./flame";
+import { RectBuilder, finishLayout, mergePaths, type FlameLayout, type ViewKind } from "./flame";
 import type { FiberSummary, Frame, SampledProfile, SpeedscopeDoc } from "./types";
 
 // ---------------------------------------------------------------- functions
@@ -116,124 +116,25 @@ export function selectSamples(
   return { name, unit: doc.profiles[0]?.unit ?? "seconds", startValue: 0, endValue: end, samples, weights };
 }
 
-// ---------------------------------------------------------------- merged trees
-
-/**
- * A prefix tree of key paths with a weight (and, for the diff view, a base weight) per node.
- * Node 0 is a virtual root. Children are found through one Map keyed by parent·K + key
- * (exact in a double up to 2^53).
- */
-export class MergeTree {
-  readonly parent: number[] = [-1];
-  readonly key: number[] = [-1];
-  readonly total: number[] = [0];
-  readonly base: number[] = [0];
-  private readonly child = new Map<number, number>();
-  private readonly K: number;
-
-  constructor(nKeys: number) {
-    this.K = Math.max(1, nKeys);
-  }
-
-  /** The child of `node` for `key` (created if missing) after adding `w` (and `b` to its base). */
-  step(node: number, key: number, w: number, b = 0): number {
-    const k = node * this.K + key;
-    let c = this.child.get(k);
-    if (c === undefined) {
-      c = this.parent.length;
-      this.parent.push(node);
-      this.key.push(key);
-      this.total.push(0);
-      this.base.push(0);
-      this.child.set(k, c);
-    }
-    this.total[c] += w;
-    this.base[c] += b;
-    return c;
-  }
-
-  /**
-   * Emits the tree's nodes into `out` in preorder, siblings ordered by total descending, then
-   * key ascending, each child starting where its previous sibling ended (x in weight units,
-   * the root's children from `x`). Node at depth d (1 for the root's children) goes on row
-   * `rowOf(d)`; nodes with zero total are left out. Returns the deepest depth emitted.
-   */
-  emit(out: RectBuilder, x: number, rowOf: (depth: number) => number, withBase = false): number {
-    const n = this.parent.length;
-    const childStart = new Int32Array(n + 1);
-    for (let v = 1; v < n; v++) childStart[this.parent[v] + 1]++;
-    for (let v = 0; v < n; v++) childStart[v + 1] += childStart[v];
-    const fill = childStart.slice(0, n);
-    const children = new Int32Array(Math.max(0, n - 1));
-    for (let v = 1; v < n; v++) children[fill[this.parent[v]]++] = v;
-    const total = this.total;
-    const key = this.key;
-    const order = (a: number, b: number): number => total[b] - total[a] || key[a] - key[b];
-    for (let v = 0; v < n; v++) {
-      const a = childStart[v];
-      const b = childStart[v + 1];
-      if (b - a > 1) children.subarray(a, b).sort(order);
-    }
-    const stNode: number[] = [];
-    const stDepth: number[] = [];
-    const stX: number[] = [];
-    let deepest = 0;
-    const pushChildren = (v: number, depth: number, x0: number): void => {
-      const a = childStart[v];
-      const b = childStart[v + 1];
-      let end = x0;
-      for (let i = a; i < b; i++) end += total[children[i]];
-      // Pushed last child first, so the heaviest is popped first and each row's x increases.
-      for (let i = b - 1; i >= a; i--) {
-        const c = children[i];
-        end -= total[c];
-        stNode.push(c);
-        stDepth.push(depth);
-        stX.push(end);
-      }
-    };
-    pushChildren(0, 1, x);
-    while (stNode.length > 0) {
-      const v = stNode.pop() as number;
-      const depth = stDepth.pop() as number;
-      const x0 = stX.pop() as number;
-      if (total[v] <= 0) continue;
-      if (depth > deepest) deepest = depth;
-      out.push(key[v], rowOf(depth), x0, x0 + total[v], withBase ? this.base[v] : 0);
-      pushChildren(v, depth + 1, x0);
-    }
-    return deepest;
-  }
-
-  /** Deepest depth of a node with a non-zero total (1 for the root's children; 0 when empty). */
-  depth(): number {
-    const n = this.parent.length;
-    const d = new Int32Array(n);
-    let max = 0;
-    // Parents are created before their children, so one forward pass gives every depth.
-    for (let v = 1; v < n; v++) {
-      d[v] = d[this.parent[v]] + 1;
-      if (this.total[v] > 0 && d[v] > max) max = d[v];
-    }
-    return max;
-  }
-}
-
 /**
  * Inverted (bottom-up): every stack read leaf first, mapped to functions and merged; the roots
  * are the leaf functions, each as wide as its self weight; below a function, the functions
  * that called it. x normalised by the selection's total weight; frames index functions.
  */
 export function invertedLayout(p: SampledProfile, ft: FunctionTable): FlameLayout {
-  const tree = new MergeTree(ft.functions.length);
+  const funcOf = ft.funcOf;
+  const tree = mergePaths(
+    ft.functions.length,
+    p.samples.length,
+    (s) => p.samples[s].length,
+    (s, out, at) => {
+      const stack = p.samples[s];
+      for (let d = stack.length - 1; d >= 0; d--) out[at++] = funcOf[stack[d]];
+    },
+    (s) => p.weights[s],
+  );
   let tw = 0;
-  for (let s = 0; s < p.samples.length; s++) {
-    const stack = p.samples[s];
-    const w = p.weights[s];
-    tw += w;
-    let node = 0;
-    for (let d = stack.length - 1; d >= 0; d--) node = tree.step(node, ft.funcOf[stack[d]], w);
-  }
+  for (let s = 0; s < p.weights.length; s++) tw += p.weights[s];
   const out = new RectBuilder();
   tree.emit(out, 0, (depth) => depth - 1);
   return finishLayout("inverted", out, tw, "functions");
@@ -256,26 +157,41 @@ export interface SandwichLayout extends FlameLayout {
  */
 export function sandwichLayout(p: SampledProfile, ft: FunctionTable, focus: number): SandwichLayout {
   const nf = ft.functions.length;
-  const callers = new MergeTree(nf);
-  const callees = new MergeTree(nf);
+  const funcOf = ft.funcOf;
+  // The outermost occurrence of the function in each sample, -1 when it has none.
+  const at = new Int32Array(p.samples.length).fill(-1);
   let total = 0;
   for (let s = 0; s < p.samples.length; s++) {
     const stack = p.samples[s];
-    let at = -1;
     for (let d = 0; d < stack.length; d++) {
-      if (ft.funcOf[stack[d]] === focus) {
-        at = d;
+      if (funcOf[stack[d]] === focus) {
+        at[s] = d;
+        total += p.weights[s];
         break;
       }
     }
-    if (at < 0) continue;
-    const w = p.weights[s];
-    total += w;
-    let node = 0;
-    for (let d = at - 1; d >= 0; d--) node = callers.step(node, ft.funcOf[stack[d]], w);
-    node = 0;
-    for (let d = at + 1; d < stack.length; d++) node = callees.step(node, ft.funcOf[stack[d]], w);
   }
+  const weight = (s: number): number => (at[s] < 0 ? 0 : p.weights[s]);
+  const callers = mergePaths(
+    nf,
+    p.samples.length,
+    (s) => Math.max(0, at[s]),
+    (s, out, o) => {
+      const stack = p.samples[s];
+      for (let d = at[s] - 1; d >= 0; d--) out[o++] = funcOf[stack[d]];
+    },
+    weight,
+  );
+  const callees = mergePaths(
+    nf,
+    p.samples.length,
+    (s) => (at[s] < 0 ? 0 : p.samples[s].length - at[s] - 1),
+    (s, out, o) => {
+      const stack = p.samples[s];
+      for (let d = at[s] + 1; d < stack.length; d++) out[o++] = funcOf[stack[d]];
+    },
+    weight,
+  );
   const up = callers.depth();
   const out = new RectBuilder();
   callers.emit(out, 0, (depth) => up - depth);

@@ -815,11 +815,22 @@ function draw(): void {
   const labelMin = LABEL_MIN_PX * dpr;
   const gap = Math.max(1, Math.round(0.5 * dpr));
   const labels: number[] = [];
+  const blocks = widthBlocks(l);
   for (let d = firstRow; d <= lastRow; d++) {
     const end = l.rowStart[d + 1];
     let filledTo = 0;
     let any = false;
     for (let k = firstInRow(l, d, view.start); k < end; k++) {
+      // Whole blocks of rectangles too narrow to draw are skipped at once (exact: each of them
+      // would be skipped below).
+      if ((k & 1023) === 0 && blocks.wide1024[k >> 10] * scale < minRect) {
+        k += 1023;
+        continue;
+      }
+      if ((k & 31) === 0 && blocks.wide32[k >> 5] * scale < minRect) {
+        k += 31;
+        continue;
+      }
       const x0 = l.x0[k];
       if (x0 >= view.end) break;
       const w = (l.x1[k] - x0) * scale;
@@ -883,6 +894,33 @@ function draw(): void {
     ctx.strokeRect(Math.max(-1, px0) + 0.75, l.depth[hovered] * ROW - top + 0.75, Math.min(w, cssWidth + 2) - 1.5, ROW - 2.5);
   }
   recordDraw(t0);
+}
+
+/** Widest rectangle (normalised width) of each aligned block of 32 and of 1024 rectangles. */
+interface WidthBlocks {
+  wide32: Float64Array;
+  wide1024: Float64Array;
+}
+const widthBlockCache = new WeakMap<FlameLayout, WidthBlocks>();
+
+/**
+ * The block maxima of a layout (computed once per layout, O(count)): draw() skips a block whose
+ * widest rectangle is under the 0.3 px limit at the current zoom, so a row of millions of
+ * sub-pixel rectangles costs a few thousand checks, not millions.
+ */
+function widthBlocks(l: FlameLayout): WidthBlocks {
+  let b = widthBlockCache.get(l);
+  if (b) return b;
+  const wide32 = new Float64Array((l.count >> 5) + 1);
+  const wide1024 = new Float64Array((l.count >> 10) + 1);
+  for (let k = 0; k < l.count; k++) {
+    const w = l.x1[k] - l.x0[k];
+    if (w > wide32[k >> 5]) wide32[k >> 5] = w;
+    if (w > wide1024[k >> 10]) wide1024[k >> 10] = w;
+  }
+  b = { wide32, wide1024 };
+  widthBlockCache.set(l, b);
+  return b;
 }
 
 /** When set (benchmark), each draw is followed by a 1-pixel read so its time includes rasterising. */
