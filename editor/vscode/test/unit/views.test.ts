@@ -214,3 +214,36 @@ test("run settings: defaults, workspace-relative directories, checks naming the 
     fs.rmSync(ws, { recursive: true, force: true });
   }
 });
+
+test("diff.folded parser on random input: a document or a DiffParseError, nothing else", () => {
+  // A seeded mulberry32 so a failure reproduces.
+  let a = 12345;
+  const rand = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const alphabet = ["a", "b", ";", " ", "0", "1", "9", ".", "-", "\n", "\r", "\t", "é", "\u0000", "e", "x"];
+  let parsed = 0;
+  for (let i = 0; i < 3000; i++) {
+    let text = "";
+    const n = Math.floor(rand() * 40);
+    for (let k = 0; k < n; k++) text += alphabet[Math.floor(rand() * alphabet.length)];
+    try {
+      const d = parseDiffFolded(text);
+      parsed++;
+      assert.equal(d.stacks.length, d.base.length);
+      assert.equal(d.stacks.length, d.next.length);
+      for (const st of d.stacks) for (const f of st) assert.ok(f >= 0 && f < d.names.length && d.names[f] !== "");
+      for (const c of [...d.base, ...d.next]) assert.ok(Number.isFinite(c) && c >= 0);
+      const l = diffLayout(d);
+      assert.ok(l.count >= 0 && Number.isFinite(l.totalWeight));
+    } catch (e) {
+      assert.ok(e instanceof DiffParseError, `unexpected ${String(e)} for ${JSON.stringify(text)}`);
+      assert.match((e as Error).message, /^line \d+: /);
+    }
+  }
+  assert.ok(parsed > 50, `only ${parsed} of the random inputs parsed`);
+});
