@@ -107,9 +107,17 @@ typedef struct ospprof_raw ospprof_raw;
 /* A symbolized, aggregated profile (§(f), §(g.1)); opaque. */
 typedef struct ospprof_profile ospprof_profile;
 
+/* Largest raw profile ospprof_raw_load reads: 1 GiB (about 30 million samples), so an input
+ * that never ends (`yes | osprey --postprocess /dev/stdin`) is refused instead of filling
+ * memory. OSPREY_PROFILE_MAX_RAW_BYTES (a positive byte count) overrides it. */
+#define OSPPROF_RAW_MAX_BYTES ((size_t)1 << 30)
+size_t ospprof_raw_max_bytes(void);
+
 /*
  * Read and validate the raw profile at `path` (§(e)). Returns a new raw profile (free
- * with ospprof_raw_free) or NULL with the §(e) message "<path>: <problem>" in err.
+ * with ospprof_raw_free) or NULL with the §(e) message "<path>: <problem>" in err; an input
+ * longer than ospprof_raw_max_bytes() gives "<path>: larger than the limit of N bytes for a
+ * raw profile"; a raw control byte inside a string is "not valid JSON at byte K".
  * Addresses are parsed exactly as unsigned 64-bit integers. Samples are sorted stably by
  * time; missing optional keys are normalised as §(e) lists.
  */
