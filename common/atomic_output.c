@@ -280,7 +280,7 @@ int osp_atomic_commit_set(osp_atomic_out *set, size_t n, size_t *failed, char *r
     pthread_mutex_lock(&g_temps_lock);
     for (size_t i = 0; i < n && n > 1; i++) {
         struct stat st;
-        if (!set[i].tmp || lstat(set[i].dest, &st) != 0) continue;
+        if (!set[i].dest || lstat(set[i].dest, &st) != 0) continue;
         existed[i] = true;
         char *name = NULL;
         if (make_temp_name(set[i].dest, &name, false) == 0 && link(set[i].dest, name) == 0) {
@@ -292,11 +292,11 @@ int osp_atomic_commit_set(osp_atomic_out *set, size_t n, size_t *failed, char *r
     }
     /* 3. Rename each member; undo the earlier ones if one fails. */
     for (size_t i = 0; i < n; i++) {
-        if (!set[i].tmp) continue;
+        if (!set[i].dest) continue; /* a stream written in place */
         if (rename(set[i].tmp, set[i].dest) != 0) {
             e = errno, bad = i;
             for (size_t j = 0; j < i; j++) {
-                if (!set[j].tmp) continue;
+                if (!set[j].dest) continue; /* a stream written in place */
                 if (backup[j]) {
                     if (rename(backup[j], set[j].dest) == 0) {
                         temps_forget_locked(backup[j]);
