@@ -177,6 +177,37 @@ static uint32_t add_node(flame_ctx *c, uint32_t parent, uint32_t what) {
     return (uint32_t)c->n++;
 }
 
+/* One (row, stack) with on-CPU samples; its root-first sequence is the fiber frame, then the
+ * stack's frames from the root. */
+typedef struct path_acc {
+    const uint32_t *frames; /* the stack's frame ids, leaf first (borrowed) */
+    uint32_t nframes, row;
+    uint64_t w, n;
+} path_acc;
+
+static uint32_t path_at(const path_acc *a, size_t d) {
+    return d == 0 ? (FIBER_TAG | a->row) : a->frames[a->nframes - d];
+}
+
+static int path_cmp(const void *x, const void *y) {
+    const path_acc *a = x, *b = y;
+    size_t la = (size_t)a->nframes + 1, lb = (size_t)b->nframes + 1;
+    for (size_t d = 0; d < la && d < lb; d++) {
+        uint32_t u = path_at(a, d), v = path_at(b, d);
+        if (u != v) return u < v ? -1 : 1;
+    }
+    return la < lb ? -1 : la > lb;
+}
+
+/* Close the open nodes at depths >= keep (deepest first); a closed node lighter than `thr`
+ * is dropped with its subtree, which DFS order placed right after it. */
+static void close_to(flame_ctx *c, uint32_t *open, size_t *nopen, size_t keep, double thr) {
+    while (*nopen > keep) {
+        uint32_t v = open[--*nopen];
+        if ((double)c->nodes[v].weight < thr) c->n = v;
+    }
+}
+
 void ospprof_svg_body(const ospprof_profile *p, ospprof_out *w) {
     flame_ctx c = {.p = p};
     c.colors = ospprof_xcalloc(p->nframes ? p->nframes : 1, sizeof *c.colors);
@@ -184,12 +215,8 @@ void ospprof_svg_body(const ospprof_profile *p, ospprof_out *w) {
     add_node(&c, UINT32_MAX, FIBER_TAG);
     /* on-CPU weight per (row, stack) */
     ospprof_map rs = {0};
-    typedef struct acc {
-        uint32_t row, stack;
-        uint64_t w, n;
-    } acc;
-    acc *accs = NULL;
-    size_t nacc = 0, capacc = 0;
+    path_acc *accs = NULL;
+    size_t nacc = 0, capacc = 0, maxlen = 1;
     for (size_t i = 0; i < p->nsamples; i++) {
         const ospprof_sample *s = &p->samples[i];
         if (s->state != 0) continue;
@@ -200,36 +227,46 @@ void ospprof_svg_body(const ospprof_profile *p, ospprof_out *w) {
                 capacc = capacc ? capacc * 2 : 256;
                 accs = ospprof_xrealloc(accs, capacc * sizeof *accs);
             }
-            accs[nacc++] = (acc){s->row, s->stack, 0, 0};
+            const ospprof_stackinfo *si = &p->stacks[s->stack];
+            accs[nacc++] = (path_acc){&p->stack_frames[si->off], (uint32_t)si->n, s->row, 0, 0};
+            if (si->n + 1 > maxlen) maxlen = si->n + 1;
         }
         accs[*slot].w += s->weight_ns;
         accs[*slot].n++;
     }
     ospprof_map_free(&rs);
-    /* insert each path: root → fiber → frames root to leaf */
-    ospprof_map edges = {0};
+    /* Merge the paths in sorted order (so every prefix is one contiguous run) into a tree in
+     * depth-first order, dropping each node lighter than 0.1 % as soon as it closes: memory
+     * stays near the drawn tree, not every distinct prefix. */
+    if (nacc > 1) qsort(accs, nacc, sizeof *accs, path_cmp);
+    const double min_fraction = 0.001, thr = min_fraction * (double)p->on_w;
+    uint32_t *open = ospprof_xcalloc(maxlen, sizeof *open);
+    size_t nopen = 0;
     for (size_t a = 0; a < nacc; a++) {
-        const acc *e = &accs[a];
-        bool ins;
-        uint32_t *slot = ospprof_map_put(&edges, UINT64_MAX, e->row, 0, &ins);
-        if (ins) *slot = add_node(&c, ROOT_NODE, FIBER_TAG | e->row);
-        uint32_t cur = *slot;
+        const path_acc *e = &accs[a];
+        size_t len = (size_t)e->nframes + 1, common = 0;
+        if (a > 0) {
+            const path_acc *prev = &accs[a - 1];
+            size_t lp = (size_t)prev->nframes + 1;
+            while (common < nopen && common < len && common < lp &&
+                   path_at(prev, common) == path_at(e, common))
+                common++;
+        }
+        close_to(&c, open, &nopen, common, thr);
+        for (size_t d = nopen; d < len; d++) {
+            uint32_t parent = d == 0 ? ROOT_NODE : open[d - 1];
+            open[nopen++] = add_node(&c, parent, path_at(e, d));
+        }
         c.nodes[ROOT_NODE].weight += e->w;
         c.nodes[ROOT_NODE].samples += e->n;
-        c.nodes[cur].weight += e->w;
-        c.nodes[cur].samples += e->n;
-        const ospprof_stackinfo *si = &p->stacks[e->stack];
-        for (size_t j = si->n; j-- > 0;) {
-            uint32_t f = p->stack_frames[si->off + j];
-            slot = ospprof_map_put(&edges, cur, f, 0, &ins);
-            if (ins) *slot = add_node(&c, cur, f);
-            cur = *slot;
-            c.nodes[cur].weight += e->w;
-            c.nodes[cur].samples += e->n;
+        for (size_t d = 0; d < len; d++) {
+            c.nodes[open[d]].weight += e->w;
+            c.nodes[open[d]].samples += e->n;
         }
-        c.nodes[cur].self += e->w;
+        c.nodes[open[len - 1]].self += e->w;
     }
-    ospprof_map_free(&edges);
+    close_to(&c, open, &nopen, 0, thr);
+    free(open);
     free(accs);
     ospprof_buf title = {0};
     ospprof_buf_puts(&title, p->pname);
@@ -242,7 +279,7 @@ void ospprof_svg_body(const ospprof_profile *p, ospprof_out *w) {
                         .detail = node_detail,
                         .color = node_color,
                         .ctx = &c,
-                        .min_fraction = 0.001};
+                        .min_fraction = min_fraction};
     ospprof_svg_flame(&fg, w);
     ospprof_buf_free(&title);
     free(c.nodes);
