@@ -6,9 +6,15 @@
  * the caller for each node's name, hover detail and colour, so other views (a differential
  * flame graph, a filtered one) reuse it. It lays the tree out once (children by name, widths
  * by weight, the root at the bottom), drops nodes narrower than `min_fraction` of the root
- * (their weight stays in the parent's width: its remainder), and writes plain SVG shapes plus
- * one small embedded script for hover, click-to-zoom, reset and search. Nothing is fetched:
- * no network, no external script or font.
+ * (their weight stays in the parent's width: its remainder), and writes one <rect> per frame,
+ * <text> labels for the frames wide enough to carry one, a compact table of the frames'
+ * names and counts, and one small embedded script for hover, click-to-zoom, reset and search.
+ * Nothing is fetched: no network, no external script or font.
+ *
+ * Built to stay interactive at hundreds of thousands of frames: a rect carries only its
+ * geometry and colour (its depth, name and counts are in the table), zooming changes one
+ * transform on the frames' group instead of every rect, and labels are rebuilt only for the
+ * frames wide enough to show one.
  *
  * Everything is iterative (no recursion proportional to the tree's depth); memory is linear
  * in the number of nodes.
@@ -96,62 +102,97 @@ static int child_key_cmp(const void *a, const void *b) {
     return x->node < y->node ? -1 : x->node > y->node;
 }
 
-/* The embedded script: hover → status line, click → zoom, reset, search with matched %.
- * Frames are <g class="f"> in depth-first order with data-x/-w (fractions of the root),
- * data-d (depth) and data-n (the full name). */
+/* A JavaScript string literal that is also safe inside CDATA and HTML: `"` and `\` escaped,
+ * control characters and `<`, `>`, `&` as \u00XX, invalid UTF-8 as U+FFFD. */
+static void js_str(ospprof_buf *b, const char *str) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strlen(str), i = 0;
+    ospprof_buf_putc(b, '"');
+    while (i < n) {
+        uint32_t cp;
+        size_t len = ospprof_utf8_decode(s + i, n - i, &cp);
+        if (len == 0) {
+            ospprof_buf_puts(b, "\\ufffd");
+            i++;
+            continue;
+        }
+        if (cp == '"' || cp == '\\') {
+            ospprof_buf_putc(b, '\\');
+            ospprof_buf_putc(b, (char)cp);
+        } else if (ospprof_is_control(cp) || cp == '<' || cp == '>' || cp == '&' || cp == 0x2028 ||
+                   cp == 0x2029) {
+            char e[6] = {
+                '\\',        'u', hex[(cp >> 12) & 15], hex[(cp >> 8) & 15], hex[(cp >> 4) & 15],
+                hex[cp & 15]};
+            ospprof_buf_put(b, e, 6);
+        } else {
+            ospprof_buf_put(b, s + i, len);
+        }
+        i += len;
+    }
+    ospprof_buf_putc(b, '"');
+}
+
+/* The embedded script. The frames' rects are the children of #frames in depth-first order;
+ * D.f holds four numbers per frame (depth, index into D.names, samples, self in tenths of a
+ * percent) and D.names [name, detail] pairs. Everything is inside one function, so no name
+ * collides with a global of the window (such as `status`). */
 static const char k_script[] =
-    "'use strict';\n"
-    "var W=" /* width */ "%d,M=%d,CW=%.1f,frames=[],status,matched,reset,search,zoomed=null;\n"
-    "function label(name,w){var room=Math.floor((w-6)/CW);if(room<3)return '';"
-    "var cps=Array.from(name);if(cps.length<=room)return name;"
-    "return cps.slice(0,room-2).join('')+'..';}\n"
-    "function place(f,x,w){var px=M+x*(W-2*M),pw=w*(W-2*M);"
-    "f.r.setAttribute('x',px.toFixed(2));f.r.setAttribute('width',Math.max(pw-0.5,0).toFixed(2));"
-    "f.t.setAttribute('x',(px+3).toFixed(2));f.t.textContent=label(f.n,pw);"
-    "f.g.style.display=pw<0.3?'none':'';}\n"
-    "function zoom(f){var x0=f?f.x:0,w0=f?f.w:1,d0=f?f.d:0;zoomed=f;"
-    "for(var i=0;i<frames.length;i++){var g=frames[i];"
-    "if(g.d<d0){if(g.x<=x0+1e-12&&g.x+g.w>=x0+w0-1e-12){place(g,0,1);g.g.classList.add('anc');}"
-    "else{g.g.style.display='none';}continue;}"
-    "g.g.classList.remove('anc');"
-    "if(g.x>=x0-1e-12&&g.x+g.w<=x0+w0+1e-12)place(g,(g.x-x0)/w0,g.w/w0);"
-    "else g.g.style.display='none';}"
-    "reset.style.display=f&&f.d>0?'':'none';}\n"
+    "var W=%d,M=%d,CW=%.1f,TOP=%d,FH=%d,MAXD=%d,SPAN=W-2*M,NS='http://www.w3.org/2000/svg';\n"
+    "var frames=document.getElementById('frames'),labels=document.getElementById('labels'),"
+    "statusLine=document.getElementById('status'),matched=document.getElementById('matched'),"
+    "reset=document.getElementById('reset'),search=document.getElementById('search');\n"
+    "var R=frames.children,n=R.length,X=new Float64Array(n),WD=new Float64Array(n),"
+    "DP=new Int32Array(n),HIT=new Uint8Array(n),cur=-1;\n"
+    "for(var i=0;i<n;i++){var r=R[i];X[i]=(+r.getAttribute('x')-M)/SPAN;"
+    "WD[i]=+r.getAttribute('width')/SPAN;DP[i]=D.f[4*i];r.__i=i;}\n"
+    "function name(i){return D.names[D.f[4*i+1]][0];}\n"
+    "function tip(i){var nm=D.names[D.f[4*i+1]],s=D.f[4*i+2];"
+    "return nm[0]+(nm[1]?' \\u2014 '+nm[1]:'')+' \\u2014 '+s+' sample'+(s===1?'':'s')+"
+    "', self '+(D.f[4*i+3]/10).toFixed(1)+'%%, total '+(WD[i]*100).toFixed(1)+'%%';}\n"
+    "function fit(s,px){var room=Math.floor((px-6)/CW);if(room<3)return '';"
+    "var c=Array.from(s);return c.length<=room?s:c.slice(0,room-2).join('')+'..';}\n"
+    "function relabel(x0,w0,d0){while(labels.firstChild)labels.removeChild(labels.firstChild);"
+    "var min=(3*CW+6)/SPAN*w0;"
+    "for(var i=0;i<n;i++){if(WD[i]<min)continue;var x,w;"
+    "if(DP[i]<d0){if(!(X[i]<=x0+1e-12&&X[i]+WD[i]>=x0+w0-1e-12))continue;x=0;w=1;}"
+    "else{if(X[i]<x0-1e-12||X[i]+WD[i]>x0+w0+1e-12)continue;x=(X[i]-x0)/w0;w=WD[i]/w0;}"
+    "var t=document.createElementNS(NS,'text');t.setAttribute('x',(M+x*SPAN+3).toFixed(2));"
+    "t.setAttribute('y',TOP+(MAXD-DP[i])*FH+FH-4);t.textContent=fit(name(i),w*SPAN);"
+    "labels.appendChild(t);}}\n"
+    "function zoom(i){var x0=0,w0=1,d0=0;if(i!==null&&i>0){x0=X[i];w0=WD[i]||1;d0=DP[i];}"
+    "cur=i;var a=1/w0,b=M-a*(M+x0*SPAN);"
+    "frames.setAttribute('transform','matrix('+a+' 0 0 1 '+b+' 0)');"
+    "for(var k=0;k<n;k++){var anc=DP[k]<d0&&X[k]<=x0+1e-12&&X[k]+WD[k]>=x0+w0-1e-12;"
+    "if(anc!==R[k].classList.contains('anc'))R[k].classList.toggle('anc',anc);}"
+    "relabel(x0,w0,d0);reset.style.display=d0>0?'':'none';}\n"
     "function find(q){var re=null;if(q){try{re=new RegExp(q,'i');}catch(e){"
     "re=new RegExp(q.replace(/[.*+?^${}()|[\\]\\\\]/g,'\\\\$&'),'i');}}"
     "var sum=0,end=-1;"
-    "for(var i=0;i<frames.length;i++){var f=frames[i],hit=re!==null&&re.test(f.n);"
-    "f.g.classList.toggle('hit',hit);"
-    "if(hit&&f.x>=end-1e-12){sum+=f.w;end=f.x+f.w;}}"
+    "for(var i=0;i<n;i++){var hit=re!==null&&re.test(name(i))?1:0;"
+    "if(hit!==HIT[i]){HIT[i]=hit;R[i].classList.toggle('hit',hit===1);}"
+    "if(hit&&X[i]>=end-1e-12){sum+=WD[i];end=X[i]+WD[i];}}"
     "matched.textContent=re?'matched: '+(sum*100).toFixed(1)+'%%':'';return sum;}\n"
-    "function init(){status=document.getElementById('status');"
-    "matched=document.getElementById('matched');reset=document.getElementById('reset');"
-    "search=document.getElementById('search');"
-    "var gs=document.querySelectorAll('g.f');"
-    "for(var i=0;i<gs.length;i++){var g=gs[i];"
-    "var f={g:g,r:g.querySelector('rect'),t:g.querySelector('text'),"
-    "x:+g.getAttribute('data-x'),w:+g.getAttribute('data-w'),d:+g.getAttribute('data-d'),"
-    "n:g.getAttribute('data-n'),tip:g.querySelector('title').textContent};"
-    "g.__f=f;frames.push(f);}"
-    "var all=document.getElementById('frames');"
-    "all.addEventListener('mouseover',function(e){var g=e.target.closest('g.f');"
-    "if(g)status.textContent=g.__f.tip;});"
-    "all.addEventListener('mouseout',function(){status.textContent='';});"
-    "all.addEventListener('click',function(e){var g=e.target.closest('g.f');"
-    "if(g)zoom(g.__f);});"
-    "reset.addEventListener('click',function(){zoom(null);});"
-    "if(search){search.addEventListener('input',function(){find(search.value);});}"
-    "document.documentElement.__flame={zoom:function(i){zoom(i===null?null:frames[i]);},"
-    "find:find,frames:frames};}\n"
-    "if(document.readyState==='loading')"
-    "document.addEventListener('DOMContentLoaded',init);else init();\n";
+    "frames.addEventListener('mouseover',function(e){if(e.target.__i!==undefined)"
+    "statusLine.textContent=tip(e.target.__i);});\n"
+    "frames.addEventListener('mouseout',function(){statusLine.textContent='';});\n"
+    "frames.addEventListener('click',function(e){if(e.target.__i!==undefined)zoom(e.target.__i);});"
+    "\n"
+    "reset.addEventListener('click',function(){zoom(null);});\n"
+    "if(search)search.addEventListener('input',function(){find(search.value);});\n"
+    "document.documentElement.__flame={zoom:zoom,find:find,count:n,tip:tip,"
+    "zoomed:function(){return cur;}};\n"
+    "})();\n";
 
 static const char k_style[] =
     "text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px;fill:#000}\n"
-    "g.f{cursor:pointer}\n"
-    "g.f:hover rect{stroke:#000;stroke-width:0.5}\n"
-    "g.f.hit rect{fill:#e040e0}\n"
-    "g.f.anc rect{opacity:0.55}\n"
+    "#frames rect{cursor:pointer;stroke:#fafafa;stroke-width:0.5px;"
+    "vector-effect:non-scaling-stroke}\n"
+    "#frames rect:hover{stroke:#000}\n"
+    "#frames rect.hit{fill:#e040e0}\n"
+    "#frames rect.anc{opacity:0.55}\n"
+    "#labels{pointer-events:none}\n"
     "#title{font-size:16px}\n"
     "#reset{cursor:pointer;fill:#1a5fb4;text-decoration:underline}\n"
     "#search{width:240px;font:12px monospace}\n";
@@ -211,6 +252,7 @@ void ospprof_svg_flame(const ospprof_flame *fg, ospprof_out *w) {
     free(stack);
 
     int height = TOP_H + (int)(maxdepth + 1) * FRAME_H + BOTTOM_H;
+    double span = SVG_WIDTH - 2 * MARGIN;
     ospprof_buf_printf(b,
                        "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
                        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
@@ -220,9 +262,7 @@ void ospprof_svg_flame(const ospprof_flame *fg, ospprof_out *w) {
     xml_text(b, fg->title);
     ospprof_buf_puts(b, "</title>\n<style>\n");
     ospprof_buf_puts(b, k_style);
-    ospprof_buf_puts(b, "</style>\n<script type=\"text/javascript\"><![CDATA[\n");
-    ospprof_buf_printf(b, k_script, SVG_WIDTH, MARGIN, CHAR_W);
-    ospprof_buf_puts(b, "]]></script>\n");
+    ospprof_buf_puts(b, "</style>\n");
     ospprof_buf_printf(b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fafafa\"/>\n",
                        SVG_WIDTH, height);
     ospprof_buf_printf(b, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">",
@@ -241,44 +281,78 @@ void ospprof_svg_flame(const ospprof_flame *fg, ospprof_out *w) {
     ospprof_buf_printf(b, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"></text>\n",
                        SVG_WIDTH - MARGIN, height - 10);
     ospprof_buf_printf(b, "<text id=\"status\" x=\"%d\" y=\"%d\"></text>\n", MARGIN, height - 10);
-    ospprof_buf_puts(b, "<g id=\"frames\">\n");
-    ospprof_buf detail = {0};
-    double span = SVG_WIDTH - 2 * MARGIN;
+    /* the frames: geometry and colour only */
+    /* zoomed frames beyond the margins are clipped (the clip is outside the zoom transform) */
+    ospprof_buf_printf(b,
+                       "<clipPath id=\"frames-clip\"><rect x=\"%d\" y=\"0\" width=\"%d\" "
+                       "height=\"%d\"/></clipPath>\n<g clip-path=\"url(#frames-clip)\">"
+                       "<g id=\"frames\">\n",
+                       MARGIN, SVG_WIDTH - 2 * MARGIN, height);
+    for (size_t o = 0; o < norder; o++) {
+        uint32_t v = order[o];
+        double wf = total ? (double)fg->nodes[v].weight / (double)total : (v == 0 ? 1.0 : 0.0);
+        char color[8] = "#c8c8c8";
+        if (fg->color) fg->color(fg->ctx, v, color);
+        ospprof_buf_printf(b,
+                           "<rect x=\"%.4f\" y=\"%d\" width=\"%.4f\" height=\"%d\" fill=\"%s\"/>\n",
+                           MARGIN + x[v] * span, TOP_H + (int)(maxdepth - depth[v]) * FRAME_H,
+                           wf * span, FRAME_H, color);
+        ospprof_out_maybe_flush(w);
+    }
+    ospprof_buf_puts(b, "</g></g>\n<g id=\"labels\">\n");
+    for (size_t o = 0; o < norder; o++) {
+        uint32_t v = order[o];
+        double pw = total ? (double)fg->nodes[v].weight / (double)total * span : span;
+        if ((pw - 6.0) / CHAR_W < 3) continue;
+        ospprof_buf_printf(b, "<text x=\"%.2f\" y=\"%d\">", MARGIN + x[v] * span + 3,
+                           TOP_H + (int)(maxdepth - depth[v]) * FRAME_H + FRAME_H - 4);
+        box_label(b, fg->name(fg->ctx, v), pw);
+        ospprof_buf_puts(b, "</text>\n");
+        ospprof_out_maybe_flush(w);
+    }
+    ospprof_buf_puts(b, "</g>\n<script type=\"text/javascript\"><![CDATA[\n"
+                        "(function(){'use strict';\nvar D={names:[");
+    /* the table: [name, detail] once per distinct pair; per frame depth, name, samples, self */
+    ospprof_strtab pairs = {0};
+    uint32_t *pair_of = ospprof_xcalloc(norder ? norder : 1, sizeof *pair_of);
+    ospprof_buf key = {0}, detail = {0};
+    for (size_t o = 0; o < norder; o++) {
+        uint32_t v = order[o];
+        const char *name = fg->name(fg->ctx, v);
+        detail.n = 0;
+        if (fg->detail) fg->detail(fg->ctx, v, &detail);
+        key.n = 0;
+        ospprof_buf_puts(&key, name);
+        ospprof_buf_putc(&key, 0);
+        if (detail.n) ospprof_buf_put(&key, detail.p, detail.n);
+        size_t before = pairs.n;
+        pair_of[o] = ospprof_intern(&pairs, key.p, key.n);
+        if (pairs.n > before) {
+            if (before) ospprof_buf_putc(b, ',');
+            ospprof_buf_putc(b, '[');
+            js_str(b, name);
+            ospprof_buf_putc(b, ',');
+            js_str(b, detail.n ? detail.p : "");
+            ospprof_buf_putc(b, ']');
+            ospprof_out_maybe_flush(w);
+        }
+    }
+    ospprof_buf_puts(b, "],f:[");
     for (size_t o = 0; o < norder; o++) {
         uint32_t v = order[o];
         const ospprof_flame_node *nd = &fg->nodes[v];
-        double wf = total ? (double)nd->weight / (double)total : (v == 0 ? 1.0 : 0.0);
-        const char *name = fg->name(fg->ctx, v);
-        char color[8] = "#c8c8c8";
-        if (fg->color) fg->color(fg->ctx, v, color);
-        detail.n = 0;
-        if (fg->detail) fg->detail(fg->ctx, v, &detail);
-        double px = MARGIN + x[v] * span, pw = wf * span;
-        int y = TOP_H + (int)(maxdepth - depth[v]) * FRAME_H;
-        ospprof_buf_printf(b,
-                           "<g class=\"f\" data-x=\"%.9g\" data-w=\"%.9g\" data-d=\"%u\" data-n=\"",
-                           x[v], wf, depth[v]);
-        xml_text(b, name);
-        ospprof_buf_puts(b, "\"><title>");
-        xml_text(b, name);
-        if (detail.n) {
-            ospprof_buf_puts(b, " — ");
-            xml_text(b, detail.p);
-        }
-        ospprof_buf_printf(b, " — %" PRIu64 " sample%s, self %.1f%%, total %.1f%%</title>",
-                           nd->samples, nd->samples == 1 ? "" : "s",
-                           total ? (double)nd->self * 100.0 / (double)total : 0.0, wf * 100.0);
-        ospprof_buf_printf(b,
-                           "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
-                           "rx=\"2\"/><text x=\"%.2f\" y=\"%d\">",
-                           px, y, pw > 0.5 ? pw - 0.5 : 0.0, FRAME_H - 1, color, px + 3,
-                           y + FRAME_H - 4);
-        box_label(b, name, pw);
-        ospprof_buf_puts(b, "</text></g>\n");
+        uint64_t tenths = total ? (uint64_t)((double)nd->self * 1000.0 / (double)total + 0.5) : 0;
+        ospprof_buf_printf(b, "%s%u,%u,%" PRIu64 ",%" PRIu64, o ? "," : "", depth[v], pair_of[o],
+                           nd->samples, tenths);
         ospprof_out_maybe_flush(w);
     }
+    ospprof_buf_puts(b, "]};\n");
+    ospprof_buf_printf(b, k_script, SVG_WIDTH, MARGIN, CHAR_W, TOP_H, FRAME_H, (int)maxdepth);
+    ospprof_buf_puts(b, "]]></script>\n</svg>\n");
+    ospprof_strtab_free(&pairs);
+    ospprof_buf_free(&key);
     ospprof_buf_free(&detail);
-    ospprof_buf_puts(b, "</g>\n</svg>\n");
+    free(pair_of);
     free(x);
     free(depth);
     free(order);
