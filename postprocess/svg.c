@@ -134,64 +134,85 @@ static void js_str(ospprof_buf *b, const char *str) {
     ospprof_buf_putc(b, '"');
 }
 
-/* The embedded script. The frames' rects are the children of #frames in depth-first order;
- * D.f holds four numbers per frame (depth, index into D.names, samples, self in tenths of a
- * percent) and D.names [name, detail] pairs. Everything is inside one function, so no name
- * collides with a global of the window (such as `status`). */
+/* The embedded script. D.f holds five numbers per frame in depth-first order (depth, index
+ * into D.names, samples, self in tenths of a percent, weight in D.unit units of D.total);
+ * D.names holds [name, detail] pairs. Positions are recomputed from the weights (siblings in
+ * order from their parent's x), exactly as the C side laid them out. The frames are drawn as
+ * one <path> per colour; hover, hits and dimmed ancestors are overlays in the same zoomed
+ * group, and the frame under the pointer is found by a binary search in its row. Everything
+ * is inside one function, so no name collides with a global of the window (`status`). */
 static const char k_script[] =
     "var W=%d,M=%d,CW=%.1f,TOP=%d,FH=%d,MAXD=%d,SPAN=W-2*M,NS='http://www.w3.org/2000/svg';\n"
-    "var frames=document.getElementById('frames'),labels=document.getElementById('labels'),"
+    "var svg=document.documentElement,frames=document.getElementById('frames'),"
+    "labels=document.getElementById('labels'),hover=document.getElementById('hover'),"
+    "hits=document.getElementById('hits'),anc=document.getElementById('anc'),"
     "statusLine=document.getElementById('status'),matched=document.getElementById('matched'),"
     "reset=document.getElementById('reset'),search=document.getElementById('search');\n"
-    "var R=frames.children,n=R.length,X=new Float64Array(n),WD=new Float64Array(n),"
-    "DP=new Int32Array(n),HIT=new Uint8Array(n),cur=-1;\n"
-    "for(var i=0;i<n;i++){var r=R[i];X[i]=(+r.getAttribute('x')-M)/SPAN;"
-    "WD[i]=+r.getAttribute('width')/SPAN;DP[i]=D.f[4*i];r.__i=i;}\n"
-    "function name(i){return D.names[D.f[4*i+1]][0];}\n"
-    "function tip(i){var nm=D.names[D.f[4*i+1]],s=D.f[4*i+2];"
+    "var n=D.f.length/5,X=new Float64Array(n),WD=new Float64Array(n),DP=new Int32Array(n),"
+    "LV=[],next=[],cur=null,x0=0,w0=1,d0=0;\n"
+    "for(var i=0;i<n;i++){var d=D.f[5*i],w=D.f[5*i+4],x=d===0?0:next[d];next[d]=x+w;"
+    "next[d+1]=x;X[i]=x/D.total;WD[i]=w/D.total;DP[i]=d;(LV[d]||(LV[d]=[])).push(i);}\n"
+    "function name(i){return D.names[D.f[5*i+1]][0];}\n"
+    "function tip(i){var nm=D.names[D.f[5*i+1]],s=D.f[5*i+2];"
     "return nm[0]+(nm[1]?' \\u2014 '+nm[1]:'')+' \\u2014 '+s+' sample'+(s===1?'':'s')+"
-    "', self '+(D.f[4*i+3]/10).toFixed(1)+'%%, total '+(WD[i]*100).toFixed(1)+'%%';}\n"
+    "', self '+(D.f[5*i+3]/10).toFixed(1)+'%%, total '+(WD[i]*100).toFixed(1)+'%%';}\n"
+    "var RS=new Array(n);\n"
+    "function rect(i){if(RS[i])return RS[i];var x=M+X[i]*SPAN,y=TOP+(MAXD-DP[i])*FH,w=WD[i]*SPAN;"
+    "return RS[i]='M'+x.toFixed(4)+' '+y+'h'+w.toFixed(4)+'v'+FH+'h'+(-w).toFixed(4)+'z';}\n"
     "function fit(s,px){var room=Math.floor((px-6)/CW);if(room<3)return '';"
     "var c=Array.from(s);return c.length<=room?s:c.slice(0,room-2).join('')+'..';}\n"
-    "function relabel(x0,w0,d0){while(labels.firstChild)labels.removeChild(labels.firstChild);"
+    "function isAnc(i){return DP[i]<d0&&X[i]<=x0+1e-12&&X[i]+WD[i]>=x0+w0-1e-12;}\n"
+    "function relabel(){while(labels.firstChild)labels.removeChild(labels.firstChild);"
     "var min=(3*CW+6)/SPAN*w0;"
     "for(var i=0;i<n;i++){if(WD[i]<min)continue;var x,w;"
-    "if(DP[i]<d0){if(!(X[i]<=x0+1e-12&&X[i]+WD[i]>=x0+w0-1e-12))continue;x=0;w=1;}"
+    "if(DP[i]<d0){if(!isAnc(i))continue;x=0;w=1;}"
     "else{if(X[i]<x0-1e-12||X[i]+WD[i]>x0+w0+1e-12)continue;x=(X[i]-x0)/w0;w=WD[i]/w0;}"
     "var t=document.createElementNS(NS,'text');t.setAttribute('x',(M+x*SPAN+3).toFixed(2));"
     "t.setAttribute('y',TOP+(MAXD-DP[i])*FH+FH-4);t.textContent=fit(name(i),w*SPAN);"
     "labels.appendChild(t);}}\n"
-    "function zoom(i){var x0=0,w0=1,d0=0;if(i!==null&&i>0){x0=X[i];w0=WD[i]||1;d0=DP[i];}"
-    "cur=i;var a=1/w0,b=M-a*(M+x0*SPAN);"
+    "function zoom(i){cur=i;x0=0;w0=1;d0=0;if(i!==null&&i>0){x0=X[i];w0=WD[i]||1;d0=DP[i];}"
+    "var a=1/w0,b=M-a*(M+x0*SPAN);"
     "frames.setAttribute('transform','matrix('+a+' 0 0 1 '+b+' 0)');"
-    "for(var k=0;k<n;k++){var anc=DP[k]<d0&&X[k]<=x0+1e-12&&X[k]+WD[k]>=x0+w0-1e-12;"
-    "if(anc!==R[k].classList.contains('anc'))R[k].classList.toggle('anc',anc);}"
-    "relabel(x0,w0,d0);reset.style.display=d0>0?'':'none';}\n"
+    "var p=[];for(var k=0;k<n;k++)if(isAnc(k))p.push(rect(k));"
+    "anc.setAttribute('d',p.join(''));hover.style.display='none';"
+    "relabel();reset.style.display=d0>0?'':'none';}\n"
     "function find(q){var re=null;if(q){try{re=new RegExp(q,'i');}catch(e){"
     "re=new RegExp(q.replace(/[.*+?^${}()|[\\]\\\\]/g,'\\\\$&'),'i');}}"
-    "var sum=0,end=-1;"
-    "for(var i=0;i<n;i++){var hit=re!==null&&re.test(name(i))?1:0;"
-    "if(hit!==HIT[i]){HIT[i]=hit;R[i].classList.toggle('hit',hit===1);}"
-    "if(hit&&X[i]>=end-1e-12){sum+=WD[i];end=X[i]+WD[i];}}"
+    "var sum=0,end=-1,p=[];"
+    "for(var i=0;i<n;i++){if(re===null||!re.test(name(i)))continue;p.push(rect(i));"
+    "if(X[i]>=end-1e-12){sum+=WD[i];end=X[i]+WD[i];}}"
+    "hits.setAttribute('d',p.join(''));"
     "matched.textContent=re?'matched: '+(sum*100).toFixed(1)+'%%':'';return sum;}\n"
-    "frames.addEventListener('mouseover',function(e){if(e.target.__i!==undefined)"
-    "statusLine.textContent=tip(e.target.__i);});\n"
-    "frames.addEventListener('mouseout',function(){statusLine.textContent='';});\n"
-    "frames.addEventListener('click',function(e){if(e.target.__i!==undefined)zoom(e.target.__i);});"
-    "\n"
+    "function hit(px,py){var d=MAXD-Math.floor((py-TOP)/FH);if(py<TOP||d<0||!LV[d])return -1;"
+    "var fx=x0+(px-M)/SPAN*w0;if(px<M||px>W-M)return -1;var L=LV[d],lo=0,hi=L.length-1,at=-1;"
+    "while(lo<=hi){var mid=(lo+hi)>>1;if(X[L[mid]]<=fx){at=mid;lo=mid+1;}else hi=mid-1;}"
+    "if(at<0)return -1;var i=L[at];if(fx>=X[i]+WD[i])return -1;"
+    "if(d<d0&&!isAnc(i))return -1;return i;}\n"
+    "function point(e){var p=svg.createSVGPoint();p.x=e.clientX;p.y=e.clientY;"
+    "return p.matrixTransform(svg.getScreenCTM().inverse());}\n"
+    "function show(i){if(i<0){hover.style.display='none';statusLine.textContent='';return;}"
+    "hover.setAttribute('x',(M+X[i]*SPAN).toFixed(4));"
+    "hover.setAttribute('y',TOP+(MAXD-DP[i])*FH);"
+    "hover.setAttribute('width',(WD[i]*SPAN).toFixed(4));hover.style.display='';"
+    "statusLine.textContent=tip(i);}\n"
+    "svg.addEventListener('mousemove',function(e){var p=point(e);show(hit(p.x,p.y));});\n"
+    "svg.addEventListener('mouseleave',function(){show(-1);});\n"
+    "svg.addEventListener('click',function(e){if(e.target===reset||e.target===search)return;"
+    "var p=point(e),i=hit(p.x,p.y);if(i>=0)zoom(i);});\n"
     "reset.addEventListener('click',function(){zoom(null);});\n"
     "if(search)search.addEventListener('input',function(){find(search.value);});\n"
-    "document.documentElement.__flame={zoom:zoom,find:find,count:n,tip:tip,"
+    "svg.__flame={zoom:zoom,find:find,count:n,tip:tip,hit:hit,"
+    "box:function(i){show(i);var r=hover.getBoundingClientRect();return {x:r.x,w:r.width};},"
     "zoomed:function(){return cur;}};\n"
     "})();\n";
 
 static const char k_style[] =
     "text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px;fill:#000}\n"
-    "#frames rect{cursor:pointer;stroke:#fafafa;stroke-width:0.5px;"
-    "vector-effect:non-scaling-stroke}\n"
-    "#frames rect:hover{stroke:#000}\n"
-    "#frames rect.hit{fill:#e040e0}\n"
-    "#frames rect.anc{opacity:0.55}\n"
+    "#frames path,#frames rect{stroke-width:0.5px;vector-effect:non-scaling-stroke}\n"
+    "#frames path.f{stroke:#fafafa;cursor:pointer}\n"
+    "#hits{fill:#e040e0;stroke:#fafafa}\n"
+    "#anc{fill:#fafafa;fill-opacity:0.45;stroke:none}\n"
+    "#hover{fill:none;stroke:#000;pointer-events:none}\n"
     "#labels{pointer-events:none}\n"
     "#title{font-size:16px}\n"
     "#reset{cursor:pointer;fill:#1a5fb4;text-decoration:underline}\n"
@@ -281,25 +302,49 @@ void ospprof_svg_flame(const ospprof_flame *fg, ospprof_out *w) {
     ospprof_buf_printf(b, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"></text>\n",
                        SVG_WIDTH - MARGIN, height - 10);
     ospprof_buf_printf(b, "<text id=\"status\" x=\"%d\" y=\"%d\"></text>\n", MARGIN, height - 10);
-    /* the frames: geometry and colour only */
-    /* zoomed frames beyond the margins are clipped (the clip is outside the zoom transform) */
+    /* the frames: one path per colour, each frame a closed rectangle subpath */
+    ospprof_strtab palette = {0};
+    uint32_t *color_of = ospprof_xcalloc(norder ? norder : 1, sizeof *color_of);
+    for (size_t o = 0; o < norder; o++) {
+        char color[8] = "#c8c8c8";
+        if (fg->color) fg->color(fg->ctx, order[o], color);
+        color_of[o] = ospprof_intern(&palette, color, strlen(color));
+    }
+    uint32_t *by_color = ospprof_xcalloc(palette.n + 1, sizeof *by_color);
+    for (size_t o = 0; o < norder; o++) by_color[color_of[o] + 1]++;
+    for (size_t c = 0; c < palette.n; c++) by_color[c + 1] += by_color[c];
+    uint32_t *grouped = ospprof_xcalloc(norder ? norder : 1, sizeof *grouped);
+    uint32_t *pos = ospprof_xcalloc(palette.n + 1, sizeof *pos);
+    memcpy(pos, by_color, (palette.n + 1) * sizeof *pos);
+    for (size_t o = 0; o < norder; o++) grouped[pos[color_of[o]]++] = (uint32_t)o;
+    free(pos);
     ospprof_buf_printf(b,
                        "<clipPath id=\"frames-clip\"><rect x=\"%d\" y=\"0\" width=\"%d\" "
                        "height=\"%d\"/></clipPath>\n<g clip-path=\"url(#frames-clip)\">"
                        "<g id=\"frames\">\n",
                        MARGIN, SVG_WIDTH - 2 * MARGIN, height);
-    for (size_t o = 0; o < norder; o++) {
-        uint32_t v = order[o];
-        double wf = total ? (double)fg->nodes[v].weight / (double)total : (v == 0 ? 1.0 : 0.0);
-        char color[8] = "#c8c8c8";
-        if (fg->color) fg->color(fg->ctx, v, color);
-        ospprof_buf_printf(b,
-                           "<rect x=\"%.4f\" y=\"%d\" width=\"%.4f\" height=\"%d\" fill=\"%s\"/>\n",
-                           MARGIN + x[v] * span, TOP_H + (int)(maxdepth - depth[v]) * FRAME_H,
-                           wf * span, FRAME_H, color);
-        ospprof_out_maybe_flush(w);
+    for (size_t c = 0; c < palette.n; c++) {
+        ospprof_buf_printf(b, "<path class=\"f\" fill=\"%s\" d=\"", palette.str[c]);
+        for (uint32_t k = by_color[c]; k < by_color[c + 1]; k++) {
+            size_t o = grouped[k];
+            uint32_t v = order[o];
+            double px = MARGIN + x[v] * span;
+            double pw = total ? (double)fg->nodes[v].weight / (double)total * span : span;
+            ospprof_buf_printf(b, "M%.4f %dh%.4fv%dh%.4fz", px,
+                               TOP_H + (int)(maxdepth - depth[v]) * FRAME_H, pw, FRAME_H, -pw);
+            ospprof_out_maybe_flush(w);
+        }
+        ospprof_buf_puts(b, "\"/>\n");
     }
-    ospprof_buf_puts(b, "</g></g>\n<g id=\"labels\">\n");
+    free(grouped);
+    free(by_color);
+    free(color_of);
+    ospprof_strtab_free(&palette);
+    ospprof_buf_printf(b,
+                       "<path id=\"anc\" d=\"\"/><path id=\"hits\" d=\"\"/>"
+                       "<rect id=\"hover\" x=\"0\" y=\"0\" width=\"0\" height=\"%d\" "
+                       "style=\"display:none\"/>\n</g></g>\n<g id=\"labels\">\n",
+                       FRAME_H);
     for (size_t o = 0; o < norder; o++) {
         uint32_t v = order[o];
         double pw = total ? (double)fg->nodes[v].weight / (double)total * span : span;
@@ -312,7 +357,11 @@ void ospprof_svg_flame(const ospprof_flame *fg, ospprof_out *w) {
     }
     ospprof_buf_puts(b, "</g>\n<script type=\"text/javascript\"><![CDATA[\n"
                         "(function(){'use strict';\nvar D={names:[");
-    /* the table: [name, detail] once per distinct pair; per frame depth, name, samples, self */
+    /* the table: [name, detail] once per distinct pair; per frame depth, name, samples, self,
+     * weight (integers: exact sums in JavaScript up to 2^53, so weights are scaled down by a
+     * power of two when the total is larger) */
+    int shift = 0;
+    while (shift < 63 && (total >> shift) > ((uint64_t)1 << 52)) shift++;
     ospprof_strtab pairs = {0};
     uint32_t *pair_of = ospprof_xcalloc(norder ? norder : 1, sizeof *pair_of);
     ospprof_buf key = {0}, detail = {0};
@@ -337,13 +386,16 @@ void ospprof_svg_flame(const ospprof_flame *fg, ospprof_out *w) {
             ospprof_out_maybe_flush(w);
         }
     }
-    ospprof_buf_puts(b, "],f:[");
+    /* the root's weight is the sum of its drawn and undrawn children; x offsets are exact
+     * sums of the scaled weights, as in the layout above */
+    ospprof_buf_printf(b, "],total:%" PRIu64 ",f:[", total ? total >> shift : 1);
     for (size_t o = 0; o < norder; o++) {
         uint32_t v = order[o];
         const ospprof_flame_node *nd = &fg->nodes[v];
         uint64_t tenths = total ? (uint64_t)((double)nd->self * 1000.0 / (double)total + 0.5) : 0;
-        ospprof_buf_printf(b, "%s%u,%u,%" PRIu64 ",%" PRIu64, o ? "," : "", depth[v], pair_of[o],
-                           nd->samples, tenths);
+        ospprof_buf_printf(b, "%s%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64, o ? "," : "", depth[v],
+                           pair_of[o], nd->samples, tenths,
+                           total ? nd->weight >> shift : (uint64_t)(v == 0));
         ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "]};\n");
