@@ -570,6 +570,42 @@ static void test_report_revision2(void **st) {
     free(dir);
 }
 
+/* C++ (and Rust) linkage names are demangled by LLVM's demangler, a PLT suffix kept; plain
+ * C names and names that only look mangled stay as they are (docs/spec/profiler.md §(l.6)). */
+static void test_demangled_names(void **st) {
+    (void)st;
+    static const fake cxx_table[] = {
+        {4400,
+         {"_ZNSt6vectorIiSaIiEE9push_backERKi"},
+         {"/usr/include/c++/12/bits/stl_vector.h"},
+         {1280},
+         1},
+        {4516, {"_Znwm@plt"}, {NULL}, {0}, 1},
+        {8208, {"_ZN4core3fmt5write17h0123456789abcdefE"}, {NULL}, {0}, 1},
+        {4703, {"_Z_x_not_mangled"}, {NULL}, {0}, 1},
+        {0, {NULL}, {NULL}, {0}, 0},
+    };
+    char *raw = tu_slurp(GOLDEN_DIR "/demo.raw.json", NULL);
+    run r;
+    ospprof_profile *p = build(raw, cxx_table, "demo.cc", &r);
+    const char *want[] = {"std::vector<int, std::allocator<int>>::push_back(int const&)",
+                          "operator new(unsigned long)@plt", "core::fmt::write::h0123456789abcdef",
+                          "_Z_x_not_mangled"};
+    assert_int_equal(p->nframes, 5); /* and [demo] for 4418, which the table does not name */
+    for (size_t i = 0; i < 4; i++) {
+        bool found = false;
+        for (size_t f = 0; f < p->nframes; f++)
+            if (strcmp(p->strs.str[p->frames[f].name], want[i]) == 0) found = true;
+        if (!found) fail_msg("no frame %s", want[i]);
+    }
+    char *d = ospprof_demangle("main");
+    assert_null(d);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+    free(raw);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_running_example),     cmocka_unit_test(test_empty_profile),
@@ -577,7 +613,7 @@ int main(void) {
         cmocka_unit_test(test_json_numbers),        cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_spec_report_example), cmocka_unit_test(test_report_bars),
         cmocka_unit_test(test_color_decision),      cmocka_unit_test(test_svg),
-        cmocka_unit_test(test_report_revision2),
+        cmocka_unit_test(test_report_revision2),    cmocka_unit_test(test_demangled_names),
     };
     return cmocka_run_group_tests_name("postprocess_exports", tests, NULL, NULL);
 }
