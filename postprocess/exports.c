@@ -4,10 +4,11 @@
  * lines, `.folded` is on-CPU only; the SVG body is in svg_profile.c.
  *
  * Every file is produced in chunks through a buffer into a temporary file beside the
- * target and renamed into place (ospprof_out); ospprof_write_exports renames the five as a set. Object keys are written in ascending byte
- * order by hand. Per-stack text (speedscope index lists, folded bodies) is built once per
- * distinct stack and reused for every sample, so output cost is linear in samples plus
- * distinct stacks, and memory is linear in distinct stacks.
+ * target and renamed into place (ospprof_out); ospprof_write_exports renames the five as a
+ * set. Object keys are written in ascending byte order by hand. Per-stack text (speedscope
+ * index lists, folded bodies) is built once per distinct stack and reused for every sample,
+ * so output cost is linear in samples plus distinct stacks, and memory is linear in distinct
+ * stacks.
  */
 #include "internal.h"
 
@@ -15,9 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each export has a body writer (into an open ospprof_out) and a public function that
- * writes it alone; ospprof_write_exports writes the five as a set. */
-#define FLUSH(o) ospprof_out_maybe_flush(o)
+/* Each export has a body writer (into an open ospprof_out, flushed every megabyte) and a
+ * public function that writes it alone; ospprof_write_exports writes the five as a set. */
 
 static const char *S(const ospprof_profile *p, uint32_t id) {
     return p->strs.str[id];
@@ -97,14 +97,14 @@ static void speedscope_body(const ospprof_profile *cp, ospprof_out *w) {
                 uint32_t k = p->samples[ord[i]].stack;
                 stack_json(p, k);
                 ospprof_buf_put(b, p->stacks[k].ss_json, p->stacks[k].ss_len);
-                FLUSH(w);
+                ospprof_out_maybe_flush(w);
             }
             ospprof_buf_puts(b, "],\"startValue\":0,\"type\":\"sampled\",\"unit\":\"seconds\","
                                 "\"weights\":[");
             for (size_t i = st[r]; i < st[r + 1]; i++) {
                 if (i > st[r]) ospprof_buf_putc(b, ',');
                 ospprof_json_seconds(b, p->samples[ord[i]].weight_ns);
-                FLUSH(w);
+                ospprof_out_maybe_flush(w);
             }
             ospprof_buf_puts(b, "]}");
         }
@@ -119,7 +119,7 @@ static void speedscope_body(const ospprof_profile *cp, ospprof_out *w) {
         ospprof_buf_printf(b, ",\"line\":%" PRIu32 ",\"name\":", p->frames[f].line);
         ospprof_json_str(b, S(p, p->frames[f].name));
         ospprof_buf_putc(b, '}');
-        FLUSH(w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "]}}\n");
 }
@@ -280,13 +280,13 @@ static void cpuprofile_body(const ospprof_profile *p, ospprof_out *w) {
             ospprof_buf_putc(b, ']');
         }
         ospprof_buf_putc(b, '}');
-        FLUSH(w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "],\"samples\":[");
     for (size_t i = 0; i < n; i++) {
         if (i) ospprof_buf_putc(b, ',');
         ospprof_buf_u64(b, sample_node[i] + 1);
-        FLUSH(w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "],\"startTime\":0,\"timeDeltas\":[");
     uint64_t prev = 0;
@@ -295,7 +295,7 @@ static void cpuprofile_body(const ospprof_profile *p, ospprof_out *w) {
         if (i) ospprof_buf_putc(b, ',');
         ospprof_buf_u64(b, us - prev);
         prev = us;
-        FLUSH(w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "]}\n");
     free(keys);
@@ -385,7 +385,7 @@ static void folded_body(const ospprof_profile *p, ospprof_out *w) {
         ospprof_buf_put(b, lines[i].lab, lines[i].llen);
         ospprof_buf_put(b, lines[i].body, lines[i].blen);
         ospprof_buf_printf(b, " %" PRIu64 "\n", c);
-        FLUSH(w);
+        ospprof_out_maybe_flush(w);
         i = j;
     }
     free(lines);
@@ -411,7 +411,7 @@ static void summary_body(const ospprof_profile *p, ospprof_out *w) {
         ospprof_json_str(b, p->rows[r].label);
         ospprof_buf_printf(b, ",\"oncpuSamples\":%" PRIu64 ",\"samples\":%" PRIu64 "}",
                            p->rows[r].on_n, p->rows[r].n);
-        FLUSH(w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "],\"hotFunctions\":[");
     uint32_t *hf;
