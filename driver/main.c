@@ -41,6 +41,7 @@ typedef struct Options {
     bool run_flag;
     const char *postprocess; /* --postprocess <raw.json> */
     const char *binary;      /* --binary <exe> */
+    bool report_to_stdout;   /* --report-to-stdout: the report on stdout instead of stderr */
     char **prog_args;
     int nprog_args;
 } Options;
@@ -60,7 +61,10 @@ static void usage(FILE *out) {
           "  --profile      build at -O2 with DWARF line tables and frame pointers and run the\n"
           "                 program under the sampling profiler (implies --run)\n"
           "  --postprocess <raw.json> [--binary <exe>] [-o <out>]\n"
-          "                 turn a raw profile into the four exports and the report\n"
+          "                 turn a raw profile into the five exports and the report\n"
+          "  --report-to-stdout\n"
+          "                 print the profile report on stdout (default: stderr, so the\n"
+          "                 program's own output stays its own)\n"
           "  --help         show this help\n"
           "  --version      show the version\n"
           "\n"
@@ -104,6 +108,8 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->debug = true;
         } else if (strcmp(a, "--profile") == 0) {
             o->profile = true;
+        } else if (strcmp(a, "--report-to-stdout") == 0) {
+            o->report_to_stdout = true;
         } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
             if (strcmp(a, "--postprocess") == 0)
@@ -297,9 +303,6 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
     return 0;
 }
 
-static const char *const export_ext[4] = {".speedscope.json", ".cpuprofile", ".folded",
-                                          ".profile.json"};
-
 /* "<prefix><ext>" (malloc'd). */
 static char *export_path(const char *prefix, const char *ext) {
     size_t n = strlen(prefix) + strlen(ext) + 1;
@@ -311,18 +314,27 @@ static char *export_path(const char *prefix, const char *ext) {
 /* The first export of `prefix` that is the file `protect` (malloc'd), or NULL. */
 static char *export_clash(const char *prefix, const char *protect) {
     if (!protect) return NULL;
-    for (int i = 0; i < 4; i++) {
-        char *p = export_path(prefix, export_ext[i]);
+    for (int i = 0; i < OSPPROF_NEXPORTS; i++) {
+        char *p = export_path(prefix, ospprof_export_ext[i]);
         if (p && out_same_file(p, protect)) return p;
         free(p);
     }
     return NULL;
 }
 
-/* Write the report to stdout. Returns 0 or the errno of the failing write. */
-static int write_report(const char *text, size_t len) {
-    if (fflush(stdout) != 0) return errno ? errno : EIO;
-    return write_all(STDOUT_FILENO, text, len);
+/* Write the report to stdout or stderr (docs/spec/profiler.md §(l.7)). Returns 0 or the
+ * errno of the failing write. */
+static int write_report(bool to_stdout, const char *text, size_t len) {
+    FILE *f = to_stdout ? stdout : stderr;
+    if (fflush(f) != 0) return errno ? errno : EIO;
+    return write_all(to_stdout ? STDOUT_FILENO : STDERR_FILENO, text, len);
+}
+
+/* Colour and width of the report for the stream it goes to. */
+static void report_style(ospprof_options *po, bool to_stdout) {
+    FILE *f = to_stdout ? stdout : stderr;
+    po->color = ospprof_color_wanted(f);
+    po->columns = ospprof_terminal_columns(f);
 }
 
 /* Run the post-processor with the report captured in memory (written by the caller, so
@@ -339,14 +351,14 @@ static int postprocess_capture(ospprof_options *po, char **report, size_t *repor
 }
 
 /*
- * Post-processing (docs/spec/profiler.md §(e)–(i)): turn the raw profile into
- * <prefix>.{speedscope.json,cpuprofile,folded,profile.json} and print the report to
- * stdout. `prefix` is -o as written, or the source stem. A failure is one warning line
- * and never changes the exit status (nor does a closed stdout); the caller removes the
- * raw file and the scratch directory whatever happens.
+ * Post-processing (docs/spec/profiler.md §(e)–(i), §(l.6), §(l.7)): turn the raw profile into
+ * <prefix>.{speedscope.json,cpuprofile,folded,profile.json,svg} and print the report to
+ * stderr (stdout with `to_stdout`). `prefix` is -o as written, or the source stem. A failure
+ * is one warning line and never changes the exit status (nor does a closed stream); the
+ * caller removes the raw file and the scratch directory whatever happens.
  */
 static void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
-                            const char *prefix) {
+                            const char *prefix, bool to_stdout) {
     char *clash = export_clash(prefix, program);
     if (clash) {
         fprintf(stderr,
@@ -357,22 +369,20 @@ static void run_postprocess(const char *raw_path, const char *exe_path, const ch
         return;
     }
     fflush(stdout); /* the program's output (none of ours) comes first */
-    ospprof_options po = {.raw_path = raw_path,
-                          .binary = exe_path,
-                          .program = program,
-                          .output_prefix = prefix,
-                          .color = ospprof_color_wanted(stdout)};
+    ospprof_options po = {
+        .raw_path = raw_path, .binary = exe_path, .program = program, .output_prefix = prefix};
+    report_style(&po, to_stdout);
     char err[OSPPROF_ERR_MAX];
     char *report;
     size_t report_len;
     if (postprocess_capture(&po, &report, &report_len, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: warning: profile not processed: %s\n", err);
     } else {
-        int e = write_report(report, report_len);
+        int e = write_report(to_stdout, report, report_len);
         /* A closed pipe (`| head`) is the reader's choice: nothing to say. */
         if (e && e != EPIPE)
-            fprintf(stderr, "osprey: warning: cannot write the report to standard output: %s\n",
-                    strerror(e));
+            fprintf(stderr, "osprey: warning: cannot write the report to standard %s: %s\n",
+                    to_stdout ? "output" : "error", strerror(e));
     }
     free(report);
 }
@@ -421,10 +431,8 @@ static int postprocess_main(const Options *o) {
             return 2;
         }
     }
-    ospprof_options po = {.raw_path = o->postprocess,
-                          .binary = o->binary,
-                          .output_prefix = prefix,
-                          .color = ospprof_color_wanted(stdout)};
+    ospprof_options po = {.raw_path = o->postprocess, .binary = o->binary, .output_prefix = prefix};
+    report_style(&po, o->report_to_stdout);
     char err[OSPPROF_ERR_MAX];
     char *report;
     size_t report_len;
@@ -435,11 +443,12 @@ static int postprocess_main(const Options *o) {
         free(report);
         return 1;
     }
-    int e = write_report(report, report_len);
+    int e = write_report(o->report_to_stdout, report, report_len);
     free(report);
     if (e == EPIPE) die_by_signal(SIGPIPE); /* like any filter whose reader went away */
     if (e) {
-        fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
+        fprintf(stderr, "osprey: error: cannot write standard %s: %s\n",
+                o->report_to_stdout ? "output" : "error", strerror(e));
         return 1;
     }
     return 0;
@@ -474,7 +483,8 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
         env_free(env);
         if (status >= 0) {
             if (access(raw, F_OK) == 0) {
-                run_postprocess(raw, exe, o->input, o->output ? o->output : stem);
+                run_postprocess(raw, exe, o->input, o->output ? o->output : stem,
+                                o->report_to_stdout);
                 unlink(raw);
             } else {
                 fputs(
