@@ -1,3 +1,20 @@
+# Test registration helpers (included by the top CMakeLists.txt).
+#
+# Every ctest carries exactly one area label — runtime, postprocess, frontend, codegen,
+# driver or editor — plus "lit" for lit suites, "prof"/"tsan" for the profiler runtime's
+# tests (the ThreadSanitizer build runs `-L tsan`) and "no-sanitizer" for the few that
+# cannot run in a sanitizer build (`-LE no-sanitizer`). scripts/test.sh checks that no
+# test lacks an area label.
+
+# osprey_label_directory_tests(<label>): append <label> to every test registered so far
+# in the calling directory (call it last in that CMakeLists.txt).
+function(osprey_label_directory_tests label)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(t ${tests})
+    set_property(TEST ${t} APPEND PROPERTY LABELS ${label})
+  endforeach()
+endfunction()
+
 # osprey_add_lit_suite(): the one way a lit suite becomes a ctest.
 #
 #   osprey_add_lit_suite(<ctest name>
@@ -16,6 +33,7 @@
 
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
+# osprey_find_lit_tools(): sets OSPREY_LIT and OSPREY_FILECHECK (needs LLVM found).
 function(osprey_find_lit_tools)
   set(lit ${LLVM_TOOLS_BINARY_DIR}/../build/utils/lit/lit.py)
   foreach(tool lit FileCheck not)
