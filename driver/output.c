@@ -11,22 +11,14 @@
 #include <unistd.h>
 
 #include "process.h"
-
-static char *dup_str(const char *s) {
-    char *c = strdup(s);
-    if (!c) {
-        fputs("osprey: error: out of memory\n", stderr);
-        exit(1);
-    }
-    return c;
-}
+#include "xalloc.h"
 
 /* The directory part of `path` ("." when there is none), malloc'd. */
 static char *dir_of(const char *path) {
     const char *slash = strrchr(path, '/');
-    if (!slash) return dup_str(".");
-    if (slash == path) return dup_str("/");
-    char *d = dup_str(path);
+    if (!slash) return drv_xstrdup(".");
+    if (slash == path) return drv_xstrdup("/");
+    char *d = drv_xstrdup(path);
     d[slash - path] = 0;
     return d;
 }
@@ -57,7 +49,7 @@ int out_check(const char *given, out_target *t, char *msg, size_t msglen) {
     struct stat lst, st;
     if (lstat(given, &lst) != 0) {
         if (errno != ENOENT) return fail(msg, msglen, given, strerror(errno));
-        t->dest = dup_str(given);
+        t->dest = drv_xstrdup(given);
     } else {
         st = lst;
         if (S_ISLNK(lst.st_mode) && stat(given, &st) != 0) {
@@ -73,7 +65,7 @@ int out_check(const char *given, out_target *t, char *msg, size_t msglen) {
         if (S_ISBLK(st.st_mode)) return fail(msg, msglen, given, "it is a block device");
         if (!S_ISREG(st.st_mode))
             return fail(msg, msglen, given, "not a regular file, character device or FIFO");
-        t->dest = S_ISLNK(lst.st_mode) ? realpath(given, NULL) : dup_str(given);
+        t->dest = S_ISLNK(lst.st_mode) ? realpath(given, NULL) : drv_xstrdup(given);
         if (!t->dest) return fail(msg, msglen, given, strerror(errno));
     }
     /* The temporary goes beside the destination: that directory must take a new file. */
@@ -107,14 +99,12 @@ static char *canonical(const char *p) {
     char *dir = dir_of(p);
     char *rd = realpath(dir, NULL);
     free(dir);
-    if (!rd) return dup_str(p);
+    if (!rd) return drv_xstrdup(p);
     const char *slash = strrchr(p, '/');
     const char *base = slash ? slash + 1 : p;
-    size_t n = strlen(rd) + strlen(base) + 2;
-    char *c = malloc(n);
-    if (c) snprintf(c, n, "%s/%s", strcmp(rd, "/") == 0 ? "" : rd, base);
+    char *c = drv_xasprintf("%s/%s", strcmp(rd, "/") == 0 ? "" : rd, base);
     free(rd);
-    return c ? c : dup_str(p);
+    return c;
 }
 
 bool out_same_file(const char *a, const char *b) {
@@ -136,10 +126,7 @@ int out_write(const out_target *t, const void *data, size_t len, char *msg, size
         if (close(fd) != 0 && !e) e = errno;
         return e ? fail(msg, msglen, t->given, strerror(e)) : 0;
     }
-    size_t n = strlen(t->dest) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return fail(msg, msglen, t->given, strerror(ENOMEM));
-    snprintf(tmp, n, "%s.tmp.XXXXXX", t->dest);
+    char *tmp = drv_xasprintf("%s.tmp.XXXXXX", t->dest);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         int e = errno;
