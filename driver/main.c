@@ -29,6 +29,7 @@
 #include "ospprof.h"
 #include "output.h"
 #include "process.h"
+#include "xalloc.h"
 
 typedef enum Mode { MODE_DEFAULT, MODE_BUILD, MODE_RUN, MODE_EMIT_LLVM } Mode;
 
@@ -161,22 +162,19 @@ static int parse_args(int argc, char **argv, Options *o) {
 }
 
 static char *path_join(const char *a, const char *b) {
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", a, b);
-    return p;
+    return drv_xasprintf("%s/%s", a, b);
 }
 
 /* The source file's name without directory and last extension ("demo.osp" -> "demo"). */
 static char *source_stem(const char *path) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    char *s = strdup(base);
+    char *s = drv_xstrdup(base);
     char *dot = strrchr(s, '.');
     if (dot && dot != s) *dot = 0;
     if (!*s) {
         free(s);
-        s = strdup("a.out");
+        s = drv_xstrdup("a.out");
     }
     return s;
 }
@@ -214,23 +212,16 @@ static const char *link_compiler(void) {
 }
 
 /* The driver's environment with `name` set to `value` (any earlier `name=` removed).
- * Free with env_free. NULL when out of memory (the caller then uses its own). */
+ * Free with env_free. */
 static char **env_with(const char *name, const char *value) {
     extern char **environ;
     size_t n = 0, nl = strlen(name);
     while (environ[n]) n++;
-    char **env = calloc(n + 2, sizeof *env);
-    if (!env) return NULL;
+    char **env = drv_xcalloc(n + 2, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (!(strncmp(environ[i], name, nl) == 0 && environ[i][nl] == '=')) env[k++] = environ[i];
-    size_t len = nl + strlen(value) + 2;
-    env[k] = malloc(len);
-    if (!env[k]) {
-        free(env);
-        return NULL;
-    }
-    snprintf(env[k], len, "%s=%s", name, value);
+    env[k] = drv_xasprintf("%s=%s", name, value);
     env[k + 1] = NULL;
     return env;
 }
@@ -305,10 +296,7 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
 
 /* "<prefix><ext>" (malloc'd). */
 static char *export_path(const char *prefix, const char *ext) {
-    size_t n = strlen(prefix) + strlen(ext) + 1;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s%s", prefix, ext);
-    return p;
+    return drv_xasprintf("%s%s", prefix, ext);
 }
 
 /* The first export of `prefix` that is the file `protect` (malloc'd), or NULL. */
@@ -316,7 +304,7 @@ static char *export_clash(const char *prefix, const char *protect) {
     if (!protect) return NULL;
     for (int i = 0; i < OSPPROF_NEXPORTS; i++) {
         char *p = export_path(prefix, ospprof_export_ext[i]);
-        if (p && out_same_file(p, protect)) return p;
+        if (out_same_file(p, protect)) return p;
         free(p);
     }
     return NULL;
@@ -409,17 +397,16 @@ static int postprocess_main(const Options *o) {
     }
     char *prefix = NULL;
     if (o->output) {
-        prefix = strdup(o->output);
+        prefix = drv_xstrdup(o->output);
     } else {
         const char *slash = strrchr(o->postprocess, '/');
-        prefix = strdup(slash ? slash + 1 : o->postprocess);
-        size_t n = prefix ? strlen(prefix) : 0;
+        prefix = drv_xstrdup(slash ? slash + 1 : o->postprocess);
+        size_t n = strlen(prefix);
         if (n > 12 && strcmp(prefix + n - 12, ".osprof.json") == 0)
             prefix[n - 12] = 0;
         else if (n > 5 && strcmp(prefix + n - 5, ".json") == 0)
             prefix[n - 5] = 0;
     }
-    if (!prefix) return 1;
     const char *inputs[2][2] = {{o->postprocess, "raw profile"}, {o->binary, "binary"}};
     for (int i = 0; i < 2; i++) {
         char *clash = export_clash(prefix, inputs[i][0]);
@@ -463,8 +450,7 @@ static void report_signal(int sig) {
 }
 
 static int run_program(const Options *o, const char *exe, const char *scratch, const char *stem) {
-    char **argv = calloc((size_t)o->nprog_args + 2, sizeof *argv);
-    if (!argv) return 1;
+    char **argv = drv_xcalloc((size_t)o->nprog_args + 2, sizeof *argv);
     argv[0] = (char *)exe;
     for (int i = 0; i < o->nprog_args; i++) argv[i + 1] = o->prog_args[i];
     int status, sig = 0;
@@ -474,9 +460,7 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
     } else {
         char rnd[9];
         random_hex(rnd);
-        size_t len = strlen(scratch) + strlen(stem) + 64;
-        char *raw = malloc(len);
-        snprintf(raw, len, "%s/%s-%ld-%s.osprof.json", scratch, stem, (long)getpid(), rnd);
+        char *raw = drv_xasprintf("%s/%s-%ld-%s.osprof.json", scratch, stem, (long)getpid(), rnd);
         char **env = env_with("OSPREY_PROFILE", raw);
         status = proc_run(argv, env, PROC_PROGRAM, &sig);
         report_signal(sig);
@@ -597,10 +581,8 @@ static int compile_main(int argc, char **argv) {
         /* Run from the scratch directory; a device or FIFO destination gets a copy. */
         exe = path_join(scratch, stem);
     } else {
-        exe = strdup(out.dest);
-        size_t n = strlen(out.dest) + 32;
-        tmp_exe = malloc(n);
-        snprintf(tmp_exe, n, "%s.tmp.%ld", out.dest, (long)getpid());
+        exe = drv_xstrdup(out.dest);
+        tmp_exe = drv_xasprintf("%s.tmp.%ld", out.dest, (long)getpid());
         cleanup_temp(tmp_exe);
     }
     if (link_program(obj, tmp_exe ? tmp_exe : exe, scratch, o.profile) != 0) {
