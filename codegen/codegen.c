@@ -165,7 +165,16 @@ static LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef 
                           LLVMTypeRef *out_ty) {
     LLVMTypeRef ty = LLVMFunctionType(ret, params, (unsigned)n, 0);
     LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-    if (!f) f = LLVMAddFunction(g->mod, name, ty);
+    if (!f) {
+        f = LLVMAddFunction(g->mod, name, ty);
+        /* a C `bool` is an i1 that the caller and callee extend to a byte (x86-64 and
+         * AArch64 psABI): say so on the declaration, as clang does for osprey_rt.h */
+        unsigned kind = LLVMGetEnumAttributeKindForName("zeroext", 7);
+        LLVMAttributeRef za = LLVMCreateEnumAttribute(g->ctx, kind, 0);
+        if (ret == g->i1) LLVMAddAttributeAtIndex(f, LLVMAttributeReturnIndex, za);
+        for (int i = 0; i < n; i++)
+            if (params[i] == g->i1) LLVMAddAttributeAtIndex(f, (unsigned)i + 1, za);
+    }
     *out_ty = ty;
     return f;
 }
@@ -975,72 +984,13 @@ static void tap_check(CG *g, LLVMValueRef label, LLVMValueRef ok, LLVMValueRef e
     add_zeroext(g, c, 2, true);
 }
 
-/* ---- Tier 2 built-ins: direct runtime calls ----
- * Signature letters: i i64, p ptr, b i1 (C bool), r a Result in two words (osp_rres),
- * w a boxed word (the argument's value boxed), v void. "ret:args". */
-typedef struct RtBuiltin {
-    Builtin b;
-    const char *fn;
-    const char *sig;
-} RtBuiltin;
-
-static const RtBuiltin rt_builtins[] = {
-    {B_ABS, "osp_int_abs", "r:i"},
-    {B_CHECKED_ADD, "osp_checked_add", "r:ii"},
-    {B_CHECKED_SUB, "osp_checked_sub", "r:ii"},
-    {B_CHECKED_MUL, "osp_checked_mul", "r:ii"},
-    {B_INPUT, "osp_input", "p:"},
-    {B_RANDOM, "osp_random", "i:"},
-    {B_RANDOM_BELOW, "osp_random_below", "r:i"},
-    {B_CONTAINS, "osp_str_contains", "b:pp"},
-    {B_STARTS_WITH, "osp_str_starts_with", "b:pp"},
-    {B_ENDS_WITH, "osp_str_ends_with", "b:pp"},
-    {B_BYTE_LENGTH, "osp_str_length", "i:p"},
-    {B_TAKE, "osp_str_take", "p:pi"},
-    {B_DROP, "osp_str_drop", "p:pi"},
-    {B_JOIN, "osp_str_join", "p:pp"},
-    {B_LINES, "osp_str_lines", "p:p"},
-    {B_WORDS, "osp_str_words", "p:p"},
-    {B_UPPER, "osp_str_upper", "p:p"},
-    {B_LOWER, "osp_str_lower", "p:p"},
-    {B_TRIM, "osp_str_trim", "p:p"},
-    {B_TRIM_START, "osp_str_trim_start", "p:p"},
-    {B_TRIM_END, "osp_str_trim_end", "p:p"},
-    {B_REVERSE, "osp_str_reverse", "p:p"},
-    {B_INDEX_OF, "osp_str_index_of", "r:pp"},
-    {B_SUBSTRING, "osp_str_substring", "r:pii"},
-    {B_SPLIT, "osp_str_split", "r:pp"},
-    {B_REPLACE, "osp_str_replace", "r:ppp"},
-    {B_REPEAT, "osp_str_repeat", "r:pi"},
-    {B_PAD_START, "osp_str_pad_start", "r:pip"},
-    {B_PAD_END, "osp_str_pad_end", "r:pip"},
-    {B_PARSE_INT, "osp_str_parse_int", "r:p"},
-    {B_PARSE_FLOAT, "osp_str_parse_float", "r:p"},
-    {B_BYTE_AT, "osp_str_byte_at", "r:pi"},
-    {B_CODE_POINT_AT, "osp_str_code_point_at", "r:pi"},
-    {B_CODE_POINT_WIDTH, "osp_code_point_width", "r:i"},
-    {B_FROM_CODE_POINT, "osp_from_code_point", "r:i"},
-    {B_LIST_LENGTH, "osp_list_length", "i:p"},
-    {B_LIST_GET, "osp_list_get", "r:pi"},
-    {B_LIST_APPEND, "osp_list_append", "p:pw"},
-    {B_LIST_PREPEND, "osp_list_prepend", "p:pw"},
-    {B_LIST_CONCAT, "osp_list_concat", "p:pp"},
-    {B_LIST_REVERSE, "osp_list_reverse", "p:p"},
-    {B_MAP_NEW, "osp_map_empty", "p:"},
-    {B_MAP_GET, "osp_map_get", "r:pp"},
-    {B_MAP_SET, "osp_map_set", "p:ppw"},
-    {B_MAP_REMOVE, "osp_map_remove", "p:pp"},
-    {B_MAP_MERGE, "osp_map_merge", "p:pp"},
-    {B_MAP_CONTAINS, "osp_map_contains", "b:pp"},
-    {B_MAP_LENGTH, "osp_map_length", "i:p"},
-    {B_MAP_KEYS, "osp_map_keys", "p:p"},
-    {B_MAP_VALUES, "osp_map_values", "p:p"},
-    {B_CHANNEL, "osp_chan_new", "i:i"},
-    {B_FIBER_DONE, "osp_fiber_state", "i:i"},
-};
-
+/* ---- built-ins that are direct runtime calls ----
+ * builtins.def gives each one's runtime symbol and C ABI ("ret:args"; i i64, f double,
+ * p ptr, b i1 (C bool, zeroext), r a Result in two words (osp_rres), w a boxed word (the
+ * argument's value boxed), v void). */
 static LLVMTypeRef sig_llty(CG *g, char ch) {
     switch (ch) {
+    case 'f': return g->f64;
     case 'p': return g->ptr;
     case 'b': return g->i1;
     case 'r': return g->rest;
@@ -1064,10 +1014,10 @@ static LLVMValueRef call_sig(CG *g, const char *fn, const char *sig, LLVMValueRe
     return c;
 }
 
-static const RtBuiltin *rt_builtin(Builtin b) {
-    for (size_t i = 0; i < sizeof rt_builtins / sizeof *rt_builtins; i++)
-        if (rt_builtins[i].b == b) return &rt_builtins[i];
-    return NULL;
+/* The table row of `b` when it lowers to a direct runtime call, else NULL. */
+static const BuiltinInfo *rt_builtin(Builtin b) {
+    const BuiltinInfo *bi = builtin_info(b);
+    return bi->symbol && bi->abi ? bi : NULL;
 }
 
 static int64_t eq_kind(Type *t) {
@@ -1152,8 +1102,11 @@ static void tap_verdict(CG *g, LLVMValueRef v, Type *t) {
 /* A built-in applied to evaluated arguments (direct calls and built-ins used as values).
  * Returns NULL for built-ins that need their argument expressions. */
 static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) {
-    const RtBuiltin *rb = rt_builtin(b);
-    if (rb) return call_sig(g, rb->fn, rb->sig, v, t);
+    const BuiltinInfo *rb = rt_builtin(b);
+    if (rb) {
+        LLVMValueRef c = call_sig(g, rb->symbol, rb->abi, v, t);
+        return rb->abi[0] == 'v' ? unit_value(g) : c;
+    }
     switch (b) {
     case B_PRINT: print_line(g, render(g, v[0], t[0], false)); return unit_value(g);
     case B_TOSTRING: return render(g, v[0], t[0], false);
@@ -1170,60 +1123,20 @@ static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) 
                         (LLVMValueRef[]){v[0], v[1], ci64(g, eq_kind(t[1]))},
                         (Type *[]){NULL, t[1], NULL});
     case B_INTDIV: return gen_intdiv(g, v[0], v[1]);
-    case B_SLEEP: {
-        LLVMTypeRef p[1] = {g->i64};
-        call_rt(g, "osp_sleep_ms", g->voidt, p, v, 1);
-        return unit_value(g);
-    }
     case B_FIBER_YIELD: call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0); return v[0];
     case B_TOFLOAT: return LLVMBuildSIToFP(g->b, v[0], g->f64, "");
     default: return NULL;
     }
 }
 
+/* A call of built-in `b`: the ones that need their argument expressions (callbacks, test
+ * bodies, assertion lists) here, every other one through builtin_values. */
 static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
     Expr **args = e->u.call.args;
-    if (rt_builtin(b) || b == B_PRINT || b == B_TOSTRING || b == B_LENGTH || b == B_IS_EMPTY ||
-        b == B_LIST || b == B_LIST_CONTAINS || b == B_INTDIV || b == B_SLEEP ||
-        b == B_FIBER_YIELD || b == B_TOFLOAT) {
-        int n = e->u.call.nargs;
-        LLVMValueRef vals[8];
-        Type *types[8];
-        for (int i = 0; i < n && i < 8; i++) {
-            vals[i] = gen(g, args[i]);
-            types[i] = ety(g, args[i]);
-        }
-        return builtin_values(g, b, vals, types);
-    }
     switch (b) {
     case B_FOREACH_LIST: return gen_foreach_list(g, e);
-    case B_PRINT: {
-        LLVMValueRef v = gen(g, args[0]);
-        print_line(g, render(g, v, ety(g, args[0]), false));
-        return unit_value(g);
-    }
-    case B_TOSTRING: {
-        LLVMValueRef v = gen(g, args[0]);
-        return render(g, v, ety(g, args[0]), false);
-    }
-    case B_INTDIV: {
-        LLVMValueRef a = gen(g, args[0]);
-        return gen_intdiv(g, a, gen(g, args[1]));
-    }
     case B_FOREACH: return gen_loop(g, e, false);
     case B_FOLD: return gen_loop(g, e, true);
-    case B_SLEEP: {
-        LLVMTypeRef p[1] = {g->i64};
-        LLVMValueRef a[1] = {gen(g, args[0])};
-        call_rt(g, "osp_sleep_ms", g->voidt, p, a, 1);
-        return unit_value(g);
-    }
-    case B_FIBER_YIELD: {
-        LLVMValueRef v = gen(g, args[0]);
-        call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0);
-        return v;
-    }
-    case B_TOFLOAT: return LLVMBuildSIToFP(g->b, gen(g, args[0]), g->f64, "");
     case B_TEST: {
         LLVMValueRef name = gen(g, args[0]);
         Callee body = callee_of(g, args[1]);
@@ -1276,7 +1189,19 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         }
         return unit_value(g);
     }
-    default: internal_error(g, "built-in used outside a pipeline"); return unit_value(g);
+    default: {
+        int n = e->u.call.nargs;
+        LLVMValueRef vals[8];
+        Type *types[8];
+        if (n > 8) internal_error(g, "built-in with more than 8 arguments");
+        for (int i = 0; i < n && i < 8; i++) {
+            vals[i] = gen(g, args[i]);
+            types[i] = ety(g, args[i]);
+        }
+        LLVMValueRef r = builtin_values(g, b, vals, types);
+        if (!r) internal_error(g, "built-in used outside a pipeline");
+        return r ? r : unit_value(g);
+    }
     }
 }
 

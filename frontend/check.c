@@ -908,69 +908,10 @@ static Type *sig_type(Checker *c, SigParse *sp) {
     }
 }
 
+/* The checker's signature of `b` in the notation above (builtins.def's TYPE column), or NULL
+ * when the call is typed by hand in check_builtin_call. */
 static const char *builtin_sig(Builtin b) {
-    switch (b) {
-    case B_INTDIV: return "i,i>Ei";
-    case B_SLEEP: return "i>u";
-    case B_FIBER_YIELD: return "i>i";
-    case B_TOFLOAT: return "i>f";
-    case B_ABS: return "i>Ni";
-    case B_CHECKED_ADD:
-    case B_CHECKED_SUB:
-    case B_CHECKED_MUL: return "i,i>Ei";
-    case B_INPUT: return ">s";
-    case B_RANDOM: return ">i";
-    case B_RANDOM_BELOW: return "i>Ei";
-    case B_CONTAINS:
-    case B_STARTS_WITH:
-    case B_ENDS_WITH: return "s,s>b";
-    case B_BYTE_LENGTH: return "s>i";
-    case B_TAKE:
-    case B_DROP: return "s,i>s";
-    case B_JOIN: return "Ls,s>s";
-    case B_LINES:
-    case B_WORDS: return "s>Ls";
-    case B_UPPER:
-    case B_LOWER:
-    case B_TRIM:
-    case B_TRIM_START:
-    case B_TRIM_END:
-    case B_REVERSE: return "s>s";
-    case B_INDEX_OF: return "s,s>Ei";
-    case B_SUBSTRING: return "s,i,i>Es";
-    case B_SPLIT: return "s,s>ELs";
-    case B_REPLACE: return "s,s,s>Es";
-    case B_REPEAT: return "s,i>Es";
-    case B_PAD_START:
-    case B_PAD_END: return "s,i,s>Es";
-    case B_PARSE_INT: return "s>Ei";
-    case B_PARSE_FLOAT: return "s>Ef";
-    case B_BYTE_AT:
-    case B_CODE_POINT_AT: return "s,i>Ei";
-    case B_CODE_POINT_WIDTH: return "i>Ei";
-    case B_FROM_CODE_POINT: return "i>Es";
-    case B_LIST: return ">La";
-    case B_LIST_LENGTH: return "La>i";
-    case B_LIST_GET: return "La,i>Ea";
-    case B_LIST_APPEND:
-    case B_LIST_PREPEND: return "La,a>La";
-    case B_LIST_CONCAT: return "La,La>La";
-    case B_LIST_REVERSE: return "La>La";
-    case B_LIST_CONTAINS: return "La,a>b";
-    case B_FOREACH_LIST: return "La,(a>c)>u";
-    case B_MAP_NEW: return ">Ma";
-    case B_MAP_GET: return "Ma,s>Ea";
-    case B_MAP_SET: return "Ma,s,a>Ma";
-    case B_MAP_REMOVE: return "Ma,s>Ma";
-    case B_MAP_MERGE: return "Ma,Ma>Ma";
-    case B_MAP_CONTAINS: return "Ma,s>b";
-    case B_MAP_LENGTH: return "Ma>i";
-    case B_MAP_KEYS: return "Ma>Ls";
-    case B_MAP_VALUES: return "Ma>La";
-    case B_CHANNEL: return "i>Ca";
-
-    default: return NULL;
-    }
+    return builtin_info(b)->type;
 }
 
 /* The function type of a table-driven built-in (fresh variables). */
@@ -1034,12 +975,11 @@ static Type *check_ident(Checker *c, Expr *e) {
             return ty_fn(tc, 1, &a, s->builtin == B_PRINT ? tc->t_unit : tc->t_string);
         }
         if (s->builtin == B_LENGTH || s->builtin == B_IS_EMPTY) {
-            Type *a = ty_var(tc);
-            add_constraint_named(c, C_SIZED, OP_ADD, a, NULL, NULL, e->pos, NULL,
-                                 builtin_name(s->builtin));
-            return ty_fn(tc, 1, &a, s->builtin == B_LENGTH ? tc->t_int : tc->t_bool);
+            /* docs/spec/language.md §16.3: overloaded built-ins are not values */
+            error(c, e->pos, "`%s` cannot be used as a value; wrap it in a lambda", s->name);
+            return tc->t_poison;
         }
-        if (builtin_sig(s->builtin) && s->builtin != B_FOREACH_LIST)
+        if ((builtin_info(s->builtin)->flags & BF_VALUE) && builtin_sig(s->builtin))
             return builtin_type(c, s->builtin);
         error(c, e->pos,
               "built-in `%s` can only be called here, not used as a value (wrap it in a lambda: "
@@ -1051,19 +991,7 @@ static Type *check_ident(Checker *c, Expr *e) {
 }
 
 static int builtin_arity(Builtin b) {
-    switch (b) {
-    case B_PRINT:
-    case B_TOSTRING:
-    case B_EXPECT_TRUE:
-    case B_EXPECT_FALSE:
-    case B_EXPECT_ALL:
-    case B_LENGTH:
-    case B_IS_EMPTY:
-    case B_FIBER_DONE: return 1;
-    case B_FOLD:
-    case B_CHECK: return 3;
-    default: return 2;
-    }
+    return builtin_info(b)->arity;
 }
 
 static Type *check_list_of_bools(Checker *c, Expr *list, const char *fname) {

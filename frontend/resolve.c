@@ -103,9 +103,8 @@ static Sym *lookup(Resolver *r, const char *name) {
     if (f) return f->sym;
     Sym *c = find_ctor(r, name);
     if (c) return c;
-    for (int b = 1; b < B_COUNT; b++)
-        if (strcmp(builtin_name((Builtin)b), name) == 0) return r->builtin_syms[b];
-    return NULL;
+    Builtin b = builtin_lookup(name);
+    return b != B_NONE ? r->builtin_syms[b] : NULL;
 }
 
 static void push_local(Resolver *r, Sym *s) {
