@@ -1552,9 +1552,16 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
         LLVMPositionBuilderAtEnd(g->b, ok);
         if (p->sym) {
             LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "");
-            bind(g, p->sym, BIND_VALUE)->v = p->kind == PAT_SUCCESS
-                                                 ? unbox(g, w, t->args[0])
-                                                 : LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+            LLVMValueRef bv;
+            if (p->kind == PAT_SUCCESS) {
+                bv = unbox(g, w, t->args[0]);
+            } else {
+                /* docs/spec/language.md §7: an Error without a message binds the text `Error` */
+                LLVMValueRef none = LLVMBuildICmp(g->b, LLVMIntEQ, w, ci64(g, 0), "");
+                bv = LLVMBuildSelect(g->b, none, cstr(g, "Error"),
+                                     LLVMBuildIntToPtr(g->b, w, g->ptr, ""), "message");
+            }
+            bind(g, p->sym, BIND_VALUE)->v = bv;
         }
         return false;
     }

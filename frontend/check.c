@@ -1032,14 +1032,10 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     Expr **args = e->u.call.args;
     int n = e->u.call.nargs;
     e->u.call.callee->type = tc->t_poison;
-    if (e->u.call.names) {
-        error(c, e->pos,
-              "named arguments are only supported for functions declared with `fn` (`%s` is a "
-              "built-in)",
-              builtin_name(b));
-        for (int i = 0; i < n; i++) check_expr(c, args[i]);
-        return tc->t_poison;
-    }
+    /* docs/spec/language.md §5.3: names given to a built-in are not checked; the arguments
+     * bind by position in the order written (and are evaluated in that order) */
+    e->u.call.names = NULL;
+    e->u.call.name_pos = NULL;
     Type *sigt = builtin_type(c, b);
     if (sigt) {
         Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n + 1));

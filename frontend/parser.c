@@ -443,16 +443,18 @@ static Pattern *parse_pattern(Parser *p) {
         if (is_result && kind(p) == P_LBRACE) {
             /* named payload: Success { value } / Error { message } */
             next(p);
+            /* docs/spec/language.md §7: one binder of any spelling (`value` and `message` are
+             * merely conventional) takes the payload or the message */
             pat->kind = is_err ? PAT_ERROR : PAT_SUCCESS;
-            const char *field = is_err ? "message" : "value";
-            Token *f = expect(p, T_IDENT, "naming the payload field");
-            if (strcmp(f->text, field) != 0)
-                fail(p, f->pos, "`%s` has no field `%s` (its payload field is `%s`)", t->text,
-                     f->text, field);
-            pat->name = f->text;
-            pat->name_pos = f->pos;
+            Token *f = expect(p, T_IDENT, "naming the binder");
+            if (strcmp(f->text, "_") != 0) {
+                pat->name = f->text;
+                pat->name_pos = f->pos;
+            }
             if (kind(p) == P_COLON)
                 fail(p, peek(p)->pos, "field renaming in patterns is not supported");
+            if (kind(p) == P_COMMA)
+                fail(p, peek(p)->pos, "`%s { ... }` binds exactly one name", t->text);
             expect(p, P_RBRACE, "to close the pattern");
             break;
         }
@@ -1045,9 +1047,23 @@ static Expr *parse_prefix(Parser *p) {
             e = float_literal(p, n, neg);
             e->pos = t->pos;
         } else {
-            e = expr_new(p->a, E_UNARY, t->pos);
-            e->u.un.op = neg ? UOP_NEG : UOP_PLUS;
-            e->u.un.e = parse_prefix(p);
+            Expr *x = parse_prefix(p);
+            if (x->kind == E_INT && (!neg || x->u.ival != INT64_MIN)) {
+                /* docs/spec/language.md §1.4: the fold is recursive and sees through
+                 * parentheses (`--1`, `-(1)`, `-(-1)`); only negating the minimum again
+                 * stays a checked negation */
+                e = x;
+                if (neg) e->u.ival = -e->u.ival;
+                e->pos = t->pos;
+            } else if (x->kind == E_FLOAT) {
+                e = x;
+                if (neg) e->u.fval = -e->u.fval;
+                e->pos = t->pos;
+            } else {
+                e = expr_new(p->a, E_UNARY, t->pos);
+                e->u.un.op = neg ? UOP_NEG : UOP_PLUS;
+                e->u.un.e = x;
+            }
         }
     } else if (t->kind == P_NOT) {
         next(p);
