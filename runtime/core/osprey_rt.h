@@ -247,9 +247,11 @@ bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind);
 /* ---- maps (§9.5) ---------------------------------------------------------------------------- */
 
 /*
- * An immutable map from strings (compared by bytes) to boxed words: a persistent treap
- * (path copying, priority = hash of the key), so set/get/remove are O(log n) and a map
- * shares structure with the maps it was made from. Keys iterate in byte order.
+ * An immutable map from strings (compared by bytes) to boxed words: a persistent hash array
+ * mapped trie over the keys' 32-bit FNV-1a hashes (path copying), so set/get/remove visit
+ * O(log32 n) nodes and a map shares structure with the maps it was made from. Keys iterate in
+ * the trie's depth-first order (docs/spec/language.md §9.5): by the hash's 5-bit chunks from
+ * the least significant end, equal hashes in insertion order among the keys present.
  */
 typedef struct osp_map osp_map;
 
@@ -261,7 +263,7 @@ osp_map *osp_map_remove(const osp_map *m, const char *key); /* mapRemove */
 osp_map *osp_map_merge(const osp_map *a, const osp_map *b); /* mapMerge, a + b: b wins */
 bool osp_map_contains(const osp_map *m, const char *key);   /* mapContains */
 int64_t osp_map_length(const osp_map *m);                   /* mapLength, length(m) */
-osp_list *osp_map_keys(const osp_map *m);                   /* keys, in byte order */
+osp_list *osp_map_keys(const osp_map *m);                   /* keys, in §9.5 order */
 osp_list *osp_map_values(const osp_map *m);                 /* values, same order */
 
 /* ---- strings (§9.3) --------------------------------------------------------------------------- */

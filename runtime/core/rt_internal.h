@@ -145,6 +145,12 @@ void osp_crash_thread_end(void);
 /* Whether osp_crash_init installs handlers in this build (!OSP_RT_SANITIZED; tests). */
 bool osp_crash_handlers_enabled(void);
 
+/* ---- maps (map.c) ------------------------------------------------------------------------- */
+
+/* The 32-bit FNV-1a hash of `key`'s bytes up to its NUL, the hash whose 5-bit chunks order a
+ * map's keys (docs/spec/language.md §9.5). Pure; async-signal-safe. */
+uint32_t osp_map_hash(const char *key);
+
 /* ---- handle ids shared by fibers and channels (docs/spec/language.md §11.1, §11.3) --------------- */
 
 enum { OSP_HANDLE_FIBER = 1, OSP_HANDLE_CHANNEL = 2 };
