@@ -1584,6 +1584,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
                 unbox(g, load_word(g, v, slot + 1, var->named ? var->fields[slot] : "payload"), ft);
             if (!gen_pattern(g, p->subs[i], fv, ft, fail)) always = false;
         }
+        if (p->typed && p->sym) bind(g, p->sym, BIND_VALUE)->v = v; /* `d: Variant` */
         return always;
     }
     case PAT_LIST: {

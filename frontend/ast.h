@@ -187,6 +187,8 @@ struct Pattern {
     Pos *field_pos;
     int *slots;       /* PAT_CTOR: payload slot of each sub-pattern (set by the checker) */
     bool named;       /* PAT_CTOR written with braces */
+    bool bare;        /* PAT_SUCCESS/ERROR written without braces or parentheses */
+    bool typed;       /* PAT_CTOR from a typed pattern `p: Variant` (binds the whole value) */
     bool has_args;    /* PAT_CTOR written with `(...)` or `{...}` */
     Variant *variant; /* PAT_CTOR: resolved constructor */
     bool has_rest;
@@ -410,8 +412,10 @@ struct Expr {
             Pos tpos; /* NULL: anonymous record */
             FieldInit *fields;
             int n;
-            TypeDecl *decl;   /* a declared record */
-            Variant *variant; /* a named-payload constructor */
+            TypeDecl *decl;          /* a declared record */
+            Variant *variant;        /* a named-payload constructor */
+            struct TypeExpr **targs; /* `Box<int> { ... }`: explicit type arguments, or NULL */
+            int ntargs;
         } record;
         struct {
             Expr *e;

@@ -1427,6 +1427,22 @@ static Type *check_record(Checker *c, Expr *e) {
         nf = v->nfields;
     }
     Type *named = fresh_named(c, td);
+    if (e->u.record.targs) {
+        /* docs/spec/language.md §3.3: stated type arguments constrain the fields like an
+         * annotation; their number must match the declaration */
+        if (e->u.record.ntargs != td->nparams) {
+            error(c, e->u.record.tpos, "`%s` takes %d type argument%s, got %d", td->name,
+                  td->nparams, td->nparams == 1 ? "" : "s", e->u.record.ntargs);
+        } else {
+            for (int i = 0; i < td->nparams; i++) {
+                Type *at = convert_type(c, e->u.record.targs[i]);
+                if (!ty_unify(tc, named->args[i], at))
+                    error(c, e->u.record.targs[i]->pos,
+                          "type argument %d of `%s` is `%s`, which does not fit `%s`", i + 1,
+                          td->name, show(c, at), show(c, named->args[i]));
+            }
+        }
+    }
     bool *seen = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
     for (int i = 0; i < n; i++) {
         Type *vt = check_expr(c, fs[i].value);
@@ -1638,6 +1654,32 @@ static bool irrefutable(Pattern *p) {
     return p->kind == PAT_WILD || p->kind == PAT_BIND;
 }
 
+/* The variant that the annotation of a typed pattern `p: T` names, if T is a plain name of a
+ * variant of the scrutinee's union (a scrutinee still unknown is unified with that union);
+ * NULL when T is meant as a type. */
+static Variant *typed_pattern_variant(Checker *c, TypeExpr *te, Type *st) {
+    if (te->kind != TE_NAME || te->nargs != 0) return NULL;
+    Type *s = ty_find(st);
+    if (s->kind == TY_NAMED) {
+        TypeDecl *td = s->decl;
+        if (td->kind != TD_UNION || strcmp(td->name, te->name) == 0) return NULL;
+        for (int k = 0; k < td->nvariants; k++)
+            if (strcmp(td->variants[k]->name, te->name) == 0) return td->variants[k];
+        return NULL;
+    }
+    if (s->kind != TY_VAR || s->rigid || find_tdecl(c, te->name)) return NULL;
+    for (int i = 0; i < c->prog->tdecls.len; i++) {
+        TypeDecl *td = c->prog->tdecls.items[i];
+        if (td->kind != TD_UNION) continue;
+        for (int k = 0; k < td->nvariants; k++)
+            if (strcmp(td->variants[k]->name, te->name) == 0) {
+                ty_unify(c->tc, s, fresh_named(c, td));
+                return td->variants[k];
+            }
+    }
+    return NULL;
+}
+
 /* Check pattern `p` against a value of type `st`, typing its binders. */
 static void check_pattern(Checker *c, Pattern *p, Type *st) {
     TypeCtx *tc = c->tc;
@@ -1648,6 +1690,18 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
     case PAT_UNSUPPORTED: return;
     case PAT_BIND:
         if (p->annot) {
+            /* docs/spec/language.md §7: `p: T` binds the whole value; T is the value's type or
+             * one of its union's variants (then the arm tests for that variant) */
+            Variant *v = typed_pattern_variant(c, p->annot, st);
+            if (v) {
+                if (p->sym) p->sym->type = st;
+                if (v->decl->nvariants > 1) {
+                    p->kind = PAT_CTOR;
+                    p->variant = v;
+                    p->typed = true;
+                }
+                return;
+            }
             Type *at = convert_type(c, p->annot);
             if (!ty_unify(tc, st, at))
                 error(c, p->pos, "the pattern's type `%s` does not match the value's type `%s`",
@@ -1674,6 +1728,18 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
     case PAT_SUCCESS:
     case PAT_ERROR: {
         Type *s = ty_find(st);
+        if (p->bare && s->kind == TY_NAMED && ((TypeDecl *)s->decl)->kind == TD_UNION) {
+            /* docs/spec/language.md §3.3: a bare `Success`/`Error` over a union that declares
+             * that nullary variant is the user's variant */
+            TypeDecl *td = s->decl;
+            for (int k = 0; k < td->nvariants; k++)
+                if (strcmp(td->variants[k]->name, p->kind == PAT_SUCCESS ? "Success" : "Error") ==
+                    0) {
+                    p->kind = PAT_CTOR;
+                    p->variant = td->variants[k];
+                    return;
+                }
+        }
         if (s->kind == TY_VAR && !s->rigid) {
             Type *err = ty_var(tc);
             err->hint = HINT_ERROR;
@@ -1768,6 +1834,7 @@ static Type *check_match(Checker *c, Expr *e) {
     Type *st = check_expr(c, e->u.match.scrut);
     Type *result = ty_var(tc);
     bool catchall = false, seen_true = false, seen_false = false, seen_ok = false, seen_err = false;
+    bool catchall_typed = false;
     bool result_set = false;
     TypeDecl *covered_decl = NULL;
     bool *covered = NULL;
@@ -1775,12 +1842,20 @@ static Type *check_match(Checker *c, Expr *e) {
     for (int i = 0; i < e->u.match.narms; i++) {
         MatchArm *arm = &e->u.match.arms[i];
         Pattern *p = arm->pat;
-        if (catchall)
+        if (catchall_typed && !catchall)
+            diag_warning(c->d, p->pos, "unreachable match arm");
+        else if (catchall)
             error(c, p->pos, "unreachable arm: an earlier arm already matches every value");
         check_pattern(c, p, st);
         switch (p->kind) {
-        case PAT_WILD:
-        case PAT_BIND: catchall = true; break;
+        case PAT_WILD: catchall = true; break;
+        case PAT_BIND:
+            /* §7: after a typed catch-all `p: T` a later arm is only a warning */
+            if (p->annot)
+                catchall_typed = true;
+            else
+                catchall = true;
+            break;
         case PAT_BOOL:
             if (p->bval)
                 seen_true = true;
@@ -1831,7 +1906,7 @@ static Type *check_match(Checker *c, Expr *e) {
                   show(c, bt), show(c, result));
         }
     }
-    if (!catchall && !poisoned) {
+    if (!catchall && !catchall_typed && !poisoned) {
         Type *s = ty_find(st);
         if (s->kind == TY_BOOL) {
             if (!seen_true || !seen_false)

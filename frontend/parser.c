@@ -28,6 +28,8 @@ typedef struct Parser {
     int chain;     /* chain accounting (see chain_begin) */
     bool no_brace; /* inside a match scrutinee: `{` ends the expression */
     int syntax_errors;
+    const char **type_names; /* every `type <Name>` of the file (declarations are hoisted) */
+    int ntype_names;
     jmp_buf *recover;
 } Parser;
 
@@ -477,6 +479,7 @@ static Pattern *parse_pattern(Parser *p) {
         }
         if (is_result) {
             pat->kind = is_err ? PAT_ERROR : PAT_SUCCESS;
+            pat->bare = true; /* may mean a user's nullary variant (§3.3) */
             break;
         }
         if (strcmp(t->text, "_") == 0) {
@@ -789,6 +792,45 @@ static Expr *parse_handle(Parser *p) {
     return e;
 }
 
+static bool is_type_name(Parser *p, const char *name) {
+    for (int k = 0; k < p->ntype_names; k++)
+        if (strcmp(p->type_names[k], name) == 0) return true;
+    return false;
+}
+
+/* At `<` after a declared type's name: do the tokens up to the matching `>` look like type
+ * arguments (names, commas, function arrows, parentheses, nested `<`/`>`)? */
+static bool type_args_ahead(Parser *p) {
+    int depth = 0;
+    for (int k = 0;; k++) {
+        Token *t = peek_at(p, k);
+        switch (t->kind) {
+        case P_LT: depth++; break;
+        case P_GT:
+            if (--depth == 0) return true;
+            break;
+        case T_IDENT:
+        case P_COMMA:
+        case P_ARROW:
+        case P_LPAREN:
+        case P_RPAREN:
+        case K_FN: break;
+        default: return false;
+        }
+    }
+}
+
+/* `<` Type ("," Type)* `>` — type arguments of a construction (docs/spec/language.md §3.3). */
+static TypeExpr **parse_type_args(Parser *p, int *n) {
+    expect(p, P_LT, "to open the type arguments");
+    PtrVec args = {0};
+    do vec_push(p->a, &args, parse_type(p));
+    while (accept(p, P_COMMA));
+    expect(p, P_GT, "to close the type arguments");
+    *n = args.len;
+    return (TypeExpr **)args.items;
+}
+
 static Expr *parse_primary(Parser *p) {
     Token *t = peek(p);
     switch (t->kind) {
@@ -821,6 +863,27 @@ static Expr *parse_primary(Parser *p) {
             p->no_brace = nb;
             accept(p, P_COMMA);
             expect(p, P_RBRACE, "to close the constructor");
+            return e;
+        }
+        if (kind(p) == P_LT && !peek(p)->nl_before && is_type_name(p, t->text) &&
+            type_args_ahead(p)) {
+            /* `Box<int> { item: 7 }`: explicit type arguments, then the fields */
+            int ntargs = 0;
+            TypeExpr **targs = parse_type_args(p, &ntargs);
+            if (!is_record_open(p))
+                fail(p, peek(p)->pos,
+                     "expected `{ field: value, ... }` after the type arguments "
+                     "of `%s`, found %s",
+                     t->text, describe(peek(p)));
+            Expr *e = expr_new(p->a, E_RECORD, t->pos);
+            e->u.record.tname = t->text;
+            e->u.record.tpos = t->pos;
+            e->u.record.targs = targs;
+            e->u.record.ntargs = ntargs;
+            bool nb = p->no_brace;
+            p->no_brace = false;
+            e->u.record.fields = parse_field_inits(p, &e->u.record.n);
+            p->no_brace = nb;
             return e;
         }
         if (!p->no_brace && is_record_open(p) && !peek(p)->nl_before) {
@@ -1607,6 +1670,14 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     TokenList tl = lex(prog->arena, d, src, len, (Pos){1, 1});
     P.toks = tl.toks;
     P.ntoks = tl.len;
+    /* the declared type names, so that `Box<int> { ... }` is known to start type arguments
+     * wherever it appears (docs/spec/language.md §3.3) */
+    PtrVec tnames = {0};
+    for (int k = 0; k + 1 < tl.len; k++)
+        if (tl.toks[k].kind == K_TYPE && tl.toks[k + 1].kind == T_IDENT)
+            vec_push(P.a, &tnames, (void *)tl.toks[k + 1].text);
+    P.type_names = (const char **)tnames.items;
+    P.ntype_names = tnames.len;
     int lex_errors = d->count;
     PtrVec stmts = {0};
     jmp_buf jb;

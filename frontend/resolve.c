@@ -755,9 +755,13 @@ static void resolve_decls(Resolver *r) {
         if (td->kind != TD_UNION) continue;
         for (int k = 0; k < td->nvariants; k++) {
             Variant *v = td->variants[k];
-            if (strcmp(v->name, "Success") == 0 || strcmp(v->name, "Error") == 0) {
-                error(r, v->pos, "`%s` is the built-in Result constructor and cannot be redeclared",
-                      v->name);
+            if ((strcmp(v->name, "Success") == 0 || strcmp(v->name, "Error") == 0) &&
+                v->nfields > 0) {
+                /* docs/spec/language.md §3.3: only a nullary variant may take the name */
+                error(r, v->pos,
+                      "a variant named `%s` cannot have a payload (`%s { ... }` is the built-in "
+                      "Result)",
+                      v->name, v->name);
                 continue;
             }
             Sym *prev = find_ctor(r, v->name);
