@@ -2304,6 +2304,12 @@ static void emit_job(CG *g, Job *j) {
                     bind(g, arm->binders[i].sym, BIND_VALUE)->v =
                         LLVMGetParam(j->llfn, (unsigned)i + 1);
             LLVMValueRef v = gen(g, arm->body);
+            Type **inst = concrete_inst(g, h->u.handle.decl, h->u.handle.inst);
+            Type *opt = ty_find(op_type(g, h->u.handle.decl, arm->opi, inst));
+            /* docs/spec/language.md §12.3: an arm of a Unit operation may have any type but a
+             * Result; its value is discarded */
+            if (ty_find(opt->ret)->kind == TY_UNIT && ty_find(ety(g, arm->body))->kind != TY_UNIT)
+                v = unit_value(g);
             LLVMBuildRet(g->b, v);
         }
         break;

@@ -365,6 +365,7 @@ struct Expr {
             TypeExpr *ret;
             Expr *body;
             Unit *unit;
+            struct EffSet *own_eff; /* what this lambda's body performs (effects.c) */
         } lambda;
         struct {
             Expr *e;
@@ -528,7 +529,8 @@ struct FnDecl {
     int check_state;     /* 0 unchecked, 1 in progress, 2 done */
     PtrVec callees;      /* FnDecl* referenced from the body */
     PtrVec globals_read; /* Sym* file-scope bindings read by the body (direct) */
-    EffSet *esc;         /* effects that may escape a call (effects.c) */
+    EffSet *esc;         /* effects that may escape a call, except calls of its parameters */
+    bool *calls_param;   /* [nparams]: the body calls that parameter (effects.c, §12.2) */
     /* Tarjan */
     int t_index, t_low;
     bool t_onstack;

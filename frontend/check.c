@@ -1624,6 +1624,13 @@ static Type *check_handle(Checker *c, Expr *e) {
                       "this arm resumes, so its value becomes the value of the whole `handle`: it "
                       "has type `%s`, but the handled body has type `%s`",
                       show(c, at), show(c, bt));
+        } else if (ty_find(ft->ret)->kind == TY_UNIT) {
+            /* docs/spec/language.md §12.3: the arm of a Unit operation may have any type but a
+             * Result; its value is discarded */
+            if (ty_find(at)->kind == TY_RESULT)
+                error(c, arm->body->pos,
+                      "an unhandled `Result` cannot be discarded by a Unit effect operation arm; "
+                      "use `match` or `?:`");
         } else if (!ty_unify(tc, at, ft->ret)) {
             error(c, arm->body->pos,
                   "the arm for `%s.%s` has type `%s`, but the operation returns `%s`", ed->name,

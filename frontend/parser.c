@@ -1665,6 +1665,65 @@ static void sync(Parser *p, int start, int err_at) {
     p->i = j;
 }
 
+/* docs/spec/language.md §3.2: a file-scope `let` whose initialiser is a lambda, the name of a
+ * function, or the name of another such binding is generalised like a `fn`. It becomes one:
+ * `let f = fn(x) => e` is `fn f(x) = e`, and `let h = g` (g a function of n parameters) is
+ * `fn h(a0, ..., an-1) = g(a0, ..., an-1)` with parameter names no program can spell. */
+static FnDecl *find_top_fn(Program *prog, const char *name) {
+    for (int i = 0; i < prog->fns.len; i++) {
+        FnDecl *f = prog->fns.items[i];
+        if (strcmp(f->name, name) == 0) return f;
+    }
+    return NULL;
+}
+
+static void generalise_top_lets(Parser *p, Program *prog) {
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int k = 0; k < prog->nstmts; k++) {
+            Stmt *st = prog->stmts[k];
+            if (st->kind != S_LET || st->u.let.is_mut || st->u.let.annot) continue;
+            Expr *init = st->u.let.init;
+            FnDecl *fn = NULL;
+            if (init->kind == E_LAMBDA) {
+                fn = arena_alloc(p->a, sizeof *fn);
+                fn->params = init->u.lambda.params;
+                fn->nparams = init->u.lambda.nparams;
+                fn->ret_annot = init->u.lambda.ret;
+                fn->body = init->u.lambda.body;
+            } else if (init->kind == E_IDENT) {
+                FnDecl *g = find_top_fn(prog, init->u.ident.name);
+                if (!g || strcmp(g->name, st->u.let.name) == 0) continue;
+                fn = arena_alloc(p->a, sizeof *fn);
+                fn->nparams = g->nparams;
+                fn->params = arena_alloc(p->a, sizeof(Param) * (size_t)(g->nparams + 1));
+                Expr *call = expr_new(p->a, E_CALL, init->pos);
+                call->u.call.callee = init;
+                call->u.call.nargs = g->nparams;
+                call->u.call.args = arena_alloc(p->a, sizeof(Expr *) * (size_t)(g->nparams + 1));
+                for (int i = 0; i < g->nparams; i++) {
+                    fn->params[i].name = arena_printf(p->a, "$a%d", i);
+                    fn->params[i].pos = init->pos;
+                    Expr *arg = expr_new(p->a, E_IDENT, init->pos);
+                    arg->u.ident.name = fn->params[i].name;
+                    call->u.call.args[i] = arg;
+                }
+                fn->body = call;
+            } else {
+                continue;
+            }
+            if (find_top_fn(prog, st->u.let.name)) continue; /* resolution reports the clash */
+            fn->name = st->u.let.name;
+            fn->pos = st->u.let.name_pos;
+            fn->line = st->pos.line;
+            st->kind = S_FN;
+            st->u.fn = fn;
+            vec_push(p->a, &prog->fns, fn);
+            changed = true;
+        }
+    }
+}
+
 int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     Parser P = {.a = prog->arena, .d = d, .prog = prog};
     TokenList tl = lex(prog->arena, d, src, len, (Pos){1, 1});
@@ -1704,6 +1763,7 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     }
     prog->stmts = (Stmt **)stmts.items;
     prog->nstmts = stmts.len;
+    generalise_top_lets(&P, prog);
     for (int k = 0; k < prog->nstmts; k++)
         if (prog->stmts[k]->kind == S_FN) prog->stmts[k]->u.fn->decl_index = k;
     return P.syntax_errors + lex_errors;
