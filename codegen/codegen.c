@@ -277,6 +277,7 @@ static bool is_ptr_kind(TyKind k) {
     case TY_MAP:
     case TY_NAMED:
     case TY_RECORD:
+    case TY_PTR:
     case TY_FN: return true;
     default: return false;
     }
@@ -310,6 +311,7 @@ static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     case TY_MAP:
     case TY_NAMED:
     case TY_RECORD:
+    case TY_PTR:
     case TY_FN: return LLVMBuildPtrToInt(g->b, v, g->i64, "");
     case TY_RESULT: {
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
@@ -351,6 +353,7 @@ static LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
     case TY_MAP:
     case TY_NAMED:
     case TY_RECORD:
+    case TY_PTR:
     case TY_FN: return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
     case TY_RESULT: {
         LLVMValueRef p = LLVMBuildIntToPtr(g->b, w, g->ptr, "");
@@ -702,9 +705,10 @@ static Job *wrap_job(CG *g, Callee *c, Type *ft, int line) {
     j->wrapped = *c;
     j->wtype = ft;
     j->line = line;
-    const char *base = c->kind == CAL_FN        ? fn_instance(g, c->fn, c->targs)->name
-                       : c->kind == CAL_BUILTIN ? builtin_name(c->builtin)
-                                                : c->ctor->name;
+    const char *base = c->kind == CAL_FN && c->fn->is_extern ? c->fn->name
+                       : c->kind == CAL_FN                   ? fn_instance(g, c->fn, c->targs)->name
+                       : c->kind == CAL_BUILTIN              ? builtin_name(c->builtin)
+                                                             : c->ctor->name;
     j->name = unique_name(g, arena_printf(g->arena, "%s$closure", base));
     j->llty = closure_fn_type(g, ft);
     j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
@@ -846,10 +850,91 @@ static Callee callee_of(CG *g, Expr *e) {
 static LLVMValueRef build_variant(CG *g, Variant *v, LLVMValueRef *args, Type **argt, int n);
 static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t);
 
+/* ---- extern (docs/spec/language.md §3.5) ----
+ * An extern is a direct call of the C symbol of exactly its name: int i64, float double,
+ * bool i1 zeroext, Ptr and string ptr, a function type a C function pointer, no result
+ * `void` (the call's value is Unit). A string result is copied at once (NULL gives ""). */
+static LLVMTypeRef extern_llty(CG *g, Type *t, bool result) {
+    t = ty_find(t);
+    if (result && t->kind == TY_UNIT) return g->voidt;
+    if (t->kind == TY_FN) return g->ptr;
+    return llty(g, t);
+}
+
+static LLVMValueRef extern_decl(CG *g, FnDecl *f, LLVMTypeRef *out_ty) {
+    Type *ft = ty_find(f->type);
+    LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(f->nparams + 1));
+    for (int i = 0; i < f->nparams; i++) ps[i] = extern_llty(g, ft->args[i], false);
+    LLVMTypeRef ret = extern_llty(g, ft->ret, true);
+    /* rt_fn declares once and marks C bools zeroext, as for the runtime's own functions */
+    return rt_fn(g, f->name, ret, ps, f->nparams, out_ty);
+}
+
+static LLVMValueRef gen_extern_call(CG *g, FnDecl *f, LLVMValueRef *args) {
+    LLVMTypeRef ty;
+    LLVMValueRef fn = extern_decl(g, f, &ty);
+    LLVMValueRef c = LLVMBuildCall2(g->b, ty, fn, args, (unsigned)f->nparams, "");
+    Type *ft = ty_find(f->type);
+    for (int i = 0; i < f->nparams; i++)
+        if (ty_find(ft->args[i])->kind == TY_BOOL) add_zeroext(g, c, (unsigned)i + 1, true);
+    Type *rt = ty_find(ft->ret);
+    if (rt->kind == TY_BOOL) add_zeroext(g, c, LLVMAttributeReturnIndex, true);
+    if (rt->kind == TY_UNIT) return unit_value(g);
+    if (rt->kind == TY_STRING) {
+        LLVMTypeRef p[1] = {g->ptr};
+        LLVMValueRef a[1] = {c};
+        return call_rt(g, "osp_str_from_c", g->ptr, p, a, 1);
+    }
+    return c;
+}
+
+static Job *lambda_job(CG *g, Expr *lam, Job *encl);
+
+/* A C function pointer for argument `e` of an extern's function-typed parameter of type
+ * `ft`: a top-level function's instance, or for a lambda that captures nothing a thunk
+ * `ret thunk(params...)` that calls the lambda's code with a NULL closure. */
+static LLVMValueRef extern_fn_pointer(CG *g, Expr *e, Type *ft) {
+    if (e->kind == E_IDENT && e->u.ident.sym && e->u.ident.sym->kind == SYM_FN &&
+        !e->u.ident.sym->fn->is_extern)
+        return fn_instance(g, e->u.ident.sym->fn, ident_targs(g, e))->llfn;
+    if (e->kind == E_IDENT && e->u.ident.sym && e->u.ident.sym->kind == SYM_FN) {
+        LLVMTypeRef ty;
+        return extern_decl(g, e->u.ident.sym->fn, &ty);
+    }
+    if (e->kind == E_LAMBDA && e->u.lambda.unit->captures.len == 0) {
+        Job *j = lambda_job(g, e, g->fs->inst);
+        ft = ty_find(ft);
+        LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(ft->nargs + 1));
+        for (int i = 0; i < ft->nargs; i++) ps[i] = llty(g, ft->args[i]);
+        LLVMTypeRef tty = LLVMFunctionType(llty(g, ft->ret), ps, (unsigned)ft->nargs, 0);
+        const char *name = unique_name(g, arena_printf(g->arena, "%s$cfn", j->name));
+        LLVMValueRef thunk = LLVMAddFunction(g->mod, name, tty);
+        LLVMSetLinkage(thunk, LLVMInternalLinkage);
+        LLVMAddTargetDependentFunctionAttr(thunk, "frame-pointer", "all");
+        LLVMBasicBlockRef save = LLVMGetInsertBlock(g->b);
+        LLVMMetadataRef save_loc = LLVMGetCurrentDebugLocation2(g->b);
+        LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, thunk, "entry");
+        LLVMPositionBuilderAtEnd(g->b, bb);
+        LLVMSetCurrentDebugLocation2(g->b, NULL);
+        LLVMValueRef *a = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(ft->nargs + 2));
+        a[0] = LLVMConstNull(g->ptr);
+        for (int i = 0; i < ft->nargs; i++) a[i + 1] = LLVMGetParam(thunk, (unsigned)i);
+        LLVMValueRef r = LLVMBuildCall2(g->b, j->llty, j->llfn, a, (unsigned)ft->nargs + 1, "");
+        LLVMBuildRet(g->b, r);
+        LLVMPositionBuilderAtEnd(g->b, save);
+        LLVMSetCurrentDebugLocation2(g->b, save_loc);
+        return thunk;
+    }
+    internal_error(g, "an extern's function argument is not a top-level function or a lambda "
+                      "without captures");
+    return LLVMConstNull(g->ptr);
+}
+
 /* Call a callee. `argt` are the (concrete) argument types. */
 static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **argt, int n) {
     switch (c->kind) {
     case CAL_FN: {
+        if (c->fn->is_extern) return gen_extern_call(g, c->fn, args);
         Job *j = fn_instance(g, c->fn, c->targs);
         return LLVMBuildCall2(g->b, j->llty, j->llfn, args, (unsigned)n, "");
     }
@@ -1209,6 +1294,17 @@ static LLVMValueRef gen_call(CG *g, Expr *e) {
     Expr *callee = e->u.call.callee;
     if (callee->kind == E_IDENT && callee->u.ident.sym && callee->u.ident.sym->kind == SYM_BUILTIN)
         return gen_builtin_call(g, e, callee->u.ident.sym->builtin);
+    if (callee->kind == E_IDENT && callee->u.ident.sym && callee->u.ident.sym->kind == SYM_FN &&
+        callee->u.ident.sym->fn->is_extern) {
+        FnDecl *f = callee->u.ident.sym->fn;
+        Type *ft = ty_find(f->type);
+        LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(f->nparams + 1));
+        for (int i = 0; i < f->nparams && i < e->u.call.nargs; i++)
+            args[i] = ty_find(ft->args[i])->kind == TY_FN
+                          ? extern_fn_pointer(g, e->u.call.args[i], ft->args[i])
+                          : gen(g, e->u.call.args[i]);
+        return gen_extern_call(g, f, args);
+    }
     int n = e->u.call.nargs;
     LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 1));
     Type **at = arena_alloc(g->arena, sizeof(Type *) * (size_t)(n + 1));
@@ -2423,7 +2519,7 @@ LLVMModuleRef osp_codegen(LLVMContextRef ctx, const Program *prog, LLVMTargetMac
     /* every monomorphic function is emitted (in source order), polymorphic ones per use */
     for (int i = 0; i < prog->fns.len; i++) {
         FnDecl *f = prog->fns.items[i];
-        if (!f->is_main && f->nqvars == 0 && f->type) fn_instance(g, f, NULL);
+        if (!f->is_main && !f->is_extern && f->nqvars == 0 && f->type) fn_instance(g, f, NULL);
     }
     emit_main(g);
     for (int i = 0; i < g->jobs.len && !g->error; i++) {

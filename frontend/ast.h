@@ -520,6 +520,7 @@ struct FnDecl {
     Unit *unit;
     int decl_index; /* position among top-level statements */
     bool is_main;
+    bool is_extern; /* `extern fn`: a C function, no body (docs/spec/language.md §3.5) */
     /* inference */
     Type *type;   /* TY_FN, with generic vars when polymorphic */
     Type **qvars; /* generalised variables, in a fixed order */

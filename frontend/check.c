@@ -669,7 +669,7 @@ static Type *convert_type(Checker *c, TypeExpr *te) {
         {"string", 0, TY_STRING},   {"Unit", 0, TY_UNIT},     {"MathError", 0, TY_MATHERROR},
         {"Error", 0, TY_ERRORT},    {"Result", 2, TY_RESULT}, {"Fiber", 1, TY_FIBER},
         {"Iterator", 1, TY_ITER},   {"List", 1, TY_LIST},     {"Map", 2, TY_MAP},
-        {"Channel", 1, TY_CHANNEL},
+        {"Channel", 1, TY_CHANNEL}, {"Ptr", 0, TY_PTR},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (strcmp(names[i].name, te->name) != 0) continue;
@@ -877,6 +877,7 @@ static Type *sig_type(Checker *c, SigParse *sp) {
     case 'b': return tc->t_bool;
     case 's': return tc->t_string;
     case 'u': return tc->t_unit;
+    case 'P': return tc->t_ptr;
     case 'a':
     case 'c': {
         int k = ch == 'a' ? 0 : 1;
@@ -1037,6 +1038,15 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     e->u.call.names = NULL;
     e->u.call.name_pos = NULL;
     Type *sigt = builtin_type(c, b);
+    if (b == B_SPAWN_PROCESS && n == 2) {
+        /* docs/spec/language.md §9.6: the callback names a top-level function */
+        Expr *cb = args[1];
+        if (!(cb->kind == E_IDENT && cb->u.ident.sym && cb->u.ident.sym->kind == SYM_FN &&
+              !cb->u.ident.sym->fn->is_extern))
+            error(c, cb->pos,
+                  "the callback of `spawnProcess` must name a top-level function of type "
+                  "`(int, int, string) -> Unit`");
+    }
     if (sigt) {
         Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n + 1));
         for (int i = 0; i < n; i++) at[i] = check_expr(c, args[i]);
@@ -2196,6 +2206,50 @@ static void check_stmt(Checker *c, Stmt *s, Type **value) {
     }
 }
 
+/* docs/spec/language.md §3.5: an extern's parameters and result are int, float, bool, Ptr,
+ * string, Unit (result only) or, for a parameter, a function type over those. */
+static bool c_abi_type(Type *t, bool result, bool allow_fn) {
+    t = ty_find(t);
+    switch (t->kind) {
+    case TY_INT:
+    case TY_FLOAT:
+    case TY_BOOL:
+    case TY_PTR:
+    case TY_STRING:
+    case TY_POISON: return true;
+    case TY_UNIT: return result;
+    case TY_FN:
+        if (!allow_fn) return false;
+        for (int i = 0; i < t->nargs; i++)
+            if (!c_abi_type(t->args[i], false, false)) return false;
+        return c_abi_type(t->ret, true, false);
+    default: return false;
+    }
+}
+
+static void check_extern_signature(Checker *c, FnDecl *f) {
+    for (int k = 0; k < f->nparams; k++) {
+        Param *p = &f->params[k];
+        if (!p->annot) {
+            error(c, p->pos,
+                  "parameter %d of extern `%s` needs a type (int, float, bool, Ptr, "
+                  "string or a function type)",
+                  k + 1, f->name);
+            continue;
+        }
+        if (!c_abi_type(f->type->args[k], false, true))
+            error(c, p->annot->pos,
+                  "extern `%s` cannot take a `%s`: C functions take int, float, bool, Ptr, "
+                  "string or a function type over those",
+                  f->name, show(c, f->type->args[k]));
+    }
+    if (f->ret_annot && !c_abi_type(f->type->ret, true, false))
+        error(c, f->ret_annot->pos,
+              "extern `%s` cannot return a `%s`: C functions return int, float, bool, Ptr, "
+              "string or nothing",
+              f->name, show(c, f->type->ret));
+}
+
 static void check_scc(Checker *c, int id) {
     PtrVec *members = &c->sccs[id];
     TypeCtx *tc = c->tc;
@@ -2219,8 +2273,11 @@ static void check_scc(Checker *c, int id) {
             ps[k] = f->params[k].annot ? convert_type(c, f->params[k].annot) : ty_var(tc);
             if (f->params[k].sym) f->params[k].sym->type = ps[k];
         }
-        Type *ret = f->ret_annot ? convert_type(c, f->ret_annot) : ty_var(tc);
+        Type *ret = f->ret_annot   ? convert_type(c, f->ret_annot)
+                    : f->is_extern ? tc->t_unit /* §3.5: no return type is C `void` */
+                                   : ty_var(tc);
         f->type = ty_fn(tc, f->nparams, ps, ret);
+        if (f->is_extern) check_extern_signature(c, f);
         for (int k = 0; k < f->nrow; k++) {
             EffectRef *r = &f->row[k];
             if (!r->decl) continue;
@@ -2235,6 +2292,10 @@ static void check_scc(Checker *c, int id) {
         c->tnames = f->tparams;
         c->ttypes = f->tvars;
         c->ntenv = f->ntparams;
+        if (f->is_extern) {
+            c->cur_fn = save;
+            continue;
+        }
         Type *bt = check_expr(c, f->body);
         if (!ty_unify(tc, f->type->ret, bt)) {
             error(c, f->body->pos, "`%s` is declared to return `%s`, but its body has type `%s`",
@@ -2344,7 +2405,7 @@ static void restrict_stmt(Checker *c, Stmt *s) {
         default_type(c, s->u.fn->type, 0);
         for (int i = 0; i < s->u.fn->nparams; i++)
             if (s->u.fn->params[i].sym) default_type(c, s->u.fn->params[i].sym->type, 0);
-        restrict_expr(c, s->u.fn->body, R_VALUE);
+        if (s->u.fn->body) restrict_expr(c, s->u.fn->body, R_VALUE);
         return;
     case S_UNSUPPORTED:
     case S_TYPE:

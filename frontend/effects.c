@@ -248,6 +248,23 @@ static void walk_call(EWalk *w, Expr *e) {
                 if (s->fn->calls_param[i]) escape_value(w, e->u.call.args[i], e->pos, s->fn->name);
             return;
         }
+        if (s->kind == SYM_BUILTIN && s->builtin == B_SPAWN_PROCESS && e->u.call.nargs == 2) {
+            /* docs/spec/language.md §9.6: process callbacks run on the monitor thread with no
+             * handlers, so they must not perform */
+            Expr *a = e->u.call.args[1];
+            if (w->report && a->kind == E_IDENT && a->u.ident.sym &&
+                a->u.ident.sym->kind == SYM_FN) {
+                EffSet *es = eff_find(a->u.ident.sym->fn->esc);
+                if (es && es->items.len > 0) {
+                    diag_error(w->d, a->pos,
+                               "the callback of `spawnProcess` performs `%s`; process callbacks "
+                               "run with no effect handlers",
+                               key_name(w, es->items.items[0]));
+                    w->errors++;
+                }
+            }
+            return;
+        }
         if (s->kind == SYM_BUILTIN) {
             /* a built-in calls the function values it is given (callbacks, test bodies) */
             for (int i = 0; i < e->u.call.nargs; i++) {

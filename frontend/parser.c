@@ -1556,25 +1556,6 @@ static EffectDecl *parse_effect_decl(Parser *p) {
 
 /* Report an unsupported declaration and skip it: up to the next line that starts at
  * bracket depth 0 with something other than a continuation (`|`, `=`, a closer). */
-static Stmt *skip_unsupported_decl(Parser *p, const char *feature, const char *tier) {
-    Token *t = peek(p);
-    unsupported(p, t->pos, feature, tier);
-    int depth = 0;
-    next(p);
-    while (kind(p) != T_EOF) {
-        Token *k = peek(p);
-        if (k->nl_before && depth <= 0 && k->kind != P_BAR && k->kind != P_ASSIGN &&
-            k->kind != P_RBRACE && k->kind != P_RPAREN && k->kind != P_RBRACKET)
-            break;
-        if (k->kind == P_LPAREN || k->kind == P_LBRACE || k->kind == P_LBRACKET) depth++;
-        if (k->kind == P_RPAREN || k->kind == P_RBRACE || k->kind == P_RBRACKET) depth--;
-        next(p);
-    }
-    Stmt *s = stmt_new(p->a, S_UNSUPPORTED, t->pos);
-    s->u.feature = feature;
-    return s;
-}
-
 static Stmt *parse_stmt(Parser *p, bool top) {
     Token *t = peek(p);
     switch (t->kind) {
@@ -1611,7 +1592,26 @@ static Stmt *parse_stmt(Parser *p, bool top) {
         s->u.effect = parse_effect_decl(p);
         return s;
     }
-    case K_EXTERN: return skip_unsupported_decl(p, "`extern` functions", "3");
+    case K_EXTERN: {
+        /* extern fn name(p: Type, ...) -> Ret  (docs/spec/language.md §3.5) */
+        if (!top) fail(p, t->pos, "extern declarations are only allowed at file scope");
+        next(p);
+        if (kind(p) != K_FN) fail(p, peek(p)->pos, "expected `fn` after `extern`");
+        Token *kw = next(p);
+        Token *name = expect(p, T_IDENT, "naming the C function");
+        FnDecl *fn = arena_alloc(p->a, sizeof *fn);
+        fn->name = name->text;
+        fn->pos = name->pos;
+        fn->line = kw->pos.line;
+        fn->is_extern = true;
+        expect(p, P_LPAREN, "after the function name");
+        fn->params = parse_params(p, P_RPAREN, &fn->nparams);
+        expect(p, P_RPAREN, "to close the parameters");
+        if (accept(p, P_ARROW)) fn->ret_annot = parse_type(p);
+        Stmt *s = stmt_new(p->a, S_FN, t->pos);
+        s->u.fn = fn;
+        return s;
+    }
     case K_IMPORT:
     case K_NAMESPACE:
     case K_MODULE:

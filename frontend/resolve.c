@@ -32,8 +32,7 @@ static void error(Resolver *r, Pos pos, const char *fmt, ...) {
 }
 
 static const char *const tier3_builtins[] = {
-    "readFile",     "writeFile",      "spawnProcess",
-    "awaitProcess", "cleanupProcess", "fiber_set_deterministic_mode",
+    "httpCreateServer", "httpListen", "jsonParse", "toGpu", "gpuIota",
 };
 
 static Sym *new_sym(Resolver *r, SymKind k, const char *name, Pos pos) {
@@ -638,7 +637,7 @@ static void resolve_fn(Resolver *r, FnDecl *f) {
             p->sym->is_param = true;
         }
     }
-    resolve_expr(r, f->body);
+    if (f->body) resolve_expr(r, f->body); /* an extern has none */
     r->locals.len = mark;
     r->locals_base = save_base;
     r->cur_fn = save_fn;
@@ -709,7 +708,7 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
 static bool is_builtin_type_name(const char *n) {
     static const char *const names[] = {"int",       "float", "bool",    "string", "Unit",
                                         "MathError", "Error", "Result",  "Fiber",  "Iterator",
-                                        "List",      "Map",   "Channel", "any"};
+                                        "List",      "Map",   "Channel", "any",    "Ptr"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(names[i], n) == 0) return true;
     return false;

@@ -447,6 +447,66 @@ void osp_cont_abandon(osp_cont_k *k);
  */
 osp_eff_entry *osp_cont_suspend(osp_eff_entry *e, const osp_word *args, int64_t n, osp_word *out);
 
+/* ---- files (docs/spec/language.md §9.6) ------------------------------------------------------ */
+
+/* readFile(path): the whole file, up to its first NUL byte. Error message
+ * `readFile: <path>: <strerror(errno)>` (e.g. `No such file or directory`, `Is a directory`). */
+osp_rres osp_read_file(const char *path);
+/* writeFile(path, text): create or truncate (mode 0666 before the umask) and write every byte;
+ * Success(bytes written) only if all were written and close succeeded, else
+ * `writeFile: <path>: <strerror(errno)>`. */
+osp_rres osp_write_file(const char *path, const char *text);
+
+/* ---- processes (docs/spec/language.md §9.6, §16.8) ------------------------------------------- */
+
+/*
+ * The callback of spawnProcess: a closure (word 0 its code pointer) of the Osprey type
+ * (int, int, string) -> Unit, called as code(closure, id, kind, text) on the process's
+ * monitor thread. kind 1 stdout chunk, 2 stderr chunk, 3 exit (text: the status in decimal).
+ */
+typedef void *osp_closure;
+/*
+ * spawnProcess(command, onEvent): run `/bin/sh -c command` (stdin inherited, stdout and stderr
+ * piped) with a monitor thread that reads both pipes (chunks of at most 1023 bytes, stdout
+ * first when both have data), waits for the exit and calls onEvent for each chunk and then
+ * once for the exit. Callbacks are delivered only while the spawning thread is blocked in
+ * the runtime (awaitProcess, await, sleep, a channel) or after it has finished (§16.8). The
+ * monitor registers with the profiler as fiber -2, label `process`. Success(id) with ids from
+ * 1 (their own counter); the 1000th spawn, or a pipe/fork/thread failure, is an Error with no
+ * message.
+ */
+osp_rres osp_process_spawn(const char *command, osp_closure on_event);
+/* awaitProcess(id): block (a profiler blocking region) until the process has exited and every
+ * callback has returned; its exit status, -1 if a signal killed it, -1 for an unknown or
+ * cleaned-up id. Awaiting again gives the same value. */
+int64_t osp_process_await(int64_t id);
+/* cleanupProcess(id): forget the process without killing it (unknown ids are ignored). */
+void osp_process_cleanup(int64_t id);
+
+/* ---- FFI (docs/spec/language.md §3.5, §11.4): C functions under exactly these names ------- */
+
+/* A string returned by an extern, copied at once onto the Osprey heap; NULL gives "". */
+const char *osp_str_from_c(const char *s);
+/* A new zeroed pointer-sized cell (for C out-parameters `T **`); free it with osprey_ffi_free. */
+void *osprey_ffi_cell(void);
+/* The pointer stored in `cell`; NULL for a NULL cell. */
+void *osprey_ffi_deref(void *cell);
+/* Free a cell from osprey_ffi_cell (NULL is ignored); returns 0. */
+int64_t osprey_ffi_free(void *cell);
+/* NULL. */
+void *osprey_ffi_null(void);
+/* (void *)-1, SQLite's SQLITE_TRANSIENT. */
+void *osprey_ffi_transient(void);
+/* 1 for NULL, else 0. */
+int64_t osprey_ffi_is_null(void *p);
+/*
+ * Deterministic fiber mode (§11.4): while on, spawn only queues a fiber and await runs the
+ * queued fibers in spawn order on the awaiting thread, up to and including the awaited one;
+ * yield does not switch and fiberDone is 1 for every known fiber. Turn it on before the first
+ * spawn. Returns 0.
+ */
+int64_t fiber_set_deterministic_mode(bool enabled);
+
 #ifdef __cplusplus
 }
 #endif
