@@ -552,6 +552,11 @@ typedef struct Program {
     PtrVec edecls; /* EffectDecl* */
     bool uses_testing;
     int main_line; /* line for the entry point's DISubprogram */
+    /* `// @link: x` and `// @linkdir: d` lines (docs/spec/language.md §3.5), in source order:
+     * link_args[i] is `-lx` or `-Ld` (one argument each), link_lines[i] its line */
+    const char **link_args;
+    int *link_lines;
+    int nlink_args;
 } Program;
 
 /* Constructors used by the parser. */

@@ -258,6 +258,11 @@ static bool try_solve(Checker *c, Constraint *k) {
                       "%san Iterator cannot be printed; consume it with `forEach` or `fold`",
                       via_prefix(c, k));
                 return true;
+            case TY_PTR:
+                /* docs/spec/language.md §3.5: no printing applies to a C pointer */
+                error(c, k->pos, "%svalues of type `Ptr` cannot be printed (a C pointer is opaque)",
+                      via_prefix(c, k));
+                return true;
             case TY_LIST:
             case TY_MAP:
             case TY_NAMED:

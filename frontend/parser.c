@@ -1724,6 +1724,55 @@ static void generalise_top_lets(Parser *p, Program *prog) {
     }
 }
 
+/* docs/spec/language.md §3.5: a line whose trimmed text starts with `// @link:` or `//@link:`
+ * adds `-l<value>`, `// @linkdir:` / `//@linkdir:` adds `-L<value>`; the value is the rest of
+ * the line, trimmed. Returns the number of errors (empty values). */
+static int collect_link_directives(Program *prog, Diags *d, const char *src, size_t len) {
+    PtrVec args = {0};
+    int errors = 0, cap = 0, line = 0;
+    int *lines = NULL;
+    for (size_t i = 0; i < len;) {
+        line++;
+        size_t end = i;
+        while (end < len && src[end] != '\n') end++;
+        size_t a = i, b = end;
+        while (a < b && (src[a] == ' ' || src[a] == '\t')) a++;
+        while (b > a && (src[b - 1] == ' ' || src[b - 1] == '\t' || src[b - 1] == '\r')) b--;
+        static const struct {
+            const char *prefix;
+            const char *flag;
+        } forms[] = {
+            {"// @link:", "-l"}, {"//@link:", "-l"}, {"// @linkdir:", "-L"}, {"//@linkdir:", "-L"}};
+        for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+            size_t pl = strlen(forms[f].prefix);
+            if ((size_t)(b - a) < pl || memcmp(src + a, forms[f].prefix, pl) != 0) continue;
+            size_t v = a + pl;
+            while (v < b && (src[v] == ' ' || src[v] == '\t')) v++;
+            if (v == b) {
+                diag_error(d, (Pos){line, (int)(a - i) + 1}, "this `%s` directive names nothing",
+                           forms[f].prefix);
+                errors++;
+                break;
+            }
+            vec_push(prog->arena, &args,
+                     arena_printf(prog->arena, "%s%.*s", forms[f].flag, (int)(b - v), src + v));
+            if (args.len > cap) {
+                cap = cap ? cap * 2 : 8;
+                int *nl = arena_alloc(prog->arena, sizeof(int) * (size_t)cap);
+                if (lines) memcpy(nl, lines, sizeof(int) * (size_t)(args.len - 1));
+                lines = nl;
+            }
+            lines[args.len - 1] = line;
+            break;
+        }
+        i = end + 1;
+    }
+    prog->link_args = (const char **)args.items;
+    prog->link_lines = lines;
+    prog->nlink_args = args.len;
+    return errors;
+}
+
 int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     Parser P = {.a = prog->arena, .d = d, .prog = prog};
     TokenList tl = lex(prog->arena, d, src, len, (Pos){1, 1});
@@ -1764,6 +1813,7 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     prog->stmts = (Stmt **)stmts.items;
     prog->nstmts = stmts.len;
     generalise_top_lets(&P, prog);
+    P.syntax_errors += collect_link_directives(prog, d, src, len);
     for (int k = 0; k < prog->nstmts; k++)
         if (prog->stmts[k]->kind == S_FN) prog->stmts[k]->u.fn->decl_index = k;
     return P.syntax_errors + lex_errors;

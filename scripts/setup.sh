@@ -9,6 +9,8 @@ PACKAGES=(
   make cmake ninja-build python3 pkg-config
   clang-19 llvm-19-dev llvm-19-tools libclang-rt-19-dev libstdc++-12-dev
   libcjson-dev libcmocka-dev libgc-dev zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev
+  # tests of `extern` and `// @link:` against a real C library (test/programs/ffi_sqlite.osp)
+  libsqlite3-dev
   # editor extension and browser tests
   nodejs chromium
   # benchmarks
