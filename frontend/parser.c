@@ -1519,6 +1519,17 @@ static TypeDecl *parse_type_decl(Parser *p) {
     } while (accept(p, P_BAR));
     td->variants = (Variant **)vs.items;
     td->nvariants = vs.len;
+    Variant *only = vs.len == 1 ? vs.items[0] : NULL;
+    if (only && only->fields && strcmp(only->name, td->name) == 0) {
+        /* docs/spec/language.md §3.3: `type P = P { x: int }` is the record `{ x: int }`
+         * (positional `type Pair = Pair(int, string)` stays a one-variant union here) */
+        td->kind = TD_RECORD;
+        td->fields = only->fields;
+        td->ftypes = only->ftypes;
+        td->nfields = only->nfields;
+        td->variants = NULL;
+        td->nvariants = 0;
+    }
     return td;
 }
 
