@@ -165,7 +165,16 @@ static LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef 
                           LLVMTypeRef *out_ty) {
     LLVMTypeRef ty = LLVMFunctionType(ret, params, (unsigned)n, 0);
     LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-    if (!f) f = LLVMAddFunction(g->mod, name, ty);
+    if (!f) {
+        f = LLVMAddFunction(g->mod, name, ty);
+        /* a C `bool` is an i1 that the caller and callee extend to a byte (x86-64 and
+         * AArch64 psABI): say so on the declaration, as clang does for osprey_rt.h */
+        unsigned kind = LLVMGetEnumAttributeKindForName("zeroext", 7);
+        LLVMAttributeRef za = LLVMCreateEnumAttribute(g->ctx, kind, 0);
+        if (ret == g->i1) LLVMAddAttributeAtIndex(f, LLVMAttributeReturnIndex, za);
+        for (int i = 0; i < n; i++)
+            if (params[i] == g->i1) LLVMAddAttributeAtIndex(f, (unsigned)i + 1, za);
+    }
     *out_ty = ty;
     return f;
 }
@@ -268,6 +277,7 @@ static bool is_ptr_kind(TyKind k) {
     case TY_MAP:
     case TY_NAMED:
     case TY_RECORD:
+    case TY_PTR:
     case TY_FN: return true;
     default: return false;
     }
@@ -301,6 +311,7 @@ static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     case TY_MAP:
     case TY_NAMED:
     case TY_RECORD:
+    case TY_PTR:
     case TY_FN: return LLVMBuildPtrToInt(g->b, v, g->i64, "");
     case TY_RESULT: {
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
@@ -342,6 +353,7 @@ static LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
     case TY_MAP:
     case TY_NAMED:
     case TY_RECORD:
+    case TY_PTR:
     case TY_FN: return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
     case TY_RESULT: {
         LLVMValueRef p = LLVMBuildIntToPtr(g->b, w, g->ptr, "");
@@ -693,9 +705,10 @@ static Job *wrap_job(CG *g, Callee *c, Type *ft, int line) {
     j->wrapped = *c;
     j->wtype = ft;
     j->line = line;
-    const char *base = c->kind == CAL_FN        ? fn_instance(g, c->fn, c->targs)->name
-                       : c->kind == CAL_BUILTIN ? builtin_name(c->builtin)
-                                                : c->ctor->name;
+    const char *base = c->kind == CAL_FN && c->fn->is_extern ? c->fn->name
+                       : c->kind == CAL_FN                   ? fn_instance(g, c->fn, c->targs)->name
+                       : c->kind == CAL_BUILTIN              ? builtin_name(c->builtin)
+                                                             : c->ctor->name;
     j->name = unique_name(g, arena_printf(g->arena, "%s$closure", base));
     j->llty = closure_fn_type(g, ft);
     j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
@@ -837,10 +850,91 @@ static Callee callee_of(CG *g, Expr *e) {
 static LLVMValueRef build_variant(CG *g, Variant *v, LLVMValueRef *args, Type **argt, int n);
 static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t);
 
+/* ---- extern (docs/spec/language.md §3.5) ----
+ * An extern is a direct call of the C symbol of exactly its name: int i64, float double,
+ * bool i1 zeroext, Ptr and string ptr, a function type a C function pointer, no result
+ * `void` (the call's value is Unit). A string result is copied at once (NULL gives ""). */
+static LLVMTypeRef extern_llty(CG *g, Type *t, bool result) {
+    t = ty_find(t);
+    if (result && t->kind == TY_UNIT) return g->voidt;
+    if (t->kind == TY_FN) return g->ptr;
+    return llty(g, t);
+}
+
+static LLVMValueRef extern_decl(CG *g, FnDecl *f, LLVMTypeRef *out_ty) {
+    Type *ft = ty_find(f->type);
+    LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(f->nparams + 1));
+    for (int i = 0; i < f->nparams; i++) ps[i] = extern_llty(g, ft->args[i], false);
+    LLVMTypeRef ret = extern_llty(g, ft->ret, true);
+    /* rt_fn declares once and marks C bools zeroext, as for the runtime's own functions */
+    return rt_fn(g, f->name, ret, ps, f->nparams, out_ty);
+}
+
+static LLVMValueRef gen_extern_call(CG *g, FnDecl *f, LLVMValueRef *args) {
+    LLVMTypeRef ty;
+    LLVMValueRef fn = extern_decl(g, f, &ty);
+    LLVMValueRef c = LLVMBuildCall2(g->b, ty, fn, args, (unsigned)f->nparams, "");
+    Type *ft = ty_find(f->type);
+    for (int i = 0; i < f->nparams; i++)
+        if (ty_find(ft->args[i])->kind == TY_BOOL) add_zeroext(g, c, (unsigned)i + 1, true);
+    Type *rt = ty_find(ft->ret);
+    if (rt->kind == TY_BOOL) add_zeroext(g, c, LLVMAttributeReturnIndex, true);
+    if (rt->kind == TY_UNIT) return unit_value(g);
+    if (rt->kind == TY_STRING) {
+        LLVMTypeRef p[1] = {g->ptr};
+        LLVMValueRef a[1] = {c};
+        return call_rt(g, "osp_str_from_c", g->ptr, p, a, 1);
+    }
+    return c;
+}
+
+static Job *lambda_job(CG *g, Expr *lam, Job *encl);
+
+/* A C function pointer for argument `e` of an extern's function-typed parameter of type
+ * `ft`: a top-level function's instance, or for a lambda that captures nothing a thunk
+ * `ret thunk(params...)` that calls the lambda's code with a NULL closure. */
+static LLVMValueRef extern_fn_pointer(CG *g, Expr *e, Type *ft) {
+    if (e->kind == E_IDENT && e->u.ident.sym && e->u.ident.sym->kind == SYM_FN &&
+        !e->u.ident.sym->fn->is_extern)
+        return fn_instance(g, e->u.ident.sym->fn, ident_targs(g, e))->llfn;
+    if (e->kind == E_IDENT && e->u.ident.sym && e->u.ident.sym->kind == SYM_FN) {
+        LLVMTypeRef ty;
+        return extern_decl(g, e->u.ident.sym->fn, &ty);
+    }
+    if (e->kind == E_LAMBDA && e->u.lambda.unit->captures.len == 0) {
+        Job *j = lambda_job(g, e, g->fs->inst);
+        ft = ty_find(ft);
+        LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(ft->nargs + 1));
+        for (int i = 0; i < ft->nargs; i++) ps[i] = llty(g, ft->args[i]);
+        LLVMTypeRef tty = LLVMFunctionType(llty(g, ft->ret), ps, (unsigned)ft->nargs, 0);
+        const char *name = unique_name(g, arena_printf(g->arena, "%s$cfn", j->name));
+        LLVMValueRef thunk = LLVMAddFunction(g->mod, name, tty);
+        LLVMSetLinkage(thunk, LLVMInternalLinkage);
+        LLVMAddTargetDependentFunctionAttr(thunk, "frame-pointer", "all");
+        LLVMBasicBlockRef save = LLVMGetInsertBlock(g->b);
+        LLVMMetadataRef save_loc = LLVMGetCurrentDebugLocation2(g->b);
+        LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, thunk, "entry");
+        LLVMPositionBuilderAtEnd(g->b, bb);
+        LLVMSetCurrentDebugLocation2(g->b, NULL);
+        LLVMValueRef *a = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(ft->nargs + 2));
+        a[0] = LLVMConstNull(g->ptr);
+        for (int i = 0; i < ft->nargs; i++) a[i + 1] = LLVMGetParam(thunk, (unsigned)i);
+        LLVMValueRef r = LLVMBuildCall2(g->b, j->llty, j->llfn, a, (unsigned)ft->nargs + 1, "");
+        LLVMBuildRet(g->b, r);
+        LLVMPositionBuilderAtEnd(g->b, save);
+        LLVMSetCurrentDebugLocation2(g->b, save_loc);
+        return thunk;
+    }
+    internal_error(g, "an extern's function argument is not a top-level function or a lambda "
+                      "without captures");
+    return LLVMConstNull(g->ptr);
+}
+
 /* Call a callee. `argt` are the (concrete) argument types. */
 static LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **argt, int n) {
     switch (c->kind) {
     case CAL_FN: {
+        if (c->fn->is_extern) return gen_extern_call(g, c->fn, args);
         Job *j = fn_instance(g, c->fn, c->targs);
         return LLVMBuildCall2(g->b, j->llty, j->llfn, args, (unsigned)n, "");
     }
@@ -975,72 +1069,13 @@ static void tap_check(CG *g, LLVMValueRef label, LLVMValueRef ok, LLVMValueRef e
     add_zeroext(g, c, 2, true);
 }
 
-/* ---- Tier 2 built-ins: direct runtime calls ----
- * Signature letters: i i64, p ptr, b i1 (C bool), r a Result in two words (osp_rres),
- * w a boxed word (the argument's value boxed), v void. "ret:args". */
-typedef struct RtBuiltin {
-    Builtin b;
-    const char *fn;
-    const char *sig;
-} RtBuiltin;
-
-static const RtBuiltin rt_builtins[] = {
-    {B_ABS, "osp_int_abs", "r:i"},
-    {B_CHECKED_ADD, "osp_checked_add", "r:ii"},
-    {B_CHECKED_SUB, "osp_checked_sub", "r:ii"},
-    {B_CHECKED_MUL, "osp_checked_mul", "r:ii"},
-    {B_INPUT, "osp_input", "p:"},
-    {B_RANDOM, "osp_random", "i:"},
-    {B_RANDOM_BELOW, "osp_random_below", "r:i"},
-    {B_CONTAINS, "osp_str_contains", "b:pp"},
-    {B_STARTS_WITH, "osp_str_starts_with", "b:pp"},
-    {B_ENDS_WITH, "osp_str_ends_with", "b:pp"},
-    {B_BYTE_LENGTH, "osp_str_length", "i:p"},
-    {B_TAKE, "osp_str_take", "p:pi"},
-    {B_DROP, "osp_str_drop", "p:pi"},
-    {B_JOIN, "osp_str_join", "p:pp"},
-    {B_LINES, "osp_str_lines", "p:p"},
-    {B_WORDS, "osp_str_words", "p:p"},
-    {B_UPPER, "osp_str_upper", "p:p"},
-    {B_LOWER, "osp_str_lower", "p:p"},
-    {B_TRIM, "osp_str_trim", "p:p"},
-    {B_TRIM_START, "osp_str_trim_start", "p:p"},
-    {B_TRIM_END, "osp_str_trim_end", "p:p"},
-    {B_REVERSE, "osp_str_reverse", "p:p"},
-    {B_INDEX_OF, "osp_str_index_of", "r:pp"},
-    {B_SUBSTRING, "osp_str_substring", "r:pii"},
-    {B_SPLIT, "osp_str_split", "r:pp"},
-    {B_REPLACE, "osp_str_replace", "r:ppp"},
-    {B_REPEAT, "osp_str_repeat", "r:pi"},
-    {B_PAD_START, "osp_str_pad_start", "r:pip"},
-    {B_PAD_END, "osp_str_pad_end", "r:pip"},
-    {B_PARSE_INT, "osp_str_parse_int", "r:p"},
-    {B_PARSE_FLOAT, "osp_str_parse_float", "r:p"},
-    {B_BYTE_AT, "osp_str_byte_at", "r:pi"},
-    {B_CODE_POINT_AT, "osp_str_code_point_at", "r:pi"},
-    {B_CODE_POINT_WIDTH, "osp_code_point_width", "r:i"},
-    {B_FROM_CODE_POINT, "osp_from_code_point", "r:i"},
-    {B_LIST_LENGTH, "osp_list_length", "i:p"},
-    {B_LIST_GET, "osp_list_get", "r:pi"},
-    {B_LIST_APPEND, "osp_list_append", "p:pw"},
-    {B_LIST_PREPEND, "osp_list_prepend", "p:pw"},
-    {B_LIST_CONCAT, "osp_list_concat", "p:pp"},
-    {B_LIST_REVERSE, "osp_list_reverse", "p:p"},
-    {B_MAP_NEW, "osp_map_empty", "p:"},
-    {B_MAP_GET, "osp_map_get", "r:pp"},
-    {B_MAP_SET, "osp_map_set", "p:ppw"},
-    {B_MAP_REMOVE, "osp_map_remove", "p:pp"},
-    {B_MAP_MERGE, "osp_map_merge", "p:pp"},
-    {B_MAP_CONTAINS, "osp_map_contains", "b:pp"},
-    {B_MAP_LENGTH, "osp_map_length", "i:p"},
-    {B_MAP_KEYS, "osp_map_keys", "p:p"},
-    {B_MAP_VALUES, "osp_map_values", "p:p"},
-    {B_CHANNEL, "osp_chan_new", "i:i"},
-    {B_FIBER_DONE, "osp_fiber_state", "i:i"},
-};
-
+/* ---- built-ins that are direct runtime calls ----
+ * builtins.def gives each one's runtime symbol and C ABI ("ret:args"; i i64, f double,
+ * p ptr, b i1 (C bool, zeroext), r a Result in two words (osp_rres), w a boxed word (the
+ * argument's value boxed), v void). */
 static LLVMTypeRef sig_llty(CG *g, char ch) {
     switch (ch) {
+    case 'f': return g->f64;
     case 'p': return g->ptr;
     case 'b': return g->i1;
     case 'r': return g->rest;
@@ -1064,10 +1099,10 @@ static LLVMValueRef call_sig(CG *g, const char *fn, const char *sig, LLVMValueRe
     return c;
 }
 
-static const RtBuiltin *rt_builtin(Builtin b) {
-    for (size_t i = 0; i < sizeof rt_builtins / sizeof *rt_builtins; i++)
-        if (rt_builtins[i].b == b) return &rt_builtins[i];
-    return NULL;
+/* The table row of `b` when it lowers to a direct runtime call, else NULL. */
+static const BuiltinInfo *rt_builtin(Builtin b) {
+    const BuiltinInfo *bi = builtin_info(b);
+    return bi->symbol && bi->abi ? bi : NULL;
 }
 
 static int64_t eq_kind(Type *t) {
@@ -1152,8 +1187,11 @@ static void tap_verdict(CG *g, LLVMValueRef v, Type *t) {
 /* A built-in applied to evaluated arguments (direct calls and built-ins used as values).
  * Returns NULL for built-ins that need their argument expressions. */
 static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) {
-    const RtBuiltin *rb = rt_builtin(b);
-    if (rb) return call_sig(g, rb->fn, rb->sig, v, t);
+    const BuiltinInfo *rb = rt_builtin(b);
+    if (rb) {
+        LLVMValueRef c = call_sig(g, rb->symbol, rb->abi, v, t);
+        return rb->abi[0] == 'v' ? unit_value(g) : c;
+    }
     switch (b) {
     case B_PRINT: print_line(g, render(g, v[0], t[0], false)); return unit_value(g);
     case B_TOSTRING: return render(g, v[0], t[0], false);
@@ -1170,60 +1208,20 @@ static LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t) 
                         (LLVMValueRef[]){v[0], v[1], ci64(g, eq_kind(t[1]))},
                         (Type *[]){NULL, t[1], NULL});
     case B_INTDIV: return gen_intdiv(g, v[0], v[1]);
-    case B_SLEEP: {
-        LLVMTypeRef p[1] = {g->i64};
-        call_rt(g, "osp_sleep_ms", g->voidt, p, v, 1);
-        return unit_value(g);
-    }
     case B_FIBER_YIELD: call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0); return v[0];
     case B_TOFLOAT: return LLVMBuildSIToFP(g->b, v[0], g->f64, "");
     default: return NULL;
     }
 }
 
+/* A call of built-in `b`: the ones that need their argument expressions (callbacks, test
+ * bodies, assertion lists) here, every other one through builtin_values. */
 static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
     Expr **args = e->u.call.args;
-    if (rt_builtin(b) || b == B_PRINT || b == B_TOSTRING || b == B_LENGTH || b == B_IS_EMPTY ||
-        b == B_LIST || b == B_LIST_CONTAINS || b == B_INTDIV || b == B_SLEEP ||
-        b == B_FIBER_YIELD || b == B_TOFLOAT) {
-        int n = e->u.call.nargs;
-        LLVMValueRef vals[8];
-        Type *types[8];
-        for (int i = 0; i < n && i < 8; i++) {
-            vals[i] = gen(g, args[i]);
-            types[i] = ety(g, args[i]);
-        }
-        return builtin_values(g, b, vals, types);
-    }
     switch (b) {
     case B_FOREACH_LIST: return gen_foreach_list(g, e);
-    case B_PRINT: {
-        LLVMValueRef v = gen(g, args[0]);
-        print_line(g, render(g, v, ety(g, args[0]), false));
-        return unit_value(g);
-    }
-    case B_TOSTRING: {
-        LLVMValueRef v = gen(g, args[0]);
-        return render(g, v, ety(g, args[0]), false);
-    }
-    case B_INTDIV: {
-        LLVMValueRef a = gen(g, args[0]);
-        return gen_intdiv(g, a, gen(g, args[1]));
-    }
     case B_FOREACH: return gen_loop(g, e, false);
     case B_FOLD: return gen_loop(g, e, true);
-    case B_SLEEP: {
-        LLVMTypeRef p[1] = {g->i64};
-        LLVMValueRef a[1] = {gen(g, args[0])};
-        call_rt(g, "osp_sleep_ms", g->voidt, p, a, 1);
-        return unit_value(g);
-    }
-    case B_FIBER_YIELD: {
-        LLVMValueRef v = gen(g, args[0]);
-        call_rt(g, "osp_fiber_yield", g->voidt, NULL, NULL, 0);
-        return v;
-    }
-    case B_TOFLOAT: return LLVMBuildSIToFP(g->b, gen(g, args[0]), g->f64, "");
     case B_TEST: {
         LLVMValueRef name = gen(g, args[0]);
         Callee body = callee_of(g, args[1]);
@@ -1276,7 +1274,19 @@ static LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         }
         return unit_value(g);
     }
-    default: internal_error(g, "built-in used outside a pipeline"); return unit_value(g);
+    default: {
+        int n = e->u.call.nargs;
+        LLVMValueRef vals[8];
+        Type *types[8];
+        if (n > 8) internal_error(g, "built-in with more than 8 arguments");
+        for (int i = 0; i < n && i < 8; i++) {
+            vals[i] = gen(g, args[i]);
+            types[i] = ety(g, args[i]);
+        }
+        LLVMValueRef r = builtin_values(g, b, vals, types);
+        if (!r) internal_error(g, "built-in used outside a pipeline");
+        return r ? r : unit_value(g);
+    }
     }
 }
 
@@ -1284,6 +1294,17 @@ static LLVMValueRef gen_call(CG *g, Expr *e) {
     Expr *callee = e->u.call.callee;
     if (callee->kind == E_IDENT && callee->u.ident.sym && callee->u.ident.sym->kind == SYM_BUILTIN)
         return gen_builtin_call(g, e, callee->u.ident.sym->builtin);
+    if (callee->kind == E_IDENT && callee->u.ident.sym && callee->u.ident.sym->kind == SYM_FN &&
+        callee->u.ident.sym->fn->is_extern) {
+        FnDecl *f = callee->u.ident.sym->fn;
+        Type *ft = ty_find(f->type);
+        LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(f->nparams + 1));
+        for (int i = 0; i < f->nparams && i < e->u.call.nargs; i++)
+            args[i] = ty_find(ft->args[i])->kind == TY_FN
+                          ? extern_fn_pointer(g, e->u.call.args[i], ft->args[i])
+                          : gen(g, e->u.call.args[i]);
+        return gen_extern_call(g, f, args);
+    }
     int n = e->u.call.nargs;
     LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 1));
     Type **at = arena_alloc(g->arena, sizeof(Type *) * (size_t)(n + 1));
@@ -1627,9 +1648,16 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
         LLVMPositionBuilderAtEnd(g->b, ok);
         if (p->sym) {
             LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "");
-            bind(g, p->sym, BIND_VALUE)->v = p->kind == PAT_SUCCESS
-                                                 ? unbox(g, w, t->args[0])
-                                                 : LLVMBuildIntToPtr(g->b, w, g->ptr, "");
+            LLVMValueRef bv;
+            if (p->kind == PAT_SUCCESS) {
+                bv = unbox(g, w, t->args[0]);
+            } else {
+                /* docs/spec/language.md §7: an Error without a message binds the text `Error` */
+                LLVMValueRef none = LLVMBuildICmp(g->b, LLVMIntEQ, w, ci64(g, 0), "");
+                bv = LLVMBuildSelect(g->b, none, cstr(g, "Error"),
+                                     LLVMBuildIntToPtr(g->b, w, g->ptr, ""), "message");
+            }
+            bind(g, p->sym, BIND_VALUE)->v = bv;
         }
         return false;
     }
@@ -1652,6 +1680,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
                 unbox(g, load_word(g, v, slot + 1, var->named ? var->fields[slot] : "payload"), ft);
             if (!gen_pattern(g, p->subs[i], fv, ft, fail)) always = false;
         }
+        if (p->typed && p->sym) bind(g, p->sym, BIND_VALUE)->v = v; /* `d: Variant` */
         return always;
     }
     case PAT_LIST: {
@@ -2371,6 +2400,12 @@ static void emit_job(CG *g, Job *j) {
                     bind(g, arm->binders[i].sym, BIND_VALUE)->v =
                         LLVMGetParam(j->llfn, (unsigned)i + 1);
             LLVMValueRef v = gen(g, arm->body);
+            Type **inst = concrete_inst(g, h->u.handle.decl, h->u.handle.inst);
+            Type *opt = ty_find(op_type(g, h->u.handle.decl, arm->opi, inst));
+            /* docs/spec/language.md §12.3: an arm of a Unit operation may have any type but a
+             * Result; its value is discarded */
+            if (ty_find(opt->ret)->kind == TY_UNIT && ty_find(ety(g, arm->body))->kind != TY_UNIT)
+                v = unit_value(g);
             LLVMBuildRet(g->b, v);
         }
         break;
@@ -2484,7 +2519,7 @@ LLVMModuleRef osp_codegen(LLVMContextRef ctx, const Program *prog, LLVMTargetMac
     /* every monomorphic function is emitted (in source order), polymorphic ones per use */
     for (int i = 0; i < prog->fns.len; i++) {
         FnDecl *f = prog->fns.items[i];
-        if (!f->is_main && f->nqvars == 0 && f->type) fn_instance(g, f, NULL);
+        if (!f->is_main && !f->is_extern && f->nqvars == 0 && f->type) fn_instance(g, f, NULL);
     }
     emit_main(g);
     for (int i = 0; i < g->jobs.len && !g->error; i++) {

@@ -15,97 +15,38 @@ typedef struct Stmt Stmt;
 typedef struct FnDecl FnDecl;
 typedef struct Unit Unit;
 
-/* Built-in functions (docs/spec/language.md §9.1, §10, §11, §13). */
+/* Built-in functions (docs/spec/language.md §9–§13), one row each in builtins.def. */
 typedef enum Builtin {
     B_NONE,
-    B_PRINT,
-    B_TOSTRING,
-    B_INTDIV,
-    B_RANGE,
-    B_MAP,
-    B_FILTER,
-    B_FOREACH,
-    B_FOLD,
-    B_SLEEP,
-    B_FIBER_YIELD,
-    B_TOFLOAT,
-    B_TEST,
-    B_EXPECT,
-    B_CHECK,
-    B_EXPECT_TRUE,
-    B_EXPECT_FALSE,
-    B_CHECK_TRUE,
-    B_CHECK_FALSE,
-    B_EXPECT_ALL,
-    B_CHECK_ALL,
-    /* Tier 2: numeric and system (§9.2) */
-    B_ABS,
-    B_CHECKED_ADD,
-    B_CHECKED_SUB,
-    B_CHECKED_MUL,
-    B_INPUT,
-    B_RANDOM,
-    B_RANDOM_BELOW,
-    /* strings (§9.3) */
-    B_LENGTH,
-    B_IS_EMPTY,
-    B_CONTAINS,
-    B_STARTS_WITH,
-    B_ENDS_WITH,
-    B_BYTE_LENGTH,
-    B_TAKE,
-    B_DROP,
-    B_JOIN,
-    B_LINES,
-    B_WORDS,
-    B_UPPER,
-    B_LOWER,
-    B_TRIM,
-    B_TRIM_START,
-    B_TRIM_END,
-    B_REVERSE,
-    B_INDEX_OF,
-    B_SUBSTRING,
-    B_SPLIT,
-    B_REPLACE,
-    B_REPEAT,
-    B_PAD_START,
-    B_PAD_END,
-    B_PARSE_INT,
-    B_PARSE_FLOAT,
-    B_BYTE_AT,
-    B_CODE_POINT_AT,
-    B_CODE_POINT_WIDTH,
-    B_FROM_CODE_POINT,
-    /* lists (§9.4) */
-    B_LIST,
-    B_LIST_LENGTH,
-    B_LIST_GET,
-    B_LIST_APPEND,
-    B_LIST_PREPEND,
-    B_LIST_CONCAT,
-    B_LIST_REVERSE,
-    B_LIST_CONTAINS,
-    B_FOREACH_LIST,
-    /* maps (§9.5) */
-    B_MAP_NEW,
-    B_MAP_GET,
-    B_MAP_SET,
-    B_MAP_REMOVE,
-    B_MAP_MERGE,
-    B_MAP_CONTAINS,
-    B_MAP_LENGTH,
-    B_MAP_KEYS,
-    B_MAP_VALUES,
-    /* channels and fibers (§11.3) */
-    B_CHANNEL,
-    B_FIBER_DONE,
+#define BUILTIN(ID, NAME, ARITY, FLAGS, TYPE, SYMBOL, ABI) B_##ID,
+#include "builtins.def"
     B_COUNT
 } Builtin;
 
-/* True for the testing built-ins (their use makes main return the TAP verdict). */
+/* Flags of a built-in (builtins.def's FLAGS column). */
+enum { BF_NONE = 0, BF_TEST = 1, BF_VALUE = 2 };
+
+/* One row of builtins.def. Strings are static; `type`, `symbol` and `abi` may be NULL (see
+ * builtins.def for the notation and what NULL means). */
+typedef struct BuiltinInfo {
+    const char *name;
+    int arity;
+    int flags;
+    const char *type;
+    const char *symbol;
+    const char *abi;
+} BuiltinInfo;
+
+/* The row of `b`; B_NONE and out-of-range values give a row with name "" and no columns.
+ * Never NULL. */
+const BuiltinInfo *builtin_info(Builtin b);
+/* True for the testing built-ins (docs/spec/language.md §13: their use makes main return the
+ * TAP verdict). */
 bool builtin_is_testing(Builtin b);
+/* The Osprey spelling of `b` ("" for B_NONE). Static storage. */
 const char *builtin_name(Builtin b);
+/* The built-in spelled `name`, or B_NONE. */
+Builtin builtin_lookup(const char *name);
 
 typedef enum SymKind { SYM_LOCAL, SYM_FN, SYM_BUILTIN, SYM_CTOR } SymKind;
 
@@ -246,6 +187,8 @@ struct Pattern {
     Pos *field_pos;
     int *slots;       /* PAT_CTOR: payload slot of each sub-pattern (set by the checker) */
     bool named;       /* PAT_CTOR written with braces */
+    bool bare;        /* PAT_SUCCESS/ERROR written without braces or parentheses */
+    bool typed;       /* PAT_CTOR from a typed pattern `p: Variant` (binds the whole value) */
     bool has_args;    /* PAT_CTOR written with `(...)` or `{...}` */
     Variant *variant; /* PAT_CTOR: resolved constructor */
     bool has_rest;
@@ -422,6 +365,7 @@ struct Expr {
             TypeExpr *ret;
             Expr *body;
             Unit *unit;
+            struct EffSet *own_eff; /* what this lambda's body performs (effects.c) */
         } lambda;
         struct {
             Expr *e;
@@ -469,8 +413,10 @@ struct Expr {
             Pos tpos; /* NULL: anonymous record */
             FieldInit *fields;
             int n;
-            TypeDecl *decl;   /* a declared record */
-            Variant *variant; /* a named-payload constructor */
+            TypeDecl *decl;          /* a declared record */
+            Variant *variant;        /* a named-payload constructor */
+            struct TypeExpr **targs; /* `Box<int> { ... }`: explicit type arguments, or NULL */
+            int ntargs;
         } record;
         struct {
             Expr *e;
@@ -574,6 +520,7 @@ struct FnDecl {
     Unit *unit;
     int decl_index; /* position among top-level statements */
     bool is_main;
+    bool is_extern; /* `extern fn`: a C function, no body (docs/spec/language.md §3.5) */
     /* inference */
     Type *type;   /* TY_FN, with generic vars when polymorphic */
     Type **qvars; /* generalised variables, in a fixed order */
@@ -583,7 +530,8 @@ struct FnDecl {
     int check_state;     /* 0 unchecked, 1 in progress, 2 done */
     PtrVec callees;      /* FnDecl* referenced from the body */
     PtrVec globals_read; /* Sym* file-scope bindings read by the body (direct) */
-    EffSet *esc;         /* effects that may escape a call (effects.c) */
+    EffSet *esc;         /* effects that may escape a call, except calls of its parameters */
+    bool *calls_param;   /* [nparams]: the body calls that parameter (effects.c, §12.2) */
     /* Tarjan */
     int t_index, t_low;
     bool t_onstack;
@@ -604,6 +552,11 @@ typedef struct Program {
     PtrVec edecls; /* EffectDecl* */
     bool uses_testing;
     int main_line; /* line for the entry point's DISubprogram */
+    /* `// @link: x` and `// @linkdir: d` lines (docs/spec/language.md §3.5), in source order:
+     * link_args[i] is `-lx` or `-Ld` (one argument each), link_lines[i] its line */
+    const char **link_args;
+    int *link_lines;
+    int nlink_args;
 } Program;
 
 /* Constructors used by the parser. */

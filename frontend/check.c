@@ -258,6 +258,11 @@ static bool try_solve(Checker *c, Constraint *k) {
                       "%san Iterator cannot be printed; consume it with `forEach` or `fold`",
                       via_prefix(c, k));
                 return true;
+            case TY_PTR:
+                /* docs/spec/language.md §3.5: no printing applies to a C pointer */
+                error(c, k->pos, "%svalues of type `Ptr` cannot be printed (a C pointer is opaque)",
+                      via_prefix(c, k));
+                return true;
             case TY_LIST:
             case TY_MAP:
             case TY_NAMED:
@@ -669,7 +674,7 @@ static Type *convert_type(Checker *c, TypeExpr *te) {
         {"string", 0, TY_STRING},   {"Unit", 0, TY_UNIT},     {"MathError", 0, TY_MATHERROR},
         {"Error", 0, TY_ERRORT},    {"Result", 2, TY_RESULT}, {"Fiber", 1, TY_FIBER},
         {"Iterator", 1, TY_ITER},   {"List", 1, TY_LIST},     {"Map", 2, TY_MAP},
-        {"Channel", 1, TY_CHANNEL},
+        {"Channel", 1, TY_CHANNEL}, {"Ptr", 0, TY_PTR},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (strcmp(names[i].name, te->name) != 0) continue;
@@ -877,6 +882,7 @@ static Type *sig_type(Checker *c, SigParse *sp) {
     case 'b': return tc->t_bool;
     case 's': return tc->t_string;
     case 'u': return tc->t_unit;
+    case 'P': return tc->t_ptr;
     case 'a':
     case 'c': {
         int k = ch == 'a' ? 0 : 1;
@@ -908,69 +914,10 @@ static Type *sig_type(Checker *c, SigParse *sp) {
     }
 }
 
+/* The checker's signature of `b` in the notation above (builtins.def's TYPE column), or NULL
+ * when the call is typed by hand in check_builtin_call. */
 static const char *builtin_sig(Builtin b) {
-    switch (b) {
-    case B_INTDIV: return "i,i>Ei";
-    case B_SLEEP: return "i>u";
-    case B_FIBER_YIELD: return "i>i";
-    case B_TOFLOAT: return "i>f";
-    case B_ABS: return "i>Ni";
-    case B_CHECKED_ADD:
-    case B_CHECKED_SUB:
-    case B_CHECKED_MUL: return "i,i>Ei";
-    case B_INPUT: return ">s";
-    case B_RANDOM: return ">i";
-    case B_RANDOM_BELOW: return "i>Ei";
-    case B_CONTAINS:
-    case B_STARTS_WITH:
-    case B_ENDS_WITH: return "s,s>b";
-    case B_BYTE_LENGTH: return "s>i";
-    case B_TAKE:
-    case B_DROP: return "s,i>s";
-    case B_JOIN: return "Ls,s>s";
-    case B_LINES:
-    case B_WORDS: return "s>Ls";
-    case B_UPPER:
-    case B_LOWER:
-    case B_TRIM:
-    case B_TRIM_START:
-    case B_TRIM_END:
-    case B_REVERSE: return "s>s";
-    case B_INDEX_OF: return "s,s>Ei";
-    case B_SUBSTRING: return "s,i,i>Es";
-    case B_SPLIT: return "s,s>ELs";
-    case B_REPLACE: return "s,s,s>Es";
-    case B_REPEAT: return "s,i>Es";
-    case B_PAD_START:
-    case B_PAD_END: return "s,i,s>Es";
-    case B_PARSE_INT: return "s>Ei";
-    case B_PARSE_FLOAT: return "s>Ef";
-    case B_BYTE_AT:
-    case B_CODE_POINT_AT: return "s,i>Ei";
-    case B_CODE_POINT_WIDTH: return "i>Ei";
-    case B_FROM_CODE_POINT: return "i>Es";
-    case B_LIST: return ">La";
-    case B_LIST_LENGTH: return "La>i";
-    case B_LIST_GET: return "La,i>Ea";
-    case B_LIST_APPEND:
-    case B_LIST_PREPEND: return "La,a>La";
-    case B_LIST_CONCAT: return "La,La>La";
-    case B_LIST_REVERSE: return "La>La";
-    case B_LIST_CONTAINS: return "La,a>b";
-    case B_FOREACH_LIST: return "La,(a>c)>u";
-    case B_MAP_NEW: return ">Ma";
-    case B_MAP_GET: return "Ma,s>Ea";
-    case B_MAP_SET: return "Ma,s,a>Ma";
-    case B_MAP_REMOVE: return "Ma,s>Ma";
-    case B_MAP_MERGE: return "Ma,Ma>Ma";
-    case B_MAP_CONTAINS: return "Ma,s>b";
-    case B_MAP_LENGTH: return "Ma>i";
-    case B_MAP_KEYS: return "Ma>Ls";
-    case B_MAP_VALUES: return "Ma>La";
-    case B_CHANNEL: return "i>Ca";
-
-    default: return NULL;
-    }
+    return builtin_info(b)->type;
 }
 
 /* The function type of a table-driven built-in (fresh variables). */
@@ -1034,12 +981,11 @@ static Type *check_ident(Checker *c, Expr *e) {
             return ty_fn(tc, 1, &a, s->builtin == B_PRINT ? tc->t_unit : tc->t_string);
         }
         if (s->builtin == B_LENGTH || s->builtin == B_IS_EMPTY) {
-            Type *a = ty_var(tc);
-            add_constraint_named(c, C_SIZED, OP_ADD, a, NULL, NULL, e->pos, NULL,
-                                 builtin_name(s->builtin));
-            return ty_fn(tc, 1, &a, s->builtin == B_LENGTH ? tc->t_int : tc->t_bool);
+            /* docs/spec/language.md §16.3: overloaded built-ins are not values */
+            error(c, e->pos, "`%s` cannot be used as a value; wrap it in a lambda", s->name);
+            return tc->t_poison;
         }
-        if (builtin_sig(s->builtin) && s->builtin != B_FOREACH_LIST)
+        if ((builtin_info(s->builtin)->flags & BF_VALUE) && builtin_sig(s->builtin))
             return builtin_type(c, s->builtin);
         error(c, e->pos,
               "built-in `%s` can only be called here, not used as a value (wrap it in a lambda: "
@@ -1051,19 +997,7 @@ static Type *check_ident(Checker *c, Expr *e) {
 }
 
 static int builtin_arity(Builtin b) {
-    switch (b) {
-    case B_PRINT:
-    case B_TOSTRING:
-    case B_EXPECT_TRUE:
-    case B_EXPECT_FALSE:
-    case B_EXPECT_ALL:
-    case B_LENGTH:
-    case B_IS_EMPTY:
-    case B_FIBER_DONE: return 1;
-    case B_FOLD:
-    case B_CHECK: return 3;
-    default: return 2;
-    }
+    return builtin_info(b)->arity;
 }
 
 static Type *check_list_of_bools(Checker *c, Expr *list, const char *fname) {
@@ -1104,15 +1038,20 @@ static Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     Expr **args = e->u.call.args;
     int n = e->u.call.nargs;
     e->u.call.callee->type = tc->t_poison;
-    if (e->u.call.names) {
-        error(c, e->pos,
-              "named arguments are only supported for functions declared with `fn` (`%s` is a "
-              "built-in)",
-              builtin_name(b));
-        for (int i = 0; i < n; i++) check_expr(c, args[i]);
-        return tc->t_poison;
-    }
+    /* docs/spec/language.md §5.3: names given to a built-in are not checked; the arguments
+     * bind by position in the order written (and are evaluated in that order) */
+    e->u.call.names = NULL;
+    e->u.call.name_pos = NULL;
     Type *sigt = builtin_type(c, b);
+    if (b == B_SPAWN_PROCESS && n == 2) {
+        /* docs/spec/language.md §9.6: the callback names a top-level function */
+        Expr *cb = args[1];
+        if (!(cb->kind == E_IDENT && cb->u.ident.sym && cb->u.ident.sym->kind == SYM_FN &&
+              !cb->u.ident.sym->fn->is_extern))
+            error(c, cb->pos,
+                  "the callback of `spawnProcess` must name a top-level function of type "
+                  "`(int, int, string) -> Unit`");
+    }
     if (sigt) {
         Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n + 1));
         for (int i = 0; i < n; i++) at[i] = check_expr(c, args[i]);
@@ -1503,6 +1442,22 @@ static Type *check_record(Checker *c, Expr *e) {
         nf = v->nfields;
     }
     Type *named = fresh_named(c, td);
+    if (e->u.record.targs) {
+        /* docs/spec/language.md §3.3: stated type arguments constrain the fields like an
+         * annotation; their number must match the declaration */
+        if (e->u.record.ntargs != td->nparams) {
+            error(c, e->u.record.tpos, "`%s` takes %d type argument%s, got %d", td->name,
+                  td->nparams, td->nparams == 1 ? "" : "s", e->u.record.ntargs);
+        } else {
+            for (int i = 0; i < td->nparams; i++) {
+                Type *at = convert_type(c, e->u.record.targs[i]);
+                if (!ty_unify(tc, named->args[i], at))
+                    error(c, e->u.record.targs[i]->pos,
+                          "type argument %d of `%s` is `%s`, which does not fit `%s`", i + 1,
+                          td->name, show(c, at), show(c, named->args[i]));
+            }
+        }
+    }
     bool *seen = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
     for (int i = 0; i < n; i++) {
         Type *vt = check_expr(c, fs[i].value);
@@ -1684,6 +1639,13 @@ static Type *check_handle(Checker *c, Expr *e) {
                       "this arm resumes, so its value becomes the value of the whole `handle`: it "
                       "has type `%s`, but the handled body has type `%s`",
                       show(c, at), show(c, bt));
+        } else if (ty_find(ft->ret)->kind == TY_UNIT) {
+            /* docs/spec/language.md §12.3: the arm of a Unit operation may have any type but a
+             * Result; its value is discarded */
+            if (ty_find(at)->kind == TY_RESULT)
+                error(c, arm->body->pos,
+                      "an unhandled `Result` cannot be discarded by a Unit effect operation arm; "
+                      "use `match` or `?:`");
         } else if (!ty_unify(tc, at, ft->ret)) {
             error(c, arm->body->pos,
                   "the arm for `%s.%s` has type `%s`, but the operation returns `%s`", ed->name,
@@ -1714,6 +1676,32 @@ static bool irrefutable(Pattern *p) {
     return p->kind == PAT_WILD || p->kind == PAT_BIND;
 }
 
+/* The variant that the annotation of a typed pattern `p: T` names, if T is a plain name of a
+ * variant of the scrutinee's union (a scrutinee still unknown is unified with that union);
+ * NULL when T is meant as a type. */
+static Variant *typed_pattern_variant(Checker *c, TypeExpr *te, Type *st) {
+    if (te->kind != TE_NAME || te->nargs != 0) return NULL;
+    Type *s = ty_find(st);
+    if (s->kind == TY_NAMED) {
+        TypeDecl *td = s->decl;
+        if (td->kind != TD_UNION || strcmp(td->name, te->name) == 0) return NULL;
+        for (int k = 0; k < td->nvariants; k++)
+            if (strcmp(td->variants[k]->name, te->name) == 0) return td->variants[k];
+        return NULL;
+    }
+    if (s->kind != TY_VAR || s->rigid || find_tdecl(c, te->name)) return NULL;
+    for (int i = 0; i < c->prog->tdecls.len; i++) {
+        TypeDecl *td = c->prog->tdecls.items[i];
+        if (td->kind != TD_UNION) continue;
+        for (int k = 0; k < td->nvariants; k++)
+            if (strcmp(td->variants[k]->name, te->name) == 0) {
+                ty_unify(c->tc, s, fresh_named(c, td));
+                return td->variants[k];
+            }
+    }
+    return NULL;
+}
+
 /* Check pattern `p` against a value of type `st`, typing its binders. */
 static void check_pattern(Checker *c, Pattern *p, Type *st) {
     TypeCtx *tc = c->tc;
@@ -1724,6 +1712,18 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
     case PAT_UNSUPPORTED: return;
     case PAT_BIND:
         if (p->annot) {
+            /* docs/spec/language.md §7: `p: T` binds the whole value; T is the value's type or
+             * one of its union's variants (then the arm tests for that variant) */
+            Variant *v = typed_pattern_variant(c, p->annot, st);
+            if (v) {
+                if (p->sym) p->sym->type = st;
+                if (v->decl->nvariants > 1) {
+                    p->kind = PAT_CTOR;
+                    p->variant = v;
+                    p->typed = true;
+                }
+                return;
+            }
             Type *at = convert_type(c, p->annot);
             if (!ty_unify(tc, st, at))
                 error(c, p->pos, "the pattern's type `%s` does not match the value's type `%s`",
@@ -1750,6 +1750,18 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
     case PAT_SUCCESS:
     case PAT_ERROR: {
         Type *s = ty_find(st);
+        if (p->bare && s->kind == TY_NAMED && ((TypeDecl *)s->decl)->kind == TD_UNION) {
+            /* docs/spec/language.md §3.3: a bare `Success`/`Error` over a union that declares
+             * that nullary variant is the user's variant */
+            TypeDecl *td = s->decl;
+            for (int k = 0; k < td->nvariants; k++)
+                if (strcmp(td->variants[k]->name, p->kind == PAT_SUCCESS ? "Success" : "Error") ==
+                    0) {
+                    p->kind = PAT_CTOR;
+                    p->variant = td->variants[k];
+                    return;
+                }
+        }
         if (s->kind == TY_VAR && !s->rigid) {
             Type *err = ty_var(tc);
             err->hint = HINT_ERROR;
@@ -1844,6 +1856,7 @@ static Type *check_match(Checker *c, Expr *e) {
     Type *st = check_expr(c, e->u.match.scrut);
     Type *result = ty_var(tc);
     bool catchall = false, seen_true = false, seen_false = false, seen_ok = false, seen_err = false;
+    bool catchall_typed = false;
     bool result_set = false;
     TypeDecl *covered_decl = NULL;
     bool *covered = NULL;
@@ -1851,12 +1864,20 @@ static Type *check_match(Checker *c, Expr *e) {
     for (int i = 0; i < e->u.match.narms; i++) {
         MatchArm *arm = &e->u.match.arms[i];
         Pattern *p = arm->pat;
-        if (catchall)
+        if (catchall_typed && !catchall)
+            diag_warning(c->d, p->pos, "unreachable match arm");
+        else if (catchall)
             error(c, p->pos, "unreachable arm: an earlier arm already matches every value");
         check_pattern(c, p, st);
         switch (p->kind) {
-        case PAT_WILD:
-        case PAT_BIND: catchall = true; break;
+        case PAT_WILD: catchall = true; break;
+        case PAT_BIND:
+            /* §7: after a typed catch-all `p: T` a later arm is only a warning */
+            if (p->annot)
+                catchall_typed = true;
+            else
+                catchall = true;
+            break;
         case PAT_BOOL:
             if (p->bval)
                 seen_true = true;
@@ -1907,7 +1928,7 @@ static Type *check_match(Checker *c, Expr *e) {
                   show(c, bt), show(c, result));
         }
     }
-    if (!catchall && !poisoned) {
+    if (!catchall && !catchall_typed && !poisoned) {
         Type *s = ty_find(st);
         if (s->kind == TY_BOOL) {
             if (!seen_true || !seen_false)
@@ -2190,6 +2211,50 @@ static void check_stmt(Checker *c, Stmt *s, Type **value) {
     }
 }
 
+/* docs/spec/language.md §3.5: an extern's parameters and result are int, float, bool, Ptr,
+ * string, Unit (result only) or, for a parameter, a function type over those. */
+static bool c_abi_type(Type *t, bool result, bool allow_fn) {
+    t = ty_find(t);
+    switch (t->kind) {
+    case TY_INT:
+    case TY_FLOAT:
+    case TY_BOOL:
+    case TY_PTR:
+    case TY_STRING:
+    case TY_POISON: return true;
+    case TY_UNIT: return result;
+    case TY_FN:
+        if (!allow_fn) return false;
+        for (int i = 0; i < t->nargs; i++)
+            if (!c_abi_type(t->args[i], false, false)) return false;
+        return c_abi_type(t->ret, true, false);
+    default: return false;
+    }
+}
+
+static void check_extern_signature(Checker *c, FnDecl *f) {
+    for (int k = 0; k < f->nparams; k++) {
+        Param *p = &f->params[k];
+        if (!p->annot) {
+            error(c, p->pos,
+                  "parameter %d of extern `%s` needs a type (int, float, bool, Ptr, "
+                  "string or a function type)",
+                  k + 1, f->name);
+            continue;
+        }
+        if (!c_abi_type(f->type->args[k], false, true))
+            error(c, p->annot->pos,
+                  "extern `%s` cannot take a `%s`: C functions take int, float, bool, Ptr, "
+                  "string or a function type over those",
+                  f->name, show(c, f->type->args[k]));
+    }
+    if (f->ret_annot && !c_abi_type(f->type->ret, true, false))
+        error(c, f->ret_annot->pos,
+              "extern `%s` cannot return a `%s`: C functions return int, float, bool, Ptr, "
+              "string or nothing",
+              f->name, show(c, f->type->ret));
+}
+
 static void check_scc(Checker *c, int id) {
     PtrVec *members = &c->sccs[id];
     TypeCtx *tc = c->tc;
@@ -2213,8 +2278,11 @@ static void check_scc(Checker *c, int id) {
             ps[k] = f->params[k].annot ? convert_type(c, f->params[k].annot) : ty_var(tc);
             if (f->params[k].sym) f->params[k].sym->type = ps[k];
         }
-        Type *ret = f->ret_annot ? convert_type(c, f->ret_annot) : ty_var(tc);
+        Type *ret = f->ret_annot   ? convert_type(c, f->ret_annot)
+                    : f->is_extern ? tc->t_unit /* §3.5: no return type is C `void` */
+                                   : ty_var(tc);
         f->type = ty_fn(tc, f->nparams, ps, ret);
+        if (f->is_extern) check_extern_signature(c, f);
         for (int k = 0; k < f->nrow; k++) {
             EffectRef *r = &f->row[k];
             if (!r->decl) continue;
@@ -2229,6 +2297,10 @@ static void check_scc(Checker *c, int id) {
         c->tnames = f->tparams;
         c->ttypes = f->tvars;
         c->ntenv = f->ntparams;
+        if (f->is_extern) {
+            c->cur_fn = save;
+            continue;
+        }
         Type *bt = check_expr(c, f->body);
         if (!ty_unify(tc, f->type->ret, bt)) {
             error(c, f->body->pos, "`%s` is declared to return `%s`, but its body has type `%s`",
@@ -2338,7 +2410,7 @@ static void restrict_stmt(Checker *c, Stmt *s) {
         default_type(c, s->u.fn->type, 0);
         for (int i = 0; i < s->u.fn->nparams; i++)
             if (s->u.fn->params[i].sym) default_type(c, s->u.fn->params[i].sym->type, 0);
-        restrict_expr(c, s->u.fn->body, R_VALUE);
+        if (s->u.fn->body) restrict_expr(c, s->u.fn->body, R_VALUE);
         return;
     case S_UNSUPPORTED:
     case S_TYPE:

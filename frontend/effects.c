@@ -154,6 +154,21 @@ static void escape_set(EWalk *w, EffSet *s, Pos pos, const char *via) {
 
 static void walk_expr(EWalk *w, Expr *e);
 
+/* Add to `vs` (a function value's set) everything a call of `f` with unknown arguments does. */
+static void fn_into_value(EWalk *w, FnDecl *f, EffSet *vs) {
+    if (!vs) return;
+    EffSet *esc = eff_find(f->esc);
+    for (int i = 0; esc && i < esc->items.len; i++)
+        if (set_add(w, vs, esc->items.items[i])) w->changed = true;
+    for (int i = 0; f->calls_param && i < f->nparams; i++) {
+        if (!f->calls_param[i] || !f->params[i].sym) continue;
+        EffSet *ps = set_of(f->params[i].sym->type);
+        if (!ps || eff_find(ps) == eff_find(vs)) continue;
+        for (int k = 0; k < ps->items.len; k++)
+            if (set_add(w, vs, ps->items.items[k])) w->changed = true;
+    }
+}
+
 static void walk_list(EWalk *w, Expr **es, int n) {
     for (int i = 0; i < n; i++) walk_expr(w, es[i]);
 }
@@ -173,6 +188,55 @@ static const char *callee_name(Expr *f) {
     return "a function value";
 }
 
+/* The index of `s` among the parameters of the function being walked (not inside a lambda or
+ * a `handle`), or -1. */
+static int param_index(EWalk *w, Sym *s) {
+    /* inside a `handle` of the body the call is checked here, against those handlers */
+    if (!w->fn || !s || s->kind != SYM_LOCAL || w->handles.len > 0) return -1;
+    for (int i = 0; i < w->fn->nparams; i++)
+        if (w->fn->params[i].sym == s) return i;
+    return -1;
+}
+
+/* docs/spec/language.md §12.2: a function's calls of its own parameters are not its effects;
+ * each call of the function performs what the value passed there performs. */
+static void mark_param_call(EWalk *w, int i) {
+    if (!w->fn->calls_param[i]) {
+        w->fn->calls_param[i] = true;
+        w->changed = true;
+    }
+}
+
+/* Everything a call of named function `f` with unknown arguments may perform: its own effects
+ * and, for each parameter it calls, whatever any value of that parameter's type may. */
+static void escape_fn_value(EWalk *w, FnDecl *f, Pos pos) {
+    escape_set(w, f->esc, pos, f->name);
+    for (int i = 0; f->calls_param && i < f->nparams; i++)
+        if (f->calls_param[i] && f->params[i].sym)
+            escape_set(w, set_of(f->params[i].sym->type), pos, f->name);
+}
+
+/* The effects of calling the function value `a` at this point. */
+static void escape_value(EWalk *w, Expr *a, Pos pos, const char *via) {
+    if (a->kind == E_IDENT && a->u.ident.sym) {
+        Sym *s = a->u.ident.sym;
+        if (s->kind == SYM_FN) {
+            escape_fn_value(w, s->fn, pos);
+            return;
+        }
+        int pi = param_index(w, s);
+        if (pi >= 0) {
+            mark_param_call(w, pi);
+            return;
+        }
+    }
+    if (a->kind == E_LAMBDA && a->u.lambda.own_eff) {
+        escape_set(w, a->u.lambda.own_eff, pos, via);
+        return;
+    }
+    if (a->type) escape_set(w, set_of(a->type), pos, via);
+}
+
 static void walk_call(EWalk *w, Expr *e) {
     Expr *f = e->u.call.callee;
     walk_list(w, e->u.call.args, e->u.call.nargs);
@@ -180,21 +244,42 @@ static void walk_call(EWalk *w, Expr *e) {
         Sym *s = f->u.ident.sym;
         if (s->kind == SYM_FN) {
             escape_set(w, s->fn->esc, e->pos, s->fn->name);
+            for (int i = 0; s->fn->calls_param && i < s->fn->nparams && i < e->u.call.nargs; i++)
+                if (s->fn->calls_param[i]) escape_value(w, e->u.call.args[i], e->pos, s->fn->name);
+            return;
+        }
+        if (s->kind == SYM_BUILTIN && s->builtin == B_SPAWN_PROCESS && e->u.call.nargs == 2) {
+            /* docs/spec/language.md §9.6: process callbacks run on the monitor thread with no
+             * handlers, so they must not perform */
+            Expr *a = e->u.call.args[1];
+            if (w->report && a->kind == E_IDENT && a->u.ident.sym &&
+                a->u.ident.sym->kind == SYM_FN) {
+                EffSet *es = eff_find(a->u.ident.sym->fn->esc);
+                if (es && es->items.len > 0) {
+                    diag_error(w->d, a->pos,
+                               "the callback of `spawnProcess` performs `%s`; process callbacks "
+                               "run with no effect handlers",
+                               key_name(w, es->items.items[0]));
+                    w->errors++;
+                }
+            }
             return;
         }
         if (s->kind == SYM_BUILTIN) {
             /* a built-in calls the function values it is given (callbacks, test bodies) */
             for (int i = 0; i < e->u.call.nargs; i++) {
                 Expr *a = e->u.call.args[i];
-                if (a->kind == E_IDENT && a->u.ident.sym && a->u.ident.sym->kind == SYM_FN)
-                    escape_set(w, a->u.ident.sym->fn->esc, a->pos, a->u.ident.sym->fn->name);
-                else if (a->type)
-                    escape_set(w, set_of(a->type), a->pos,
-                               a->kind == E_IDENT ? a->u.ident.name : "a callback");
+                if (a->type && ty_find(a->type)->kind == TY_FN)
+                    escape_value(w, a, a->pos, a->kind == E_IDENT ? a->u.ident.name : "a callback");
             }
             return;
         }
         if (s->kind == SYM_CTOR) return;
+        int pi = param_index(w, s);
+        if (pi >= 0) {
+            mark_param_call(w, pi);
+            return;
+        }
     }
     walk_expr(w, f);
     if (f->type) escape_set(w, set_of(f->type), e->pos, callee_name(f));
@@ -211,11 +296,7 @@ static void walk_expr(EWalk *w, Expr *e) {
     case E_IDENT: {
         /* a named function used as a value brings its effects into the value's type */
         Sym *s = e->u.ident.sym;
-        if (s && s->kind == SYM_FN && e->type) {
-            EffSet *vs = set_of(e->type), *esc = eff_find(s->fn->esc);
-            for (int i = 0; vs && esc && i < esc->items.len; i++)
-                if (set_add(w, vs, esc->items.items[i])) w->changed = true;
-        }
+        if (s && s->kind == SYM_FN && e->type) fn_into_value(w, s->fn, set_of(e->type));
         return;
     }
     case E_INTERP: walk_list(w, e->u.interp.parts, e->u.interp.nparts); return;
@@ -238,8 +319,9 @@ static void walk_expr(EWalk *w, Expr *e) {
         return;
     case E_LAMBDA: {
         /* the body's effects belong to the function value, performed where it is called */
+        if (!e->u.lambda.own_eff) e->u.lambda.own_eff = arena_alloc(w->a, sizeof(EffSet));
         EWalk inner = *w;
-        inner.sink = set_of(e->type);
+        inner.sink = e->u.lambda.own_eff;
         inner.fn = NULL;
         inner.handles = (PtrVec){0};
         inner.changed = false;
@@ -247,6 +329,10 @@ static void walk_expr(EWalk *w, Expr *e) {
         walk_expr(&inner, e->u.lambda.body);
         w->changed |= inner.changed;
         w->errors += inner.errors;
+        /* ... and to its function type, for calls that cannot see which lambda it is */
+        EffSet *own = eff_find(e->u.lambda.own_eff), *vs = set_of(e->type);
+        for (int i = 0; vs && i < own->items.len; i++)
+            if (set_add(w, vs, own->items.items[i])) w->changed = true;
         return;
     }
     case E_SPAWN: walk_expr(w, e->u.spawn.e); return; /* the fiber inherits the handlers */
@@ -319,11 +405,7 @@ static void walk_program(EWalk *w) {
         w->handles.len = 0;
         walk_expr(w, f->body);
         /* the function as a value performs what its calls do */
-        if (f->type) {
-            EffSet *vs = set_of(f->type), *esc = eff_find(f->esc);
-            for (int k = 0; vs && k < esc->items.len; k++)
-                if (set_add(w, vs, esc->items.items[k])) w->changed = true;
-        }
+        if (f->type) fn_into_value(w, f, set_of(f->type));
     }
     /* program entry: the top-level statements and `fn main` */
     w->sink = NULL;
@@ -342,6 +424,7 @@ int effects_program(Program *prog, Diags *d) {
     for (int i = 0; i < prog->fns.len; i++) {
         FnDecl *f = prog->fns.items[i];
         f->esc = arena_alloc(prog->arena, sizeof(EffSet));
+        f->calls_param = arena_alloc(prog->arena, sizeof(bool) * (size_t)(f->nparams + 1));
     }
     /* Tarjan numbered the call graph's components callees first, so walking in that
      * order settles direct calls in one pass; function values may need a few more. */

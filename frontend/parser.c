@@ -28,6 +28,8 @@ typedef struct Parser {
     int chain;     /* chain accounting (see chain_begin) */
     bool no_brace; /* inside a match scrutinee: `{` ends the expression */
     int syntax_errors;
+    const char **type_names; /* every `type <Name>` of the file (declarations are hoisted) */
+    int ntype_names;
     jmp_buf *recover;
 } Parser;
 
@@ -443,16 +445,18 @@ static Pattern *parse_pattern(Parser *p) {
         if (is_result && kind(p) == P_LBRACE) {
             /* named payload: Success { value } / Error { message } */
             next(p);
+            /* docs/spec/language.md §7: one binder of any spelling (`value` and `message` are
+             * merely conventional) takes the payload or the message */
             pat->kind = is_err ? PAT_ERROR : PAT_SUCCESS;
-            const char *field = is_err ? "message" : "value";
-            Token *f = expect(p, T_IDENT, "naming the payload field");
-            if (strcmp(f->text, field) != 0)
-                fail(p, f->pos, "`%s` has no field `%s` (its payload field is `%s`)", t->text,
-                     f->text, field);
-            pat->name = f->text;
-            pat->name_pos = f->pos;
+            Token *f = expect(p, T_IDENT, "naming the binder");
+            if (strcmp(f->text, "_") != 0) {
+                pat->name = f->text;
+                pat->name_pos = f->pos;
+            }
             if (kind(p) == P_COLON)
                 fail(p, peek(p)->pos, "field renaming in patterns is not supported");
+            if (kind(p) == P_COMMA)
+                fail(p, peek(p)->pos, "`%s { ... }` binds exactly one name", t->text);
             expect(p, P_RBRACE, "to close the pattern");
             break;
         }
@@ -475,6 +479,7 @@ static Pattern *parse_pattern(Parser *p) {
         }
         if (is_result) {
             pat->kind = is_err ? PAT_ERROR : PAT_SUCCESS;
+            pat->bare = true; /* may mean a user's nullary variant (§3.3) */
             break;
         }
         if (strcmp(t->text, "_") == 0) {
@@ -787,6 +792,45 @@ static Expr *parse_handle(Parser *p) {
     return e;
 }
 
+static bool is_type_name(Parser *p, const char *name) {
+    for (int k = 0; k < p->ntype_names; k++)
+        if (strcmp(p->type_names[k], name) == 0) return true;
+    return false;
+}
+
+/* At `<` after a declared type's name: do the tokens up to the matching `>` look like type
+ * arguments (names, commas, function arrows, parentheses, nested `<`/`>`)? */
+static bool type_args_ahead(Parser *p) {
+    int depth = 0;
+    for (int k = 0;; k++) {
+        Token *t = peek_at(p, k);
+        switch (t->kind) {
+        case P_LT: depth++; break;
+        case P_GT:
+            if (--depth == 0) return true;
+            break;
+        case T_IDENT:
+        case P_COMMA:
+        case P_ARROW:
+        case P_LPAREN:
+        case P_RPAREN:
+        case K_FN: break;
+        default: return false;
+        }
+    }
+}
+
+/* `<` Type ("," Type)* `>` — type arguments of a construction (docs/spec/language.md §3.3). */
+static TypeExpr **parse_type_args(Parser *p, int *n) {
+    expect(p, P_LT, "to open the type arguments");
+    PtrVec args = {0};
+    do vec_push(p->a, &args, parse_type(p));
+    while (accept(p, P_COMMA));
+    expect(p, P_GT, "to close the type arguments");
+    *n = args.len;
+    return (TypeExpr **)args.items;
+}
+
 static Expr *parse_primary(Parser *p) {
     Token *t = peek(p);
     switch (t->kind) {
@@ -819,6 +863,27 @@ static Expr *parse_primary(Parser *p) {
             p->no_brace = nb;
             accept(p, P_COMMA);
             expect(p, P_RBRACE, "to close the constructor");
+            return e;
+        }
+        if (kind(p) == P_LT && !peek(p)->nl_before && is_type_name(p, t->text) &&
+            type_args_ahead(p)) {
+            /* `Box<int> { item: 7 }`: explicit type arguments, then the fields */
+            int ntargs = 0;
+            TypeExpr **targs = parse_type_args(p, &ntargs);
+            if (!is_record_open(p))
+                fail(p, peek(p)->pos,
+                     "expected `{ field: value, ... }` after the type arguments "
+                     "of `%s`, found %s",
+                     t->text, describe(peek(p)));
+            Expr *e = expr_new(p->a, E_RECORD, t->pos);
+            e->u.record.tname = t->text;
+            e->u.record.tpos = t->pos;
+            e->u.record.targs = targs;
+            e->u.record.ntargs = ntargs;
+            bool nb = p->no_brace;
+            p->no_brace = false;
+            e->u.record.fields = parse_field_inits(p, &e->u.record.n);
+            p->no_brace = nb;
             return e;
         }
         if (!p->no_brace && is_record_open(p) && !peek(p)->nl_before) {
@@ -1045,9 +1110,23 @@ static Expr *parse_prefix(Parser *p) {
             e = float_literal(p, n, neg);
             e->pos = t->pos;
         } else {
-            e = expr_new(p->a, E_UNARY, t->pos);
-            e->u.un.op = neg ? UOP_NEG : UOP_PLUS;
-            e->u.un.e = parse_prefix(p);
+            Expr *x = parse_prefix(p);
+            if (x->kind == E_INT && (!neg || x->u.ival != INT64_MIN)) {
+                /* docs/spec/language.md §1.4: the fold is recursive and sees through
+                 * parentheses (`--1`, `-(1)`, `-(-1)`); only negating the minimum again
+                 * stays a checked negation */
+                e = x;
+                if (neg) e->u.ival = -e->u.ival;
+                e->pos = t->pos;
+            } else if (x->kind == E_FLOAT) {
+                e = x;
+                if (neg) e->u.fval = -e->u.fval;
+                e->pos = t->pos;
+            } else {
+                e = expr_new(p->a, E_UNARY, t->pos);
+                e->u.un.op = neg ? UOP_NEG : UOP_PLUS;
+                e->u.un.e = x;
+            }
         }
     } else if (t->kind == P_NOT) {
         next(p);
@@ -1440,6 +1519,17 @@ static TypeDecl *parse_type_decl(Parser *p) {
     } while (accept(p, P_BAR));
     td->variants = (Variant **)vs.items;
     td->nvariants = vs.len;
+    Variant *only = vs.len == 1 ? vs.items[0] : NULL;
+    if (only && only->fields && strcmp(only->name, td->name) == 0) {
+        /* docs/spec/language.md §3.3: `type P = P { x: int }` is the record `{ x: int }`
+         * (positional `type Pair = Pair(int, string)` stays a one-variant union here) */
+        td->kind = TD_RECORD;
+        td->fields = only->fields;
+        td->ftypes = only->ftypes;
+        td->nfields = only->nfields;
+        td->variants = NULL;
+        td->nvariants = 0;
+    }
     return td;
 }
 
@@ -1477,25 +1567,6 @@ static EffectDecl *parse_effect_decl(Parser *p) {
 
 /* Report an unsupported declaration and skip it: up to the next line that starts at
  * bracket depth 0 with something other than a continuation (`|`, `=`, a closer). */
-static Stmt *skip_unsupported_decl(Parser *p, const char *feature, const char *tier) {
-    Token *t = peek(p);
-    unsupported(p, t->pos, feature, tier);
-    int depth = 0;
-    next(p);
-    while (kind(p) != T_EOF) {
-        Token *k = peek(p);
-        if (k->nl_before && depth <= 0 && k->kind != P_BAR && k->kind != P_ASSIGN &&
-            k->kind != P_RBRACE && k->kind != P_RPAREN && k->kind != P_RBRACKET)
-            break;
-        if (k->kind == P_LPAREN || k->kind == P_LBRACE || k->kind == P_LBRACKET) depth++;
-        if (k->kind == P_RPAREN || k->kind == P_RBRACE || k->kind == P_RBRACKET) depth--;
-        next(p);
-    }
-    Stmt *s = stmt_new(p->a, S_UNSUPPORTED, t->pos);
-    s->u.feature = feature;
-    return s;
-}
-
 static Stmt *parse_stmt(Parser *p, bool top) {
     Token *t = peek(p);
     switch (t->kind) {
@@ -1532,7 +1603,26 @@ static Stmt *parse_stmt(Parser *p, bool top) {
         s->u.effect = parse_effect_decl(p);
         return s;
     }
-    case K_EXTERN: return skip_unsupported_decl(p, "`extern` functions", "3");
+    case K_EXTERN: {
+        /* extern fn name(p: Type, ...) -> Ret  (docs/spec/language.md §3.5) */
+        if (!top) fail(p, t->pos, "extern declarations are only allowed at file scope");
+        next(p);
+        if (kind(p) != K_FN) fail(p, peek(p)->pos, "expected `fn` after `extern`");
+        Token *kw = next(p);
+        Token *name = expect(p, T_IDENT, "naming the C function");
+        FnDecl *fn = arena_alloc(p->a, sizeof *fn);
+        fn->name = name->text;
+        fn->pos = name->pos;
+        fn->line = kw->pos.line;
+        fn->is_extern = true;
+        expect(p, P_LPAREN, "after the function name");
+        fn->params = parse_params(p, P_RPAREN, &fn->nparams);
+        expect(p, P_RPAREN, "to close the parameters");
+        if (accept(p, P_ARROW)) fn->ret_annot = parse_type(p);
+        Stmt *s = stmt_new(p->a, S_FN, t->pos);
+        s->u.fn = fn;
+        return s;
+    }
     case K_IMPORT:
     case K_NAMESPACE:
     case K_MODULE:
@@ -1586,11 +1676,127 @@ static void sync(Parser *p, int start, int err_at) {
     p->i = j;
 }
 
+/* docs/spec/language.md §3.2: a file-scope `let` whose initialiser is a lambda, the name of a
+ * function, or the name of another such binding is generalised like a `fn`. It becomes one:
+ * `let f = fn(x) => e` is `fn f(x) = e`, and `let h = g` (g a function of n parameters) is
+ * `fn h(a0, ..., an-1) = g(a0, ..., an-1)` with parameter names no program can spell. */
+static FnDecl *find_top_fn(Program *prog, const char *name) {
+    for (int i = 0; i < prog->fns.len; i++) {
+        FnDecl *f = prog->fns.items[i];
+        if (strcmp(f->name, name) == 0) return f;
+    }
+    return NULL;
+}
+
+static void generalise_top_lets(Parser *p, Program *prog) {
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int k = 0; k < prog->nstmts; k++) {
+            Stmt *st = prog->stmts[k];
+            if (st->kind != S_LET || st->u.let.is_mut || st->u.let.annot) continue;
+            Expr *init = st->u.let.init;
+            FnDecl *fn = NULL;
+            if (init->kind == E_LAMBDA) {
+                fn = arena_alloc(p->a, sizeof *fn);
+                fn->params = init->u.lambda.params;
+                fn->nparams = init->u.lambda.nparams;
+                fn->ret_annot = init->u.lambda.ret;
+                fn->body = init->u.lambda.body;
+            } else if (init->kind == E_IDENT) {
+                FnDecl *g = find_top_fn(prog, init->u.ident.name);
+                if (!g || strcmp(g->name, st->u.let.name) == 0) continue;
+                fn = arena_alloc(p->a, sizeof *fn);
+                fn->nparams = g->nparams;
+                fn->params = arena_alloc(p->a, sizeof(Param) * (size_t)(g->nparams + 1));
+                Expr *call = expr_new(p->a, E_CALL, init->pos);
+                call->u.call.callee = init;
+                call->u.call.nargs = g->nparams;
+                call->u.call.args = arena_alloc(p->a, sizeof(Expr *) * (size_t)(g->nparams + 1));
+                for (int i = 0; i < g->nparams; i++) {
+                    fn->params[i].name = arena_printf(p->a, "$a%d", i);
+                    fn->params[i].pos = init->pos;
+                    Expr *arg = expr_new(p->a, E_IDENT, init->pos);
+                    arg->u.ident.name = fn->params[i].name;
+                    call->u.call.args[i] = arg;
+                }
+                fn->body = call;
+            } else {
+                continue;
+            }
+            if (find_top_fn(prog, st->u.let.name)) continue; /* resolution reports the clash */
+            fn->name = st->u.let.name;
+            fn->pos = st->u.let.name_pos;
+            fn->line = st->pos.line;
+            st->kind = S_FN;
+            st->u.fn = fn;
+            vec_push(p->a, &prog->fns, fn);
+            changed = true;
+        }
+    }
+}
+
+/* docs/spec/language.md §3.5: a line whose trimmed text starts with `// @link:` or `//@link:`
+ * adds `-l<value>`, `// @linkdir:` / `//@linkdir:` adds `-L<value>`; the value is the rest of
+ * the line, trimmed. Returns the number of errors (empty values). */
+static int collect_link_directives(Program *prog, Diags *d, const char *src, size_t len) {
+    PtrVec args = {0};
+    int errors = 0, cap = 0, line = 0;
+    int *lines = NULL;
+    for (size_t i = 0; i < len;) {
+        line++;
+        size_t end = i;
+        while (end < len && src[end] != '\n') end++;
+        size_t a = i, b = end;
+        while (a < b && (src[a] == ' ' || src[a] == '\t')) a++;
+        while (b > a && (src[b - 1] == ' ' || src[b - 1] == '\t' || src[b - 1] == '\r')) b--;
+        static const struct {
+            const char *prefix;
+            const char *flag;
+        } forms[] = {
+            {"// @link:", "-l"}, {"//@link:", "-l"}, {"// @linkdir:", "-L"}, {"//@linkdir:", "-L"}};
+        for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+            size_t pl = strlen(forms[f].prefix);
+            if ((size_t)(b - a) < pl || memcmp(src + a, forms[f].prefix, pl) != 0) continue;
+            size_t v = a + pl;
+            while (v < b && (src[v] == ' ' || src[v] == '\t')) v++;
+            if (v == b) {
+                diag_error(d, (Pos){line, (int)(a - i) + 1}, "this `%s` directive names nothing",
+                           forms[f].prefix);
+                errors++;
+                break;
+            }
+            vec_push(prog->arena, &args,
+                     arena_printf(prog->arena, "%s%.*s", forms[f].flag, (int)(b - v), src + v));
+            if (args.len > cap) {
+                cap = cap ? cap * 2 : 8;
+                int *nl = arena_alloc(prog->arena, sizeof(int) * (size_t)cap);
+                if (lines) memcpy(nl, lines, sizeof(int) * (size_t)(args.len - 1));
+                lines = nl;
+            }
+            lines[args.len - 1] = line;
+            break;
+        }
+        i = end + 1;
+    }
+    prog->link_args = (const char **)args.items;
+    prog->link_lines = lines;
+    prog->nlink_args = args.len;
+    return errors;
+}
+
 int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     Parser P = {.a = prog->arena, .d = d, .prog = prog};
     TokenList tl = lex(prog->arena, d, src, len, (Pos){1, 1});
     P.toks = tl.toks;
     P.ntoks = tl.len;
+    /* the declared type names, so that `Box<int> { ... }` is known to start type arguments
+     * wherever it appears (docs/spec/language.md §3.3) */
+    PtrVec tnames = {0};
+    for (int k = 0; k + 1 < tl.len; k++)
+        if (tl.toks[k].kind == K_TYPE && tl.toks[k + 1].kind == T_IDENT)
+            vec_push(P.a, &tnames, (void *)tl.toks[k + 1].text);
+    P.type_names = (const char **)tnames.items;
+    P.ntype_names = tnames.len;
     int lex_errors = d->count;
     PtrVec stmts = {0};
     jmp_buf jb;
@@ -1617,6 +1823,8 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     }
     prog->stmts = (Stmt **)stmts.items;
     prog->nstmts = stmts.len;
+    generalise_top_lets(&P, prog);
+    P.syntax_errors += collect_link_directives(prog, d, src, len);
     for (int k = 0; k < prog->nstmts; k++)
         if (prog->stmts[k]->kind == S_FN) prog->stmts[k]->u.fn->decl_index = k;
     return P.syntax_errors + lex_errors;

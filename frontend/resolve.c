@@ -32,8 +32,7 @@ static void error(Resolver *r, Pos pos, const char *fmt, ...) {
 }
 
 static const char *const tier3_builtins[] = {
-    "readFile",     "writeFile",      "spawnProcess",
-    "awaitProcess", "cleanupProcess", "fiber_set_deterministic_mode",
+    "httpCreateServer", "httpListen", "jsonParse", "toGpu", "gpuIota",
 };
 
 static Sym *new_sym(Resolver *r, SymKind k, const char *name, Pos pos) {
@@ -103,9 +102,8 @@ static Sym *lookup(Resolver *r, const char *name) {
     if (f) return f->sym;
     Sym *c = find_ctor(r, name);
     if (c) return c;
-    for (int b = 1; b < B_COUNT; b++)
-        if (strcmp(builtin_name((Builtin)b), name) == 0) return r->builtin_syms[b];
-    return NULL;
+    Builtin b = builtin_lookup(name);
+    return b != B_NONE ? r->builtin_syms[b] : NULL;
 }
 
 static void push_local(Resolver *r, Sym *s) {
@@ -639,7 +637,7 @@ static void resolve_fn(Resolver *r, FnDecl *f) {
             p->sym->is_param = true;
         }
     }
-    resolve_expr(r, f->body);
+    if (f->body) resolve_expr(r, f->body); /* an extern has none */
     r->locals.len = mark;
     r->locals_base = save_base;
     r->cur_fn = save_fn;
@@ -710,7 +708,7 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
 static bool is_builtin_type_name(const char *n) {
     static const char *const names[] = {"int",       "float", "bool",    "string", "Unit",
                                         "MathError", "Error", "Result",  "Fiber",  "Iterator",
-                                        "List",      "Map",   "Channel", "any"};
+                                        "List",      "Map",   "Channel", "any",    "Ptr"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(names[i], n) == 0) return true;
     return false;
@@ -756,9 +754,13 @@ static void resolve_decls(Resolver *r) {
         if (td->kind != TD_UNION) continue;
         for (int k = 0; k < td->nvariants; k++) {
             Variant *v = td->variants[k];
-            if (strcmp(v->name, "Success") == 0 || strcmp(v->name, "Error") == 0) {
-                error(r, v->pos, "`%s` is the built-in Result constructor and cannot be redeclared",
-                      v->name);
+            if ((strcmp(v->name, "Success") == 0 || strcmp(v->name, "Error") == 0) &&
+                v->nfields > 0) {
+                /* docs/spec/language.md §3.3: only a nullary variant may take the name */
+                error(r, v->pos,
+                      "a variant named `%s` cannot have a payload (`%s { ... }` is the built-in "
+                      "Result)",
+                      v->name, v->name);
                 continue;
             }
             Sym *prev = find_ctor(r, v->name);

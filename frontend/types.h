@@ -30,6 +30,7 @@ typedef enum TyKind {
     TY_CHANNEL, /* args[0] */
     TY_NAMED,   /* a declared record or union: decl, args = type arguments */
     TY_RECORD,  /* an anonymous record: fields[i] has type args[i], names sorted */
+    TY_PTR,     /* an opaque C pointer (docs/spec/language.md §3.5) */
     TY_POISON   /* the type of an erroneous expression; unifies with anything */
 } TyKind;
 
@@ -70,7 +71,7 @@ typedef struct TypeCtx {
     Arena *arena;
     int next_var;
     int level;
-    Type *t_int, *t_float, *t_bool, *t_string, *t_unit, *t_matherror, *t_errort, *t_poison;
+    Type *t_int, *t_float, *t_bool, *t_string, *t_unit, *t_matherror, *t_errort, *t_poison, *t_ptr;
 } TypeCtx;
 
 void types_init(TypeCtx *tc, Arena *a);

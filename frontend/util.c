@@ -110,6 +110,19 @@ void diag_verror(Diags *d, Pos pos, const char *fmt, va_list ap) {
     vec_push(d->arena, &d->items, g);
 }
 
+void diag_warning(Diags *d, Pos pos, const char *fmt, ...) {
+    if (d->items.len >= OSP_MAX_ERRORS) return;
+    va_list ap;
+    va_start(ap, fmt);
+    Diag *g = arena_alloc(d->arena, sizeof *g);
+    g->pos = pos;
+    g->msg = arena_vprintf(d->arena, fmt, ap);
+    g->seq = d->items.len;
+    g->warning = true;
+    vec_push(d->arena, &d->items, g);
+    va_end(ap);
+}
+
 void diag_error(Diags *d, Pos pos, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -214,10 +227,12 @@ void diag_print(Diags *d, FILE *out) {
         Diag *g = d->items.items[i];
         if (i > 0) {
             Diag *prev = d->items.items[i - 1];
-            if (prev->pos.line == g->pos.line && prev->pos.col == g->pos.col)
+            if (prev->pos.line == g->pos.line && prev->pos.col == g->pos.col &&
+                prev->warning == g->warning)
                 continue; /* one error per position */
         }
-        fprintf(out, "%s:%d:%d: error: %s\n", d->path, g->pos.line, g->pos.col, g->msg);
+        fprintf(out, "%s:%d:%d: %s: %s\n", d->path, g->pos.line, g->pos.col,
+                g->warning ? "warning" : "error", g->msg);
         size_t len = 0;
         const char *ls = line_start(d, g->pos.line, &len);
         if (ls) print_source_line(out, ls, len, g->pos.col);

@@ -43,6 +43,7 @@ typedef struct Diag {
     Pos pos;
     char *msg;
     int seq;
+    bool warning; /* `warning:` instead of `error:`; not counted in Diags.count */
 } Diag;
 
 typedef struct Diags {
@@ -50,14 +51,17 @@ typedef struct Diags {
     const char *path; /* as given on the command line */
     const char *src;  /* whole source text */
     size_t src_len;
-    PtrVec items; /* Diag* */
-    int count;
+    PtrVec items;  /* Diag* */
+    int count;     /* errors (warnings are not counted) */
     bool overflow; /* more than OSP_MAX_ERRORS were reported */
 } Diags;
 
 #define OSP_MAX_ERRORS 50
 
 void diag_error(Diags *d, Pos pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A warning (docs/spec/language.md: `path:line:col: warning: message`): printed with the
+ * errors, in position order, but it does not stop compilation (Diags.count is unchanged). */
+void diag_warning(Diags *d, Pos pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_verror(Diags *d, Pos pos, const char *fmt, va_list ap);
 /* Print all collected diagnostics to `out`, sorted by position. */
 void diag_print(Diags *d, FILE *out);

@@ -13,6 +13,8 @@ PACKAGES=(
   clang-format-19
   # cross-compiling the runtime and the profiler stub (scripts/cross-compile.sh)
   wasi-libc mingw-w64
+  # tests of `extern` and `// @link:` against a real C library (test/programs/ffi_sqlite.osp)
+  libsqlite3-dev
   # editor extension and browser tests
   nodejs chromium
   # benchmarks

@@ -38,7 +38,9 @@ static osp_chan *chan_of(int64_t id, const char *what) {
 void osp_chan_put(int64_t id, osp_word v) {
     osp_chan *c = chan_of(id, "send");
     pthread_mutex_lock(&c->lock);
-    if (c->count == c->cap) {
+    bool waited = c->count == c->cap;
+    if (waited) {
+        osp_gate_block_begin(); /* callbacks of processes this thread spawned may run (§16.8) */
         osp_prof_block_begin();
         while (c->count == c->cap) pthread_cond_wait(&c->not_full, &c->lock);
         osp_prof_block_end();
@@ -47,12 +49,16 @@ void osp_chan_put(int64_t id, osp_word v) {
     c->count++;
     pthread_cond_signal(&c->not_empty);
     pthread_mutex_unlock(&c->lock);
+    /* after the unlock: closing the gate waits for callbacks, which may use this channel */
+    if (waited) osp_gate_block_end();
 }
 
 osp_word osp_chan_take(int64_t id) {
     osp_chan *c = chan_of(id, "recv");
     pthread_mutex_lock(&c->lock);
-    if (c->count == 0) {
+    bool waited = c->count == 0;
+    if (waited) {
+        osp_gate_block_begin(); /* callbacks of processes this thread spawned may run (§16.8) */
         osp_prof_block_begin();
         while (c->count == 0) pthread_cond_wait(&c->not_empty, &c->lock);
         osp_prof_block_end();
@@ -63,5 +69,6 @@ osp_word osp_chan_take(int64_t id) {
     c->count--;
     pthread_cond_signal(&c->not_full);
     pthread_mutex_unlock(&c->lock);
+    if (waited) osp_gate_block_end(); /* after the unlock, as in osp_chan_put */
     return v;
 }

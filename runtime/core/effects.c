@@ -48,8 +48,16 @@ void osp_eff_bind_slot(osp_eff_entry **s) {
     top_slot = s;
 }
 
+osp_eff_entry **osp_eff_bound_slot(void) {
+    return top_slot;
+}
+
 void osp_thread_set_unwind(void *jb) {
     unwind_to = jb;
+}
+
+void *osp_thread_get_unwind(void) {
+    return unwind_to;
 }
 
 void osp_thread_abandon(void) {

@@ -86,7 +86,24 @@ typedef struct osp_fiber {
     int64_t id;
     atomic_int done; /* 1 once `result` is published */
     bool abandoned;  /* a resuming effect handler abandoned its computation */
+    bool queued;     /* deterministic mode: spawned but not started (on run_queue) */
+    struct osp_fiber *next_queued;
 } osp_fiber;
+
+/*
+ * Deterministic mode (docs/spec/language.md §11.4): spawn appends to run_queue instead of
+ * starting a thread; await runs queued fibers, in spawn order, on the awaiting thread. The
+ * queue is guarded by queue_lock; a fiber is taken off the queue before it runs, so it runs
+ * exactly once even when several threads await.
+ */
+static atomic_bool det_mode;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static osp_fiber *queue_head, *queue_tail;
+
+int64_t fiber_set_deterministic_mode(bool enabled) {
+    atomic_store(&det_mode, enabled);
+    return 0;
+}
 
 /*
  * Completion is signalled on one of a few striped (mutex, condition) pairs chosen by
@@ -151,6 +168,7 @@ static void *osp_fiber_entry(void *arg) {
     else
         abandoned = true; /* a resuming handler abandoned a perform of this fiber */
     osp_thread_set_unwind(NULL);
+    osp_gate_thread_end();
     osp_prof_thread_unregister();
 
     size_t s = (size_t)f->id % OSP_FIBER_STRIPES;
@@ -197,6 +215,18 @@ int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
     f->env = env;
     f->handlers = osp_eff_copy();
     f->id = osp_handle_register(OSP_HANDLE_FIBER, f);
+    if (atomic_load(&det_mode)) {
+        /* the record stays reachable from the handle table while it waits in the queue */
+        pthread_mutex_lock(&queue_lock);
+        f->queued = true;
+        if (queue_tail)
+            queue_tail->next_queued = f;
+        else
+            queue_head = f;
+        queue_tail = f;
+        pthread_mutex_unlock(&queue_lock);
+        return f->id;
+    }
 
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);
@@ -210,9 +240,60 @@ int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
     return f->id;
 }
 
+/* Run queued fiber `f` to completion on the calling thread, as the fiber: its id, its
+ * inherited handlers and its own abandonment point; the caller's are restored after. */
+static void run_inline(osp_fiber *f) {
+    int64_t saved_id = current_fiber_id;
+    osp_eff_entry **saved_slot = osp_eff_bound_slot();
+    void *saved_unwind = osp_thread_get_unwind();
+    current_fiber_id = f->id;
+    osp_eff_entry *volatile handlers = f->handlers;
+    osp_eff_bind_slot((osp_eff_entry **)&handlers);
+    void *env = f->env;
+    f->env = NULL;
+    jmp_buf jb;
+    osp_thread_set_unwind(&jb);
+    osp_word value = 0;
+    bool abandoned = false;
+    if (setjmp(jb) == 0)
+        value = f->thunk(env);
+    else
+        abandoned = true;
+    osp_thread_set_unwind(saved_unwind);
+    osp_eff_bind_slot(saved_slot);
+    current_fiber_id = saved_id;
+    size_t s = (size_t)f->id % OSP_FIBER_STRIPES;
+    pthread_mutex_lock(&stripes[s].lock);
+    f->abandoned = abandoned;
+    f->result = value;
+    atomic_store_explicit(&f->done, 1, memory_order_release);
+    pthread_cond_broadcast(&stripes[s].cond);
+    pthread_mutex_unlock(&stripes[s].lock);
+}
+
+/* Deterministic mode: run the queued fibers one after another, in queue order, until `f` has
+ * been started (fibers they spawn join the end of the queue). */
+static void run_queue_through(osp_fiber *f) {
+    for (;;) {
+        pthread_mutex_lock(&queue_lock);
+        if (!f->queued) {
+            pthread_mutex_unlock(&queue_lock);
+            return;
+        }
+        osp_fiber *q = queue_head;
+        queue_head = q->next_queued;
+        if (queue_head == NULL) queue_tail = NULL;
+        q->next_queued = NULL;
+        q->queued = false;
+        pthread_mutex_unlock(&queue_lock);
+        run_inline(q);
+    }
+}
+
 osp_word osp_fiber_wait(int64_t id) {
     osp_fiber *f = osp_handle_lookup(id, OSP_HANDLE_FIBER);
     if (f == NULL) osp_fatalf("await of unknown fiber %lld", (long long)id);
+    run_queue_through(f); /* deterministic mode: a queued fiber runs here (§11.4) */
     if (atomic_load_explicit(&f->done, memory_order_acquire)) {
         if (f->abandoned)
             osp_fatalf("fiber %lld was abandoned by an effect handler", (long long)id);
@@ -221,6 +302,7 @@ osp_word osp_fiber_wait(int64_t id) {
     if (id == current_fiber_id) osp_fatalf("fiber %lld awaits itself", (long long)id);
 
     size_t s = (size_t)id % OSP_FIBER_STRIPES;
+    osp_gate_block_begin(); /* callbacks of processes this thread spawned may run (§16.8) */
     osp_prof_block_begin();
     pthread_mutex_lock(&stripes[s].lock);
     while (!atomic_load_explicit(&f->done, memory_order_acquire))
@@ -229,6 +311,7 @@ osp_word osp_fiber_wait(int64_t id) {
     bool abandoned = f->abandoned;
     pthread_mutex_unlock(&stripes[s].lock);
     osp_prof_block_end();
+    osp_gate_block_end();
     if (abandoned) osp_fatalf("fiber %lld was abandoned by an effect handler", (long long)id);
     return value;
 }
@@ -236,10 +319,12 @@ osp_word osp_fiber_wait(int64_t id) {
 int64_t osp_fiber_state(int64_t id) {
     osp_fiber *f = osp_handle_lookup(id, OSP_HANDLE_FIBER);
     if (f == NULL) return -1;
+    if (atomic_load(&det_mode)) return 1; /* §11.4: every known fiber counts as done */
     return atomic_load_explicit(&f->done, memory_order_acquire) ? 1 : 0;
 }
 
 void osp_fiber_yield(void) {
+    if (atomic_load(&det_mode)) return; /* §11.4: yield does not switch */
     sched_yield();
 }
 
@@ -262,6 +347,7 @@ void osp_sleep_ms(int64_t ms) {
             deadline.tv_nsec -= 1000000000L;
         }
     }
+    osp_gate_block_begin(); /* callbacks of processes this thread spawned may run (§16.8) */
     osp_prof_block_begin();
     int rc;
     /* An absolute deadline: a signal (profiler, collector, user) interrupts the call
@@ -269,5 +355,6 @@ void osp_sleep_ms(int64_t ms) {
     while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL)) == EINTR) {
     }
     osp_prof_block_end();
+    osp_gate_block_end();
     if (rc != 0) osp_fatalf("sleep failed: %s", strerror(rc));
 }

@@ -1,52 +1,244 @@
 /*
- * Immutable maps with string keys (docs/spec/language.md §9.5): a persistent treap. Nodes are
- * never changed after they are published; an update copies the path from the root to
- * the changed node (O(log n) expected), so old and new maps share everything else. A
- * node's priority is a hash of its key, so a given set of keys always has the same shape.
+ * Immutable maps with string keys (docs/spec/language.md §9.5): a persistent hash array mapped
+ * trie over the keys' 32-bit FNV-1a hashes.
+ *
+ * Shape. Level d (0..6) of the trie is indexed by chunk d of the hash: bits 5d..5d+4 (level 6
+ * has the top two bits only). A node holds a 32-bit `bitmap` of its occupied slots and, packed
+ * in slot order, one pointer per occupied slot: an entry (key, value, hash) or a child node
+ * (`nodemap` says which). Below level 6 every bit of the hash is used, so a node at depth 7 is a
+ * collision node: the entries whose hashes are equal, in the order they were inserted among the
+ * keys now present.
+ *
+ * Order. Visiting slots in increasing index, depth first, visits keys in increasing
+ * lexicographic order of their chunks (c0, c1, ..., c6): exactly the iteration order §9.5
+ * defines, with ties (equal hashes) in collision-node order. mapSet on a present key replaces
+ * its value in place (it keeps its place); a new key with a colliding hash goes last.
+ *
+ * Persistence. Nodes and entries are never changed after they are published; an update
+ * copies the path from the root to the changed slot (at most 8 nodes), so old and new maps
+ * share everything else. Lookups and updates are O(log32 n) node visits plus one key compare
+ * per visited entry.
+ *
+ * Memory: everything is on the collector's heap (osp_gc_alloc) and never freed explicitly.
  */
 #include "rt_internal.h"
 
 #include <string.h>
 
-typedef struct node {
+enum { HAMT_BITS = 5, HAMT_LEVELS = 7 /* 6 full chunks of 5 bits and one of 2 */ };
+
+typedef struct entry {
+    uint32_t hash;
     const char *key;
-    uint64_t prio;
     osp_word value;
-    struct node *left, *right;
-} node;
+} entry;
+
+typedef struct hnode {
+    uint32_t bitmap;  /* occupied slots (collision node: 0) */
+    uint32_t nodemap; /* occupied slots that hold a child node rather than an entry */
+    int32_t n;        /* number of slots (popcount(bitmap); collision node: entries) */
+    void *slot[];     /* entry * or struct hnode *, in slot order */
+} hnode;
 
 struct osp_map {
-    node *root;
+    hnode *root; /* NULL for the empty map */
     int64_t count;
 };
 
-static uint64_t key_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a, then a final avalanche */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
+uint32_t osp_map_hash(const char *key) {
+    uint32_t h = 0x811C9DC5u;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h ^= *p;
+        h *= 0x01000193u;
     }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
     return h;
 }
 
-static node *mk(const char *key, uint64_t prio, osp_word v, node *l, node *r) {
-    node *n = osp_gc_alloc(sizeof *n);
-    n->key = key;
-    n->prio = prio;
-    n->value = v;
-    n->left = l;
-    n->right = r;
-    return n;
+static unsigned chunk(uint32_t h, int depth) {
+    return (h >> (HAMT_BITS * depth)) & 31u;
 }
 
-static node *copy(const node *t) {
-    return mk(t->key, t->prio, t->value, t->left, t->right);
+static int slot_index(uint32_t bitmap, unsigned bit) {
+    return __builtin_popcount(bitmap & ((1u << bit) - 1u));
 }
 
-static osp_map *wrap(node *root, int64_t count) {
+static hnode *node_new(int n) {
+    hnode *nd = osp_gc_alloc(sizeof *nd + (size_t)(n > 0 ? n : 1) * sizeof(void *));
+    nd->n = n;
+    return nd;
+}
+
+static hnode *node_copy(const hnode *o, int n) {
+    hnode *nd = node_new(n);
+    nd->bitmap = o->bitmap;
+    nd->nodemap = o->nodemap;
+    memcpy(nd->slot, o->slot, (size_t)(o->n < n ? o->n : n) * sizeof(void *));
+    return nd;
+}
+
+static entry *entry_new(uint32_t hash, const char *key, osp_word v) {
+    entry *e = osp_gc_alloc(sizeof *e);
+    e->hash = hash;
+    e->key = key;
+    e->value = v;
+    return e;
+}
+
+/* A node at `depth` holding two entries whose hashes differ at or below `depth`, or (at
+ * depth HAMT_LEVELS) a collision node of both, `a` first. */
+static hnode *node_of_two(entry *a, entry *b, int depth) {
+    if (depth == HAMT_LEVELS) {
+        hnode *nd = node_new(2);
+        nd->slot[0] = a;
+        nd->slot[1] = b;
+        return nd;
+    }
+    unsigned ca = chunk(a->hash, depth), cb = chunk(b->hash, depth);
+    if (ca == cb) {
+        hnode *nd = node_new(1);
+        nd->bitmap = nd->nodemap = 1u << ca;
+        nd->slot[0] = node_of_two(a, b, depth + 1);
+        return nd;
+    }
+    hnode *nd = node_new(2);
+    nd->bitmap = (1u << ca) | (1u << cb);
+    nd->slot[ca < cb ? 0 : 1] = a;
+    nd->slot[ca < cb ? 1 : 0] = b;
+    return nd;
+}
+
+static const entry *find(const hnode *nd, uint32_t h, const char *key) {
+    for (int depth = 0; nd; depth++) {
+        if (depth == HAMT_LEVELS) {
+            for (int i = 0; i < nd->n; i++) {
+                const entry *e = nd->slot[i];
+                if (strcmp(e->key, key) == 0) return e;
+            }
+            return NULL;
+        }
+        unsigned bit = chunk(h, depth);
+        if (!(nd->bitmap & (1u << bit))) return NULL;
+        void *s = nd->slot[slot_index(nd->bitmap, bit)];
+        if (!(nd->nodemap & (1u << bit))) {
+            const entry *e = s;
+            return e->hash == h && strcmp(e->key, key) == 0 ? e : NULL;
+        }
+        nd = s;
+    }
+    return NULL;
+}
+
+/* `nd` with `e` set (added or its value replaced); `*added` tells which. */
+static hnode *insert(const hnode *nd, entry *e, int depth, bool *added) {
+    if (nd == NULL) {
+        *added = true;
+        if (depth == HAMT_LEVELS) {
+            hnode *c = node_new(1);
+            c->slot[0] = e;
+            return c;
+        }
+        hnode *c = node_new(1);
+        c->bitmap = 1u << chunk(e->hash, depth);
+        c->slot[0] = e;
+        return c;
+    }
+    if (depth == HAMT_LEVELS) {
+        for (int i = 0; i < nd->n; i++) {
+            const entry *o = nd->slot[i];
+            if (strcmp(o->key, e->key) == 0) {
+                hnode *c = node_copy(nd, nd->n);
+                c->slot[i] = e; /* keeps its place */
+                return c;
+            }
+        }
+        *added = true;
+        hnode *c = node_copy(nd, nd->n + 1);
+        c->slot[nd->n] = e; /* a new colliding key goes last */
+        return c;
+    }
+    unsigned bit = chunk(e->hash, depth);
+    int i = slot_index(nd->bitmap, bit);
+    if (!(nd->bitmap & (1u << bit))) {
+        *added = true;
+        hnode *c = node_new(nd->n + 1);
+        c->bitmap = nd->bitmap | (1u << bit);
+        c->nodemap = nd->nodemap;
+        memcpy(c->slot, nd->slot, (size_t)i * sizeof(void *));
+        c->slot[i] = e;
+        memcpy(c->slot + i + 1, nd->slot + i, (size_t)(nd->n - i) * sizeof(void *));
+        return c;
+    }
+    hnode *c = node_copy(nd, nd->n);
+    if (nd->nodemap & (1u << bit)) {
+        c->slot[i] = insert(nd->slot[i], e, depth + 1, added);
+        return c;
+    }
+    entry *o = nd->slot[i];
+    if (o->hash == e->hash && strcmp(o->key, e->key) == 0) {
+        c->slot[i] = e;
+        return c;
+    }
+    *added = true;
+    c->slot[i] = node_of_two(o, e, depth + 1);
+    c->nodemap |= 1u << bit;
+    return c;
+}
+
+/* `nd` without `key` (NULL when nothing is left); `*removed` tells whether it was there.
+ * A child left with one entry and no child nodes is replaced by that entry, so the trie stays
+ * as shallow as its keys allow; the order of the remaining keys does not change. */
+static hnode *erase(const hnode *nd, uint32_t h, const char *key, int depth, bool *removed) {
+    if (depth == HAMT_LEVELS) {
+        for (int i = 0; i < nd->n; i++) {
+            const entry *o = nd->slot[i];
+            if (strcmp(o->key, key) != 0) continue;
+            *removed = true;
+            if (nd->n == 1) return NULL;
+            hnode *c = node_new(nd->n - 1);
+            memcpy(c->slot, nd->slot, (size_t)i * sizeof(void *));
+            memcpy(c->slot + i, nd->slot + i + 1, (size_t)(nd->n - i - 1) * sizeof(void *));
+            return c;
+        }
+        return (hnode *)nd;
+    }
+    unsigned bit = chunk(h, depth);
+    if (!(nd->bitmap & (1u << bit))) return (hnode *)nd;
+    int i = slot_index(nd->bitmap, bit);
+    void *replacement = NULL;
+    bool is_node = false;
+    if (nd->nodemap & (1u << bit)) {
+        hnode *child = erase(nd->slot[i], h, key, depth + 1, removed);
+        if (!*removed) return (hnode *)nd;
+        if (child && child->nodemap == 0 && child->n == 1) {
+            replacement = child->slot[0]; /* pull a lone entry up */
+        } else if (child) {
+            replacement = child;
+            is_node = true;
+        }
+    } else {
+        const entry *o = nd->slot[i];
+        if (o->hash != h || strcmp(o->key, key) != 0) return (hnode *)nd;
+        *removed = true;
+    }
+    if (replacement) {
+        hnode *c = node_copy(nd, nd->n);
+        c->slot[i] = replacement;
+        if (is_node)
+            c->nodemap |= 1u << bit;
+        else
+            c->nodemap &= ~(1u << bit);
+        return c;
+    }
+    if (nd->n == 1) return NULL;
+    hnode *c = node_new(nd->n - 1);
+    c->bitmap = nd->bitmap & ~(1u << bit);
+    c->nodemap = nd->nodemap & ~(1u << bit);
+    memcpy(c->slot, nd->slot, (size_t)i * sizeof(void *));
+    memcpy(c->slot + i, nd->slot + i + 1, (size_t)(nd->n - i - 1) * sizeof(void *));
+    return c;
+}
+
+static osp_map *wrap(hnode *root, int64_t count) {
     osp_map *m = osp_gc_alloc(sizeof *m);
     m->root = root;
     m->count = count;
@@ -57,134 +249,87 @@ osp_map *osp_map_empty(void) {
     return wrap(NULL, 0);
 }
 
-/* Insert or replace; every node on the returned path is fresh, so rotating is safe. */
-static node *insert(const node *t, const char *key, uint64_t prio, osp_word v, bool *added) {
-    if (t == NULL) {
-        *added = true;
-        return mk(key, prio, v, NULL, NULL);
-    }
-    int c = strcmp(key, t->key);
-    node *n = copy(t);
-    if (c == 0) {
-        n->value = v;
-        return n;
-    }
-    if (c < 0) {
-        node *l = insert(t->left, key, prio, v, added);
-        n->left = l;
-        if (l->prio > n->prio) { /* rotate right */
-            n->left = l->right;
-            l->right = n;
-            return l;
-        }
-    } else {
-        node *r = insert(t->right, key, prio, v, added);
-        n->right = r;
-        if (r->prio > n->prio) { /* rotate left */
-            n->right = r->left;
-            r->left = n;
-            return r;
-        }
-    }
-    return n;
-}
-
-/* Join two treaps whose keys are all ordered a < b. */
-static node *join(const node *a, const node *b) {
-    if (a == NULL) return (node *)b;
-    if (b == NULL) return (node *)a;
-    if (a->prio >= b->prio) {
-        node *n = copy(a);
-        n->right = join(a->right, b);
-        return n;
-    }
-    node *n = copy(b);
-    n->left = join(a, b->left);
-    return n;
-}
-
-static node *erase(const node *t, const char *key, bool *removed) {
-    if (t == NULL) return NULL;
-    int c = strcmp(key, t->key);
-    if (c == 0) {
-        *removed = true;
-        return join(t->left, t->right);
-    }
-    node *n = copy(t);
-    if (c < 0)
-        n->left = erase(t->left, key, removed);
-    else
-        n->right = erase(t->right, key, removed);
-    return n;
-}
-
-static const node *find(const node *t, const char *key) {
-    while (t) {
-        int c = strcmp(key, t->key);
-        if (c == 0) return t;
-        t = c < 0 ? t->left : t->right;
-    }
-    return NULL;
-}
-
 osp_map *osp_map_set(const osp_map *m, const char *key, osp_word v) {
     if (key == NULL) key = "";
     bool added = false;
-    node *root = insert(m->root, key, key_hash(key), v, &added);
+    hnode *root = insert(m->root, entry_new(osp_map_hash(key), key, v), 0, &added);
     return wrap(root, m->count + (added ? 1 : 0));
 }
 
 osp_rres osp_map_get(const osp_map *m, const char *key) {
-    const node *n = find(m->root, key ? key : "");
-    if (n == NULL)
+    if (key == NULL) key = "";
+    const entry *e = find(m->root, osp_map_hash(key), key);
+    if (e == NULL)
         return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t)"mapGet: key not found"};
-    return (osp_rres){OSP_RESULT_SUCCESS, n->value};
+    return (osp_rres){OSP_RESULT_SUCCESS, e->value};
 }
 
 osp_map *osp_map_remove(const osp_map *m, const char *key) {
+    if (key == NULL) key = "";
+    if (m->root == NULL) return (osp_map *)m;
     bool removed = false;
-    node *root = erase(m->root, key ? key : "", &removed);
+    hnode *root = erase(m->root, osp_map_hash(key), key, 0, &removed);
     if (!removed) return (osp_map *)m;
     return wrap(root, m->count - 1);
 }
 
-static void merge_into(osp_map **acc, const node *t) {
-    if (t == NULL) return;
-    merge_into(acc, t->left);
-    *acc = osp_map_set(*acc, t->key, t->value);
-    merge_into(acc, t->right);
+/* Visit every entry in iteration order: slots in increasing index, depth first. */
+static void each(const hnode *nd, int depth, void (*fn)(const entry *, void *), void *ctx) {
+    if (nd == NULL) return;
+    if (depth == HAMT_LEVELS) {
+        for (int i = 0; i < nd->n; i++) fn(nd->slot[i], ctx);
+        return;
+    }
+    uint32_t rest = nd->bitmap;
+    for (int i = 0; i < nd->n; i++, rest &= rest - 1) {
+        unsigned bit = (unsigned)__builtin_ctz(rest); /* slot i is the i-th set bit */
+        if (nd->nodemap & (1u << bit))
+            each(nd->slot[i], depth + 1, fn, ctx);
+        else
+            fn(nd->slot[i], ctx);
+    }
+}
+
+static void merge_one(const entry *e, void *ctx) {
+    osp_map **acc = ctx;
+    bool added = false;
+    hnode *root = insert((*acc)->root, (entry *)e, 0, &added);
+    *acc = wrap(root, (*acc)->count + (added ? 1 : 0));
 }
 
 osp_map *osp_map_merge(const osp_map *a, const osp_map *b) {
     if (b->count == 0) return (osp_map *)a;
     if (a->count == 0) return (osp_map *)b;
     osp_map *acc = (osp_map *)a;
-    merge_into(&acc, b->root);
+    each(b->root, 0, merge_one, &acc); /* b's entries into a, in b's order; b wins */
     return acc;
 }
 
 bool osp_map_contains(const osp_map *m, const char *key) {
-    return find(m->root, key ? key : "") != NULL;
+    if (key == NULL) key = "";
+    return find(m->root, osp_map_hash(key), key) != NULL;
 }
 
 int64_t osp_map_length(const osp_map *m) {
     return m->count;
 }
 
-static void collect(const node *t, osp_word *out, int64_t *i, bool keys) {
-    while (t) {
-        collect(t->left, out, i, keys);
-        out[(*i)++] = keys ? (osp_word)(uintptr_t)t->key : t->value;
-        t = t->right;
-    }
+typedef struct collect_ctx {
+    osp_word *out;
+    int64_t i;
+    bool keys;
+} collect_ctx;
+
+static void collect_one(const entry *e, void *ctx) {
+    collect_ctx *c = ctx;
+    c->out[c->i++] = c->keys ? (osp_word)(uintptr_t)e->key : e->value;
 }
 
 static osp_list *to_list(const osp_map *m, bool keys) {
     if (m->count == 0) return osp_list_new(0, NULL);
-    osp_word *tmp = osp_gc_alloc((size_t)m->count * sizeof(osp_word));
-    int64_t i = 0;
-    collect(m->root, tmp, &i, keys);
-    return osp_list_new(i, tmp);
+    collect_ctx c = {osp_gc_alloc((size_t)m->count * sizeof(osp_word)), 0, keys};
+    each(m->root, 0, collect_one, &c);
+    return osp_list_new(c.i, c.out);
 }
 
 osp_list *osp_map_keys(const osp_map *m) {

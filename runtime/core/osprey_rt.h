@@ -247,9 +247,11 @@ bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind);
 /* ---- maps (§9.5) ---------------------------------------------------------------------------- */
 
 /*
- * An immutable map from strings (compared by bytes) to boxed words: a persistent treap
- * (path copying, priority = hash of the key), so set/get/remove are O(log n) and a map
- * shares structure with the maps it was made from. Keys iterate in byte order.
+ * An immutable map from strings (compared by bytes) to boxed words: a persistent hash array
+ * mapped trie over the keys' 32-bit FNV-1a hashes (path copying), so set/get/remove visit
+ * O(log32 n) nodes and a map shares structure with the maps it was made from. Keys iterate in
+ * the trie's depth-first order (docs/spec/language.md §9.5): by the hash's 5-bit chunks from
+ * the least significant end, equal hashes in insertion order among the keys present.
  */
 typedef struct osp_map osp_map;
 
@@ -261,7 +263,7 @@ osp_map *osp_map_remove(const osp_map *m, const char *key); /* mapRemove */
 osp_map *osp_map_merge(const osp_map *a, const osp_map *b); /* mapMerge, a + b: b wins */
 bool osp_map_contains(const osp_map *m, const char *key);   /* mapContains */
 int64_t osp_map_length(const osp_map *m);                   /* mapLength, length(m) */
-osp_list *osp_map_keys(const osp_map *m);                   /* keys, in byte order */
+osp_list *osp_map_keys(const osp_map *m);                   /* keys, in §9.5 order */
 osp_list *osp_map_values(const osp_map *m);                 /* values, same order */
 
 /* ---- strings (§9.3) --------------------------------------------------------------------------- */
@@ -444,6 +446,66 @@ void osp_cont_abandon(osp_cont_k *k);
  * frame, so that the performing function can still make tail calls.
  */
 osp_eff_entry *osp_cont_suspend(osp_eff_entry *e, const osp_word *args, int64_t n, osp_word *out);
+
+/* ---- files (docs/spec/language.md §9.6) ------------------------------------------------------ */
+
+/* readFile(path): the whole file, up to its first NUL byte. Error message
+ * `readFile: <path>: <strerror(errno)>` (e.g. `No such file or directory`, `Is a directory`). */
+osp_rres osp_read_file(const char *path);
+/* writeFile(path, text): create or truncate (mode 0666 before the umask) and write every byte;
+ * Success(bytes written) only if all were written and close succeeded, else
+ * `writeFile: <path>: <strerror(errno)>`. */
+osp_rres osp_write_file(const char *path, const char *text);
+
+/* ---- processes (docs/spec/language.md §9.6, §16.8) ------------------------------------------- */
+
+/*
+ * The callback of spawnProcess: a closure (word 0 its code pointer) of the Osprey type
+ * (int, int, string) -> Unit, called as code(closure, id, kind, text) on the process's
+ * monitor thread. kind 1 stdout chunk, 2 stderr chunk, 3 exit (text: the status in decimal).
+ */
+typedef void *osp_closure;
+/*
+ * spawnProcess(command, onEvent): run `/bin/sh -c command` (stdin inherited, stdout and stderr
+ * piped) with a monitor thread that reads both pipes (chunks of at most 1023 bytes, stdout
+ * first when both have data), waits for the exit and calls onEvent for each chunk and then
+ * once for the exit. Callbacks are delivered only while the spawning thread is blocked in
+ * the runtime (awaitProcess, await, sleep, a channel) or after it has finished (§16.8). The
+ * monitor registers with the profiler as fiber -2, label `process`. Success(id) with ids from
+ * 1 (their own counter); the 1000th spawn, or a pipe/fork/thread failure, is an Error with no
+ * message.
+ */
+osp_rres osp_process_spawn(const char *command, osp_closure on_event);
+/* awaitProcess(id): block (a profiler blocking region) until the process has exited and every
+ * callback has returned; its exit status, -1 if a signal killed it, -1 for an unknown or
+ * cleaned-up id. Awaiting again gives the same value. */
+int64_t osp_process_await(int64_t id);
+/* cleanupProcess(id): forget the process without killing it (unknown ids are ignored). */
+void osp_process_cleanup(int64_t id);
+
+/* ---- FFI (docs/spec/language.md §3.5, §11.4): C functions under exactly these names ------- */
+
+/* A string returned by an extern, copied at once onto the Osprey heap; NULL gives "". */
+const char *osp_str_from_c(const char *s);
+/* A new zeroed pointer-sized cell (for C out-parameters `T **`); free it with osprey_ffi_free. */
+void *osprey_ffi_cell(void);
+/* The pointer stored in `cell`; NULL for a NULL cell. */
+void *osprey_ffi_deref(void *cell);
+/* Free a cell from osprey_ffi_cell (NULL is ignored); returns 0. */
+int64_t osprey_ffi_free(void *cell);
+/* NULL. */
+void *osprey_ffi_null(void);
+/* (void *)-1, SQLite's SQLITE_TRANSIENT. */
+void *osprey_ffi_transient(void);
+/* 1 for NULL, else 0. */
+int64_t osprey_ffi_is_null(void *p);
+/*
+ * Deterministic fiber mode (§11.4): while on, spawn only queues a fiber and await runs the
+ * queued fibers in spawn order on the awaiting thread, up to and including the awaited one;
+ * yield does not switch and fiberDone is 1 for every known fiber. Turn it on before the first
+ * spawn. Returns 0.
+ */
+int64_t fiber_set_deterministic_mode(bool enabled);
 
 #ifdef __cplusplus
 }

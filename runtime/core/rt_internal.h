@@ -161,6 +161,12 @@ void osp_crash_thread_end(void);
 /* Whether osp_crash_init installs handlers in this build (!OSP_RT_SANITIZED; tests). */
 bool osp_crash_handlers_enabled(void);
 
+/* ---- maps (map.c) ------------------------------------------------------------------------- */
+
+/* The 32-bit FNV-1a hash of `key`'s bytes up to its NUL, the hash whose 5-bit chunks order a
+ * map's keys (docs/spec/language.md §9.5). Pure; async-signal-safe. */
+uint32_t osp_map_hash(const char *key);
+
 /* ---- handle ids shared by fibers and channels (docs/spec/language.md §11.1, §11.3) --------------- */
 
 enum { OSP_HANDLE_FIBER = 1, OSP_HANDLE_CHANNEL = 2 };
@@ -183,6 +189,21 @@ void *osp_handle_lookup(int64_t id, int kind);
 /* Id of the fiber running on the calling thread; 0 on the main thread or a foreign one. */
 int64_t osp_fiber_current_id(void);
 
+/* ---- processes (process.c) ----------------------------------------------------------------- */
+
+/*
+ * The delivery gate of docs/spec/language.md §16.8: a process's callbacks run only while the
+ * thread that spawned it waits inside the runtime. Every blocking wait that user code can
+ * reach (await, sleep, channel put/take, awaitProcess) brackets itself with
+ * osp_gate_block_begin/end; block_end waits for callbacks in progress. No-ops on a thread
+ * that never spawned a process. osp_gate_thread_end opens the gate for good when a fiber's
+ * computation has ended.
+ */
+typedef struct osp_gate osp_gate;
+void osp_gate_block_begin(void);
+void osp_gate_block_end(void);
+void osp_gate_thread_end(void);
+
 /* ---- effect handlers and continuations (effects.c) ---------------------------------------- */
 
 /*
@@ -191,12 +212,17 @@ int64_t osp_fiber_current_id(void);
  * thread lives); other threads get a process-lifetime cell on first use.
  */
 void osp_eff_bind_slot(osp_eff_entry **slot);
+/* The slot last bound with osp_eff_bind_slot on this thread (NULL if none yet), so a caller
+ * that runs another computation on this thread can restore it. */
+osp_eff_entry **osp_eff_bound_slot(void);
 
 /*
  * Where osp_thread_abandon jumps to: a `jmp_buf *` in the entry function of a fiber or
  * continuation thread (NULL when the entry function returns).
  */
 void osp_thread_set_unwind(void *jb);
+/* The `jmp_buf *` last set with osp_thread_set_unwind on this thread (NULL if none). */
+void *osp_thread_get_unwind(void);
 
 /*
  * Leave the calling thread's computation because a resuming handler abandoned it:

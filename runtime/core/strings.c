@@ -390,40 +390,29 @@ osp_rres osp_str_parse_int(const char *s) {
     return ok_word(neg ? (osp_word)(0 - v) : (osp_word)v);
 }
 
-static bool ieq(const char *a, const char *b) {
-    for (; *a && *b; a++, b++) {
-        char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a;
-        if (x != *b) return false;
-    }
-    return *a == *b;
-}
-
+/* docs/spec/language.md §9.3: [+-] (digits [. digits*] | . digits) [(e|E) [+-] digits], nothing
+ * else, and the value must be finite. */
 osp_rres osp_str_parse_float(const char *s) {
     s = S(s);
-    const char *p = s;
-    if (*p == '+' || *p == '-') p++;
-    bool ok = false;
-    if (ieq(p, "inf") || ieq(p, "infinity") || ieq(p, "nan")) {
-        ok = true;
-    } else {
-        const char *q = p;
-        size_t digits = 0;
+    const char *q = s;
+    if (*q == '+' || *q == '-') q++;
+    size_t digits = 0;
+    while (*q >= '0' && *q <= '9') q++, digits++;
+    if (*q == '.') {
+        q++;
         while (*q >= '0' && *q <= '9') q++, digits++;
-        if (*q == '.') {
-            q++;
-            while (*q >= '0' && *q <= '9') q++, digits++;
-        }
-        if (digits > 0 && (*q == 'e' || *q == 'E')) {
-            q++;
-            if (*q == '+' || *q == '-') q++;
-            size_t ed = 0;
-            while (*q >= '0' && *q <= '9') q++, ed++;
-            if (ed == 0) digits = 0;
-        }
-        ok = digits > 0 && *q == 0;
     }
-    if (!ok) return err("parseFloat: invalid number");
+    bool ok = digits > 0;
+    if (ok && (*q == 'e' || *q == 'E')) {
+        q++;
+        if (*q == '+' || *q == '-') q++;
+        size_t ed = 0;
+        while (*q >= '0' && *q <= '9') q++, ed++;
+        ok = ed > 0;
+    }
+    if (!ok || *q != 0) return err("parseFloat: invalid number");
     double d = strtod(s, NULL);
+    if (!isfinite(d)) return err("parseFloat: invalid number");
     osp_word w;
     memcpy(&w, &d, sizeof w);
     return ok_word(w);
@@ -441,6 +430,8 @@ osp_rres osp_str_index(const char *s, int64_t i) {
     return ok_str(osp_str_dup_n(s + i, 1));
 }
 
+/* docs/spec/language.md §9.3: the checks run in the order of the spec's table, so one
+ * malformed sequence always gives the same message. */
 osp_rres osp_str_code_point_at(const char *s, int64_t i) {
     s = S(s);
     int64_t n = (int64_t)strlen(s);
@@ -450,76 +441,28 @@ osp_rres osp_str_code_point_at(const char *s, int64_t i) {
     int len;
     uint32_t min;
     if (c < 0x80) return ok_word(c);
-    if ((c & 0xE0) == 0xC0)
+    if (c < 0xC0 || c >= 0xF8) return err("codePointAt: invalid UTF-8 lead byte");
+    if (c < 0xE0)
         len = 2, c &= 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0)
+    else if (c < 0xF0)
         len = 3, c &= 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0)
-        len = 4, c &= 0x07, min = 0x10000;
     else
-        return err("codePointAt: malformed UTF-8");
-    if (i + len > n) return err("codePointAt: malformed UTF-8");
+        len = 4, c &= 0x07, min = 0x10000;
+    if (i + len > n) return err("codePointAt: truncated codepoint");
     for (int k = 1; k < len; k++) {
-        if ((p[k] & 0xC0) != 0x80) return err("codePointAt: malformed UTF-8");
+        if ((p[k] & 0xC0) != 0x80) return err("codePointAt: invalid continuation byte");
         c = (c << 6) | (p[k] & 0x3F);
     }
     if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return err("codePointAt: malformed UTF-8");
+        return err("codePointAt: invalid UTF-8 sequence");
     return ok_word(c);
 }
 
-/* Ranges of code points that take no column (combining marks, zero-width characters)
- * and that take two (East Asian Wide and Fullwidth, emoji presentation blocks). */
-static const uint32_t zero_width[][2] = {
-    {0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD},   {0x05BF, 0x05BF},   {0x05C1, 0x05C2},
-    {0x05C4, 0x05C5}, {0x05C7, 0x05C7}, {0x0610, 0x061A},   {0x064B, 0x065F},   {0x0670, 0x0670},
-    {0x06D6, 0x06DC}, {0x06DF, 0x06E4}, {0x06E7, 0x06E8},   {0x06EA, 0x06ED},   {0x0900, 0x0902},
-    {0x093A, 0x093A}, {0x093C, 0x093C}, {0x0941, 0x0948},   {0x094D, 0x094D},   {0x0951, 0x0957},
-    {0x0E31, 0x0E31}, {0x0E34, 0x0E3A}, {0x0E47, 0x0E4E},   {0x1AB0, 0x1AFF},   {0x1DC0, 0x1DFF},
-    {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2064},   {0x20D0, 0x20FF},   {0xFE00, 0xFE0F},
-    {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF}, {0x1D167, 0x1D169}, {0xE0100, 0xE01EF},
-};
-static const uint32_t double_width[][2] = {
-    {0x1100, 0x115F},   {0x231A, 0x231B},   {0x2329, 0x232A},   {0x23E9, 0x23EC},
-    {0x23F0, 0x23F0},   {0x23F3, 0x23F3},   {0x25FD, 0x25FE},   {0x2614, 0x2615},
-    {0x2648, 0x2653},   {0x267F, 0x267F},   {0x2693, 0x2693},   {0x26A1, 0x26A1},
-    {0x26AA, 0x26AB},   {0x26BD, 0x26BE},   {0x26C4, 0x26C5},   {0x26CE, 0x26CE},
-    {0x26D4, 0x26D4},   {0x26EA, 0x26EA},   {0x26F2, 0x26F3},   {0x26F5, 0x26F5},
-    {0x26FA, 0x26FA},   {0x26FD, 0x26FD},   {0x2705, 0x2705},   {0x270A, 0x270B},
-    {0x2728, 0x2728},   {0x274C, 0x274C},   {0x274E, 0x274E},   {0x2753, 0x2755},
-    {0x2757, 0x2757},   {0x2795, 0x2797},   {0x27B0, 0x27B0},   {0x27BF, 0x27BF},
-    {0x2B1B, 0x2B1C},   {0x2B50, 0x2B50},   {0x2B55, 0x2B55},   {0x2E80, 0x303E},
-    {0x3041, 0x33FF},   {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},
-    {0xA960, 0xA97F},   {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE10, 0xFE19},
-    {0xFE30, 0xFE6F},   {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},   {0x16FE0, 0x16FE4},
-    {0x17000, 0x18AFF}, {0x1B000, 0x1B2FF}, {0x1F004, 0x1F004}, {0x1F0CF, 0x1F0CF},
-    {0x1F18E, 0x1F18E}, {0x1F191, 0x1F19A}, {0x1F200, 0x1F251}, {0x1F300, 0x1F64F},
-    {0x1F680, 0x1F6FF}, {0x1F7E0, 0x1F7EB}, {0x1F90C, 0x1F9FF}, {0x1FA70, 0x1FAFF},
-    {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD},
-};
-
-static bool in_ranges(uint32_t c, const uint32_t (*r)[2], size_t n) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (c < r[mid][0])
-            hi = mid;
-        else if (c > r[mid][1])
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
-}
-
+/* The UTF-8 encoded length of a code point (docs/spec/language.md §9.3; not a display width). */
 osp_rres osp_code_point_width(int64_t cp) {
     if (cp < 0 || cp > 0x10FFFF) return err("codePointWidth: code point out of range");
     if (cp >= 0xD800 && cp <= 0xDFFF) return err("codePointWidth: surrogate is not a scalar");
-    uint32_t c = (uint32_t)cp;
-    if (c < 0x20 || (c >= 0x7F && c < 0xA0)) return ok_word(0); /* control characters */
-    if (in_ranges(c, zero_width, sizeof zero_width / sizeof zero_width[0])) return ok_word(0);
-    if (in_ranges(c, double_width, sizeof double_width / sizeof double_width[0])) return ok_word(2);
-    return ok_word(1);
+    return ok_word(cp <= 0x7F ? 1 : cp <= 0x7FF ? 2 : cp <= 0xFFFF ? 3 : 4);
 }
 
 osp_rres osp_from_code_point(int64_t cp) {

@@ -148,10 +148,58 @@ static void test_map_basics(void **state) {
     assert_ok_int(osp_map_get(d, "bob"), 3); /* the right side wins */
     osp_list *k = osp_map_keys(d), *v = osp_map_values(d);
     assert_int_equal(osp_list_length(k), 2);
-    assert_string_equal(STR(osp_list_at(k, 0)), "bob");
-    assert_string_equal(STR(osp_list_at(k, 1)), "cy");
-    assert_int_equal(osp_list_at(v, 0), 3);
-    assert_int_equal(osp_list_at(v, 1), 2);
+    assert_string_equal(STR(osp_list_at(k, 0)), "cy"); /* c0: cy 17, bob 20 */
+    assert_string_equal(STR(osp_list_at(k, 1)), "bob");
+    assert_int_equal(osp_list_at(v, 0), 2);
+    assert_int_equal(osp_list_at(v, 1), 3);
+}
+
+/* The chunks (c0, ..., c6) of docs/spec/language.md §9.5, compared lexicographically. */
+static int chunk_cmp(const char *a, const char *b) {
+    uint32_t ha = osp_map_hash(a), hb = osp_map_hash(b);
+    for (int d = 0; d < 7; d++) {
+        unsigned ca = (ha >> (5 * d)) & 31u, cb = (hb >> (5 * d)) & 31u;
+        if (ca != cb) return ca < cb ? -1 : 1;
+    }
+    return 0;
+}
+
+static void assert_keys(const osp_map *m, int n, const char *const *want) {
+    osp_list *k = osp_map_keys(m);
+    assert_int_equal(osp_list_length(k), n);
+    for (int i = 0; i < n; i++) assert_string_equal(STR(osp_list_at(k, i)), want[i]);
+}
+
+static void test_map_order(void **state) {
+    (void)state;
+    /* the hash itself: 32-bit FNV-1a */
+    assert_int_equal(osp_map_hash(""), 0x811C9DC5u);
+    assert_int_equal(osp_map_hash("a"), 0xE40C292Cu);
+    /* Example L37 */
+    osp_map *m = osp_map_empty();
+    const char *hues[] = {"red", "green", "blue", "cyan"};
+    for (int i = 0; i < 4; i++) m = osp_map_set(m, hues[i], W(i + 1));
+    assert_keys(m, 4, (const char *const[]){"blue", "cyan", "green", "red"});
+    assert_keys(osp_map_set(osp_map_remove(m, "green"), "green", 9), 4,
+                (const char *const[]){"blue", "cyan", "green", "red"});
+    /* equal hashes (k32728 and k261234 are both 0x92c402be): insertion order among the keys
+     * present; replacing keeps the place, removing and re-adding goes last */
+    assert_int_equal(osp_map_hash("k32728"), osp_map_hash("k261234"));
+    osp_map *c =
+        osp_map_set(osp_map_set(osp_map_set(osp_map_empty(), "k261234", 1), "x", 2), "k32728", 3);
+    assert_keys(c, 3, (const char *const[]){"x", "k261234", "k32728"}); /* c0: x 7, k.. 30 */
+    assert_keys(osp_map_set(c, "k261234", 7), 3, (const char *const[]){"x", "k261234", "k32728"});
+    osp_map *re = osp_map_set(osp_map_remove(c, "k261234"), "k261234", 1);
+    assert_keys(re, 3, (const char *const[]){"x", "k32728", "k261234"});
+    assert_ok_int(osp_map_get(re, "k32728"), 3);
+    assert_ok_int(osp_map_get(re, "k261234"), 1);
+    assert_keys(osp_map_remove(re, "k32728"), 2, (const char *const[]){"x", "k261234"});
+    assert_err(osp_map_get(osp_map_remove(re, "k32728"), "k32728"), "mapGet: key not found");
+    /* merge inserts b's entries into a in b's order */
+    osp_map *b = osp_map_set(osp_map_set(osp_map_empty(), "k32728", 5), "k261234", 6);
+    assert_keys(osp_map_merge(osp_map_set(osp_map_empty(), "y", 0), b), 3,
+                (const char *const[]){"y", "k32728", "k261234"});
+    assert_true(chunk_cmp("y", "k32728") < 0);
 }
 
 static void test_map_many(void **state) {
@@ -174,7 +222,24 @@ static void test_map_many(void **state) {
     }
     osp_list *k = osp_map_keys(m);
     for (int64_t i = 1; i < osp_list_length(k); i++)
-        assert_true(strcmp(STR(osp_list_at(k, i - 1)), STR(osp_list_at(k, i))) < 0);
+        assert_true(chunk_cmp(STR(osp_list_at(k, i - 1)), STR(osp_list_at(k, i))) <= 0);
+    /* every removal path: empty the map again, checking the rest after each step */
+    for (int i = 1; i < 5000; i += 2) {
+        snprintf(key, sizeof key, "k%d", i);
+        osp_map *n = osp_map_remove(m, key);
+        assert_int_equal(osp_map_length(n), osp_map_length(m) - 1);
+        assert_false(osp_map_contains(n, key));
+        assert_true(osp_map_contains(m, key)); /* persistent */
+        m = n;
+        if (i % 501 == 0) {
+            for (int j = i + 2; j < 5000; j += 2) {
+                snprintf(key, sizeof key, "k%d", j);
+                assert_ok_int(osp_map_get(m, key), j);
+            }
+        }
+    }
+    assert_int_equal(osp_map_length(m), 0);
+    assert_int_equal(osp_list_length(osp_map_keys(m)), 0);
 }
 
 /* ---- strings ----------------------------------------------------------------------------------- */
@@ -252,15 +317,44 @@ static void test_strings_fallible(void **state) {
     assert_err(osp_str_parse_float("1.2.3"), "parseFloat: invalid number");
     assert_err(osp_str_parse_float(" 1"), "parseFloat: invalid number");
     assert_err(osp_str_parse_float("0x10"), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float("inf"), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float("nan"), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float("1e400"), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float("1e"), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float("."), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float(""), "parseFloat: invalid number");
+    assert_err(osp_str_parse_float("1 "), "parseFloat: invalid number");
+    osp_rres g = osp_str_parse_float("+1.25E-2");
+    double gd;
+    memcpy(&gd, &g.word, sizeof gd);
+    assert_true(g.tag == OSP_RESULT_SUCCESS && gd == 0.0125);
+    assert_int_equal(osp_str_parse_float(".5").tag, OSP_RESULT_SUCCESS);
+    assert_int_equal(osp_str_parse_float("5.").tag, OSP_RESULT_SUCCESS);
+    assert_int_equal(osp_str_parse_float("1e3").tag, OSP_RESULT_SUCCESS);
+    assert_int_equal(osp_str_parse_float("1e-400").tag, OSP_RESULT_SUCCESS);
     assert_ok_int(osp_str_byte_at("\xc3\xa9", 1), 0xa9);
     assert_err(osp_str_byte_at("ab", 2), "byteAt: index out of range");
     assert_ok_int(osp_str_code_point_at("x\xc3\xa9", 1), 0xe9);
     assert_ok_int(osp_str_code_point_at("\xf0\x9f\x98\x80", 0), 0x1f600);
-    assert_int_equal(osp_str_code_point_at("\xc3\xa9", 1).tag, OSP_RESULT_ERROR);
-    assert_int_equal(osp_str_code_point_at("a", 5).tag, OSP_RESULT_ERROR);
+    /* docs/spec/language.md §9.3: each failure, in the table's order */
+    assert_err(osp_str_code_point_at("a", 5), "codePointAt: index out of range");
+    assert_err(osp_str_code_point_at("a", -1), "codePointAt: index out of range");
+    assert_err(osp_str_code_point_at("\xc3\xa9", 1), "codePointAt: invalid UTF-8 lead byte");
+    assert_err(osp_str_code_point_at("\xf8\x80", 0), "codePointAt: invalid UTF-8 lead byte");
+    assert_err(osp_str_code_point_at("\xe4\xb8", 0), "codePointAt: truncated codepoint");
+    assert_err(osp_str_code_point_at("\xc3(", 0), "codePointAt: invalid continuation byte");
+    assert_err(osp_str_code_point_at("\xc0\x80", 0), "codePointAt: invalid UTF-8 sequence");
+    assert_err(osp_str_code_point_at("\xed\xa0\x80", 0), "codePointAt: invalid UTF-8 sequence");
+    assert_err(osp_str_code_point_at("\xf4\x90\x80\x80", 0), "codePointAt: invalid UTF-8 sequence");
+    /* codePointWidth is the UTF-8 encoded length */
     assert_ok_int(osp_code_point_width('a'), 1);
-    assert_ok_int(osp_code_point_width(0x4e2d), 2);
-    assert_ok_int(osp_code_point_width(0x0301), 0);
+    assert_ok_int(osp_code_point_width(0x7f), 1);
+    assert_ok_int(osp_code_point_width(0x80), 2);
+    assert_ok_int(osp_code_point_width(0x7ff), 2);
+    assert_ok_int(osp_code_point_width(0x4e2d), 3);
+    assert_ok_int(osp_code_point_width(0xffff), 3);
+    assert_ok_int(osp_code_point_width(0x10000), 4);
+    assert_ok_int(osp_code_point_width(0x10ffff), 4);
     assert_err(osp_code_point_width(0x110000), "codePointWidth: code point out of range");
     assert_err(osp_code_point_width(0xd800), "codePointWidth: surrogate is not a scalar");
     assert_ok_str(osp_from_code_point(0xe9), "\xc3\xa9");
@@ -343,11 +437,17 @@ static void test_channel_errors(void **state) {
 int main(void) {
     osp_rt_heap_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_list_basics),      cmocka_unit_test(test_list_sharing_is_safe),
-        cmocka_unit_test(test_list_append_many), cmocka_unit_test(test_list_contains_kinds),
-        cmocka_unit_test(test_map_basics),       cmocka_unit_test(test_map_many),
-        cmocka_unit_test(test_strings_total),    cmocka_unit_test(test_strings_fallible),
-        cmocka_unit_test(test_numeric),          cmocka_unit_test(test_channel_fifo_and_blocking),
+        cmocka_unit_test(test_list_basics),
+        cmocka_unit_test(test_list_sharing_is_safe),
+        cmocka_unit_test(test_list_append_many),
+        cmocka_unit_test(test_list_contains_kinds),
+        cmocka_unit_test(test_map_basics),
+        cmocka_unit_test(test_map_many),
+        cmocka_unit_test(test_map_order),
+        cmocka_unit_test(test_strings_total),
+        cmocka_unit_test(test_strings_fallible),
+        cmocka_unit_test(test_numeric),
+        cmocka_unit_test(test_channel_fifo_and_blocking),
         cmocka_unit_test(test_channel_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
