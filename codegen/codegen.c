@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inline_rt.h"
 #include "osprey_rt.h"
 
 /* ---- compile-time values ---- */
@@ -165,7 +166,10 @@ static LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef 
                           LLVMTypeRef *out_ty) {
     LLVMTypeRef ty = LLVMFunctionType(ret, params, (unsigned)n, 0);
     LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-    if (!f) f = LLVMAddFunction(g->mod, name, ty);
+    if (!f) {
+        f = LLVMAddFunction(g->mod, name, ty);
+        osp_inline_rt_declared(g->ctx, g->mod, name, f, g->fp_attr, g->opts->opt_level > 0);
+    }
     *out_ty = ty;
     return f;
 }
