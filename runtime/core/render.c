@@ -66,8 +66,7 @@ const char *osp_str_concat(int64_t n, const char *const *parts) {
         total += len;
     }
     osp_rt_heap_init();
-    char *s = GC_MALLOC_ATOMIC(total + 1);
-    if (s == NULL) osp_fatal_oom();
+    char *s = osp_gc_alloc_atomic(total + 1);
     char *p = s;
     for (int64_t i = 0; i < n; i++) {
         if (parts[i] == NULL) continue;

@@ -30,8 +30,9 @@
 
 /*
  * Initialise the Boehm collector once (fork handling on, warnings silenced, foreign
- * threads allowed to register). Called by osp_rt_start and lazily by every allocating
- * entry point, so a call before osp_rt_start is safe. Must first run on the main thread.
+ * threads allowed to register). Called lazily by every allocating entry point (not by
+ * osp_rt_start: a program that never allocates never starts the collector). Must first run
+ * on the main thread.
  */
 void osp_rt_heap_init(void);
 
@@ -40,6 +41,10 @@ void osp_rt_heap_init(void);
  * memory, never freed by the caller). Exits with `fatal: out of memory` on exhaustion.
  */
 char *osp_str_dup_n(const char *s, size_t n);
+/* `size` bytes of pointer-free Osprey heap (GC_MALLOC_ATOMIC: never scanned, not cleared),
+ * for string bytes; starts the collector first if needed. Never NULL (out of memory is
+ * fatal). */
+void *osp_gc_alloc_atomic(size_t size);
 
 /* ---- runtime failures --------------------------------------------------------------- */
 

@@ -39,6 +39,13 @@ void *osp_gc_alloc(size_t size) {
     return p;
 }
 
+void *osp_gc_alloc_atomic(size_t size) {
+    osp_rt_heap_init();
+    void *p = GC_MALLOC_ATOMIC(size ? size : 1);
+    if (p == NULL) osp_fatal_oom();
+    return p;
+}
+
 char *osp_str_dup_n(const char *s, size_t n) {
     osp_rt_heap_init();
     if (n == SIZE_MAX) osp_fatal_oom();
@@ -54,9 +61,16 @@ char *osp_str_dup_n(const char *s, size_t n) {
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 
 static void start_once_fn(void) {
-    osp_rt_heap_init();
+    /* The collector starts lazily, at the first allocation (osp_gc_alloc and every other
+     * entry to the heap call osp_rt_heap_init first): GC_INIT and its marker threads cost
+     * about a quarter of a millisecond, which a program that never allocates need not pay.
+     * The first allocation always happens on the main thread or in GC_pthread_create
+     * called from it (fibers and continuation threads are created through the collector),
+     * so the collector still learns the main thread's stack. The crash handlers do not
+     * depend on the collector: it installs no handler for their signals (its temporary
+     * SIGSEGV probe restores the handler it found). */
     osp_stream_init();
-    osp_crash_init(); /* after GC_INIT: the collector has set up its own signals */
+    osp_crash_init();
 }
 
 void osp_rt_start(int argc, char **argv) {
