@@ -4,6 +4,8 @@
 #include "rt_internal.h"
 #include "osp_prof.h"
 
+#include <gc/gc_inline.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -31,11 +33,62 @@ void osp_rt_heap_init(void) {
     pthread_once(&heap_once, heap_init_once);
 }
 
-void *osp_gc_alloc(size_t size) {
+/*
+ * Small objects come from per-thread free lists, one per size in granules, refilled a heap
+ * block at a time with GC_generic_malloc_many (the collector's own inline-allocation
+ * scheme, gc_inline.h): taking an object is a thread-local load and two stores, instead of
+ * GC_malloc's lookup of the collector's thread-local lists through __tls_get_addr. The lists
+ * live in an osp_heap_cache that the collector scans (a static for the main thread, a
+ * field of the heap-allocated fiber or continuation record for the others), so the objects
+ * waiting on them are never reclaimed; they become garbage when the thread ends.
+ * Objects have exactly the size GC_MALLOC would give them and are cleared the same way.
+ */
+static __thread osp_heap_cache *heap_cache;
+static osp_heap_cache main_heap_cache;
+
+void osp_heap_thread_begin(osp_heap_cache *c) {
+    memset(c, 0, sizeof *c);
+    heap_cache = c;
+}
+
+void osp_heap_thread_end(void) {
+    osp_heap_cache *c = heap_cache;
+    heap_cache = NULL;
+    /* The objects still on the lists become garbage even if `c` outlives the thread. */
+    if (c) memset(c, 0, sizeof *c);
+}
+
+static void *gc_alloc_slow(size_t size) {
     osp_rt_heap_init();
     /* GC_MALLOC returns cleared memory, aligned to the 16-byte granule on 64-bit. */
     void *p = GC_MALLOC(size ? size : 1);
     if (p == NULL) osp_fatal_oom();
+    return p;
+}
+
+static void *gc_alloc_refill(osp_heap_cache *c, size_t granules) {
+    osp_rt_heap_init();
+    GC_generic_malloc_many(granules * GC_GRANULE_BYTES, GC_I_NORMAL, &c->free_list[granules]);
+    void *p = c->free_list[granules];
+    if (p == NULL) osp_fatal_oom();
+    c->free_list[granules] = *(void **)p;
+    *(void **)p = NULL; /* the link word; the rest is cleared already */
+    return p;
+}
+
+void *osp_gc_alloc(size_t size) {
+    osp_heap_cache *c = heap_cache;
+    /* The size class GC_MALLOC uses: one byte more than asked (the collector's default
+     * GC_all_interior_pointers mode keeps a pointer just past an object inside it, and
+     * scans an object of g granules only up to g * 16 - 1 bytes). */
+    size_t granules = (size + 1 + GC_GRANULE_BYTES - 1) / GC_GRANULE_BYTES;
+    if (__builtin_expect(c == NULL || granules >= OSP_HEAP_CACHE_CLASSES, 0))
+        return gc_alloc_slow(size);
+    void *p = c->free_list[granules];
+    if (__builtin_expect(p == NULL, 0)) return gc_alloc_refill(c, granules);
+    /* The store is atomic so a parallel marker never sees a torn link. */
+    __atomic_store_n(&c->free_list[granules], *(void **)p, __ATOMIC_RELAXED);
+    *(void **)p = NULL;
     return p;
 }
 
@@ -77,6 +130,7 @@ void osp_rt_start(int argc, char **argv) {
     (void)argc;
     (void)argv;
     pthread_once(&start_once, start_once_fn);
+    if (heap_cache == NULL) osp_heap_thread_begin(&main_heap_cache);
     osp_prof_boot(); /* idempotent itself; registers this thread as fiber 0 "main" */
 }
 
