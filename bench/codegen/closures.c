@@ -25,7 +25,7 @@ int main(void) {
     static const fnv c1 = {compose_code, 0, &s7, &a1}, c2 = {compose_code, 0, &a5, &s3};
     const fnv *fs[] = {&a3, &c1, &s11, &c2, &am4};
     long acc = 0;
-    for (long i = 0; i < 5000000; i++) {
+    for (long i = 0; i < 15000000; i++) {
         long x;
         if (__builtin_add_overflow(acc, i, &x)) x = 0;
         for (int k = 0; k < 5; k++) x = fs[k]->code(fs[k], x);

@@ -10,8 +10,8 @@ static long gcd(long a, long b) {
 }
 int main(void) {
     long acc = 0;
-    for (long i = 1; i < 2000; i++)
-        for (long j = 1; j < 2000; j++) {
+    for (long i = 1; i < 3200; i++)
+        for (long j = 1; j < 3200; j++) {
             long r;
             if (!__builtin_add_overflow(acc, gcd(i, j), &r)) acc = r;
         }

@@ -12,7 +12,7 @@ int main(void) {
     const instr code[] = {{PUSH, 5, 0},    {OP, 0, "dbl"}, {OP, 0, "inc"}, {OP, 0, "nop"},
                           {PUSH, 7, 0},    {OP, 0, "neg"}, {OP, 0, "dbl"}, {JUMP, 1, 0}};
     long pc = 0, acc = 0;
-    for (long steps = 40000000; steps > 0; steps--) {
+    for (long steps = 80000000; steps > 0; steps--) {
         const instr *in = &code[pc];
         switch (in->k) {
         case PUSH: acc += in->v; pc++; break;

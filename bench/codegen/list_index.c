@@ -9,7 +9,7 @@ int main(void) {
         xs[n++] = i % 1000;
     }
     long acc = 0;
-    for (long k = 0; k < 100; k++)
+    for (long k = 0; k < 300; k++)
         for (long i = 0; i < n; i++) {
             long r;
             if (!__builtin_add_overflow(acc, xs[i], &r)) acc = r;

@@ -13,9 +13,9 @@ static long escape(double cr, double ci) {
 }
 int main(void) {
     long acc = 0;
-    for (long y = 0; y < 400; y++)
-        for (long x = 0; x < 600; x++) {
-            double cr = (double)x * 3.0 / 600.0, ci = (double)y * 2.0 / 400.0;
+    for (long y = 0; y < 1200; y++)
+        for (long x = 0; x < 1800; x++) {
+            double cr = (double)x * 3.0 / 1800.0, ci = (double)y * 2.0 / 1200.0;
             acc += escape(cr - 2.0, ci - 1.0);
         }
     printf("%ld\n", acc);

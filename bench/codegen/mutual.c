@@ -16,7 +16,7 @@ static bool is_odd(long n) {
 }
 int main(void) {
     long acc = 0;
-    for (long i = 0; i < 200000; i++)
+    for (long i = 0; i < 400000; i++)
         if (is_even(i % 3001)) acc++;
     printf("%ld\n", acc);
     return 0;

@@ -4,7 +4,7 @@
 #include <string.h>
 int main(void) {
     long acc = 0;
-    for (long k = 0; k < 60; k++) {
+    for (long k = 0; k < 180; k++) {
         size_t len = 0, cap = 64;
         char *buf = malloc(cap);
         buf[0] = '\0';

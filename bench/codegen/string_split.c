@@ -8,7 +8,7 @@ int main(void) {
     for (long i = 0; i < 20000; i++)
         len += (size_t)snprintf(line + len, cap - len, "%s%ld", i ? "," : "", i * 37 % 10007);
     long acc = 0;
-    for (long k = 0; k < 150; k++) {
+    for (long k = 0; k < 600; k++) {
         long sum = k;
         char *copy = strdup(line), *save = NULL;
         for (char *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save))

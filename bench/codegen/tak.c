@@ -9,6 +9,6 @@ static long tak(long x, long y, long z) {
     return z;
 }
 int main(void) {
-    printf("%ld\n", tak(26, 18, 9));
+    printf("%ld\n", tak(30, 21, 10));
     return 0;
 }

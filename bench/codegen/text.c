@@ -10,7 +10,7 @@ int main(void) {
     for (long i = 0; i < 50000; i++)
         len += (size_t)snprintf(text + len, cap - len, "%s%s", i ? " " : "", vocab[i * 5 % 8]);
     long acc = 0;
-    for (long k = 0; k < 40; k++) {
+    for (long k = 0; k < 160; k++) {
         long sum = k;
         char *copy = strdup(text), *save = NULL;
         for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {

@@ -25,7 +25,7 @@ static void release(node *t) {
 }
 int main(void) {
     long acc = 0;
-    for (long k = 0; k < 40; k++) {
+    for (long k = 0; k < 160; k++) {
         node *t = make(16, k);
         acc += check(t);
         release(t);
