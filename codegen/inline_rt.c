@@ -62,6 +62,10 @@ static LLVMValueRef gc_alloc(Ir *ir, int64_t bytes) {
     return LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(f), f, &a, 1, "view");
 }
 
+static LLVMValueRef ci(Ir *ir, int64_t v) {
+    return LLVMConstInt(ir->i64, (unsigned long long)v, 1);
+}
+
 static LLVMValueRef field_ptr(Ir *ir, LLVMValueRef base, int64_t byte_offset) {
     LLVMValueRef off = LLVMConstInt(ir->i64, (unsigned long long)byte_offset, 0);
     return LLVMBuildInBoundsGEP2(ir->b, LLVMInt8TypeInContext(ir->ctx), base, &off, 1, "");
@@ -75,15 +79,6 @@ static LLVMBasicBlockRef block(Ir *ir, LLVMValueRef fn, const char *name) {
     return LLVMAppendBasicBlockInContext(ir->ctx, fn, name);
 }
 
-static LLVMValueRef phi2(Ir *ir, LLVMTypeRef ty, LLVMValueRef a, LLVMBasicBlockRef ab,
-                         LLVMValueRef c, LLVMBasicBlockRef cb) {
-    LLVMValueRef p = LLVMBuildPhi(ir->b, ty, "");
-    LLVMValueRef v[2] = {a, c};
-    LLVMBasicBlockRef bb[2] = {ab, cb};
-    LLVMAddIncoming(p, v, bb, 2);
-    return p;
-}
-
 /* A body for `fn`: available_externally (never emitted; the archive has the symbol). */
 static void begin_body(Ir *ir, LLVMValueRef fn) {
     LLVMSetLinkage(fn, LLVMAvailableExternallyLinkage);
@@ -93,17 +88,29 @@ static void begin_body(Ir *ir, LLVMValueRef fn) {
     LLVMPositionBuilderAtEnd(ir->b, block(ir, fn, "entry"));
 }
 
+/*
+ * `xs`, or a constant empty view when it is NULL (list.c treats a NULL list as empty). The
+ * view's fields are then read without a branch, so in a loop over a list the optimiser can
+ * hoist them (views never change).
+ */
+static LLVMValueRef view_or_empty(Ir *ir, LLVMValueRef xs) {
+    const char *name = "osp.empty_view";
+    LLVMValueRef g = LLVMGetNamedGlobal(ir->mod, name);
+    if (!g) {
+        LLVMTypeRef ty = LLVMArrayType2(ir->i64, OSP_LIST_VIEW_BYTES / 8);
+        g = LLVMAddGlobal(ir->mod, ty, name);
+        LLVMSetInitializer(g, LLVMConstNull(ty));
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetLinkage(g, LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+        LLVMSetAlignment(g, 8);
+    }
+    return LLVMBuildSelect(ir->b, LLVMBuildIsNull(ir->b, xs, ""), g, xs, "view");
+}
+
 /* The list view's length, 0 for a NULL list (list.c: osp_list_length). */
-static LLVMValueRef list_len(Ir *ir, LLVMValueRef fn, LLVMValueRef xs) {
-    LLVMBasicBlockRef entry = LLVMGetInsertBlock(ir->b);
-    LLVMBasicBlockRef some = block(ir, fn, "some"), join = block(ir, fn, "len");
-    LLVMValueRef isnull = LLVMBuildIsNull(ir->b, xs, "");
-    LLVMBuildCondBr(ir->b, isnull, join, some);
-    LLVMPositionBuilderAtEnd(ir->b, some);
-    LLVMValueRef len = load_i64(ir, xs, OSP_LIST_LENGTH_OFFSET, "len");
-    LLVMBuildBr(ir->b, join);
-    LLVMPositionBuilderAtEnd(ir->b, join);
-    return phi2(ir, ir->i64, LLVMConstInt(ir->i64, 0, 0), entry, len, some);
+static LLVMValueRef list_len(Ir *ir, LLVMValueRef xs) {
+    return load_i64(ir, view_or_empty(ir, xs), OSP_LIST_LENGTH_OFFSET, "len");
 }
 
 /* &backing->w[off + i] of a non-empty list view. */
@@ -118,7 +125,7 @@ static LLVMValueRef elem_ptr(Ir *ir, LLVMValueRef xs, LLVMValueRef i) {
 
 static void body_list_length(Ir *ir, LLVMValueRef fn) {
     begin_body(ir, fn);
-    LLVMBuildRet(ir->b, list_len(ir, fn, LLVMGetParam(fn, 0)));
+    LLVMBuildRet(ir->b, list_len(ir, LLVMGetParam(fn, 0)));
 }
 
 static void body_list_at(Ir *ir, LLVMValueRef fn) {
@@ -130,13 +137,15 @@ static void body_list_at(Ir *ir, LLVMValueRef fn) {
 /* listGet / xs[i]: Success(word) or Error `index out of bounds` (list.c: osp_list_get). */
 static void body_list_get(Ir *ir, LLVMValueRef fn) {
     begin_body(ir, fn);
-    LLVMValueRef xs = LLVMGetParam(fn, 0), i = LLVMGetParam(fn, 1);
-    LLVMValueRef len = list_len(ir, fn, xs);
+    LLVMValueRef xs = view_or_empty(ir, LLVMGetParam(fn, 0)), i = LLVMGetParam(fn, 1);
+    LLVMValueRef len = load_i64(ir, xs, OSP_LIST_LENGTH_OFFSET, "len");
+    LLVMValueRef words = elem_ptr(ir, xs, ci(ir, 0)); /* read before the test: hoistable */
     LLVMBasicBlockRef ok = block(ir, fn, "ok"), bad = block(ir, fn, "bad");
     LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, i, len, "inbounds"), ok, bad);
     LLVMTypeRef rt = LLVMGetReturnType(LLVMGlobalGetValueType(fn));
     LLVMPositionBuilderAtEnd(ir->b, ok);
-    LLVMValueRef w = LLVMBuildLoad2(ir->b, ir->i64, elem_ptr(ir, xs, i), "w");
+    LLVMValueRef w =
+        LLVMBuildLoad2(ir->b, ir->i64, LLVMBuildGEP2(ir->b, ir->i64, words, &i, 1, ""), "w");
     LLVMValueRef r = LLVMGetUndef(rt);
     r = LLVMBuildInsertValue(ir->b, r, LLVMConstInt(ir->i64, OSP_RESULT_SUCCESS, 0), 0, "");
     LLVMBuildRet(ir->b, LLVMBuildInsertValue(ir->b, r, w, 1, ""));
