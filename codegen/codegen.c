@@ -312,7 +312,7 @@ static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
         LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
         LLVMBasicBlockRef okb = new_block(g, "box.ok"), errb = new_block(g, "box.err"),
                           join = new_block(g, "box.join");
-        LLVMBuildCondBr(g->b, is_err, errb, okb);
+        osp_ir_branch_rare(g->ctx, LLVMBuildCondBr(g->b, is_err, errb, okb), true);
         LLVMPositionBuilderAtEnd(g->b, okb);
         LLVMValueRef a1[1] = {w};
         LLVMTypeRef p1[1] = {g->i64};
@@ -1504,7 +1504,7 @@ static LLVMValueRef gen_elvis(CG *g, Expr *e) {
     LLVMValueRef w = LLVMBuildExtractValue(g->b, r, 1, "");
     LLVMBasicBlockRef okb = new_block(g, "elvis.ok"), errb = new_block(g, "elvis.default"),
                       join = new_block(g, "elvis.end");
-    LLVMBuildCondBr(g->b, is_err, errb, okb);
+    osp_ir_branch_rare(g->ctx, LLVMBuildCondBr(g->b, is_err, errb, okb), true);
     LLVMPositionBuilderAtEnd(g->b, okb);
     LLVMValueRef okv = unbox(g, w, pt);
     LLVMBasicBlockRef okend = LLVMGetInsertBlock(g->b);

@@ -241,3 +241,15 @@ void osp_inline_rt_declared(LLVMContextRef ctx, LLVMModuleRef mod, const char *n
         return;
     }
 }
+
+void osp_ir_branch_rare(LLVMContextRef ctx, LLVMValueRef br, bool true_is_rare) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+    LLVMMetadataRef ops[3] = {
+        LLVMMDStringInContext2(ctx, "branch_weights", 14),
+        LLVMValueAsMetadata(LLVMConstInt(i32, true_is_rare ? 1 : 2000, 0)),
+        LLVMValueAsMetadata(LLVMConstInt(i32, true_is_rare ? 2000 : 1, 0)),
+    };
+    LLVMMetadataRef node = LLVMMDNodeInContext2(ctx, ops, 3);
+    unsigned kind = LLVMGetMDKindIDInContext(ctx, "prof", 4);
+    LLVMSetMetadata(br, kind, LLVMMetadataAsValue(ctx, node));
+}

@@ -25,4 +25,13 @@
 void osp_inline_rt_declared(LLVMContextRef ctx, LLVMModuleRef mod, const char *name,
                             LLVMValueRef fn, LLVMAttributeRef fp_attr, bool with_bodies);
 
+/*
+ * Mark the conditional branch `br` (an LLVMBuildCondBr result) as almost never taking its
+ * `true` successor when `true_is_rare`, else its `false` one: branch_weights metadata
+ * (1 : 2000), which keeps the rare path out of line and the common one a fall-through.
+ * Used for the Error side of `?:` and of Result boxing (docs/spec/language.md §6.2): errors
+ * of checked arithmetic are the exception. Only a hint: never changes what the code does.
+ */
+void osp_ir_branch_rare(LLVMContextRef ctx, LLVMValueRef br, bool true_is_rare);
+
 #endif

@@ -15,6 +15,8 @@
 
 /* ---- heap ---------------------------------------------------------------------------- */
 
+enum { OSP_MIN_HEAP_BYTES = 2 << 20 };
+
 static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
 
 static void heap_init_once(void) {
@@ -22,6 +24,12 @@ static void heap_init_once(void) {
      * pthread_atfork handlers so a child can keep allocating. Must precede GC_INIT. */
     GC_set_handle_fork(1);
     GC_INIT();
+    /* Start with a 2 MiB heap unless GC_INITIAL_HEAP_SIZE says otherwise: the collector's
+     * default (a few hundred KiB) makes a program that allocates steadily collect every
+     * ~100 KiB, paying the fixed cost of a collection (roots, block headers) thousands of
+     * times a second. Pages are touched only as they are allocated. */
+    if (getenv("GC_INITIAL_HEAP_SIZE") == NULL && GC_get_heap_size() < OSP_MIN_HEAP_BYTES)
+        GC_expand_hp(OSP_MIN_HEAP_BYTES - GC_get_heap_size());
     /* Collector warnings ("repeated allocation of very large block", ...) are not the
      * program's output; keep the program's stderr clean. */
     GC_set_warn_proc(GC_ignore_warn_proc);
