@@ -157,29 +157,35 @@ static void body_list_get(Ir *ir, LLVMValueRef fn) {
                  LLVMBuildInsertValue(ir->b, r, LLVMBuildPtrToInt(ir->b, msg, ir->i64, ""), 1, ""));
 }
 
-/* The view without its first k elements (list.c: osp_list_drop; 0 <= k <= length). */
+/*
+ * The view without its first k elements (list.c: osp_list_drop; 0 <= k <= length): the list
+ * itself for k <= 0, a new empty view (all fields 0) when nothing is left, else a view of the
+ * same backing. The two allocations sit on separate paths, so in a loop over `[h, ...t]` the
+ * stores of the non-empty one forward straight to the next iteration's loads.
+ */
 static void body_list_drop(Ir *ir, LLVMValueRef fn) {
     begin_body(ir, fn);
     LLVMValueRef xs = LLVMGetParam(fn, 0), k = LLVMGetParam(fn, 1);
     LLVMValueRef zero = LLVMConstInt(ir->i64, 0, 0);
-    LLVMBasicBlockRef same = block(ir, fn, "same"), cut = block(ir, fn, "cut");
+    LLVMBasicBlockRef same = block(ir, fn, "same"), cut = block(ir, fn, "cut"),
+                      empty = block(ir, fn, "empty"), rest = block(ir, fn, "rest");
     LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLE, k, zero, ""), same, cut);
     LLVMPositionBuilderAtEnd(ir->b, same);
     LLVMBuildRet(ir->b, xs);
     LLVMPositionBuilderAtEnd(ir->b, cut);
     LLVMValueRef len = load_i64(ir, xs, OSP_LIST_LENGTH_OFFSET, "len");
-    LLVMValueRef rest = LLVMBuildSub(ir->b, len, k, "");
-    LLVMValueRef empty = LLVMBuildICmp(ir->b, LLVMIntSLE, rest, zero, "");
+    LLVMValueRef left = LLVMBuildSub(ir->b, len, k, "");
+    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLE, left, zero, ""), empty, rest);
+    LLVMPositionBuilderAtEnd(ir->b, empty);
+    LLVMBuildRet(ir->b, gc_alloc(ir, OSP_LIST_VIEW_BYTES)); /* cleared: NULL, 0, 0 */
+    LLVMPositionBuilderAtEnd(ir->b, rest);
     LLVMValueRef b =
         LLVMBuildLoad2(ir->b, ir->ptr, field_ptr(ir, xs, OSP_LIST_BACKING_OFFSET), "b");
     LLVMValueRef off = LLVMBuildAdd(ir->b, load_i64(ir, xs, OSP_LIST_START_OFFSET, "off"), k, "");
     LLVMValueRef v = gc_alloc(ir, OSP_LIST_VIEW_BYTES);
-    LLVMBuildStore(ir->b, LLVMBuildSelect(ir->b, empty, LLVMConstNull(ir->ptr), b, ""),
-                   field_ptr(ir, v, OSP_LIST_BACKING_OFFSET));
-    LLVMBuildStore(ir->b, LLVMBuildSelect(ir->b, empty, zero, off, ""),
-                   field_ptr(ir, v, OSP_LIST_START_OFFSET));
-    LLVMBuildStore(ir->b, LLVMBuildSelect(ir->b, empty, zero, rest, ""),
-                   field_ptr(ir, v, OSP_LIST_LENGTH_OFFSET));
+    LLVMBuildStore(ir->b, b, field_ptr(ir, v, OSP_LIST_BACKING_OFFSET));
+    LLVMBuildStore(ir->b, off, field_ptr(ir, v, OSP_LIST_START_OFFSET));
+    LLVMBuildStore(ir->b, left, field_ptr(ir, v, OSP_LIST_LENGTH_OFFSET));
     LLVMBuildRet(ir->b, v);
 }
 
