@@ -87,6 +87,11 @@ geo = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
 worst = max(ratios, key=ratios.get)
 above = sorted(n for n, r in ratios.items() if r > 2.5)
 print("geometric mean %.2fx over %d programs; worst %s %.2fx" % (geo, len(ratios), worst, ratios[worst]))
+others = [r for n, r in ratios.items() if not n.startswith("map_")]
+if len(others) < len(ratios) and others:
+    # Informational: string-keyed maps wait for the runtime's hash array mapped trie.
+    print("geometric mean without the map_* programs %.2fx over %d programs (not a target)"
+          % (math.exp(sum(math.log(r) for r in others) / len(others)), len(others)))
 print("target geometric mean <= 1.30x: %s (%.2fx)" % ("ok" if geo <= 1.30 else "MISSED", geo))
 print("target no program above 2.50x: %s%s" % ("ok" if not above else "MISSED",
       "" if not above else " (" + ", ".join("%s %.2fx" % (n, ratios[n]) for n in above) + ")"))
