@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inline_rt.h"
 #include "osprey_rt.h"
 
 /* ---- compile-time values ---- */
@@ -174,6 +175,7 @@ static LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef 
         if (ret == g->i1) LLVMAddAttributeAtIndex(f, LLVMAttributeReturnIndex, za);
         for (int i = 0; i < n; i++)
             if (params[i] == g->i1) LLVMAddAttributeAtIndex(f, (unsigned)i + 1, za);
+        osp_inline_rt_declared(g->ctx, g->mod, name, f, g->fp_attr, g->opts->opt_level > 0);
     }
     *out_ty = ty;
     return f;
@@ -319,7 +321,7 @@ static LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
         LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
         LLVMBasicBlockRef okb = new_block(g, "box.ok"), errb = new_block(g, "box.err"),
                           join = new_block(g, "box.join");
-        LLVMBuildCondBr(g->b, is_err, errb, okb);
+        osp_ir_branch_rare(g->ctx, LLVMBuildCondBr(g->b, is_err, errb, okb), true);
         LLVMPositionBuilderAtEnd(g->b, okb);
         LLVMValueRef a1[1] = {w};
         LLVMTypeRef p1[1] = {g->i64};
@@ -1521,7 +1523,7 @@ static LLVMValueRef gen_elvis(CG *g, Expr *e) {
     LLVMValueRef w = LLVMBuildExtractValue(g->b, r, 1, "");
     LLVMBasicBlockRef okb = new_block(g, "elvis.ok"), errb = new_block(g, "elvis.default"),
                       join = new_block(g, "elvis.end");
-    LLVMBuildCondBr(g->b, is_err, errb, okb);
+    osp_ir_branch_rare(g->ctx, LLVMBuildCondBr(g->b, is_err, errb, okb), true);
     LLVMPositionBuilderAtEnd(g->b, okb);
     LLVMValueRef okv = unbox(g, w, pt);
     LLVMBasicBlockRef okend = LLVMGetInsertBlock(g->b);

@@ -340,7 +340,16 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
      * that references their symbols (docs/spec/language.md §3.5) */
     for (int i = 0; i < nuser; i++) argv[n++] = user_args[i];
     argv[n++] = rt;
+#ifdef __linux__
+    /* The collector is linked statically: its allocation fast path then reaches its
+     * thread-local free lists without __tls_get_addr and its calls need no PLT, and the
+     * program starts without loading and relocating libgc.so (docs/compiler.md). */
+    argv[n++] = "-Wl,-Bstatic";
     argv[n++] = "-lgc";
+    argv[n++] = "-Wl,-Bdynamic";
+#else
+    argv[n++] = "-lgc";
+#endif
     argv[n++] = "-lpthread";
     argv[n++] = "-lm";
     argv[n++] = "-g";

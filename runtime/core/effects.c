@@ -176,6 +176,7 @@ typedef struct msg {
 
 struct osp_cont {
     pthread_mutex_t lock;
+    osp_heap_cache heap_cache; /* the body thread's small-object free lists (start.c) */
     pthread_cond_t to_driver, to_performer;
     msg *_Atomic head;
     msg *tail;
@@ -233,7 +234,8 @@ static void *cont_entry(void *arg) {
     *ret_slot = NULL;
 #endif
     osp_cont *const c = arg;
-    osp_crash_thread_begin(); /* alternate signal stack, stack guard bounds */
+    osp_crash_thread_begin();              /* alternate signal stack, stack guard bounds */
+    osp_heap_thread_begin(&c->heap_cache); /* small-object free lists, scanned: in c */
     osp_eff_entry *volatile top =
         c->stack; /* this thread's handler stack (scanned: on the stack) */
     osp_eff_bind_slot((osp_eff_entry **)&top);
@@ -255,6 +257,7 @@ static void *cont_entry(void *arg) {
     pthread_cond_broadcast(&c->to_driver);
     pthread_mutex_unlock(&c->lock);
     unwind_to = NULL;
+    osp_heap_thread_end();
     osp_crash_thread_end();
 #if defined(__x86_64__) || defined(__aarch64__)
     *ret_slot = ret;

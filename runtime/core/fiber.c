@@ -80,8 +80,9 @@ void *osp_handle_lookup(int64_t id, int kind) {
 
 typedef struct osp_fiber {
     osp_thunk_fn thunk;
-    void *env;               /* owned by the fiber; cleared once the thunk has it */
-    osp_eff_entry *handlers; /* copy of the spawner's effect-handler stack (osp_eff_copy) */
+    void *env;                 /* owned by the fiber; cleared once the thunk has it */
+    osp_eff_entry *handlers;   /* copy of the spawner's effect-handler stack (osp_eff_copy) */
+    osp_heap_cache heap_cache; /* the fiber thread's small-object free lists (start.c) */
     osp_word result;
     int64_t id;
     atomic_int done; /* 1 once `result` is published */
@@ -150,7 +151,8 @@ static void *osp_fiber_entry(void *arg) {
     *ret_slot = NULL;
 #endif
     osp_fiber *const f = arg;
-    osp_crash_thread_begin(); /* alternate signal stack, stack guard bounds */
+    osp_crash_thread_begin();              /* alternate signal stack, stack guard bounds */
+    osp_heap_thread_begin(&f->heap_cache); /* small-object free lists, scanned: in f */
     current_fiber_id = f->id;
     /* The spawner's handler stack, in a variable of this frame so the collector sees it
      * for the thread's whole life (docs/spec/language.md §12.2: a fiber inherits the handlers). */
@@ -178,6 +180,7 @@ static void *osp_fiber_entry(void *arg) {
     atomic_store_explicit(&f->done, 1, memory_order_release);
     pthread_cond_broadcast(&stripes[s].cond);
     pthread_mutex_unlock(&stripes[s].lock);
+    osp_heap_thread_end();
     osp_crash_thread_end();
 #if defined(__x86_64__) || defined(__aarch64__)
     *ret_slot = ret;

@@ -7,6 +7,7 @@
 #include "rt_internal.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 typedef struct osp_backing {
@@ -20,6 +21,13 @@ struct osp_list {
     int64_t off;
     int64_t len;
 };
+
+_Static_assert(offsetof(osp_list, b) == OSP_LIST_BACKING_OFFSET, "view layout (osprey_rt.h)");
+_Static_assert(offsetof(osp_list, off) == OSP_LIST_START_OFFSET, "view layout (osprey_rt.h)");
+_Static_assert(offsetof(osp_list, len) == OSP_LIST_LENGTH_OFFSET, "view layout (osprey_rt.h)");
+_Static_assert(sizeof(osp_list) == OSP_LIST_VIEW_BYTES, "view layout (osprey_rt.h)");
+_Static_assert(offsetof(osp_backing, w) == OSP_BACKING_WORDS_OFFSET,
+               "backing layout (osprey_rt.h)");
 
 static osp_backing *backing_new(int64_t cap) {
     if (cap < 4) cap = 4;
@@ -116,7 +124,10 @@ osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
             return view(b, xs->off, xs->len + ys->len);
         }
     }
-    return fresh(elems(xs), xs->len, elems(ys), ys->len, xs->len + ys->len);
+    /* Little headroom: an append to the result that finds no room copies with room to grow
+     * (osp_list_append), so appends stay amortised O(1) without every concatenation paying
+     * for, and clearing, twice its size. */
+    return fresh(elems(xs), xs->len, elems(ys), ys->len, 4);
 }
 
 osp_list *osp_list_reverse(const osp_list *xs) {

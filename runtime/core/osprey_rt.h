@@ -222,6 +222,20 @@ osp_rres osp_random_below(int64_t n);
  */
 typedef struct osp_list osp_list;
 
+/*
+ * The one part of a list generated code may read directly: the byte offsets of a view's
+ * fields and of a backing array's words, for the inlinable bodies of osp_list_length,
+ * osp_list_at, osp_list_get and osp_list_drop that codegen/inline_rt.c emits. list.c checks
+ * them with static assertions; change both together.
+ */
+enum {
+    OSP_LIST_BACKING_OFFSET = 0,  /* view: backing array (NULL for an empty list) */
+    OSP_LIST_START_OFFSET = 8,    /* view: int64 index of its first word in the backing */
+    OSP_LIST_LENGTH_OFFSET = 16,  /* view: int64 number of elements */
+    OSP_LIST_VIEW_BYTES = 24,     /* size of a view */
+    OSP_BACKING_WORDS_OFFSET = 16 /* backing: the words */
+};
+
 /* A list of the `n` words at `elems` (copied; `elems` may be NULL when n == 0). */
 osp_list *osp_list_new(int64_t n, const osp_word *elems);
 /* Number of elements (listLength, length(xs)). */

@@ -9,9 +9,17 @@
 #include <string.h>
 
 const char *osp_show_int(int64_t v) {
+    /* Decimal digits from the right, as snprintf("%lld") prints them, without the cost of
+     * the printf machinery (rendering ints is most of building strings). */
     char buf[24];
-    int n = snprintf(buf, sizeof buf, "%lld", (long long)v);
-    return osp_str_dup_n(buf, (size_t)n);
+    char *end = buf + sizeof buf, *p = end;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) *--p = '-';
+    return osp_str_dup_n(p, (size_t)(end - p));
 }
 
 const char *osp_show_float(double v) {
@@ -59,19 +67,20 @@ const char *osp_str_cat(const char *a, const char *b) {
 }
 
 const char *osp_str_concat(int64_t n, const char *const *parts) {
+    /* Each part's length is measured once (kept for the first 16 parts). */
+    size_t lens[16];
     size_t total = 0;
     for (int64_t i = 0; i < n; i++) {
         size_t len = parts[i] ? strlen(parts[i]) : 0;
+        if (i < 16) lens[i] = len;
         if (total > SIZE_MAX - 1 - len) osp_fatal_oom();
         total += len;
     }
-    osp_rt_heap_init();
-    char *s = GC_MALLOC_ATOMIC(total + 1);
-    if (s == NULL) osp_fatal_oom();
+    char *s = osp_gc_alloc_atomic(total + 1);
     char *p = s;
     for (int64_t i = 0; i < n; i++) {
         if (parts[i] == NULL) continue;
-        size_t len = strlen(parts[i]);
+        size_t len = i < 16 ? lens[i] : strlen(parts[i]);
         memcpy(p, parts[i], len);
         p += len;
     }

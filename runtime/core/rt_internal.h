@@ -34,8 +34,9 @@
 
 /*
  * Initialise the Boehm collector once (fork handling on, warnings silenced, foreign
- * threads allowed to register). Called by osp_rt_start and lazily by every allocating
- * entry point, so a call before osp_rt_start is safe. Must first run on the main thread.
+ * threads allowed to register). Called lazily by every allocating entry point (not by
+ * osp_rt_start: a program that never allocates never starts the collector). Must first run
+ * on the main thread.
  */
 void osp_rt_heap_init(void);
 
@@ -44,6 +45,28 @@ void osp_rt_heap_init(void);
  * memory, never freed by the caller). Exits with `fatal: out of memory` on exhaustion.
  */
 char *osp_str_dup_n(const char *s, size_t n);
+/*
+ * A thread's free lists of small heap objects (see osp_gc_alloc in start.c): free_list[g]
+ * holds cleared objects of g 16-byte granules, linked through their first word. It must
+ * live where the collector scans it for the thread's whole life (static data, or a field
+ * of a heap record that stays reachable, like the fiber's), and is private to its thread.
+ */
+enum { OSP_HEAP_CACHE_CLASSES = 17 }; /* objects up to 255 bytes */
+typedef struct osp_heap_cache {
+    void *free_list[OSP_HEAP_CACHE_CLASSES];
+} osp_heap_cache;
+
+/* Make `c` (cleared here) the calling thread's cache; osp_rt_start does this for the main
+ * thread, osp_fiber_entry and the continuation threads' entry for theirs. */
+void osp_heap_thread_begin(osp_heap_cache *c);
+/* Stop using the calling thread's cache and empty it (its objects become garbage); later
+ * allocations of this thread take the collector's general path. */
+void osp_heap_thread_end(void);
+
+/* `size` bytes of pointer-free Osprey heap (GC_MALLOC_ATOMIC: never scanned, not cleared),
+ * for string bytes; starts the collector first if needed. Never NULL (out of memory is
+ * fatal). */
+void *osp_gc_alloc_atomic(size_t size);
 
 /* ---- runtime failures --------------------------------------------------------------- */
 

@@ -7,12 +7,17 @@
 #include "rt_internal.h"
 #include "osp_prof.h"
 
+#include <gc/gc_inline.h>
+
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- heap ---------------------------------------------------------------------------- */
+
+enum { OSP_MIN_HEAP_BYTES = 2 << 20 };
 
 static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
 
@@ -21,6 +26,12 @@ static void heap_init_once(void) {
      * pthread_atfork handlers so a child can keep allocating. Must precede GC_INIT. */
     GC_set_handle_fork(1);
     GC_INIT();
+    /* Start with a 2 MiB heap unless GC_INITIAL_HEAP_SIZE says otherwise: the collector's
+     * default (a few hundred KiB) makes a program that allocates steadily collect every
+     * ~100 KiB, paying the fixed cost of a collection (roots, block headers) thousands of
+     * times a second. Pages are touched only as they are allocated. */
+    if (getenv("GC_INITIAL_HEAP_SIZE") == NULL && GC_get_heap_size() < OSP_MIN_HEAP_BYTES)
+        GC_expand_hp(OSP_MIN_HEAP_BYTES - GC_get_heap_size());
     /* Collector warnings ("repeated allocation of very large block", ...) are not the
      * program's output; keep the program's stderr clean. */
     GC_set_warn_proc(GC_ignore_warn_proc);
@@ -32,10 +43,68 @@ void osp_rt_heap_init(void) {
     pthread_once(&heap_once, heap_init_once);
 }
 
-void *osp_gc_alloc(size_t size) {
+/*
+ * Small objects come from per-thread free lists, one per size in granules, refilled a heap
+ * block at a time with GC_generic_malloc_many (the collector's own inline-allocation
+ * scheme, gc_inline.h): taking an object is a thread-local load and two stores, instead of
+ * GC_malloc's lookup of the collector's thread-local lists through __tls_get_addr. The lists
+ * live in an osp_heap_cache that the collector scans (a static for the main thread, a
+ * field of the heap-allocated fiber or continuation record for the others), so the objects
+ * waiting on them are never reclaimed; they become garbage when the thread ends.
+ * Objects have exactly the size GC_MALLOC would give them and are cleared the same way.
+ */
+static __thread osp_heap_cache *heap_cache;
+static osp_heap_cache main_heap_cache;
+
+void osp_heap_thread_begin(osp_heap_cache *c) {
+    memset(c, 0, sizeof *c);
+    heap_cache = c;
+}
+
+void osp_heap_thread_end(void) {
+    osp_heap_cache *c = heap_cache;
+    heap_cache = NULL;
+    /* The objects still on the lists become garbage even if `c` outlives the thread. */
+    if (c) memset(c, 0, sizeof *c);
+}
+
+static void *gc_alloc_slow(size_t size) {
     osp_rt_heap_init();
     /* GC_MALLOC returns cleared memory, aligned to the 16-byte granule on 64-bit. */
     void *p = GC_MALLOC(size ? size : 1);
+    if (p == NULL) osp_fatal_oom();
+    return p;
+}
+
+static void *gc_alloc_refill(osp_heap_cache *c, size_t granules) {
+    osp_rt_heap_init();
+    GC_generic_malloc_many(granules * GC_GRANULE_BYTES, GC_I_NORMAL, &c->free_list[granules]);
+    void *p = c->free_list[granules];
+    if (p == NULL) osp_fatal_oom();
+    c->free_list[granules] = *(void **)p;
+    *(void **)p = NULL; /* the link word; the rest is cleared already */
+    return p;
+}
+
+void *osp_gc_alloc(size_t size) {
+    osp_heap_cache *c = heap_cache;
+    /* The size class GC_MALLOC uses: one byte more than asked (the collector's default
+     * GC_all_interior_pointers mode keeps a pointer just past an object inside it, and
+     * scans an object of g granules only up to g * 16 - 1 bytes). */
+    size_t granules = (size + 1 + GC_GRANULE_BYTES - 1) / GC_GRANULE_BYTES;
+    if (__builtin_expect(c == NULL || granules >= OSP_HEAP_CACHE_CLASSES, 0))
+        return gc_alloc_slow(size);
+    void *p = c->free_list[granules];
+    if (__builtin_expect(p == NULL, 0)) return gc_alloc_refill(c, granules);
+    /* The store is atomic so a parallel marker never sees a torn link. */
+    __atomic_store_n(&c->free_list[granules], *(void **)p, __ATOMIC_RELAXED);
+    *(void **)p = NULL;
+    return p;
+}
+
+void *osp_gc_alloc_atomic(size_t size) {
+    osp_rt_heap_init();
+    void *p = GC_MALLOC_ATOMIC(size ? size : 1);
     if (p == NULL) osp_fatal_oom();
     return p;
 }
@@ -55,15 +124,23 @@ char *osp_str_dup_n(const char *s, size_t n) {
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 
 static void start_once_fn(void) {
-    osp_rt_heap_init();
+    /* The collector starts lazily, at the first allocation (osp_gc_alloc and every other
+     * entry to the heap call osp_rt_heap_init first): GC_INIT and its marker threads cost
+     * about a quarter of a millisecond, which a program that never allocates need not pay.
+     * The first allocation always happens on the main thread or in GC_pthread_create
+     * called from it (fibers and continuation threads are created through the collector),
+     * so the collector still learns the main thread's stack. The crash handlers do not
+     * depend on the collector: it installs no handler for their signals (its temporary
+     * SIGSEGV probe restores the handler it found). */
     osp_stream_init();
-    osp_crash_init(); /* after GC_INIT: the collector has set up its own signals */
+    osp_crash_init();
 }
 
 void osp_rt_start(int argc, char **argv) {
     (void)argc;
     (void)argv;
     pthread_once(&start_once, start_once_fn);
+    if (heap_cache == NULL) osp_heap_thread_begin(&main_heap_cache);
     osp_prof_boot(); /* idempotent itself; registers this thread as fiber 0 "main" */
 }
 

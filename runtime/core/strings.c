@@ -152,8 +152,7 @@ const char *osp_str_join(const osp_list *parts, const char *sep) {
     if (n > 1) total += seplen * (size_t)(n - 1);
     char *out = osp_str_dup_n("", 0);
     if (total == 0) return out;
-    out = GC_MALLOC_ATOMIC(total + 1);
-    if (out == NULL) osp_fatal_oom();
+    out = osp_gc_alloc_atomic(total + 1);
     char *p = out;
     for (int64_t i = 0; i < n; i++) {
         if (i) {
@@ -319,8 +318,7 @@ osp_rres osp_str_replace(const char *s, const char *needle, const char *rep) {
     if (count == 0) return ok_str(osp_str_dup_n(s, n));
     if (r > m && count > (SIZE_MAX - n - 1) / (r - m)) osp_fatal_oom();
     size_t total = n + count * r - count * m;
-    char *o = GC_MALLOC_ATOMIC(total + 1);
-    if (o == NULL) osp_fatal_oom();
+    char *o = osp_gc_alloc_atomic(total + 1);
     char *q = o;
     for (;;) {
         const char *p = strstr(s, needle);
@@ -341,8 +339,7 @@ osp_rres osp_str_repeat(const char *s, int64_t n) {
     size_t len = strlen(s);
     if (len && (uint64_t)n > (SIZE_MAX / 2) / len) osp_fatal_oom();
     size_t total = len * (size_t)n;
-    char *o = GC_MALLOC_ATOMIC(total + 1);
-    if (o == NULL) osp_fatal_oom();
+    char *o = osp_gc_alloc_atomic(total + 1);
     for (int64_t i = 0; i < n; i++) memcpy(o + (size_t)i * len, s, len);
     o[total] = 0;
     return ok_str(o);
@@ -358,8 +355,7 @@ static osp_rres pad(const char *s, int64_t want, const char *fill, bool start) {
     if (want <= (int64_t)n) return ok_str(osp_str_dup_n(s, n));
     if ((uint64_t)want > SIZE_MAX / 2) osp_fatal_oom();
     size_t total = (size_t)want, padn = total - n;
-    char *o = GC_MALLOC_ATOMIC(total + 1);
-    if (o == NULL) osp_fatal_oom();
+    char *o = osp_gc_alloc_atomic(total + 1);
     char *padp = start ? o : o + n;
     for (size_t i = 0; i < padn; i++) padp[i] = fill[i % f];
     memcpy(start ? o + padn : o, s, n);

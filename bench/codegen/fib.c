@@ -14,6 +14,6 @@ static long fib(long n) {
     }
 }
 int main(void) {
-    printf("%ld\n", fib(38));
+    printf("%ld\n", fib(40));
     return 0;
 }

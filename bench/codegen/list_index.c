@@ -1,0 +1,20 @@
+/* bench: indexed reads of a growable array, as list_index.osp. */
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    long n = 0, cap = 4;
+    long *xs = malloc(cap * sizeof *xs);
+    for (long i = 0; i < 1000000; i++) {
+        if (n == cap) xs = realloc(xs, (cap *= 2) * sizeof *xs);
+        xs[n++] = i % 1000;
+    }
+    long acc = 0;
+    for (long k = 0; k < 300; k++)
+        for (long i = 0; i < n; i++) {
+            long r;
+            if (!__builtin_add_overflow(acc, xs[i], &r)) acc = r;
+        }
+    printf("%ld\n", acc);
+    free(xs);
+    return 0;
+}
