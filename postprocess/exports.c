@@ -99,8 +99,15 @@ static void speedscope_body(const ospprof_profile *cp, ospprof_out *w) {
                 ospprof_buf_put(b, p->stacks[k].ss_json, p->stacks[k].ss_len);
                 ospprof_out_maybe_flush(w);
             }
-            ospprof_buf_puts(b, "],\"startValue\":0,\"type\":\"sampled\",\"unit\":\"seconds\","
-                                "\"weights\":[");
+            /* "states": each sample's raw state (0 on-CPU, 1 waiting), in sample order — not
+             * part of speedscope's schema (which allows extra keys); the VS Code extension's
+             * On-CPU only toggle reads it (docs/profile-formats.md). */
+            ospprof_buf_puts(b, "],\"startValue\":0,\"states\":[");
+            for (size_t i = st[r]; i < st[r + 1]; i++) {
+                if (i > st[r]) ospprof_buf_putc(b, ',');
+                ospprof_buf_putc(b, p->samples[ord[i]].state ? '1' : '0');
+            }
+            ospprof_buf_puts(b, "],\"type\":\"sampled\",\"unit\":\"seconds\",\"weights\":[");
             for (size_t i = st[r]; i < st[r + 1]; i++) {
                 if (i > st[r]) ospprof_buf_putc(b, ',');
                 ospprof_json_seconds(b, p->samples[ord[i]].weight_ns);
