@@ -209,7 +209,7 @@ static void test_capture_main_and_two_workers(void **state) {
                       "%zu waiting; weight %.3f s vs %.3f s CPU\n",
                       i, st.n[0], in_hot, with_caller, st.n[1], (double)st.w[0] / 1e9,
                       w[i].cpu_used);
-        assert_true(st.n[0] >= 100);
+        assert_true((double)st.n[0] >= 0.4 * raw_engine_hz(&r, 2000) / 8);
         assert_int_equal(in_hot, named_hot);
         assert_true(in_hot * 2 >= st.n[0]);
         assert_true(with_caller >= 1);
@@ -221,7 +221,8 @@ static void test_capture_main_and_two_workers(void **state) {
         assert_true(ratio >= 1.0 - 1e-6 && ratio < 1.02);
     }
     assert_int_equal(r.dropped_reasons[OSP_RAW_DROP_THREAD_GONE], 0);
-    assert_true(r.dropped * 20 <= r.nsamples);
+    raw_print_dropped(&r, "main and two workers");
+    assert_true(raw_dropped_samples(&r) * 20 <= r.nsamples);
     raw_free(&r);
 }
 
@@ -251,10 +252,15 @@ static void test_rate_follows_cpu_time(void **state) {
         assert_true(row > 0);
         struct row_stats st;
         row_stats(&r, row, &st);
-        double bound = (double)st.w[0] * hz / 1e9 + 1;
-        print_message("worker %d: %zu on-CPU samples for %.3f s CPU (at most %.1f)\n", i, st.n[0],
-                      (double)st.w[0] / 1e9, bound);
-        assert_true(st.n[0] >= 50);
+        /* The sampler engine's requests are due at exact CPU periods: at most one more
+         * than CPU x rate. A kernel timer's periods are drawn from [0.7p, 1.3p): the
+         * count varies by a few around CPU x rate. */
+        double cpu_hz = (double)st.w[0] * hz / 1e9;
+        bool exact = strcmp(r.engine, OSP_RAW_ENGINE_SAMPLER) == 0;
+        double bound = exact ? cpu_hz + 1 : cpu_hz * 1.03 + 4;
+        print_message("worker %d [%s]: %zu on-CPU samples for %.3f s CPU (at most %.1f)\n", i,
+                      r.engine, st.n[0], (double)st.w[0] / 1e9, bound);
+        assert_true((double)st.n[0] >= 0.2 * raw_engine_hz(&r, hz) / 8);
         assert_true((double)st.n[0] <= bound);
     }
     raw_free(&r);
@@ -374,8 +380,8 @@ static void test_churn(void **state) {
         assert_true(t <= joined[idx / PER]);
         churn_samples++;
     }
-    print_message("churn: %zu samples of churn threads, %zu total, dropped %llu\n", churn_samples,
-                  r.nsamples, (unsigned long long)r.dropped);
+    print_message("churn: %zu samples of churn threads, %zu total\n", churn_samples, r.nsamples);
+    raw_print_dropped(&r, "churn");
     assert_true(churn_samples >= 50);
     raw_free(&r);
 }
@@ -589,20 +595,27 @@ static void test_blocked_in_foreign_calls(void **state) {
     close(fds[0]);
     close(fds[1]);
 
-    /* The calls returned after their full time, interrupted at most twice (the one
-     * capture signal of the episode, plus possibly an on-CPU request already in flight
-     * when the thread blocked) — not once per tick. */
+    struct raw r;
+    raw_load(&r, path);
+    raw_print_dropped(&r, "blocked");
+    /* The kernel-timed engines never signal a blocked thread (§(l.3)). */
+    bool signals = strcmp(r.engine, OSP_RAW_ENGINE_SAMPLER) == 0;
+    size_t unshown = 0;
+
+    /* The calls returned after their full time, interrupted at most twice under the
+     * sampler engine (the one capture signal of the episode, plus possibly an on-CPU
+     * request already in flight when the thread blocked) -- not once per tick -- and
+     * never under the kernel-timed engines. */
     assert_true(b[0].elapsed >= 0.4 - 1e-3);
     assert_true(b[1].elapsed >= 0.4 - 1e-3);
     assert_true(b[2].elapsed >= 0.4 - 1e-3);
     assert_int_equal(b[2].got, 1);
     assert_int_equal(b[2].eintr, 0);
-    if (b[0].eintr > MAX_EINTR || b[1].eintr > MAX_EINTR)
+    int max_eintr = signals ? MAX_EINTR : 0;
+    if (b[0].eintr > max_eintr || b[1].eintr > max_eintr)
         fail_msg("nanosleep interrupted %d times, poll %d times (at most %d each)", b[0].eintr,
-                 b[1].eintr, MAX_EINTR);
+                 b[1].eintr, max_eintr);
 
-    struct raw r;
-    raw_load(&r, path);
     for (int i = 0; i < 3; i++) {
         long row = raw_row(&r, "blocked", 30 + i);
         assert_true(row > 0);
@@ -620,6 +633,12 @@ static void test_blocked_in_foreign_calls(void **state) {
         print_message(
             "blocked %d: %zu waiting (%zu with caller) %.3f s, %zu on-CPU, eintr %d, %.3f s\n", i,
             st.n[1], with_caller, (double)st.w[1] / 1e9, st.n[0], b[i].eintr, b[i].elapsed);
+        if (!signals && st.n[1] == 0) {
+            /* No signal-free stack for a wait in foreign code yet (§(l.4)): the ticks are
+             * counted as no_stack, never shown with an invented stack. */
+            unshown++;
+            continue;
+        }
         assert_true(st.n[1] >= 50);
         /* Frame-pointer walks pass through libc's wrappers to our caller. Under
          * ThreadSanitizer poll and read go through its interceptors, which are built
@@ -629,6 +648,7 @@ static void test_blocked_in_foreign_calls(void **state) {
         double waited = (double)st.w[1] / 1e9;
         assert_true(waited > 0.25 && waited < 0.5);
     }
+    if (unshown) assert_true(r.dropped_reasons[OSP_RAW_DROP_NO_STACK] >= 50 * unshown);
     raw_free(&r);
 }
 
@@ -696,7 +716,7 @@ static void test_blocking_region(void **state) {
     assert_true(st.n[1] >= 50);
     double waited = (double)st.w[1] / 1e9;
     assert_true(waited > 0.24 && waited < 0.4);
-    assert_true(st.n[0] >= 10);
+    assert_true((double)st.n[0] >= 0.06 * raw_engine_hz(&r, 2000) / 8); /* 0.06 s of CPU */
     raw_free(&r);
 }
 
@@ -734,7 +754,8 @@ static void test_errno_preserved(void **state) {
     raw_load(&r, path);
     struct row_stats st;
     row_stats(&r, raw_row(&r, "errno", 50), &st);
-    assert_true(st.n[0] >= 100); /* the handler did run on this thread */
+    /* the handler did run on this thread (0.2 s of CPU) */
+    assert_true((double)st.n[0] >= 0.2 * raw_engine_hz(&r, 10000) / 20);
     assert_int_equal(e.bad, 0);
     raw_free(&r);
 }
@@ -768,7 +789,7 @@ static void profile_briefly(const char *name, void (*inside)(void)) {
     raw_load(&r, path);
     struct row_stats st;
     row_stats(&r, 0, &st);
-    assert_true(st.n[0] >= 10);
+    assert_true((double)st.n[0] >= 0.07 * raw_engine_hz(&r, 2000) / 8); /* 0.07 s of CPU */
     raw_free(&r);
 }
 
