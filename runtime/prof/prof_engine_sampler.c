@@ -110,7 +110,6 @@ const struct osp_prof_engine osp_prof__engine_sampler = {
     .thread_registered = NULL,
     .thread_unregistered = NULL,
     .fork_child = sampler_fork_child,
-    .directed_requests = true,
 };
 
 #endif /* OSP_PROF_SAMPLER */

@@ -93,8 +93,8 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         ev._sigev_un._tid = s->tid;
 #endif
         if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &s->posix_timer) != 0) return;
-        struct itimerspec its = {{0, 0}, {(time_t)(first / 1000000000ull),
-                                          (long)(first % 1000000000ull)}};
+        struct itimerspec its = {{0, 0},
+                                 {(time_t)(first / 1000000000ull), (long)(first % 1000000000ull)}};
         if (timer_settime(s->posix_timer, 0, &its, NULL) != 0) {
             timer_delete(s->posix_timer);
             return;
@@ -115,10 +115,15 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
      * to every period: the long-run count is CPU time / period. A thread more than two
      * periods behind (samples skipped while it was in the kernel) restarts from now
      * rather than catching up in a burst. */
+    /* A catch-up period is never shorter than 0.3 of the period: an expiry that falls
+     * while the thread is still in the kernel returning from this handler is skipped by
+     * a user-only counter. */
+    uint64_t min_gap =
+        ps->period_ns * 3 / 10 > MIN_PERIOD_NS ? ps->period_ns * 3 / 10 : MIN_PERIOD_NS;
     uint64_t due = s->h_next_due + osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
-    if (due < cpu_now + MIN_PERIOD_NS || due > cpu_now + 2 * ps->period_ns) {
-        if (due < cpu_now + MIN_PERIOD_NS && cpu_now + MIN_PERIOD_NS - due <= 2 * ps->period_ns)
-            due = cpu_now + MIN_PERIOD_NS;
+    if (due < cpu_now + min_gap || due > cpu_now + 2 * ps->period_ns) {
+        if (due < cpu_now + min_gap && cpu_now + min_gap - due <= 2 * ps->period_ns)
+            due = cpu_now + min_gap;
         else
             due = cpu_now + osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
     }
@@ -128,7 +133,8 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
         uint64_t v = due - cpu_now;
         ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &v);
     } else if (s->ktimer_kind == OSP_KTIMER_POSIX) {
-        struct itimerspec its = {{0, 0}, {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)}};
+        struct itimerspec its = {{0, 0},
+                                 {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)}};
         timer_settime(s->posix_timer, TIMER_ABSTIME, &its, NULL);
     }
 }
@@ -228,7 +234,6 @@ const struct osp_prof_engine osp_prof__engine_perf_event = {
     .thread_registered = perf_registered,
     .thread_unregistered = timer_unregistered,
     .fork_child = timer_fork_child,
-    .directed_requests = false,
 };
 
 const struct osp_prof_engine osp_prof__engine_cpu_timer = {
@@ -238,7 +243,6 @@ const struct osp_prof_engine osp_prof__engine_cpu_timer = {
     .thread_registered = cpu_timer_registered,
     .thread_unregistered = timer_unregistered,
     .fork_child = timer_fork_child,
-    .directed_requests = false,
 };
 
 #endif /* OSP_PROF_SAMPLER */

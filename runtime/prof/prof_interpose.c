@@ -49,15 +49,14 @@
 
 #ifdef OSP_PROF_NO_INTERPOSE
 
-int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
-                                  void *(*start)(void *), void *arg) {
+int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*start)(void *),
+                                  void *arg) {
     return pthread_create(t, attr, start, arg);
 }
 int osp_prof__real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     return sigaction(sig, act, old);
 }
-void osp_prof__interpose_init(void) {
-}
+void osp_prof__interpose_init(void) {}
 
 #else
 
@@ -71,16 +70,15 @@ static _Atomic(sigaction_fn) g_real_sigaction;
  * session resolves them at start through osp_prof__interpose_init). */
 void osp_prof__interpose_init(void) {
     if (atomic_load_explicit(&g_real_create, memory_order_acquire) == NULL)
-        atomic_store_explicit(&g_real_create,
-                              (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create"),
+        atomic_store_explicit(&g_real_create, (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create"),
                               memory_order_release);
     if (atomic_load_explicit(&g_real_sigaction, memory_order_acquire) == NULL)
         atomic_store_explicit(&g_real_sigaction, (sigaction_fn)dlsym(RTLD_NEXT, "sigaction"),
                               memory_order_release);
 }
 
-int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
-                                  void *(*start)(void *), void *arg) {
+int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*start)(void *),
+                                  void *arg) {
     pthread_create_fn real = atomic_load_explicit(&g_real_create, memory_order_acquire);
     if (real == NULL) {
         osp_prof__interpose_init();
@@ -121,6 +119,13 @@ static _Atomic int64_t g_next_fiber = -2;
 static void *start_trampoline(void *p) {
     struct start_args a = *(struct start_args *)p;
     free(p);
+    /* Libraries often start their threads with every signal blocked (Boehm GC's marker
+     * threads do): SIGPROF, the profiler's own signal while a session runs, is let
+     * through, or the thread's kernel timer could never sample it. */
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    if (osp_prof__active()) pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
     osp_prof__register_auto(a.fiber, a.label);
     void *result = a.start(a.arg);
     osp_prof_thread_unregister();

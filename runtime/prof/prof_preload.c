@@ -80,8 +80,8 @@ OSP_PROF_WAIT_WRAPPER(int, clock_nanosleep,
                       (clock, flags, req, rem), ENOSYS)
 OSP_PROF_WAIT_WRAPPER(int, usleep, (useconds_t usec), (usec), -1)
 OSP_PROF_WAIT_WRAPPER(unsigned, sleep, (unsigned seconds), (seconds), seconds)
-OSP_PROF_WAIT_WRAPPER_IF(int, poll, (struct pollfd * fds, nfds_t n, int timeout),
-                         (fds, n, timeout), -1, timeout != 0)
+OSP_PROF_WAIT_WRAPPER_IF(int, poll, (struct pollfd * fds, nfds_t n, int timeout), (fds, n, timeout),
+                         -1, timeout != 0)
 OSP_PROF_WAIT_WRAPPER_IF(int, ppoll,
                          (struct pollfd * fds, nfds_t n, const struct timespec *timeout,
                           const sigset_t *mask),

@@ -228,9 +228,16 @@ static void send_request(struct osp_prof_session *ps, struct osp_prof_slot *s, u
 
 /* §(l.3) "any shortfall is counted": an on-CPU sample weighing k >= 2 periods stands
  * for k - 1 samples that were not taken. */
-static void count_unsampled(struct osp_prof_session *ps, uint64_t weight_ns) {
+static void count_unsampled(struct osp_prof_session *ps, struct osp_prof_sampler_state *m,
+                            uint64_t weight_ns) {
     uint64_t k = weight_ns / ps->period_ns;
-    if (k >= 2) ps->store.dropped[OSP_DROP_CPU_UNSAMPLED] += k - 1;
+    if (k < 2) return;
+    uint64_t extra = k - 1;
+    /* A sample the ring had no room for is counted as ring_full; its CPU time is in the
+     * next sample's weight, which must not count it a second time. */
+    uint64_t known = extra < m->rf_credit ? extra : m->rf_credit;
+    m->rf_credit -= known;
+    ps->store.dropped[OSP_DROP_CPU_UNSAMPLED] += extra - known;
 }
 
 /* Turn ring entries into samples; each answers the pending request of the same sequence
@@ -240,15 +247,19 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
     struct osp_prof_sampler_state *m = &s->sm;
     uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t rf0 = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
+    m->rf_credit += rf0 - m->ring_full_seen;
+    ps->store.dropped[OSP_DROP_RING_FULL] += rf0 - m->ring_full_seen;
+    m->ring_full_seen = rf0;
     while (tail != head) {
         const struct osp_prof_ring_entry *e = &r->e[tail % OSP_PROF_RING_N];
         if (e->seq == 0) {
             /* A sample of the thread's own kernel timer (§(l.3)), weighted by the CPU
              * time since its previous one. */
             uint32_t n = e->n > OSP_PROF_MAX_FRAMES ? OSP_PROF_MAX_FRAMES : e->n;
-            if (n == 0 || !osp_prof__store_record(&ps->store, t_rel(ps, e->t_ns), s->row, e->pcs,
-                                                  n, e->truncated != 0, OSP_RAW_STATE_ON_CPU,
-                                                  e->weight_ns)) {
+            if (n == 0 ||
+                !osp_prof__store_record(&ps->store, t_rel(ps, e->t_ns), s->row, e->pcs, n,
+                                        e->truncated != 0, OSP_RAW_STATE_ON_CPU, e->weight_ns)) {
                 if (n == 0) ps->store.dropped[OSP_DROP_ALLOC]++;
                 m->carry_w += e->weight_ns;
             } else {
@@ -257,7 +268,7 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
                     ps->store.samples[m->last_on].weight_ns += m->carry_w;
                     m->carry_w = 0;
                 }
-                count_unsampled(ps, ps->store.samples[m->last_on].weight_ns);
+                count_unsampled(ps, m, ps->store.samples[m->last_on].weight_ns);
             }
             if (e->cpu_ns > m->cpu_req) m->cpu_req = e->cpu_ns;
             if (e->cpu_ns > m->cpu_base) m->cpu_base = e->cpu_ns;
@@ -271,7 +282,7 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
                                         m->pend_capture ? 1 : 0, m->pend_w) &&
                     !m->pend_capture) {
                     m->last_on = (int64_t)ps->store.nsamples - 1;
-                    count_unsampled(ps, m->pend_w);
+                    count_unsampled(ps, m, m->pend_w);
                 }
                 if (m->pend_capture && m->ep_on) m->ep_stack = k;
             }
@@ -376,14 +387,16 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     }
 
     /* 3. No progress (or not a period's worth): ask the scheduler. A thread last seen
-     * runnable whose CPU clock has not moved since is still runnable (it cannot block
-     * without running), which spares the /proc read for preempted threads. */
+     * runnable or blocked whose CPU clock has not moved since is still so (it cannot
+     * block, nor wake and block again, without running), which spares the /proc read
+     * for preempted and for long-blocked threads. */
     int st;
     if (m->run_known && c == m->run_cpu) {
-        st = SCHED_RUNNABLE;
+        st = m->run_state;
     } else {
         st = sched_state(ps, s);
-        m->run_known = st == SCHED_RUNNABLE;
+        m->run_known = st == SCHED_RUNNABLE || st == SCHED_BLOCKED;
+        m->run_state = st;
         m->run_cpu = c;
     }
     if (st == SCHED_GONE) {
@@ -398,29 +411,21 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         m->ep_pre_w = 0;
     }
     /* An answer that interrupted a blocking call, with no progress since, was taken in
-     * this very wait: the episode needs no capture signal of its own. (This is the usual
-     * case when a thread runs and then blocks between two ticks: the on-CPU request sent
-     * for its last run lands in the wait.) */
+     * this very wait: its stack is the waiting stack. (An on-CPU request sent for the
+     * thread's last run that landed in the wait; the sampler engine only.) */
     if (m->ep_stack < 0 && !m->pend_on && m->ans_stack >= 0 && m->ans_in_syscall)
         m->ep_stack = m->ans_stack;
     if (m->ep_stack >= 0) {
         osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)m->ep_stack, 1,
                             m->ep_pre_w + wall);
         m->ep_pre_w = 0;
-    } else if (!ps->engine->directed_requests) {
-        /* Kernel-timed engines never signal a blocked thread (§(l.3)); without a stack
-         * taken another way (§(l.4)) the tick is counted, not invented. */
-        ps->store.dropped[OSP_DROP_NO_STACK]++;
-    } else if (m->pend_on && m->pend_capture) {
-        m->pend_w += wall; /* ticks before the capture arrives add to its sample */
     } else if (m->pend_on) {
-        m->ep_pre_w += wall; /* an earlier request is still out: one at a time */
-    } else if (m->ep_lost) {
-        ps->store.dropped[OSP_DROP_NO_ANSWER]++;
+        m->ep_pre_w += wall; /* an on-CPU request is out: its answer may show this wait */
     } else {
-        uint64_t w = m->ep_pre_w + wall;
+        /* No engine signals a blocked thread (§(l.3): it could return EINTR); without a
+         * stack taken another way (§(l.4)) the tick is counted, never invented. */
         m->ep_pre_w = 0;
-        send_request(ps, s, t, c, w, true); /* the one capture signal of this episode */
+        ps->store.dropped[OSP_DROP_NO_STACK]++;
     }
 }
 
@@ -439,9 +444,9 @@ void osp_prof__sigprof_replaced(struct osp_prof_session *ps) {
 static void tick(struct osp_prof_session *ps) {
     ps->ticks++;
     /* A program that installs its own SIGPROF action without going through our
-     * sigaction (a raw system call, a sanitizer build) is noticed here. */
+     * sigaction (a raw system call, a sanitizer build) is noticed here, within 16 ticks. */
     struct sigaction cur;
-    if (!atomic_load_explicit(&ps->handler_lost, memory_order_relaxed) &&
+    if ((ps->ticks & 15) == 0 && !atomic_load_explicit(&ps->handler_lost, memory_order_relaxed) &&
         osp_prof__real_sigaction(SIGPROF, NULL, &cur) == 0 &&
         !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == osp_prof__on_sigprof))
         osp_prof__sigprof_replaced(ps);
@@ -556,7 +561,7 @@ void *osp_prof__sampler_main(void *arg) {
     uint64_t deadline = osp_prof__mono_ns();
     while (!atomic_load_explicit(&ps->stop, memory_order_acquire) &&
            !atomic_load_explicit(&ps->term_sig, memory_order_acquire)) {
-        deadline += osp_prof__jitter_ns(&rng, ps->period_ns); /* [0.7p, 1.3p) */
+        deadline += osp_prof__jitter_ns(&rng, ps->tick_ns); /* [0.7p, 1.3p) */
         uint64_t now = osp_prof__mono_ns();
         if (deadline <= now) {
             deadline = now; /* late: no catch-up burst */

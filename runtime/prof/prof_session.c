@@ -242,6 +242,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
     ps->engine = NULL;
     ps->rate_hz = rate;
     ps->period_ns = 1000000000ull / rate;
+    ps->tick_ns = ps->period_ns;
     snprintf(ps->path, sizeof ps->path, "%s", path);
     osp_prof__store_free(&ps->store);
     ps->ticks = ps->late_ticks = 0;
@@ -270,6 +271,9 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
                                  strcmp(getenv("OSPREY_PROFILE_ENGINE"), engines[0]->name) == 0);
     for (size_t i = first; i < NENGINES && ps->engine == NULL; i++) {
         int why = 0;
+        uint64_t slow = 1000000000ull / OSP_PROF_WAIT_HZ_MAX;
+        ps->tick_ns =
+            engines[i] == &osp_prof__engine_sampler || ps->period_ns > slow ? ps->period_ns : slow;
         if (engines[i]->start(ps, &why)) {
             ps->engine = engines[i];
         } else {

@@ -45,9 +45,12 @@
 /* ---- constants ------------------------------------------------------------------------- */
 
 #define OSP_PROF_NSLOTS 1024 /* live registered threads, §(d) "at least 1024" */
-#define OSP_PROF_RING_N 32   /* ring entries per slot, §(b.3) "at least 8": a kernel timer
-                              * may answer several times between two sampler ticks */
-#define OSP_PROF_FD_MIN 100  /* profiler descriptors are kept at or above this, §(l.3) */
+#define OSP_PROF_RING_N \
+    64                           /* ring entries per slot, §(b.3) "at least 8": a kernel timer
+                              * answers on its own, many times while the sampler thread
+                              * waits for a core (6.4 ms of the thread's CPU at 10 kHz) */
+#define OSP_PROF_WAIT_HZ_MAX 250 /* sampler ticks per second beside a kernel timer */
+#define OSP_PROF_FD_MIN      100 /* profiler descriptors are kept at or above this, §(l.3) */
 
 enum { OSP_SLOT_FREE = 0, OSP_SLOT_ACTIVE = 1, OSP_SLOT_RETIRED = 2 };
 enum { OSP_SESSION_IDLE = 0, OSP_SESSION_RUNNING = 1, OSP_SESSION_STOPPING = 2 };
@@ -60,9 +63,9 @@ enum { OSP_KTIMER_NONE = 0, OSP_KTIMER_PERF = 1, OSP_KTIMER_POSIX = 2 };
 /* One answer of the handler: the stack it walked for request `seq`, or (seq 0) a sample
  * taken when the thread's own kernel timer fired. */
 struct osp_prof_ring_entry {
-    uint64_t seq; /* the request this answers (slot's req_seq when the handler ran); 0: timer */
-    uint64_t t_ns;      /* timer samples: CLOCK_MONOTONIC when the handler ran */
-    uint64_t cpu_ns;    /* timer samples: the thread's CPU clock when the handler ran */
+    uint64_t seq;    /* the request this answers (slot's req_seq when the handler ran); 0: timer */
+    uint64_t t_ns;   /* timer samples: CLOCK_MONOTONIC when the handler ran */
+    uint64_t cpu_ns; /* timer samples: the thread's CPU clock when the handler ran */
     uint64_t weight_ns; /* timer samples: CPU time since the thread's previous timer sample */
     uint32_t n;
     uint16_t truncated;
@@ -85,11 +88,13 @@ struct osp_prof_sampler_state {
     uint64_t cpu_req;  /* CPU clock at the last on-CPU request: weight baseline */
     uint64_t cpu_due;  /* CPU clock from which the next on-CPU request is due */
     uint64_t cpu_base; /* CPU clock below which the thread has made no progress */
-    uint64_t run_cpu;  /* CPU clock when the thread was last seen runnable ... */
+    uint64_t run_cpu;  /* CPU clock when the thread's scheduler state was last read ... */
     bool run_known;    /* ... valid while this is set */
+    int run_state;     /* what it was then: SCHED_RUNNABLE or SCHED_BLOCKED (prof_sampler.c) */
     int64_t last_on;   /* store index of the thread's last on-CPU sample, or -1 */
     uint64_t carry_w;  /* weight of unanswered on-CPU requests, for the next one */
     uint64_t ring_full_seen;
+    uint64_t rf_credit; /* ring_full losses not yet matched by a heavier timer sample */
     bool pend_on, pend_capture;
     uint64_t pend_seq, pend_t, pend_w, pend_sent;
     uint64_t pend_cpu;   /* the thread's CPU clock when the request was sent */
@@ -127,12 +132,12 @@ struct osp_prof_slot {
     struct osp_prof_sampler_state sm;
     /* Kernel timer (perf_event / cpu_timer engines). Set up by the thread itself at
      * registration, torn down by it at unregistration or by the engine's stop. */
-    int ktimer_kind;            /* OSP_KTIMER_*, under the registry mutex */
-    _Atomic int ktimer_armed;   /* the handler may re-arm it */
-    int perf_fd;                /* OSP_KTIMER_PERF */
-    timer_t posix_timer;        /* OSP_KTIMER_POSIX */
-    uintptr_t block_frame;      /* owner only: frame address of the outermost region's hook */
-    bool auto_reg;              /* registered by the pthread_create interposer, §(l.2) */
+    int ktimer_kind;          /* OSP_KTIMER_*, under the registry mutex */
+    _Atomic int ktimer_armed; /* the handler may re-arm it */
+    int perf_fd;              /* OSP_KTIMER_PERF */
+    timer_t posix_timer;      /* OSP_KTIMER_POSIX */
+    uintptr_t block_frame;    /* owner only: frame address of the outermost region's hook */
+    bool auto_reg;            /* registered by the pthread_create interposer, §(l.2) */
     /* Handler side (the owning thread, in signal context or with SIGPROF blocked). */
     uint64_t h_cpu_last; /* CPU clock at the previous timer sample */
     uint64_t h_rng;      /* xorshift state: jittered periods */
@@ -177,10 +182,6 @@ struct osp_prof_engine {
     void (*thread_registered)(struct osp_prof_session *ps, struct osp_prof_slot *s);
     void (*thread_unregistered)(struct osp_prof_session *ps, struct osp_prof_slot *s);
     void (*fork_child)(struct osp_prof_session *ps);
-    /* Whether the sampler thread sends directed requests (on-CPU and capture signals) to
-     * threads that carry no kernel timer. False for the kernel-timed engines: they never
-     * signal a thread from another thread, so a blocked thread is never interrupted. */
-    bool directed_requests;
 };
 
 /* The engines, in the order the session tries them (§(l.3)): "perf_event" and
@@ -262,6 +263,10 @@ struct osp_prof_session {
     const struct osp_prof_engine *engine;
     uint32_t rate_hz;
     uint64_t period_ns;
+    /* The sampler thread's tick: the period under the "sampler" engine; with a kernel
+     * timer sampling on-CPU it only records waiting samples and drains the rings, at
+     * most OSP_PROF_WAIT_HZ_MAX times per second (docs/profiler-runtime.md). */
+    uint64_t tick_ns;
     _Atomic uint64_t start_mono_ns;
     uint64_t start_unix_ns;
     char path[OSP_PROF_PATH_MAX + 1];

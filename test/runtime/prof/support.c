@@ -493,3 +493,9 @@ double raw_engine_hz(const struct raw *r, double hz) {
     if (strcmp(r->engine, OSP_RAW_ENGINE_CPU_TIMER) == 0 && hz > 60) return 60;
     return hz;
 }
+
+double raw_wait_hz(const struct raw *r, double hz) {
+    /* Beside a kernel timer the sampler thread ticks at most 250 times per second. */
+    if (strcmp(r->engine, OSP_RAW_ENGINE_SAMPLER) != 0 && hz > 250) return 250;
+    return hz;
+}

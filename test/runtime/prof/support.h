@@ -77,6 +77,10 @@ uint64_t raw_dropped_samples(const struct raw *r);
  * cpu_timer engine, whose timers expire at the kernel tick (assumed >= 60 Hz). */
 double raw_engine_hz(const struct raw *r, double hz);
 
+/* Waiting samples per second `r`'s engine records for a requested `hz`: `hz` under the
+ * sampler engine, at most 250 beside a kernel timer (OSP_PROF_WAIT_HZ_MAX). */
+double raw_wait_hz(const struct raw *r, double hz);
+
 /* Index of the main executable's image (path == exe), failing the test if absent. */
 size_t raw_main_image(const struct raw *r);
 /* Whether `addr` lies in [text, text + text_size) of image `i`. */

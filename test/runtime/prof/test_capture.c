@@ -601,7 +601,8 @@ static void test_blocked_in_foreign_calls(void **state) {
     struct raw r;
     raw_load(&r, path);
     raw_print_dropped(&r, "blocked");
-    /* The kernel-timed engines never signal a blocked thread (§(l.3)). */
+    /* No engine signals a blocked thread (§(l.3)); the sampler engine's on-CPU request
+     * sent just before a thread blocked may still land in its wait. */
     bool signals = strcmp(r.engine, OSP_RAW_ENGINE_SAMPLER) == 0;
     size_t unshown = 0;
 
@@ -636,13 +637,13 @@ static void test_blocked_in_foreign_calls(void **state) {
         print_message(
             "blocked %d: %zu waiting (%zu with caller) %.3f s, %zu on-CPU, eintr %d, %.3f s\n", i,
             st.n[1], with_caller, (double)st.w[1] / 1e9, st.n[0], b[i].eintr, b[i].elapsed);
-        if (!signals && st.n[1] == 0) {
+        if (st.n[1] < 5) {
             /* No signal-free stack for a wait in foreign code yet (§(l.4)): the ticks are
              * counted as no_stack, never shown with an invented stack. */
             unshown++;
             continue;
         }
-        assert_true(st.n[1] >= 50);
+        assert_true((double)st.n[1] >= fmin(50, 0.15 * raw_wait_hz(&r, 2000)));
         /* Frame-pointer walks pass through libc's wrappers to our caller. Under
          * ThreadSanitizer poll and read go through its interceptors, which are built
          * without frame pointers and hide every caller (the documented limitation of
@@ -651,7 +652,9 @@ static void test_blocked_in_foreign_calls(void **state) {
         double waited = (double)st.w[1] / 1e9;
         assert_true(waited > 0.25 && waited < 0.5);
     }
-    if (unshown) assert_true(r.dropped_reasons[OSP_RAW_DROP_NO_STACK] >= 50 * unshown);
+    if (unshown)
+        assert_true((double)r.dropped_reasons[OSP_RAW_DROP_NO_STACK] >=
+                    0.1 * raw_wait_hz(&r, 2000) * (double)unshown);
     raw_free(&r);
 }
 
@@ -716,7 +719,7 @@ static void test_blocking_region(void **state) {
     }
     print_message("region: %zu waiting %.3f s, %zu on-CPU, eintr %d\n", st.n[1],
                   (double)st.w[1] / 1e9, st.n[0], g.eintr);
-    assert_true(st.n[1] >= 50);
+    assert_true((double)st.n[1] >= fmin(50, 0.12 * raw_wait_hz(&r, 2000)));
     double waited = (double)st.w[1] / 1e9;
     assert_true(waited > 0.24 && waited < 0.4);
     assert_true((double)st.n[0] >= 0.06 * raw_engine_hz(&r, 2000) / 8); /* 0.06 s of CPU */
