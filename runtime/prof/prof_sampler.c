@@ -320,16 +320,32 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
      * on-CPU whatever its region says (a region left by siglongjmp, a wait that keeps
      * returning at once), §(l.3). */
     bool in_block = atomic_load_explicit(&s->in_block, memory_order_acquire) != 0;
+    bool region_distrusted = false;
     if (in_block) {
+        uint32_t seq = atomic_load_explicit(&s->block_seq, memory_order_acquire);
         uint64_t c;
-        if (osp_prof__read_clock(s->cpu_clock, &c)) {
-            if (m->blk_cpu_known && c > m->blk_cpu + SIGNAL_ALLOWANCE_NS) in_block = false;
-            m->blk_cpu = c;
-            m->blk_cpu_known = true;
+        if (m->blk_distrust_known && seq == m->blk_distrust_seq) {
+            region_distrusted = true;
+        } else if (osp_prof__read_clock(s->cpu_clock, &c)) {
+            if (m->blk_cpu_known && m->blk_cpu_seq == seq && c > m->blk_cpu + SIGNAL_ALLOWANCE_NS) {
+                /* It runs inside this region: from now on the region only lends its
+                 * stack when the scheduler says the thread is blocked (case 3). */
+                m->blk_distrust_known = true;
+                m->blk_distrust_seq = seq;
+                region_distrusted = true;
+            }
+            if (!m->blk_cpu_known || m->blk_cpu_seq != seq) {
+                /* The CPU clock when this region was first seen: a thread blocked in it
+                 * accumulates (almost) nothing from then on. */
+                m->blk_cpu = c;
+                m->blk_cpu_seq = seq;
+                m->blk_cpu_known = true;
+            }
         }
     } else {
         m->blk_cpu_known = false;
     }
+    if (region_distrusted) in_block = false;
     if (in_block) {
         m->ep_on = false;
         int64_t k = block_stack(ps, s);
@@ -404,6 +420,15 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         return;
     }
     if (st == SCHED_RUNNABLE) return; /* running or preempted: neither sample nor wait */
+    if (region_distrusted) {
+        /* Blocked inside a region it also ran in: waiting, with the region's stack. */
+        int64_t k = block_stack(ps, s);
+        if (k >= 0)
+            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, wall);
+        else
+            ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_STACK]++;
+        return;
+    }
     if (!m->ep_on) {
         m->ep_on = true;
         m->ep_lost = false;

@@ -105,8 +105,11 @@ struct osp_prof_sampler_state {
     bool ans_in_syscall; /* ... and that answer interrupted a blocking system call */
     uint32_t blk_seq_cached;
     int64_t blk_stack_cached;
-    uint64_t blk_cpu; /* CPU clock at the previous tick that found the thread in a region */
+    uint64_t blk_cpu;     /* CPU clock at the first tick that found the thread in a region */
+    uint32_t blk_cpu_seq; /* ... and that region's block_seq */
     bool blk_cpu_known;
+    uint32_t blk_distrust_seq; /* a region (block_seq) the thread was seen running in */
+    bool blk_distrust_known;
     int stat_fd; /* cached /proc/self/task/<tid>/stat, or -1 */
 };
 
