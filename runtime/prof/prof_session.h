@@ -135,7 +135,7 @@ struct osp_prof_slot {
     struct osp_prof_sampler_state sm;
     /* Kernel timer (perf_event / cpu_timer engines). Set up by the thread itself at
      * registration, torn down by it at unregistration or by the engine's stop. */
-    _Atomic int ktimer_kind;  /* OSP_KTIMER_*: set by the thread, cleared under the registry mutex */
+    _Atomic int ktimer_kind; /* OSP_KTIMER_*: set by the thread, cleared under the registry mutex */
     _Atomic int ktimer_armed; /* the handler may re-arm it */
     int perf_fd;              /* OSP_KTIMER_PERF */
     timer_t posix_timer;      /* OSP_KTIMER_POSIX */
