@@ -223,7 +223,9 @@ static void test_capture_main_and_two_workers(void **state) {
     }
     assert_int_equal(r.dropped_reasons[OSP_RAW_DROP_THREAD_GONE], 0);
     raw_print_dropped(&r, "main and two workers");
-    assert_true(raw_dropped_samples(&r) * 20 <= r.nsamples);
+    /* (Under ThreadSanitizer signals are delivered in bursts at its interceptors and the
+     * sampler runs slowly: rings overflow more often.) */
+    assert_true(raw_dropped_samples(&r) * (RUNNING_UNDER_TSAN ? 4 : 20) <= r.nsamples);
     raw_free(&r);
 }
 
