@@ -45,6 +45,7 @@ struct ospprof_raw {
     char *path; /* owned: the name used in messages */
     int64_t version, pid;
     char *exe, *platform; /* owned */
+    char *engine; /* owned; NULL when the file does not say (docs/spec/profiler.md §(l.3)) */
     uint64_t rate_hz;
     int64_t start_unix_ns, end_unix_ns;
     ospprof_image *images;

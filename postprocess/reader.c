@@ -326,6 +326,7 @@ enum {
     K_DROPPED,
     K_WEIGHTS,
     K_TRUNC,
+    K_ENGINE,
     K_COUNT
 };
 static const char *const key_names[K_COUNT] = {OSP_RAW_KEY_VERSION,
@@ -341,7 +342,8 @@ static const char *const key_names[K_COUNT] = {OSP_RAW_KEY_VERSION,
                                                OSP_RAW_KEY_SAMPLES,
                                                OSP_RAW_KEY_DROPPED,
                                                OSP_RAW_KEY_SAMPLE_WEIGHTS_NS,
-                                               OSP_RAW_KEY_TRUNCATED_STACKS};
+                                               OSP_RAW_KEY_TRUNCATED_STACKS,
+                                               OSP_RAW_KEY_ENGINE};
 /* required keys: all but dropped and the additional ones */
 static const unsigned required_mask = (1u << K_DROPPED) - 1;
 
@@ -693,6 +695,7 @@ void ospprof_raw_free(ospprof_raw *raw) {
     free(raw->path);
     free(raw->exe);
     free(raw->platform);
+    free(raw->engine);
     for (size_t i = 0; i < raw->nimages; i++) {
         ospprof_image *im = &raw->images[i];
         free(im->path);
@@ -780,10 +783,13 @@ static bool parse_top(rd *r, parse *ps) {
             switch (which) {
             case K_EXE:
             case K_PLATFORM:
+            case K_ENGINE:
                 if (v.kind != V_STR) {
                     sem(r, "key \"%s\" must be %s", kn, v.nul ? str_word(&v) : type_word(2));
                 } else {
-                    char **dst = which == K_EXE ? &raw->exe : &raw->platform;
+                    char **dst = which == K_EXE        ? &raw->exe
+                                 : which == K_PLATFORM ? &raw->platform
+                                                       : &raw->engine;
                     free(*dst);
                     *dst = v.str;
                     v.str = NULL;

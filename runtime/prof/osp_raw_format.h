@@ -38,6 +38,13 @@
 #define OSP_RAW_KEY_DROPPED_REASONS    "dropped_reasons"
 #define OSP_RAW_KEY_THREADS_OVER_LIMIT "threads_over_limit"
 #define OSP_RAW_KEY_TRUNCATED_STACKS   "truncated_stacks"
+/* Which sampling engine ran (§(l.3)): one of the OSP_RAW_ENGINE_* strings. */
+#define OSP_RAW_KEY_ENGINE             "engine"
+
+/* Values of "engine" (§(l.3)). */
+#define OSP_RAW_ENGINE_PERF_EVENT "perf_event"
+#define OSP_RAW_ENGINE_CPU_TIMER  "cpu_timer"
+#define OSP_RAW_ENGINE_SAMPLER    "sampler"
 
 /* Keys of one row of "threads" (§(e), §(d)). */
 #define OSP_RAW_THREAD_FIBER "fiber"
@@ -71,16 +78,34 @@ enum osp_raw_drop_reason {
     OSP_RAW_DROP_RING_FULL,
     OSP_RAW_DROP_STORE_FULL,
     OSP_RAW_DROP_THREAD_GONE,
+    OSP_RAW_DROP_CPU_UNSAMPLED,
+    OSP_RAW_DROP_HANDLER_REPLACED,
+    OSP_RAW_DROP_NO_STACK,
     OSP_RAW_DROP_COUNT
 };
-#define OSP_RAW_DROP_NAME_ALLOC       "alloc"
-#define OSP_RAW_DROP_NAME_NO_ANSWER   "no_answer"
-#define OSP_RAW_DROP_NAME_RING_FULL   "ring_full"
-#define OSP_RAW_DROP_NAME_STORE_FULL  "store_full"
-#define OSP_RAW_DROP_NAME_THREAD_GONE "thread_gone"
+#define OSP_RAW_DROP_NAME_ALLOC            "alloc"
+#define OSP_RAW_DROP_NAME_NO_ANSWER        "no_answer"
+#define OSP_RAW_DROP_NAME_RING_FULL        "ring_full"
+#define OSP_RAW_DROP_NAME_STORE_FULL       "store_full"
+#define OSP_RAW_DROP_NAME_THREAD_GONE      "thread_gone"
+/* §(l.3) "any shortfall is counted": an on-CPU sample whose weight covers k >= 2 periods
+ * stands for k - 1 samples that were not taken. */
+#define OSP_RAW_DROP_NAME_CPU_UNSAMPLED    "cpu_unsampled"
+/* §(l.3): samples (one per period of CPU time) lost after the program replaced the
+ * profiler's SIGPROF action. */
+#define OSP_RAW_DROP_NAME_HANDLER_REPLACED "handler_replaced"
+/* A waiting tick of a thread blocked in foreign code whose stack could not be taken
+ * without signalling it (§(l.3), §(l.4)). */
+#define OSP_RAW_DROP_NAME_NO_STACK         "no_stack"
 /* Initializer of a `const char *const [OSP_RAW_DROP_COUNT]` table, indexed by the enum. */
-#define OSP_RAW_DROP_NAMES                                                              \
-    {OSP_RAW_DROP_NAME_ALLOC, OSP_RAW_DROP_NAME_NO_ANSWER, OSP_RAW_DROP_NAME_RING_FULL, \
-     OSP_RAW_DROP_NAME_STORE_FULL, OSP_RAW_DROP_NAME_THREAD_GONE}
+#define OSP_RAW_DROP_NAMES               \
+    {OSP_RAW_DROP_NAME_ALLOC,            \
+     OSP_RAW_DROP_NAME_NO_ANSWER,        \
+     OSP_RAW_DROP_NAME_RING_FULL,        \
+     OSP_RAW_DROP_NAME_STORE_FULL,       \
+     OSP_RAW_DROP_NAME_THREAD_GONE,      \
+     OSP_RAW_DROP_NAME_CPU_UNSAMPLED,    \
+     OSP_RAW_DROP_NAME_HANDLER_REPLACED, \
+     OSP_RAW_DROP_NAME_NO_STACK}
 
 #endif /* OSP_RAW_FORMAT_H */

@@ -20,14 +20,16 @@
 #include "prof_session.h"
 
 /* Install the handler, keeping the program's action to chain to and to restore; then
- * start the sampler thread with every asynchronous signal blocked. */
-static bool sampler_start(struct osp_prof_session *ps, int *cause) {
+ * start the sampler thread with every asynchronous signal blocked, through the real
+ * pthread_create (never an interposer, §(l.2)). */
+bool osp_prof__engine_start_common(struct osp_prof_session *ps, int *cause) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = osp_prof__on_sigprof;
     sa.sa_flags = SA_SIGINFO | SA_RESTART; /* no SA_ONSTACK: the thread's own stack */
     sigemptyset(&sa.sa_mask);
     atomic_store(&ps->old_action_ready, 0);
+    atomic_store(&ps->handler_lost, 0);
     struct sigaction old;
     if (sigaction(SIGPROF, NULL, &old) != 0) {
         *cause = errno;
@@ -35,7 +37,7 @@ static bool sampler_start(struct osp_prof_session *ps, int *cause) {
     }
     ps->old_action = old;
     atomic_store_explicit(&ps->old_action_ready, 1, memory_order_release);
-    sigaction(SIGPROF, &sa, NULL);
+    osp_prof__real_sigaction(SIGPROF, &sa, NULL);
 
     /* The sampler blocks SIGPROF (and every other asynchronous signal: it never runs
      * program code); it inherits the mask it is created with. */
@@ -45,10 +47,10 @@ static bool sampler_start(struct osp_prof_session *ps, int *cause) {
     for (size_t i = 0; i < sizeof sync_signals / sizeof *sync_signals; i++)
         sigdelset(&all, sync_signals[i]);
     pthread_sigmask(SIG_BLOCK, &all, &saved);
-    int rc = pthread_create(&ps->sampler, NULL, osp_prof__sampler_main, ps);
+    int rc = osp_prof__real_pthread_create(&ps->sampler, NULL, osp_prof__sampler_main, ps);
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     if (rc != 0) {
-        sigaction(SIGPROF, &ps->old_action, NULL);
+        osp_prof__real_sigaction(SIGPROF, &ps->old_action, NULL);
         *cause = rc;
         return false;
     }
@@ -56,11 +58,13 @@ static bool sampler_start(struct osp_prof_session *ps, int *cause) {
     return true;
 }
 
-/* Stop and join the sampler thread, then restore the program's SIGPROF action. */
-static void sampler_stop(struct osp_prof_session *ps) {
+void osp_prof__engine_stop_thread(struct osp_prof_session *ps) {
     atomic_store_explicit(&ps->stop, 1, memory_order_release);
-    pthread_join(ps->sampler, NULL);
+    if (ps->term_sem_ok) sem_post(&ps->term_sem); /* wake it now */
+    if (!pthread_equal(pthread_self(), ps->sampler)) pthread_join(ps->sampler, NULL);
+}
 
+void osp_prof__engine_restore_action(struct osp_prof_session *ps) {
     /* Restore the program's SIGPROF action. Passing through SIG_IGN discards any of our
      * signals still pending in some thread, which the restored action (possibly the
      * default: terminate) would otherwise receive. If the program replaced our handler
@@ -79,9 +83,19 @@ static void sampler_stop(struct osp_prof_session *ps) {
         memset(&ign, 0, sizeof ign);
         ign.sa_handler = SIG_IGN;
         sigemptyset(&ign.sa_mask);
-        sigaction(SIGPROF, &ign, NULL);
-        sigaction(SIGPROF, &ps->old_action, NULL);
+        osp_prof__real_sigaction(SIGPROF, &ign, NULL);
+        osp_prof__real_sigaction(SIGPROF, &ps->old_action, NULL);
     }
+}
+
+static bool sampler_start(struct osp_prof_session *ps, int *cause) {
+    return osp_prof__engine_start_common(ps, cause);
+}
+
+/* Stop and join the sampler thread, then restore the program's SIGPROF action. */
+static void sampler_stop(struct osp_prof_session *ps) {
+    osp_prof__engine_stop_thread(ps);
+    osp_prof__engine_restore_action(ps);
 }
 
 /* A forked child never samples: give it back the program's SIGPROF action. */
@@ -90,7 +104,7 @@ static void sampler_fork_child(struct osp_prof_session *ps) {
 }
 
 const struct osp_prof_engine osp_prof__engine_sampler = {
-    .name = "sampler",
+    .name = OSP_RAW_ENGINE_SAMPLER,
     .start = sampler_start,
     .stop = sampler_stop,
     .thread_registered = NULL,

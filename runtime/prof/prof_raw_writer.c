@@ -111,10 +111,48 @@ static void write_body(struct osp_prof_session *ps, struct osp_prof_out *o, uint
         first = false;
         osp_prof__out_u64(o, i);
     }
-    osp_prof__out_str(o, "]}\n");
+    osp_prof__out_str(o, "]" KEY(OSP_RAW_KEY_ENGINE));
+    const char *engine = ps->engine != NULL ? ps->engine->name : "";
+    osp_prof__out_json_string(o, engine, strlen(engine));
+    osp_prof__out_str(o, "}\n");
 }
 
 #undef KEY
+
+int osp_prof__raw_probe(const char *path) {
+    const char *dest = path;
+    char *resolved = NULL;
+    struct stat lst, st;
+    if (lstat(path, &lst) == 0) {
+        st = lst;
+        if (S_ISLNK(lst.st_mode) && stat(path, &st) != 0) return errno;
+        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return 0; /* written in place */
+        if (S_ISDIR(st.st_mode)) return EISDIR;
+        if (!S_ISREG(st.st_mode)) return -1;
+        if (S_ISLNK(lst.st_mode)) {
+            resolved = realpath(path, NULL);
+            if (resolved == NULL) return errno;
+            dest = resolved;
+        }
+    }
+    size_t plen = strlen(dest);
+    char *tmp = malloc(plen + 8);
+    if (tmp == NULL) {
+        free(resolved);
+        return ENOMEM;
+    }
+    memcpy(tmp, dest, plen);
+    memcpy(tmp + plen, ".XXXXXX", 8);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+        close(fd);
+        unlink(tmp);
+    }
+    free(tmp);
+    free(resolved);
+    return err;
+}
 
 /* Write the raw profile to a temporary name in the target directory (mode 0600), check
  * every write, then rename it into place (§(a), (k) item 14). An existing character

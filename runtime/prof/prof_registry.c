@@ -22,6 +22,8 @@
 #include "prof_session.h"
 
 __thread struct osp_prof_slot *osp_prof__t_slot __attribute__((tls_model("initial-exec")));
+/* The interposer's registration of this thread found no free slot (and counted it). */
+static __thread bool t_over_counted __attribute__((tls_model("initial-exec")));
 /* The generation of the calling thread's slot when it registered. */
 static __thread uint64_t t_gen __attribute__((tls_model("initial-exec")));
 
@@ -43,6 +45,8 @@ static void stack_bounds(uintptr_t *lo, uintptr_t *hi) {
  * only then restore the signal mask (a SIGPROF that became pending meanwhile then finds
  * no slot and is ignored). */
 void osp_prof__release_current(struct osp_prof_session *ps) {
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGPROF);
@@ -68,6 +72,7 @@ void osp_prof__release_current(struct osp_prof_session *ps) {
         if (ps->init_ok) pthread_setspecific(ps->key, NULL);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_setcancelstate(cs, NULL);
 }
 
 /* Thread-exit destructor: a thread that exits registered is unregistered (§(d)). */
@@ -76,12 +81,26 @@ void osp_prof__key_destructor(void *value) {
     if (osp_prof__t_slot != NULL) osp_prof__release_current(&osp_prof__session);
 }
 
-void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id, const char *label) {
+static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const char *label,
+                          bool is_auto) {
     struct osp_prof_slot *cur = osp_prof__t_slot;
     if (cur != NULL) {
         if (atomic_load_explicit(&cur->state, memory_order_acquire) == OSP_SLOT_ACTIVE &&
-            atomic_load_explicit(&cur->gen, memory_order_relaxed) == t_gen)
-            return;                    /* already registered in this session */
+            atomic_load_explicit(&cur->gen, memory_order_relaxed) == t_gen) {
+            /* Already registered in this session. A registration of the interposer is
+             * taken over by the thread's own (a fiber started through the collector). */
+            if (cur->auto_reg && !is_auto) {
+                pthread_mutex_lock(&ps->reg);
+                if (atomic_load_explicit(&cur->state, memory_order_relaxed) == OSP_SLOT_ACTIVE &&
+                    cur->row < ps->nrows) {
+                    ps->rows[cur->row].fiber = fiber_id;
+                    osp_prof__cut_label(label, ps->rows[cur->row].label);
+                    cur->auto_reg = false;
+                }
+                pthread_mutex_unlock(&ps->reg);
+            }
+            return;
+        }
         osp_prof__release_current(ps); /* left over from an earlier session */
     }
     clockid_t cid;
@@ -104,7 +123,9 @@ void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id, c
             break;
         }
     if (s == NULL) {
-        ps->threads_over_limit++;
+        /* One count per thread: its own registration after the interposer's is the same. */
+        if (!t_over_counted) ps->threads_over_limit++;
+        t_over_counted = is_auto;
         goto out;
     }
     if (s->ring == NULL) {
@@ -128,6 +149,10 @@ void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id, c
     s->lo = lo;
     s->hi = hi;
     s->block_depth = 0;
+    s->block_frame = 0;
+    s->auto_reg = is_auto;
+    s->ktimer_kind = OSP_KTIMER_NONE;
+    atomic_store_explicit(&s->ktimer_armed, 0, memory_order_relaxed);
     atomic_store_explicit(&s->in_block, 0, memory_order_relaxed);
     memset(&s->sm, 0, sizeof s->sm);
     s->sm.last_t = osp_prof__mono_ns();
@@ -146,6 +171,24 @@ void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id, c
     if (ps->engine->thread_registered != NULL) ps->engine->thread_registered(ps, s);
 out:
     pthread_mutex_unlock(&ps->reg);
+}
+
+/* Every path that takes a profiler lock on a program thread runs with cancellation
+ * disabled, so asynchronous cancellation can never leave a lock held (§(l.3)). */
+void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id, const char *label) {
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    register_impl(ps, fiber_id, label, false);
+    pthread_setcancelstate(cs, NULL);
+}
+
+void osp_prof__register_auto(int64_t fiber_id, const char *label) {
+    struct osp_prof_session *ps = &osp_prof__session;
+    if (!atomic_load_explicit(&ps->on, memory_order_relaxed)) return;
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    register_impl(ps, fiber_id, label, true);
+    pthread_setcancelstate(cs, NULL);
 }
 
 OSP_PROF_PUBLIC void osp_prof_thread_register(int64_t fiber_id, const char *label) {
@@ -187,11 +230,18 @@ static __attribute__((noinline)) void block_capture(struct osp_prof_slot *s, uin
 
 /* Kept out of line with its own frame record (the runtime is built with frame
  * pointers): the capture starts from it. Lock-free and allocation-free. */
+/* A region whose hook frame lies at or below the current one (the stack grows down)
+ * cannot still be open: its frame was left without block_end (siglongjmp out of a
+ * wrapped wait, §(l.3)); the new region replaces it. */
 OSP_PROF_PUBLIC __attribute__((noinline)) void osp_prof_block_begin(void) {
     if (!atomic_load_explicit(&osp_prof__session.on, memory_order_relaxed)) return;
     struct osp_prof_slot *s = osp_prof__t_slot;
-    if (s == NULL || s->block_depth++ > 0) return;
-    block_capture(s, (uintptr_t)__builtin_frame_address(0), (uintptr_t)__builtin_return_address(0));
+    if (s == NULL) return;
+    uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+    if (s->block_depth > 0 && frame >= s->block_frame) s->block_depth = 0;
+    if (s->block_depth++ > 0) return;
+    s->block_frame = frame;
+    block_capture(s, frame, (uintptr_t)__builtin_return_address(0));
 }
 
 OSP_PROF_PUBLIC void osp_prof_block_end(void) {

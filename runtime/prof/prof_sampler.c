@@ -18,6 +18,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -106,10 +108,11 @@ static int sched_state(struct osp_prof_session *ps, struct osp_prof_slot *s) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return errno == ENOENT || errno == ESRCH ? SCHED_GONE : SCHED_BLOCKED;
         n = stat_read_fd(fd, buf, sizeof buf);
-        if (n > 0 && ps->stat_fds_open < MAX_STAT_FDS) {
+        /* A cached descriptor never keeps a low number the program expects back. */
+        if (n > 0 && ps->stat_fds_open < MAX_STAT_FDS && (fd = osp_prof__fd_high(fd)) >= 0) {
             s->sm.stat_fd = fd;
             ps->stat_fds_open++;
-        } else {
+        } else if (fd >= 0) {
             close(fd);
         }
         if (n <= 0) return SCHED_GONE;
@@ -146,6 +149,12 @@ void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s, 
     struct osp_prof_sampler_state *m = &s->sm;
     uint64_t tail = (c > m->cpu_req ? c - m->cpu_req : 0) + m->carry_w;
     if (m->pend_on && !m->pend_capture) tail += m->pend_w;
+    if (atomic_load_explicit(&ps->handler_lost, memory_order_relaxed)) {
+        /* The program took SIGPROF (§(l.3)): this CPU time had no sample of ours; it is
+         * counted as lost samples, never charged to the sample before the replacement. */
+        ps->store.dropped[OSP_DROP_HANDLER_REPLACED] += tail / ps->period_ns;
+        tail = 0;
+    }
     if (m->last_on >= 0 && (size_t)m->last_on < ps->store.nsamples)
         ps->store.samples[m->last_on].weight_ns += tail;
     m->cpu_req = c > m->cpu_req ? c : m->cpu_req;
@@ -217,6 +226,20 @@ static void send_request(struct osp_prof_session *ps, struct osp_prof_slot *s, u
     }
 }
 
+/* §(l.3) "any shortfall is counted": an on-CPU sample weighing k >= 2 periods stands
+ * for k - 1 samples that were not taken. */
+static void count_unsampled(struct osp_prof_session *ps, struct osp_prof_sampler_state *m,
+                            uint64_t weight_ns) {
+    uint64_t k = weight_ns / ps->period_ns;
+    if (k < 2) return;
+    uint64_t extra = k - 1;
+    /* A sample the ring had no room for is counted as ring_full; its CPU time is in the
+     * next sample's weight, which must not count it a second time. */
+    uint64_t known = extra < m->rf_credit ? extra : m->rf_credit;
+    m->rf_credit -= known;
+    ps->store.dropped[OSP_DROP_CPU_UNSAMPLED] += extra - known;
+}
+
 /* Turn ring entries into samples; each answers the pending request of the same sequence
  * number, others are discarded. */
 void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
@@ -224,9 +247,32 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
     struct osp_prof_sampler_state *m = &s->sm;
     uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t rf0 = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
+    m->rf_credit += rf0 - m->ring_full_seen;
+    ps->store.dropped[OSP_DROP_RING_FULL] += rf0 - m->ring_full_seen;
+    m->ring_full_seen = rf0;
     while (tail != head) {
         const struct osp_prof_ring_entry *e = &r->e[tail % OSP_PROF_RING_N];
-        if (m->pend_on && e->seq == m->pend_seq) {
+        if (e->seq == 0) {
+            /* A sample of the thread's own kernel timer (§(l.3)), weighted by the CPU
+             * time since its previous one. */
+            uint32_t n = e->n > OSP_PROF_MAX_FRAMES ? OSP_PROF_MAX_FRAMES : e->n;
+            if (n == 0 ||
+                !osp_prof__store_record(&ps->store, t_rel(ps, e->t_ns), s->row, e->pcs, n,
+                                        e->truncated != 0, OSP_RAW_STATE_ON_CPU, e->weight_ns)) {
+                if (n == 0) ps->store.dropped[OSP_DROP_ALLOC]++;
+                m->carry_w += e->weight_ns;
+            } else {
+                m->last_on = (int64_t)ps->store.nsamples - 1;
+                if (m->carry_w) {
+                    ps->store.samples[m->last_on].weight_ns += m->carry_w;
+                    m->carry_w = 0;
+                }
+                count_unsampled(ps, m, ps->store.samples[m->last_on].weight_ns);
+            }
+            if (e->cpu_ns > m->cpu_req) m->cpu_req = e->cpu_ns;
+            if (e->cpu_ns > m->cpu_base) m->cpu_base = e->cpu_ns;
+        } else if (m->pend_on && e->seq == m->pend_seq) {
             uint32_t n = e->n > OSP_PROF_MAX_FRAMES ? OSP_PROF_MAX_FRAMES : e->n;
             int64_t k = n ? osp_prof__store_intern(&ps->store, e->pcs, n, e->truncated != 0) : -1;
             if (k < 0) {
@@ -234,8 +280,10 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
             } else {
                 if (osp_prof__store_add(&ps->store, t_rel(ps, m->pend_t), s->row, (uint32_t)k,
                                         m->pend_capture ? 1 : 0, m->pend_w) &&
-                    !m->pend_capture)
+                    !m->pend_capture) {
                     m->last_on = (int64_t)ps->store.nsamples - 1;
+                    count_unsampled(ps, m, m->pend_w);
+                }
                 if (m->pend_capture && m->ep_on) m->ep_stack = k;
             }
             m->ans_stack = k;
@@ -267,8 +315,38 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     uint64_t wall = t > m->last_t ? t - m->last_t : 0;
     m->last_t = t;
 
-    /* 1. Inside a runtime wait: waiting, with the stack the thread captured itself. */
-    if (atomic_load_explicit(&s->in_block, memory_order_acquire)) {
+    /* 1. Inside a runtime wait: waiting, with the stack the thread captured itself --
+     * unless it ran more than the signal allowance since the previous tick: then it is
+     * on-CPU whatever its region says (a region left by siglongjmp, a wait that keeps
+     * returning at once), §(l.3). */
+    bool in_block = atomic_load_explicit(&s->in_block, memory_order_acquire) != 0;
+    bool region_distrusted = false;
+    if (in_block) {
+        uint32_t seq = atomic_load_explicit(&s->block_seq, memory_order_acquire);
+        uint64_t c;
+        if (m->blk_distrust_known && seq == m->blk_distrust_seq) {
+            region_distrusted = true;
+        } else if (osp_prof__read_clock(s->cpu_clock, &c)) {
+            if (m->blk_cpu_known && m->blk_cpu_seq == seq && c > m->blk_cpu + SIGNAL_ALLOWANCE_NS) {
+                /* It runs inside this region: from now on the region only lends its
+                 * stack when the scheduler says the thread is blocked (case 3). */
+                m->blk_distrust_known = true;
+                m->blk_distrust_seq = seq;
+                region_distrusted = true;
+            }
+            if (!m->blk_cpu_known || m->blk_cpu_seq != seq) {
+                /* The CPU clock when this region was first seen: a thread blocked in it
+                 * accumulates (almost) nothing from then on. */
+                m->blk_cpu = c;
+                m->blk_cpu_seq = seq;
+                m->blk_cpu_known = true;
+            }
+        }
+    } else {
+        m->blk_cpu_known = false;
+    }
+    if (region_distrusted) in_block = false;
+    if (in_block) {
         m->ep_on = false;
         int64_t k = block_stack(ps, s);
         if (k >= 0)
@@ -289,7 +367,19 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         slot_gone(ps, s);
         return;
     }
-    if (c > m->cpu_base) {
+    /* A thread with its own kernel timer is sampled on-CPU by it; none is sampled once
+     * the program took SIGPROF. Neither gets a directed request. (A thread of a
+     * kernel-timed session whose timer could not be created -- descriptors exhausted --
+     * gets on-CPU requests from this thread, the last fallback; it is never sent a
+     * capture signal.) */
+    bool requests = s->ktimer_kind == OSP_KTIMER_NONE &&
+                    !atomic_load_explicit(&ps->handler_lost, memory_order_relaxed);
+    if (!requests && c > m->cpu_base + SIGNAL_ALLOWANCE_NS) {
+        m->cpu_base = c;
+        m->ep_on = false;
+        return; /* it ran since the last tick: on-CPU, sampled by its timer */
+    }
+    if (requests && c > m->cpu_base) {
         m->cpu_base = c;
         m->ep_on = false;
         m->ans_stack = -1; /* the thread has moved since that answer */
@@ -313,14 +403,16 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     }
 
     /* 3. No progress (or not a period's worth): ask the scheduler. A thread last seen
-     * runnable whose CPU clock has not moved since is still runnable (it cannot block
-     * without running), which spares the /proc read for preempted threads. */
+     * runnable or blocked whose CPU clock has not moved since is still so (it cannot
+     * block, nor wake and block again, without running), which spares the /proc read
+     * for preempted and for long-blocked threads. */
     int st;
     if (m->run_known && c == m->run_cpu) {
-        st = SCHED_RUNNABLE;
+        st = m->run_state;
     } else {
         st = sched_state(ps, s);
-        m->run_known = st == SCHED_RUNNABLE;
+        m->run_known = st == SCHED_RUNNABLE || st == SCHED_BLOCKED;
+        m->run_state = st;
         m->run_cpu = c;
     }
     if (st == SCHED_GONE) {
@@ -328,6 +420,15 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         return;
     }
     if (st == SCHED_RUNNABLE) return; /* running or preempted: neither sample nor wait */
+    if (region_distrusted) {
+        /* Blocked inside a region it also ran in: waiting, with the region's stack. */
+        int64_t k = block_stack(ps, s);
+        if (k >= 0)
+            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, wall);
+        else
+            ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_STACK]++;
+        return;
+    }
     if (!m->ep_on) {
         m->ep_on = true;
         m->ep_lost = false;
@@ -335,30 +436,45 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         m->ep_pre_w = 0;
     }
     /* An answer that interrupted a blocking call, with no progress since, was taken in
-     * this very wait: the episode needs no capture signal of its own. (This is the usual
-     * case when a thread runs and then blocks between two ticks: the on-CPU request sent
-     * for its last run lands in the wait.) */
+     * this very wait: its stack is the waiting stack. (An on-CPU request sent for the
+     * thread's last run that landed in the wait; the sampler engine only.) */
     if (m->ep_stack < 0 && !m->pend_on && m->ans_stack >= 0 && m->ans_in_syscall)
         m->ep_stack = m->ans_stack;
     if (m->ep_stack >= 0) {
         osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)m->ep_stack, 1,
                             m->ep_pre_w + wall);
         m->ep_pre_w = 0;
-    } else if (m->pend_on && m->pend_capture) {
-        m->pend_w += wall; /* ticks before the capture arrives add to its sample */
     } else if (m->pend_on) {
-        m->ep_pre_w += wall; /* an earlier request is still out: one at a time */
-    } else if (m->ep_lost) {
-        ps->store.dropped[OSP_DROP_NO_ANSWER]++;
+        m->ep_pre_w += wall; /* an on-CPU request is out: its answer may show this wait */
     } else {
-        uint64_t w = m->ep_pre_w + wall;
+        /* No engine signals a blocked thread (§(l.3): it could return EINTR); without a
+         * stack taken another way (§(l.4)) the tick is counted, never invented. */
         m->ep_pre_w = 0;
-        send_request(ps, s, t, c, w, true); /* the one capture signal of this episode */
+        ps->store.dropped[OSP_DROP_NO_STACK]++;
     }
+}
+
+void osp_prof__sigprof_replaced(struct osp_prof_session *ps) {
+    if (atomic_exchange(&ps->handler_lost, 1)) return;
+    pthread_mutex_lock(&ps->reg);
+    osp_prof__ktimer_disarm_all(ps, false);
+    for (size_t i = 0; i < ps->slots_hi; i++) {
+        struct osp_prof_slot *s = &ps->slots[i];
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) != OSP_SLOT_ACTIVE) continue;
+        osp_prof__drain(ps, s); /* what was answered before stays */
+    }
+    pthread_mutex_unlock(&ps->reg);
 }
 
 static void tick(struct osp_prof_session *ps) {
     ps->ticks++;
+    /* A program that installs its own SIGPROF action without going through our
+     * sigaction (a raw system call, a sanitizer build) is noticed here, within 16 ticks. */
+    struct sigaction cur;
+    if ((ps->ticks & 15) == 0 && !atomic_load_explicit(&ps->handler_lost, memory_order_relaxed) &&
+        osp_prof__real_sigaction(SIGPROF, NULL, &cur) == 0 &&
+        !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == osp_prof__on_sigprof))
+        osp_prof__sigprof_replaced(ps);
     size_t n = 0;
     pthread_mutex_lock(&ps->reg);
     for (size_t i = 0; i < ps->slots_hi; i++)
@@ -369,7 +485,9 @@ static void tick(struct osp_prof_session *ps) {
         }
     pthread_mutex_unlock(&ps->reg);
     for (size_t j = 0; j < n; j++) {
-        if (atomic_load_explicit(&ps->stop, memory_order_relaxed)) return;
+        if (atomic_load_explicit(&ps->stop, memory_order_relaxed) ||
+            atomic_load_explicit(&ps->term_sig, memory_order_relaxed))
+            return;
         pthread_mutex_lock(&ps->reg);
         struct osp_prof_slot *s = &ps->slots[ps->snap[j].idx];
         /* Revalidate under the mutex: unregistration takes it too, so the thread stays
@@ -383,12 +501,19 @@ static void tick(struct osp_prof_session *ps) {
 
 static void sleep_until(struct osp_prof_session *ps, uint64_t deadline) {
     for (;;) {
-        if (atomic_load_explicit(&ps->stop, memory_order_relaxed)) return;
+        if (atomic_load_explicit(&ps->stop, memory_order_relaxed) ||
+            atomic_load_explicit(&ps->term_sig, memory_order_relaxed))
+            return;
         uint64_t now = osp_prof__mono_ns();
         if (now >= deadline) return;
         uint64_t until = deadline - now > SLEEP_CHUNK_NS ? now + SLEEP_CHUNK_NS : deadline;
         struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        if (ps->term_sem_ok) {
+            /* Woken at once by a termination signal (§(l.5)) or the stop. */
+            if (sem_clockwait(&ps->term_sem, CLOCK_MONOTONIC, &ts) == 0) return;
+        } else {
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+            }
         }
     }
 }
@@ -459,14 +584,9 @@ void *osp_prof__sampler_main(void *arg) {
     uint64_t rng = osp_prof__mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
     if (rng == 0) rng = 1;
     uint64_t deadline = osp_prof__mono_ns();
-    while (!atomic_load_explicit(&ps->stop, memory_order_acquire)) {
-        /* xorshift64*: interval uniform in [0.7p, 1.3p). */
-        rng ^= rng >> 12;
-        rng ^= rng << 25;
-        rng ^= rng >> 27;
-        uint64_t r = rng * 0x2545F4914F6CDD1Dull;
-        double u = (double)(r >> 11) * (1.0 / 9007199254740992.0);
-        deadline += (uint64_t)((double)ps->period_ns * (0.7 + 0.6 * u));
+    while (!atomic_load_explicit(&ps->stop, memory_order_acquire) &&
+           !atomic_load_explicit(&ps->term_sig, memory_order_acquire)) {
+        deadline += osp_prof__jitter_ns(&rng, ps->tick_ns); /* [0.7p, 1.3p) */
         uint64_t now = osp_prof__mono_ns();
         if (deadline <= now) {
             deadline = now; /* late: no catch-up burst */
@@ -474,10 +594,14 @@ void *osp_prof__sampler_main(void *arg) {
         } else {
             sleep_until(ps, deadline);
         }
-        if (atomic_load_explicit(&ps->stop, memory_order_acquire)) break;
+        if (atomic_load_explicit(&ps->stop, memory_order_acquire) ||
+            atomic_load_explicit(&ps->term_sig, memory_order_acquire))
+            break;
         tick(ps);
     }
     sampler_teardown(ps);
+    int sig = atomic_load(&ps->term_sig);
+    if (sig != 0 && !atomic_load(&ps->stop)) osp_prof__terminate(ps, sig); /* does not return */
     return NULL;
 }
 

@@ -16,7 +16,10 @@
 #if OSP_PROF_SAMPLER
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +81,102 @@ void osp_prof__say(const char *fmt, ...) {
     }
 }
 
+int osp_prof__fd_high(int fd) {
+    if (fd < 0 || fd >= OSP_PROF_FD_MIN) return fd;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, OSP_PROF_FD_MIN);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return hi;
+}
+
+/* ---- engines ---------------------------------------------------------------------------- */
+
+/* The order the session tries engines in (§(l.3)). */
+static const struct osp_prof_engine *const engines[] = {
+    &osp_prof__engine_perf_event, &osp_prof__engine_cpu_timer, &osp_prof__engine_sampler};
+#define NENGINES (sizeof engines / sizeof *engines)
+
+/* OSPREY_PROFILE_ENGINE (for testing, docs/profiler-runtime.md): the index of the engine
+ * to try first, 0 (all, in order) when unset, empty or "auto"; an unknown name is reported
+ * once and ignored. */
+static size_t engine_from_env(void) {
+    const char *v = getenv("OSPREY_PROFILE_ENGINE");
+    if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0) return 0;
+    for (size_t i = 0; i < NENGINES; i++)
+        if (strcmp(v, engines[i]->name) == 0) return i;
+    char shown[64];
+    snprintf(shown, sizeof shown, "%s", v);
+    osp_prof__say("osprey profiler: OSPREY_PROFILE_ENGINE=\"%s\" is not perf_event, cpu_timer or "
+                  "sampler; choosing automatically",
+                  shown);
+    return 0;
+}
+
+/* ---- termination signals (§(l.5)) ------------------------------------------------------- */
+
+static const int term_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void die_of(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    osp_prof__real_sigaction(sig, &dfl, NULL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+}
+
+/* Async-signal-safe: note the signal and wake the sampler thread, which writes the file
+ * and re-raises. A second one, or one after the session stopped, acts at once. */
+static void on_term_signal(int sig, siginfo_t *si, void *uc) {
+    (void)si;
+    (void)uc;
+    struct osp_prof_session *ps = &osp_prof__session;
+    int saved = errno;
+    int expected = 0;
+    if (!atomic_load(&ps->on) || !ps->term_sem_ok ||
+        !atomic_compare_exchange_strong(&ps->term_sig, &expected, sig)) {
+        die_of(sig);
+    } else {
+        sem_post(&ps->term_sem);
+    }
+    errno = saved;
+}
+
+static void term_install(struct osp_prof_session *ps) {
+    atomic_store(&ps->term_sig, 0);
+    ps->term_sem_ok = sem_init(&ps->term_sem, 0, 0) == 0;
+    for (int i = 0; i < 3; i++) {
+        ps->term_installed[i] = false;
+        if (!ps->term_sem_ok) continue;
+        if (osp_prof__real_sigaction(term_signals[i], NULL, &ps->term_old[i]) != 0) continue;
+        if ((ps->term_old[i].sa_flags & SA_SIGINFO) || ps->term_old[i].sa_handler != SIG_DFL)
+            continue; /* the program's own action (or SIG_IGN) is left alone */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_term_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        ps->term_installed[i] = osp_prof__real_sigaction(term_signals[i], &sa, NULL) == 0;
+    }
+}
+
+/* Put back the default action of the signals we took, unless the program replaced ours. */
+static void term_restore(struct osp_prof_session *ps) {
+    for (int i = 0; i < 3; i++) {
+        if (!ps->term_installed[i]) continue;
+        ps->term_installed[i] = false;
+        struct sigaction cur;
+        if (osp_prof__real_sigaction(term_signals[i], NULL, &cur) == 0 &&
+            (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_term_signal)
+            osp_prof__real_sigaction(term_signals[i], &ps->term_old[i], NULL);
+    }
+}
+
 /* ---- sessions --------------------------------------------------------------------------- */
 
 static void atfork_child(void) {
@@ -95,6 +194,7 @@ static void exit_hook(void);
 
 static void init_once(void) {
     struct osp_prof_session *ps = &osp_prof__session;
+    osp_prof__interpose_init();
     if (pthread_key_create(&ps->key, osp_prof__key_destructor) != 0) return;
     ps->slots = calloc(OSP_PROF_NSLOTS, sizeof *ps->slots);
     if (ps->slots == NULL) return;
@@ -107,8 +207,8 @@ static void init_once(void) {
 /* Start a session writing to absolute path `path` at `rate` Hz with `engine`. `cause`
  * receives the errno value when the engine cannot start. Registers the calling thread as
  * fiber 0 "main". */
-static bool session_start(struct osp_prof_session *ps, const struct osp_prof_engine *engine,
-                          const char *path, uint32_t rate, int *cause) {
+static bool session_start(struct osp_prof_session *ps, const char *path, uint32_t rate,
+                          int *cause) {
     *cause = 0;
     if (atomic_load(&ps->forked_child)) return false;
     pthread_once(&ps->init_once, init_once);
@@ -126,9 +226,23 @@ static bool session_start(struct osp_prof_session *ps, const struct osp_prof_eng
     }
     if (rate < OSP_PROF_HZ_MIN) rate = OSP_PROF_HZ_MIN;
     if (rate > OSP_PROF_HZ_MAX) rate = OSP_PROF_HZ_MAX;
-    ps->engine = engine;
+    /* §(l.5): a path that cannot be written is reported now, not after the run. */
+    int perr = osp_prof__raw_probe(path);
+    if (perr != 0) {
+        if (perr < 0)
+            osp_prof__say("osprey profiler: cannot write %s: not a regular file, character device "
+                          "or FIFO; profiling disabled",
+                          path);
+        else
+            osp_prof__say("osprey profiler: cannot write %s: %s; profiling disabled", path,
+                          strerror(perr));
+        pthread_mutex_unlock(&ps->session_lock);
+        return false;
+    }
+    ps->engine = NULL;
     ps->rate_hz = rate;
     ps->period_ns = 1000000000ull / rate;
+    ps->tick_ns = ps->period_ns;
     snprintf(ps->path, sizeof ps->path, "%s", path);
     osp_prof__store_free(&ps->store);
     ps->ticks = ps->late_ticks = 0;
@@ -149,7 +263,30 @@ static bool session_start(struct osp_prof_session *ps, const struct osp_prof_eng
     pthread_mutex_lock(&ps->reg);
     ps->state = OSP_SESSION_RUNNING;
     pthread_mutex_unlock(&ps->reg);
-    if (!engine->start(ps, cause)) {
+    term_install(ps);
+    /* The first engine that starts, from the one OSPREY_PROFILE_ENGINE names (§(l.3));
+     * a forced engine that cannot start falls back to the next, with one line. */
+    size_t first = engine_from_env();
+    bool forced = first != 0 || (getenv("OSPREY_PROFILE_ENGINE") != NULL &&
+                                 strcmp(getenv("OSPREY_PROFILE_ENGINE"), engines[0]->name) == 0);
+    for (size_t i = first; i < NENGINES && ps->engine == NULL; i++) {
+        int why = 0;
+        uint64_t slow = 1000000000ull / OSP_PROF_WAIT_HZ_MAX;
+        ps->tick_ns =
+            engines[i] == &osp_prof__engine_sampler || ps->period_ns > slow ? ps->period_ns : slow;
+        if (engines[i]->start(ps, &why)) {
+            ps->engine = engines[i];
+        } else {
+            *cause = why;
+            if (forced && i + 1 < NENGINES)
+                osp_prof__say("osprey profiler: engine %s unavailable: %s; trying %s",
+                              engines[i]->name, strerror(why), engines[i + 1]->name);
+        }
+    }
+    if (ps->engine == NULL) {
+        term_restore(ps);
+        if (ps->term_sem_ok) sem_destroy(&ps->term_sem);
+        ps->term_sem_ok = false;
         pthread_mutex_lock(&ps->reg);
         ps->state = OSP_SESSION_IDLE;
         pthread_mutex_unlock(&ps->reg);
@@ -162,18 +299,16 @@ static bool session_start(struct osp_prof_session *ps, const struct osp_prof_eng
     return true;
 }
 
-static bool session_stop(struct osp_prof_session *ps) {
-    pthread_mutex_lock(&ps->session_lock);
+/* Stop the session and write the file; the session lock is held by the caller. */
+static bool session_stop_locked(struct osp_prof_session *ps) {
     pthread_mutex_lock(&ps->reg);
     bool running = ps->state == OSP_SESSION_RUNNING && !atomic_load(&ps->forked_child);
     if (running) ps->state = OSP_SESSION_STOPPING; /* no registrations from now on */
     pthread_mutex_unlock(&ps->reg);
-    if (!running) {
-        pthread_mutex_unlock(&ps->session_lock);
-        return false;
-    }
+    if (!running) return false;
     atomic_store(&ps->on, 0);
     ps->engine->stop(ps); /* the sampler is joined; the store is ours */
+    term_restore(ps);
 
     /* No thread is sampled any more: retire every slot (owners free them later). */
     pthread_mutex_lock(&ps->reg);
@@ -197,14 +332,49 @@ static bool session_stop(struct osp_prof_session *ps) {
     ps->nrows = ps->rows_cap = 0;
     ps->state = OSP_SESSION_IDLE;
     pthread_mutex_unlock(&ps->reg);
-    pthread_mutex_unlock(&ps->session_lock);
     return ok;
 }
 
-/* atexit: return from main or exit() from any thread (§(a)). */
+static bool session_stop(struct osp_prof_session *ps) {
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    pthread_mutex_lock(&ps->session_lock);
+    bool ok = session_stop_locked(ps);
+    if (ps->term_sem_ok && ps->state == OSP_SESSION_IDLE) {
+        sem_destroy(&ps->term_sem);
+        ps->term_sem_ok = false;
+    }
+    pthread_mutex_unlock(&ps->session_lock);
+    pthread_setcancelstate(cs, NULL);
+    return ok;
+}
+
+void osp_prof__terminate(struct osp_prof_session *ps, int sig) {
+    /* The session owner may be stopping the session itself (exit) and joining this
+     * thread: never wait for the lock it holds. */
+    while (pthread_mutex_trylock(&ps->session_lock) != 0) {
+        if (atomic_load(&ps->stop)) return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    session_stop_locked(ps);
+    /* Die of the signal with the lock held, so an exit() racing with us waits. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    osp_prof__real_sigaction(sig, &dfl, NULL);
+    kill(getpid(), sig);
+    for (;;) pause(); /* every signal is blocked here: the process ends around us */
+}
+
+/* atexit: return from main or exit() from any thread (§(a)). A child made by a raw
+ * fork or clone system call (no atfork handler ran) is inert too: its pid is not the
+ * session's (§(l.3)). */
 static void exit_hook(void) {
     struct osp_prof_session *ps = &osp_prof__session;
     if (atomic_load(&ps->forked_child)) return;
+    if (getpid() != atomic_load(&ps->pid)) return;
     session_stop(ps);
 }
 
@@ -222,6 +392,7 @@ static void boot_impl(void) {
     /* Children never profile into, or overwrite, this process's file. */
     unsetenv("OSPREY_PROFILE");
     unsetenv("OSPREY_PROFILE_HZ");
+    /* OSPREY_PROFILE_ENGINE is read by session_start and removed after it. */
     if (rc == ENAMETOOLONG) {
         osp_prof__say("osprey profiler: output path too long; profiling disabled");
         return;
@@ -232,10 +403,10 @@ static void boot_impl(void) {
         return;
     }
     int cause = 0;
-    if (!session_start(&osp_prof__session, &osp_prof__engine_sampler, path, hz, &cause) &&
-        cause != 0)
+    if (!session_start(&osp_prof__session, path, hz, &cause) && cause != 0)
         osp_prof__say("osprey profiler: cannot start sampler: %s; profiling disabled",
                       strerror(cause));
+    unsetenv("OSPREY_PROFILE_ENGINE");
 }
 
 OSP_PROF_PUBLIC void osp_prof_boot(void) {
@@ -252,7 +423,11 @@ OSP_PROF_PUBLIC bool osp_prof_session_begin(const char *path, uint32_t rate_hz) 
     char abs[OSP_PROF_PATH_MAX + 1];
     if (osp_prof__absolute_path(path, abs, sizeof abs) != 0) return false;
     int cause = 0;
-    return session_start(&osp_prof__session, &osp_prof__engine_sampler, abs, rate_hz, &cause);
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    bool ok = session_start(&osp_prof__session, abs, rate_hz, &cause);
+    pthread_setcancelstate(cs, NULL);
+    return ok;
 }
 
 OSP_PROF_PUBLIC bool osp_prof_session_end(void) {

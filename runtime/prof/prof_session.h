@@ -33,6 +33,7 @@
 #define OSP_PROF_SESSION_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/types.h>
@@ -44,16 +45,28 @@
 /* ---- constants ------------------------------------------------------------------------- */
 
 #define OSP_PROF_NSLOTS 1024 /* live registered threads, §(d) "at least 1024" */
-#define OSP_PROF_RING_N 8    /* ring entries per slot, §(b.3) "at least 8" */
+#define OSP_PROF_RING_N \
+    64                           /* ring entries per slot, §(b.3) "at least 8": a kernel timer
+                              * answers on its own, many times while the sampler thread
+                              * waits for a core (6.4 ms of the thread's CPU at 10 kHz) */
+#define OSP_PROF_WAIT_HZ_MAX 250 /* sampler ticks per second beside a kernel timer */
+#define OSP_PROF_FD_MIN      100 /* profiler descriptors are kept at or above this, §(l.3) */
 
 enum { OSP_SLOT_FREE = 0, OSP_SLOT_ACTIVE = 1, OSP_SLOT_RETIRED = 2 };
 enum { OSP_SESSION_IDLE = 0, OSP_SESSION_RUNNING = 1, OSP_SESSION_STOPPING = 2 };
+/* The kernel timer a slot's thread carries (§(l.3)): none (the sampler thread's directed
+ * requests sample it), a perf_event task-clock descriptor, or a POSIX CPU-time timer. */
+enum { OSP_KTIMER_NONE = 0, OSP_KTIMER_PERF = 1, OSP_KTIMER_POSIX = 2 };
 
 /* ---- rings, slots, rows ---------------------------------------------------------------- */
 
-/* One answer of the handler: the stack it walked for request `seq`. */
+/* One answer of the handler: the stack it walked for request `seq`, or (seq 0) a sample
+ * taken when the thread's own kernel timer fired. */
 struct osp_prof_ring_entry {
-    uint64_t seq; /* the request this answers (slot's req_seq when the handler ran) */
+    uint64_t seq;    /* the request this answers (slot's req_seq when the handler ran); 0: timer */
+    uint64_t t_ns;   /* timer samples: CLOCK_MONOTONIC when the handler ran */
+    uint64_t cpu_ns; /* timer samples: the thread's CPU clock when the handler ran */
+    uint64_t weight_ns; /* timer samples: CPU time since the thread's previous timer sample */
     uint32_t n;
     uint16_t truncated;
     uint16_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
@@ -75,11 +88,13 @@ struct osp_prof_sampler_state {
     uint64_t cpu_req;  /* CPU clock at the last on-CPU request: weight baseline */
     uint64_t cpu_due;  /* CPU clock from which the next on-CPU request is due */
     uint64_t cpu_base; /* CPU clock below which the thread has made no progress */
-    uint64_t run_cpu;  /* CPU clock when the thread was last seen runnable ... */
+    uint64_t run_cpu;  /* CPU clock when the thread's scheduler state was last read ... */
     bool run_known;    /* ... valid while this is set */
+    int run_state;     /* what it was then: SCHED_RUNNABLE or SCHED_BLOCKED (prof_sampler.c) */
     int64_t last_on;   /* store index of the thread's last on-CPU sample, or -1 */
     uint64_t carry_w;  /* weight of unanswered on-CPU requests, for the next one */
     uint64_t ring_full_seen;
+    uint64_t rf_credit; /* ring_full losses not yet matched by a heavier timer sample */
     bool pend_on, pend_capture;
     uint64_t pend_seq, pend_t, pend_w, pend_sent;
     uint64_t pend_cpu;   /* the thread's CPU clock when the request was sent */
@@ -90,6 +105,11 @@ struct osp_prof_sampler_state {
     bool ans_in_syscall; /* ... and that answer interrupted a blocking system call */
     uint32_t blk_seq_cached;
     int64_t blk_stack_cached;
+    uint64_t blk_cpu;     /* CPU clock at the first tick that found the thread in a region */
+    uint32_t blk_cpu_seq; /* ... and that region's block_seq */
+    bool blk_cpu_known;
+    uint32_t blk_distrust_seq; /* a region (block_seq) the thread was seen running in */
+    bool blk_distrust_known;
     int stat_fd; /* cached /proc/self/task/<tid>/stat, or -1 */
 };
 
@@ -113,6 +133,18 @@ struct osp_prof_slot {
     pid_t tid;
     clockid_t cpu_clock;
     struct osp_prof_sampler_state sm;
+    /* Kernel timer (perf_event / cpu_timer engines). Set up by the thread itself at
+     * registration, torn down by it at unregistration or by the engine's stop. */
+    _Atomic int ktimer_kind; /* OSP_KTIMER_*: set by the thread, cleared under the registry mutex */
+    _Atomic int ktimer_armed; /* the handler may re-arm it */
+    int perf_fd;              /* OSP_KTIMER_PERF */
+    timer_t posix_timer;      /* OSP_KTIMER_POSIX */
+    uintptr_t block_frame;    /* owner only: frame address of the outermost region's hook */
+    bool auto_reg;            /* registered by the pthread_create interposer, §(l.2) */
+    /* Handler side (the owning thread, in signal context or with SIGPROF blocked). */
+    uint64_t h_cpu_last; /* CPU clock at the previous timer sample */
+    uint64_t h_rng;      /* xorshift state: jittered periods */
+    uint64_t h_next_due; /* CPU clock at which the next timer sample is due */
 };
 
 /* One row of the raw file's "threads" (§(e)): a registration, kept after it ends. */
@@ -155,8 +187,47 @@ struct osp_prof_engine {
     void (*fork_child)(struct osp_prof_session *ps);
 };
 
-/* The "sampler" engine (prof_engine_sampler.c). */
+/* The engines, in the order the session tries them (§(l.3)): "perf_event" and
+ * "cpu_timer" (prof_engine_timer.c), "sampler" (prof_engine_sampler.c). */
+OSP_PROF_HIDDEN extern const struct osp_prof_engine osp_prof__engine_perf_event;
+OSP_PROF_HIDDEN extern const struct osp_prof_engine osp_prof__engine_cpu_timer;
 OSP_PROF_HIDDEN extern const struct osp_prof_engine osp_prof__engine_sampler;
+
+/* Shared by every engine (prof_engine_sampler.c), session owner under the session lock:
+ * install the SIGPROF action (keeping the program's, published in old_action) and start
+ * the sampler thread through the real pthread_create; false with `*cause` (errno value)
+ * after undoing everything. `stop_thread` sets the stop flag and joins the sampler thread
+ * (unless called on it); `restore_action` puts the program's SIGPROF action back,
+ * discarding our pending signals, and says so when the program replaced ours. */
+OSP_PROF_HIDDEN bool osp_prof__engine_start_common(struct osp_prof_session *ps, int *cause);
+OSP_PROF_HIDDEN void osp_prof__engine_stop_thread(struct osp_prof_session *ps);
+OSP_PROF_HIDDEN void osp_prof__engine_restore_action(struct osp_prof_session *ps);
+
+/* Jittered period in ns: uniform in [0.7p, 1.3p) for period `p`, from the xorshift state
+ * `*rng` (non-zero). Pure, async-signal-safe. */
+static inline uint64_t osp_prof__jitter_ns(uint64_t *rng, uint64_t p) {
+    uint64_t x = *rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *rng = x;
+    uint64_t r = (x * 0x2545F4914F6CDD1Dull) >> 11; /* 53 random bits */
+    return p * 7 / 10 + (uint64_t)(((unsigned __int128)(p * 6 / 10) * r) >> 53);
+}
+
+/* The kernel timer of the calling thread's slot fired (prof_engine_timer.c) while its CPU
+ * clock read `cpu_now`: re-arm it for the next jittered deadline. Signal context,
+ * async-signal-safe. */
+OSP_PROF_HIDDEN void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s,
+                                            uint64_t cpu_now);
+/* Disarm and release every slot's kernel timer (engine stop, handler replaced). Under the
+ * registry mutex. */
+OSP_PROF_HIDDEN void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bool release);
+
+/* Move descriptor `fd` to the lowest free number >= OSP_PROF_FD_MIN, close-on-exec, and
+ * close the original (§(l.3): a program that closes stdin gets fd 0 back from its next
+ * open). Returns the new descriptor, or -1 (errno set; `fd` closed). prof_session.c. */
+OSP_PROF_HIDDEN int osp_prof__fd_high(int fd);
 
 /* ---- the session ----------------------------------------------------------------------- */
 
@@ -195,6 +266,10 @@ struct osp_prof_session {
     const struct osp_prof_engine *engine;
     uint32_t rate_hz;
     uint64_t period_ns;
+    /* The sampler thread's tick: the period under the "sampler" engine; with a kernel
+     * timer sampling on-CPU it only records waiting samples and drains the rings, at
+     * most OSP_PROF_WAIT_HZ_MAX times per second (docs/profiler-runtime.md). */
+    uint64_t tick_ns;
     _Atomic uint64_t start_mono_ns;
     uint64_t start_unix_ns;
     char path[OSP_PROF_PATH_MAX + 1];
@@ -208,6 +283,17 @@ struct osp_prof_session {
     /* The SIGPROF action we replaced; published before our handler is installed. */
     struct sigaction old_action;
     _Atomic int old_action_ready;
+    /* The program replaced our SIGPROF action during the session (§(l.3)): noticed by the
+     * interposed sigaction or by the sampler; from then on nothing is sampled. */
+    _Atomic int handler_lost;
+
+    /* §(l.5): termination signals whose default action we replaced, and the one that
+     * arrived (0: none). The handler posts term_sem; the sampler thread writes the file. */
+    struct sigaction term_old[3];
+    bool term_installed[3];
+    _Atomic int term_sig;
+    sem_t term_sem;
+    bool term_sem_ok;
 };
 
 /* The process's session state (prof_session.c). */
@@ -218,6 +304,15 @@ OSP_PROF_HIDDEN extern struct osp_prof_session osp_prof__session;
  * prof_registry.c; read by the handler. */
 OSP_PROF_HIDDEN extern __thread struct osp_prof_slot *osp_prof__t_slot
     __attribute__((tls_model("initial-exec")));
+
+/* ---- interposers (prof_interpose.c) ---------------------------------------------------- */
+
+/* The C library's pthread_create and sigaction, never an interposer's (ours or the
+ * program's), §(l.2). Same contract as the C functions. */
+OSP_PROF_HIDDEN int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+                                                  void *(*start)(void *), void *arg);
+OSP_PROF_HIDDEN int osp_prof__real_sigaction(int sig, const struct sigaction *act,
+                                             struct sigaction *old);
 
 /* ---- helpers (prof_session.c) ---------------------------------------------------------- */
 
@@ -254,6 +349,18 @@ OSP_PROF_HIDDEN void osp_prof__on_sigprof(int sig, siginfo_t *si, void *ucv);
  * session is RUNNING. Counts threads_over_limit when every slot is in use. */
 OSP_PROF_HIDDEN void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id,
                                                 const char *label);
+/* Register the calling thread as a thread the program started (prof_interpose.c): like
+ * osp_prof__register_current, but a later osp_prof_thread_register on the same thread
+ * takes the registration over (its row gets the new fiber id and label), §(l.2). */
+OSP_PROF_HIDDEN void osp_prof__register_auto(int64_t fiber_id, const char *label);
+/* Resolve the C library's pthread_create and sigaction (prof_interpose.c). Outside
+ * signal context; idempotent. */
+OSP_PROF_HIDDEN void osp_prof__interpose_init(void);
+/* The program is replacing the profiler's SIGPROF action (§(l.3)): stop every kernel
+ * timer and every directed request; from now on each slot's CPU time is counted as
+ * lost samples (handler_replaced), never charged to its last sample. Takes the registry
+ * mutex; any program thread or the sampler thread. prof_sampler.c. */
+OSP_PROF_HIDDEN void osp_prof__sigprof_replaced(struct osp_prof_session *ps);
 /* Release the calling thread's slot, if it has one (§(d) unregister). Takes the registry
  * mutex with SIGPROF blocked. */
 OSP_PROF_HIDDEN void osp_prof__release_current(struct osp_prof_session *ps);
@@ -281,7 +388,22 @@ OSP_PROF_HIDDEN void osp_prof__slot_abandon_request(struct osp_prof_slot *s, uin
 OSP_PROF_HIDDEN void osp_prof__stat_fd_release(struct osp_prof_session *ps,
                                                struct osp_prof_slot *s);
 
+/* ---- interrupted runs (prof_session.c), §(l.5) ------------------------------------------ */
+
+/* On the sampler thread after its teardown, once a termination signal `sig` (SIGINT,
+ * SIGTERM, SIGHUP whose action was the default) arrived: stop the session, write the raw
+ * file (temporary + rename), restore the signal's default action and send it to the
+ * process again, so the program dies of it. Returns only if the session owner is already
+ * stopping the session (it writes the file). */
+OSP_PROF_HIDDEN void osp_prof__terminate(struct osp_prof_session *ps, int sig);
+
 /* ---- the raw writer (prof_raw_writer.c) ------------------------------------------------ */
+
+/* Check at session start that `path` can be written as the writer will (§(l.5)): a
+ * temporary file is created in the destination directory and removed again, a FIFO or
+ * character device is accepted as is, a directory or dangling link is refused. Returns 0
+ * or an errno value; -1 for "not a regular file, character device or FIFO". */
+OSP_PROF_HIDDEN int osp_prof__raw_probe(const char *path);
 
 /* Write the session's raw profile (§(e)) to `path`, atomically where it is a regular file
  * (§(a), (k) item 14); `end_unix_ns` is the end time written. On failure prints one line

@@ -43,6 +43,7 @@ struct raw {
     char exe[4096];
     uint32_t rate_hz;
     char platform[32];
+    char engine[16]; /* "perf_event", "cpu_timer" or "sampler" (§(l.3)) */
     uint64_t start_unix_ns, end_unix_ns;
     struct raw_image *images;
     size_t nimages;
@@ -64,6 +65,21 @@ struct raw {
  * sum of reasons. Fails the current cmocka test on any violation. */
 void raw_load(struct raw *r, const char *path);
 void raw_free(struct raw *r);
+
+/* Print the engine and every non-zero drop reason of `r`, prefixed by `what`. */
+void raw_print_dropped(const struct raw *r, const char *what);
+/* Samples lost, not counting waiting ticks of threads blocked in foreign code that had no
+ * stack to show because the engine never signals them (no_stack, §(l.3)) nor the CPU time
+ * a sample of several periods stands for (cpu_unsampled). */
+uint64_t raw_dropped_samples(const struct raw *r);
+
+/* The on-CPU rate `r`'s engine can reach for a requested `hz`: `hz`, except for the
+ * cpu_timer engine, whose timers expire at the kernel tick (assumed >= 60 Hz). */
+double raw_engine_hz(const struct raw *r, double hz);
+
+/* Waiting samples per second `r`'s engine records for a requested `hz`: `hz` under the
+ * sampler engine, at most 250 beside a kernel timer (OSP_PROF_WAIT_HZ_MAX). */
+double raw_wait_hz(const struct raw *r, double hz);
 
 /* Index of the main executable's image (path == exe), failing the test if absent. */
 size_t raw_main_image(const struct raw *r);

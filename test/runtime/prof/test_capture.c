@@ -21,6 +21,7 @@
 #include "support.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -209,7 +210,7 @@ static void test_capture_main_and_two_workers(void **state) {
                       "%zu waiting; weight %.3f s vs %.3f s CPU\n",
                       i, st.n[0], in_hot, with_caller, st.n[1], (double)st.w[0] / 1e9,
                       w[i].cpu_used);
-        assert_true(st.n[0] >= 100);
+        assert_true((double)st.n[0] >= 0.4 * raw_engine_hz(&r, 2000) / 8);
         assert_int_equal(in_hot, named_hot);
         assert_true(in_hot * 2 >= st.n[0]);
         assert_true(with_caller >= 1);
@@ -221,7 +222,10 @@ static void test_capture_main_and_two_workers(void **state) {
         assert_true(ratio >= 1.0 - 1e-6 && ratio < 1.02);
     }
     assert_int_equal(r.dropped_reasons[OSP_RAW_DROP_THREAD_GONE], 0);
-    assert_true(r.dropped * 20 <= r.nsamples);
+    raw_print_dropped(&r, "main and two workers");
+    /* (Under ThreadSanitizer signals are delivered in bursts at its interceptors and the
+     * sampler runs slowly: rings overflow more often.) */
+    assert_true(raw_dropped_samples(&r) * (RUNNING_UNDER_TSAN ? 4 : 20) <= r.nsamples);
     raw_free(&r);
 }
 
@@ -251,10 +255,15 @@ static void test_rate_follows_cpu_time(void **state) {
         assert_true(row > 0);
         struct row_stats st;
         row_stats(&r, row, &st);
-        double bound = (double)st.w[0] * hz / 1e9 + 1;
-        print_message("worker %d: %zu on-CPU samples for %.3f s CPU (at most %.1f)\n", i, st.n[0],
-                      (double)st.w[0] / 1e9, bound);
-        assert_true(st.n[0] >= 50);
+        /* The sampler engine's requests are due at exact CPU periods: at most one more
+         * than CPU x rate. A kernel timer's periods are drawn from [0.7p, 1.3p): the
+         * count varies by a few around CPU x rate. */
+        double cpu_hz = (double)st.w[0] * hz / 1e9;
+        bool exact = strcmp(r.engine, OSP_RAW_ENGINE_SAMPLER) == 0;
+        double bound = exact ? cpu_hz + 1 : cpu_hz * 1.03 + 4;
+        print_message("worker %d [%s]: %zu on-CPU samples for %.3f s CPU (at most %.1f)\n", i,
+                      r.engine, st.n[0], (double)st.w[0] / 1e9, bound);
+        assert_true((double)st.n[0] >= 0.2 * raw_engine_hz(&r, hz) / 8);
         assert_true((double)st.n[0] <= bound);
     }
     raw_free(&r);
@@ -320,7 +329,8 @@ __attribute__((noinline)) void churn_region(void) {
 
 void *churn_thread(void *p) {
     struct churn *c = p;
-    c->t_reg = mono_ns();
+    /* (t_reg is set by the creating thread just before pthread_create: the interposer
+     * registers the thread as it starts, §(l.2), before this registration takes it over.) */
     osp_prof_thread_register(c->fiber, "churn");
     burn_cpu(0.002);
     switch (c->mode) {
@@ -347,6 +357,7 @@ static void test_churn(void **state) {
             struct churn *x = &c[round * PER + i];
             x->fiber = 100 + round * PER + i;
             x->mode = i % 4;
+            x->t_reg = mono_ns();
             assert_int_equal(pthread_create(&t[i], NULL, churn_thread, x), 0);
         }
         for (int i = 0; i < PER; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
@@ -369,13 +380,13 @@ static void test_churn(void **state) {
         int idx = (int)(fiber - 100);
         assert_true(idx >= 0 && idx < ROUNDS * PER);
         uint64_t t = start + s->t;
-        /* No sample before the thread registered or after it was joined. */
+        /* No sample before the thread was created or after it was joined. */
         assert_true(t >= c[idx].t_reg);
         assert_true(t <= joined[idx / PER]);
         churn_samples++;
     }
-    print_message("churn: %zu samples of churn threads, %zu total, dropped %llu\n", churn_samples,
-                  r.nsamples, (unsigned long long)r.dropped);
+    print_message("churn: %zu samples of churn threads, %zu total\n", churn_samples, r.nsamples);
+    raw_print_dropped(&r, "churn");
     assert_true(churn_samples >= 50);
     raw_free(&r);
 }
@@ -589,20 +600,28 @@ static void test_blocked_in_foreign_calls(void **state) {
     close(fds[0]);
     close(fds[1]);
 
-    /* The calls returned after their full time, interrupted at most twice (the one
-     * capture signal of the episode, plus possibly an on-CPU request already in flight
-     * when the thread blocked) — not once per tick. */
+    struct raw r;
+    raw_load(&r, path);
+    raw_print_dropped(&r, "blocked");
+    /* No engine signals a blocked thread (§(l.3)); the sampler engine's on-CPU request
+     * sent just before a thread blocked may still land in its wait. */
+    bool signals = strcmp(r.engine, OSP_RAW_ENGINE_SAMPLER) == 0;
+    size_t unshown = 0;
+
+    /* The calls returned after their full time, interrupted at most twice under the
+     * sampler engine (the one capture signal of the episode, plus possibly an on-CPU
+     * request already in flight when the thread blocked) -- not once per tick -- and
+     * never under the kernel-timed engines. */
     assert_true(b[0].elapsed >= 0.4 - 1e-3);
     assert_true(b[1].elapsed >= 0.4 - 1e-3);
     assert_true(b[2].elapsed >= 0.4 - 1e-3);
     assert_int_equal(b[2].got, 1);
     assert_int_equal(b[2].eintr, 0);
-    if (b[0].eintr > MAX_EINTR || b[1].eintr > MAX_EINTR)
+    int max_eintr = signals ? MAX_EINTR : 0;
+    if (b[0].eintr > max_eintr || b[1].eintr > max_eintr)
         fail_msg("nanosleep interrupted %d times, poll %d times (at most %d each)", b[0].eintr,
-                 b[1].eintr, MAX_EINTR);
+                 b[1].eintr, max_eintr);
 
-    struct raw r;
-    raw_load(&r, path);
     for (int i = 0; i < 3; i++) {
         long row = raw_row(&r, "blocked", 30 + i);
         assert_true(row > 0);
@@ -622,7 +641,12 @@ static void test_blocked_in_foreign_calls(void **state) {
         print_message(
             "blocked %d: %zu waiting (%zu with caller) %.3f s, %zu on-CPU, eintr %d, %.3f s\n", i,
             st.n[1], with_caller, (double)st.w[1] / 1e9, st.n[0], b[i].eintr, b[i].elapsed);
-        assert_true(st.n[1] >= 1);
+        if (st.n[1] < 5) {
+            /* No signal-free stack for a wait in foreign code yet (§(l.4)): the ticks are
+             * counted as no_stack, never shown with an invented stack. */
+            unshown++;
+            continue;
+        }
         /* Frame-pointer walks pass through libc's wrappers to our caller. Under
          * ThreadSanitizer poll and read go through its interceptors, which are built
          * without frame pointers and hide every caller (the documented limitation of
@@ -634,6 +658,8 @@ static void test_blocked_in_foreign_calls(void **state) {
          * waiting share in bench/accuracy.sh), not bounded here. */
         assert_true(st.w[1] - longest_wait_ns <= (uint64_t)(b[i].elapsed * 1e9));
     }
+    if (unshown)
+        assert_true(r.dropped_reasons[OSP_RAW_DROP_NO_STACK] >= (uint64_t)unshown);
     raw_free(&r);
 }
 
@@ -744,7 +770,8 @@ static void test_errno_preserved(void **state) {
     raw_load(&r, path);
     struct row_stats st;
     row_stats(&r, raw_row(&r, "errno", 50), &st);
-    assert_true(st.n[0] >= 100); /* the handler did run on this thread */
+    /* the handler did run on this thread (0.2 s of CPU) */
+    assert_true((double)st.n[0] >= 0.2 * raw_engine_hz(&r, 10000) / 20);
     assert_int_equal(e.bad, 0);
     raw_free(&r);
 }
@@ -778,7 +805,7 @@ static void profile_briefly(const char *name, void (*inside)(void)) {
     raw_load(&r, path);
     struct row_stats st;
     row_stats(&r, 0, &st);
-    assert_true(st.n[0] >= 10);
+    assert_true((double)st.n[0] >= fmin(10, 0.07 * raw_engine_hz(&r, 2000) / 8)); /* 0.07 s CPU */
     raw_free(&r);
 }
 

@@ -246,8 +246,10 @@ static void test_unwritable_path(void **state) {
     helper(&r, g_dir, "OSPREY_PROFILE=/nonexistent-osprey-dir/x.json", NULL, NULL, "busy", "10",
            NULL);
     expect_clean_exit(&r); /* the program is unaffected */
+    /* Reported at start, before the program runs (§(l.5)), and nothing is sampled. */
     assert_string_equal(r.err, "osprey profiler: cannot write /nonexistent-osprey-dir/x.json: No "
-                               "such file or directory\n");
+                               "such file or directory; profiling disabled\n");
+    assert_non_null(strstr(r.out, "samplers=0\n"));
 }
 
 static void test_exit_from_worker_thread(void **state) {

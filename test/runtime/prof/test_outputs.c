@@ -147,12 +147,13 @@ static void test_dangling_symlink_and_directory_refused(void **state) {
     snprintf(link, sizeof link, "%s/dangling.json", g_dir);
     snprintf(dir, sizeof dir, "%s/adir", g_dir);
     assert_int_equal(symlink("missing/target.json", link), 0);
-    assert_false(short_session(link));
+    /* Refused when the session starts (§(l.5)), not after the run. */
+    assert_false(osp_prof_session_begin(link, 1000));
     struct stat st;
     assert_int_equal(lstat(link, &st), 0);
     assert_true(S_ISLNK(st.st_mode));
     assert_int_equal(mkdir(dir, 0700), 0);
-    assert_false(short_session(dir));
+    assert_false(osp_prof_session_begin(dir, 1000));
     assert_int_equal(lstat(dir, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
 }
@@ -170,9 +171,10 @@ static void run_program(const char *mode, char *err, size_t cap, char *out, size
     char *env[8];
     int n = 0;
     env[n++] = var;
-    static char san[3][512];
-    const char *names[3] = {"ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"};
-    for (int i = 0; i < 3; i++) {
+    static char san[4][512];
+    const char *names[4] = {"ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS",
+                            "OSPREY_PROFILE_ENGINE"};
+    for (int i = 0; i < 4; i++) {
         const char *o = getenv(names[i]);
         if (o) env[n++] = (snprintf(san[i], sizeof san[i], "%s=%s", names[i], o), san[i]);
     }
@@ -198,6 +200,15 @@ static void test_sigprof_replaced_is_reported(void **state) {
     assert_null(strstr(hit + strlen(k_replaced), "SIGPROF handler was replaced"));
     struct raw r; /* and the raw file is still complete */
     raw_load(&r, raw);
+    /* The 300 ms burnt after the replacement are lost samples (one per period of CPU
+     * time, §(l.3)), not weight charged to the last sample before it. */
+    double on = 0;
+    for (size_t i = 0; i < r.nsamples; i++)
+        if (r.samples[i].state == 0) on += (double)r.samples[i].weight / 1e9;
+    raw_print_dropped(&r, "replaced");
+    print_message("on-CPU weight %.3f s\n", on);
+    assert_true(on < 0.1);
+    assert_true(r.dropped_reasons[OSP_RAW_DROP_HANDLER_REPLACED] >= 0.2 * r.rate_hz);
     raw_free(&r);
 }
 

@@ -1,0 +1,178 @@
+/*
+ * prof_interpose.c — the functions the profiler interposes in every program that links
+ * it (the runtime archive and libosprey_prof.so alike), and the saved pointers to the C
+ * library's own versions:
+ *
+ *  - pthread_create: every thread the program starts while a session runs is registered
+ *    as it starts and unregistered when its start routine returns (§(l.2)). Threads whose
+ *    start routine lives in the collector (Boehm GC's marker threads) are labelled "gc",
+ *    others "thread". In the runtime archive their fiber ids count down from -2 (fibers
+ *    are >= 0, effect continuations -1); in libosprey_prof.so (OSP_PROF_PRELOAD), where
+ *    there are no fibers, they count up from 1. A thread that later registers itself
+ *    (a fiber or continuation started through GC_pthread_create, which calls this
+ *    pthread_create) takes over its registration with its own id and label.
+ *  - sigaction: while a session runs, a handler installed with SA_ONSTACK gets SIGPROF
+ *    added to its mask, so a profiler signal never lands on a small alternate stack
+ *    (§(l.3)); a program installing its own SIGPROF action makes the session stop
+ *    sampling first (samples after that are counted lost, §(l.3)).
+ *
+ * Under AddressSanitizer / ThreadSanitizer nothing is interposed (the sanitizers
+ * intercept both functions themselves and must see every thread); the real functions are
+ * then the ordinary ones. Runs on program threads; takes the registry mutex only through
+ * the registry's functions.
+ *
+ * Source: docs/spec/profiler.md §(l.2), §(l.3), §(d).
+ */
+#define _GNU_SOURCE
+#include "prof_internal.h"
+
+#if OSP_PROF_SAMPLER
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prof_session.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define OSP_PROF_NO_INTERPOSE 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define OSP_PROF_NO_INTERPOSE 1
+#endif
+
+#ifdef OSP_PROF_NO_INTERPOSE
+
+int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*start)(void *),
+                                  void *arg) {
+    return pthread_create(t, attr, start, arg);
+}
+int osp_prof__real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    return sigaction(sig, act, old);
+}
+void osp_prof__interpose_init(void) {}
+
+#else
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+static _Atomic(pthread_create_fn) g_real_create;
+static _Atomic(sigaction_fn) g_real_sigaction;
+
+/* Resolve the C library's definitions once (dlsym may allocate: never in a handler; the
+ * session resolves them at start through osp_prof__interpose_init). */
+void osp_prof__interpose_init(void) {
+    if (atomic_load_explicit(&g_real_create, memory_order_acquire) == NULL)
+        atomic_store_explicit(&g_real_create, (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create"),
+                              memory_order_release);
+    if (atomic_load_explicit(&g_real_sigaction, memory_order_acquire) == NULL)
+        atomic_store_explicit(&g_real_sigaction, (sigaction_fn)dlsym(RTLD_NEXT, "sigaction"),
+                              memory_order_release);
+}
+
+int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*start)(void *),
+                                  void *arg) {
+    pthread_create_fn real = atomic_load_explicit(&g_real_create, memory_order_acquire);
+    if (real == NULL) {
+        osp_prof__interpose_init();
+        real = atomic_load_explicit(&g_real_create, memory_order_acquire);
+        if (real == NULL) return EAGAIN;
+    }
+    return real(t, attr, start, arg);
+}
+
+int osp_prof__real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    sigaction_fn real = atomic_load_explicit(&g_real_sigaction, memory_order_acquire);
+    if (real == NULL) {
+        osp_prof__interpose_init();
+        real = atomic_load_explicit(&g_real_sigaction, memory_order_acquire);
+        if (real == NULL) {
+            errno = ENOSYS;
+            return -1;
+        }
+    }
+    return real(sig, act, old);
+}
+
+struct start_args {
+    void *(*start)(void *);
+    void *arg;
+    int64_t fiber;
+    const char *label;
+};
+
+#ifdef OSP_PROF_PRELOAD
+static _Atomic int64_t g_next_fiber = 1;
+#define NEXT_FIBER() atomic_fetch_add(&g_next_fiber, 1)
+#else
+static _Atomic int64_t g_next_fiber = -2;
+#define NEXT_FIBER() atomic_fetch_sub(&g_next_fiber, 1)
+#endif
+
+static void *start_trampoline(void *p) {
+    struct start_args a = *(struct start_args *)p;
+    free(p);
+    /* Libraries often start their threads with every signal blocked (Boehm GC's marker
+     * threads do): SIGPROF, the profiler's own signal while a session runs, is let
+     * through, or the thread's kernel timer could never sample it. */
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    if (osp_prof__active()) pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
+    osp_prof__register_auto(a.fiber, a.label);
+    void *result = a.start(a.arg);
+    osp_prof_thread_unregister();
+    return result;
+}
+
+/* Whether `fn` lives in the collector's image (libgc). */
+static bool in_collector(void *(*fn)(void *)) {
+    Dl_info info;
+    void *addr;
+    memcpy(&addr, &fn, sizeof addr);
+    if (dladdr(addr, &info) == 0 || info.dli_fname == NULL) return false;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return strncmp(base, "libgc.", 6) == 0 || strncmp(base, "libgc-", 6) == 0;
+}
+
+OSP_PROF_PUBLIC int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                                   void *(*start)(void *), void *arg) {
+    if (!osp_prof__active()) return osp_prof__real_pthread_create(thread, attr, start, arg);
+    struct start_args *a = malloc(sizeof *a);
+    if (a == NULL) return osp_prof__real_pthread_create(thread, attr, start, arg); /* unprofiled */
+    a->start = start;
+    a->arg = arg;
+    a->fiber = NEXT_FIBER();
+    a->label = in_collector(start) ? "gc" : "thread";
+    int rc = osp_prof__real_pthread_create(thread, attr, start_trampoline, a);
+    if (rc != 0) free(a);
+    return rc;
+}
+
+OSP_PROF_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    struct sigaction copy;
+    if (act != NULL && osp_prof__active()) {
+        if (sig == SIGPROF) {
+            bool ours = (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == osp_prof__on_sigprof;
+            if (!ours) osp_prof__sigprof_replaced(&osp_prof__session);
+        } else if ((act->sa_flags & SA_ONSTACK) && act->sa_handler != SIG_DFL &&
+                   act->sa_handler != SIG_IGN) {
+            copy = *act;
+            sigaddset(&copy.sa_mask, SIGPROF);
+            act = &copy;
+        }
+    }
+    return osp_prof__real_sigaction(sig, act, old);
+}
+
+#endif /* OSP_PROF_NO_INTERPOSE */
+
+#endif /* OSP_PROF_SAMPLER */

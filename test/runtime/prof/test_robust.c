@@ -1,0 +1,282 @@
+/*
+ * test_robust.c — what a profiled program must never notice (docs/spec/profiler.md
+ * §(l.3)) and interrupted runs keeping their profile (§(l.5)), one case each, on
+ * robust_program (booted from the environment). Runs under whatever engine
+ * OSPREY_PROFILE_ENGINE names (ctest runs it under all three).
+ *
+ *  - SIGINT / SIGTERM / SIGHUP with the default action: the program dies of the signal
+ *    and the raw file is written, with samples; a program's own SIGTERM handler is left
+ *    alone (its exit() writes the file);
+ *  - a child made with syscall(SYS_fork) exits at once and writes nothing;
+ *  - an SA_ONSTACK handler on an 8 KiB alternate stack survives;
+ *  - asynchronous cancellation inside the registry's hooks never deadlocks;
+ *  - the profiler's descriptors never take a low number (close(0); open() gets 0);
+ *  - siglongjmp out of a wait in a blocking region: the CPU time after it is on-CPU;
+ *  - a busy poll(NULL, 0, 0) loop inside a region is on-CPU;
+ *  - setitimer(ITIMER_PROF) with no handler kills the program with SIGPROF.
+ */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char g_dir[PATH_MAX];
+
+/* Sanitizer builds interpose nothing (the sanitizers intercept sigaction themselves, so
+ * SIGPROF is not added to SA_ONSTACK handlers' masks there), and their runtimes are not
+ * safe under asynchronous cancellation: those two cases run in the release build only. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#endif
+#ifndef UNDER_SANITIZER
+#define UNDER_SANITIZER 0
+#endif
+
+static int setup(void **state) {
+    (void)state;
+    scratch_dir(g_dir, sizeof g_dir, "robust");
+    return 0;
+}
+static int teardown(void **state) {
+    (void)state;
+    scratch_cleanup(g_dir);
+    return 0;
+}
+
+struct proc {
+    pid_t pid;
+    int out; /* read end of its stdout */
+    char text[4096];
+    size_t n;
+};
+
+/* Start robust_program `mode` profiled into `raw` at 2000 Hz (engine from our own
+ * environment). */
+static void start(struct proc *p, const char *mode, const char *raw) {
+    int fds[2];
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    memset(p, 0, sizeof *p);
+    p->pid = fork();
+    assert_true(p->pid >= 0);
+    if (p->pid == 0) {
+        dup2(fds[1], 1);
+        setenv("OSPREY_PROFILE", raw, 1);
+        setenv("OSPREY_PROFILE_HZ", "2000", 1);
+        execl(ROBUST_PROGRAM, ROBUST_PROGRAM, mode, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    p->out = fds[0];
+}
+
+/* Read its stdout until `want` appears (or EOF). */
+static bool read_until(struct proc *p, const char *want) {
+    while (strstr(p->text, want) == NULL) {
+        ssize_t k = read(p->out, p->text + p->n, sizeof p->text - 1 - p->n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p->n += (size_t)k;
+        p->text[p->n] = '\0';
+    }
+    return true;
+}
+
+static int finish(struct proc *p) {
+    read_until(p, "\x01never");
+    close(p->out);
+    int status = 0;
+    while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+}
+
+static int run_mode(const char *mode, const char *raw, struct proc *p) {
+    start(p, mode, raw);
+    return finish(p);
+}
+
+/* On-CPU and waiting weight (s) of the main thread's row. */
+static void main_weights(const struct raw *r, double *on, double *wait) {
+    *on = *wait = 0;
+    for (size_t i = 0; i < r->nsamples; i++) {
+        if (r->samples[i].row != 0) continue;
+        if (r->samples[i].state == 0)
+            *on += (double)r->samples[i].weight / 1e9;
+        else
+            *wait += (double)r->samples[i].weight / 1e9;
+    }
+}
+
+static void interrupted_by(int sig) {
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/term-%d.json", g_dir, sig);
+    struct proc p;
+    start(&p, "spin", raw);
+    assert_true(read_until(&p, "ready"));
+    struct timespec ts = {0, 400000000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(kill(p.pid, sig), 0);
+    int status = finish(&p);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), sig);
+    struct raw r;
+    raw_load(&r, raw);
+    size_t on = 0;
+    for (size_t i = 0; i < r.nsamples; i++) on += r.samples[i].state == 0;
+    print_message("signal %d [%s]: died of it, %zu on-CPU samples written\n", sig, r.engine, on);
+    assert_true(on >= 5); /* the samples of the run before the signal are in the file */
+    raw_free(&r);
+}
+
+static void test_sigint_sigterm_sighup_keep_the_profile(void **state) {
+    (void)state;
+    interrupted_by(SIGINT);
+    interrupted_by(SIGTERM);
+    interrupted_by(SIGHUP);
+}
+
+static void test_own_sigterm_handler_left_alone(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/own-term.json", g_dir);
+    struct proc p;
+    start(&p, "own-term", raw);
+    assert_true(read_until(&p, "ready"));
+    struct timespec ts = {0, 200000000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(kill(p.pid, SIGTERM), 0);
+    int status = finish(&p);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 7);
+    struct raw r;
+    raw_load(&r, raw);
+    raw_free(&r);
+}
+
+static void test_raw_fork_child_is_inert(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/rawfork.json", g_dir);
+    struct proc p;
+    int status = run_mode("rawfork", raw, &p);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_non_null(strstr(p.text, "child=0\n")); /* exited at once, status 0 */
+    struct raw r;
+    raw_load(&r, raw);
+    assert_int_equal(r.pid, p.pid); /* the parent's file, not overwritten by the child */
+    raw_free(&r);
+}
+
+static void test_sa_onstack_handler_on_small_altstack(void **state) {
+    (void)state;
+    if (UNDER_SANITIZER) skip();
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/altstack.json", g_dir);
+    struct proc p;
+    int status = run_mode("altstack", raw, &p);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_non_null(strstr(p.text, "ok\n"));
+}
+
+static void test_async_cancellation_never_deadlocks(void **state) {
+    (void)state;
+    if (UNDER_SANITIZER) skip();
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/cancel.json", g_dir);
+    struct proc p;
+    int status = run_mode("cancel", raw, &p);
+    assert_true(WIFEXITED(status)); /* not killed by its 30 s alarm */
+    assert_int_equal(WEXITSTATUS(status), 0);
+    struct raw r;
+    raw_load(&r, raw);
+    raw_free(&r);
+}
+
+static void test_profiler_descriptors_stay_high(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/lowfd.json", g_dir);
+    struct proc p;
+    int status = run_mode("lowfd", raw, &p);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_non_null(strstr(p.text, "fd=0\n"));
+}
+
+static void test_siglongjmp_out_of_a_region(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/longjmp.json", g_dir);
+    struct proc p;
+    int status = run_mode("longjmp", raw, &p);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    struct raw r;
+    raw_load(&r, raw);
+    double on, wait;
+    main_weights(&r, &on, &wait);
+    print_message("longjmp [%s]: %.3f s on-CPU, %.3f s waiting\n", r.engine, on, wait);
+    assert_true(on >= 0.25);  /* the 0.3 s after the jump */
+    assert_true(wait < 0.15); /* the 50 ms wait, not the CPU-bound part */
+    raw_free(&r);
+}
+
+static void test_busy_poll_zero_is_on_cpu(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/poll0.json", g_dir);
+    struct proc p;
+    int status = run_mode("poll0", raw, &p);
+    assert_true(WIFEXITED(status));
+    struct raw r;
+    raw_load(&r, raw);
+    double on, wait;
+    main_weights(&r, &on, &wait);
+    print_message("poll0 [%s]: %.3f s on-CPU, %.3f s waiting\n", r.engine, on, wait);
+    assert_true(on >= 0.25);
+    assert_true(wait < 0.1);
+    raw_free(&r);
+}
+
+static void test_itimer_prof_without_handler_kills(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/itimer.json", g_dir);
+    struct proc p;
+    int status = run_mode("itimer", raw, &p);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGPROF);
+    assert_null(strstr(p.text, "survived"));
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sigint_sigterm_sighup_keep_the_profile),
+        cmocka_unit_test(test_own_sigterm_handler_left_alone),
+        cmocka_unit_test(test_raw_fork_child_is_inert),
+        cmocka_unit_test(test_sa_onstack_handler_on_small_altstack),
+        cmocka_unit_test(test_async_cancellation_never_deadlocks),
+        cmocka_unit_test(test_profiler_descriptors_stay_high),
+        cmocka_unit_test(test_siglongjmp_out_of_a_region),
+        cmocka_unit_test(test_busy_poll_zero_is_on_cpu),
+        cmocka_unit_test(test_itimer_prof_without_handler_kills),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
