@@ -9,10 +9,16 @@
 #include "support.h"
 
 #include "frameless.h"
+#include "prof_blocked.h"
 #include "prof_cfi.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -604,6 +610,207 @@ static void test_refresh_dlopen(void **state) {
     osp_prof__cfi_refresh();
 }
 
+/* ---- blocked threads, unwound from /proc/self/task/<tid>/syscall (§(l.4)) --------------- */
+
+static void test_parse_task_syscall(void **state) {
+    (void)state;
+    uintptr_t sp = 0, pc = 0;
+    const char *in = "202 0x55d0 0x80 0x0 0x0 0x0 0x0 0x7ffc1230 0x7f5a4567\n";
+    assert_true(osp_prof__parse_task_syscall(in, strlen(in), &sp, &pc));
+    assert_int_equal(sp, 0x7ffc1230);
+    assert_int_equal(pc, 0x7f5a4567);
+    const char *stopped = "-1 0x7ffc0008 0x401000\n";
+    assert_true(osp_prof__parse_task_syscall(stopped, strlen(stopped), &sp, &pc));
+    assert_int_equal(sp, 0x7ffc0008);
+    assert_int_equal(pc, 0x401000);
+    const char *bad[] = {"running\n",
+                         "",
+                         "202 0x1 0x2",
+                         "202 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8 0x9",
+                         "-1 0x7 \n",
+                         "202 0x1 0x2 0x3 0x4 0x5 0x6 0x7 zz\n",
+                         "202 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0xfffffffffffffffff\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_false(osp_prof__parse_task_syscall(bad[i], strlen(bad[i]), &sp, &pc));
+    /* Not NUL-terminated: only `len` bytes are read. */
+    char exact[] = {'-', '1', ' ', '0', 'x', '9', ' ', '0', 'x', '8'};
+    assert_true(osp_prof__parse_task_syscall(exact, sizeof exact, &sp, &pc));
+    assert_int_equal(pc, 8);
+}
+
+enum block_kind { BLOCK_COND, BLOCK_READ, BLOCK_SEM, BLOCK_JOIN, BLOCK_FRAMELESS_READ };
+
+struct blocker {
+    enum block_kind kind;
+    pid_t tid;
+    uintptr_t lo, hi;
+    _Atomic int ready;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go;
+    int pipe_fd[2];
+    sem_t sem;
+    pthread_t joined;
+};
+
+__attribute__((noinline)) void cfi_block_in_cond(struct blocker *b) {
+    pthread_mutex_lock(&b->mu);
+    atomic_store(&b->ready, 1);
+    while (!b->go) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void cfi_block_in_read(void *arg) {
+    struct blocker *b = arg;
+    char c;
+    atomic_store(&b->ready, 1);
+    while (read(b->pipe_fd[0], &c, 1) < 0) {
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void cfi_block_in_sem(struct blocker *b) {
+    atomic_store(&b->ready, 1);
+    while (sem_wait(&b->sem) != 0) {
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
+static void *joined_body(void *arg) {
+    struct blocker *b = arg;
+    while (sem_wait(&b->sem) != 0) {
+    }
+    return NULL;
+}
+
+__attribute__((noinline)) void cfi_block_in_join(struct blocker *b) {
+    assert_int_equal(pthread_create(&b->joined, NULL, joined_body, b), 0);
+    atomic_store(&b->ready, 1);
+    pthread_join(b->joined, NULL);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void *blocker_body(void *arg) {
+    struct blocker *b = arg;
+    b->tid = (pid_t)syscall(SYS_gettid);
+    stack_of_self(&b->lo, &b->hi);
+    switch (b->kind) {
+    case BLOCK_COND: cfi_block_in_cond(b); break;
+    case BLOCK_READ: cfi_block_in_read(b); break;
+    case BLOCK_SEM: cfi_block_in_sem(b); break;
+    case BLOCK_JOIN: cfi_block_in_join(b); break;
+    case BLOCK_FRAMELESS_READ: osp_test_frameless_call(cfi_block_in_read, b); break;
+    }
+    return NULL;
+}
+
+/* Whether thread `tid` is asleep (state S) in the kernel. */
+static bool asleep(pid_t tid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] == 'S';
+}
+
+static void check_blocked(enum block_kind kind, const char *caller) {
+    osp_prof__cfi_refresh();
+    struct blocker b;
+    memset(&b, 0, sizeof b);
+    b.kind = kind;
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    assert_int_equal(pipe(b.pipe_fd), 0);
+    sem_init(&b.sem, 0, 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, blocker_body, &b), 0);
+    while (!atomic_load(&b.ready)) sched_yield();
+    struct walk_result w;
+    memset(&w, 0, sizeof w);
+    bool tr;
+    for (int tries = 0; tries < 2000; tries++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+        if (!asleep(b.tid)) continue;
+        w.n = osp_prof__blocked_stack(b.tid, b.lo, b.hi, w.pcs, OSP_PROF_MAX_FRAMES, &tr, &w.info);
+        if (w.n > 0 && asleep(b.tid) && w.info.end == OSP_UNWIND_ROOT) break;
+    }
+    print_walk(caller, &w);
+    assert_true(w.n > 2);
+    assert_true(has_frame(w.pcs, w.n, caller));
+    assert_int_equal(w.info.end, OSP_UNWIND_ROOT);
+    /* Wake it. */
+    pthread_mutex_lock(&b.mu);
+    b.go = 1;
+    pthread_cond_signal(&b.cv);
+    pthread_mutex_unlock(&b.mu);
+    assert_int_equal(write(b.pipe_fd[1], "x", 1), 1);
+    sem_post(&b.sem);
+    pthread_join(t, NULL);
+    close(b.pipe_fd[0]);
+    close(b.pipe_fd[1]);
+    sem_destroy(&b.sem);
+}
+
+static void test_blocked_cond(void **state) {
+    (void)state;
+    check_blocked(BLOCK_COND, "cfi_block_in_cond");
+}
+static void test_blocked_read(void **state) {
+    (void)state;
+    check_blocked(BLOCK_READ, "cfi_block_in_read");
+}
+static void test_blocked_sem(void **state) {
+    (void)state;
+    check_blocked(BLOCK_SEM, "cfi_block_in_sem");
+}
+static void test_blocked_join(void **state) {
+    (void)state;
+    check_blocked(BLOCK_JOIN, "cfi_block_in_join");
+}
+static void test_blocked_read_under_frameless(void **state) {
+    (void)state;
+    check_blocked(BLOCK_FRAMELESS_READ, "osp_test_frameless_call");
+}
+
+/* A thread that is running (spinning): the kernel says "running", nothing is walked. A
+ * thread that does not exist: nothing. */
+static _Atomic int g_spin_stop;
+static _Atomic pid_t g_spin_tid;
+
+static void *spin_body(void *arg) {
+    (void)arg;
+    atomic_store(&g_spin_tid, (pid_t)syscall(SYS_gettid));
+    while (!atomic_load_explicit(&g_spin_stop, memory_order_relaxed)) {
+    }
+    return NULL;
+}
+
+static void test_blocked_not_blocked(void **state) {
+    (void)state;
+    uintptr_t lo, hi, out[8];
+    bool tr;
+    stack_of_self(&lo, &hi);
+    atomic_store(&g_spin_stop, 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, spin_body, NULL), 0);
+    while (atomic_load(&g_spin_tid) == 0) sched_yield();
+    uintptr_t sp, pc;
+    int running = 0;
+    for (int i = 0; i < 50; i++)
+        if (!osp_prof__task_syscall_regs(atomic_load(&g_spin_tid), &sp, &pc)) running++;
+    atomic_store(&g_spin_stop, 1);
+    pthread_join(t, NULL);
+    assert_true(running > 0); /* preempted spinners may show as not running at times */
+    assert_int_equal(osp_prof__blocked_stack(0x7ffffff0, lo, hi, out, 8, &tr, NULL), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
@@ -618,6 +825,13 @@ int main(void) {
         cmocka_unit_test(test_real_signal_frame),
         cmocka_unit_test(test_real_thread_root),
         cmocka_unit_test(test_refresh_dlopen),
+        cmocka_unit_test(test_parse_task_syscall),
+        cmocka_unit_test(test_blocked_cond),
+        cmocka_unit_test(test_blocked_read),
+        cmocka_unit_test(test_blocked_sem),
+        cmocka_unit_test(test_blocked_join),
+        cmocka_unit_test(test_blocked_read_under_frameless),
+        cmocka_unit_test(test_blocked_not_blocked),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     osp_prof__cfi_reset();
