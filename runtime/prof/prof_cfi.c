@@ -302,6 +302,16 @@ static bool match_plt(const uint8_t *e, size_t n, int64_t *off, uint8_t *min) {
 #endif
 }
 
+/* v * f, or INT64_MAX (an offset every later range check refuses) on overflow. */
+static int64_t scale_s(int64_t v, int64_t f) {
+    int64_t r;
+    return __builtin_mul_overflow(v, f, &r) ? INT64_MAX : r;
+}
+static int64_t scale_u(uint64_t v, int64_t f) {
+    if (v > (uint64_t)INT64_MAX) return INT64_MAX;
+    return scale_s((int64_t)v, f);
+}
+
 static void set_reg_rule(struct rules *s, uint64_t reg, uint8_t rule, int64_t off) {
     if (reg == DW_REG_RA) {
         s->ra_rule = rule;
@@ -378,7 +388,7 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
             continue;
         }
         if (hi2 == 0x80) { /* DW_CFA_offset */
-            int64_t off = (int64_t)rd_uleb(c) * ci->data_align;
+            int64_t off = scale_u(rd_uleb(c), ci->data_align);
             set_reg_rule(s, low, R_OFFSET, off);
             continue;
         }
@@ -394,7 +404,7 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
         case 0x04: ADVANCE(rd_u(c, 4)); break;
         case 0x05: { /* offset_extended */
             uint64_t reg = rd_uleb(c);
-            set_reg_rule(s, reg, R_OFFSET, (int64_t)rd_uleb(c) * ci->data_align);
+            set_reg_rule(s, reg, R_OFFSET, scale_u(rd_uleb(c), ci->data_align));
             break;
         }
         case 0x06: restore_reg_rule(s, init, rd_uleb(c)); break; /* restore_extended */
@@ -416,7 +426,7 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
             break;
         case 0x0c: /* def_cfa */
             s->cfa_reg_dw = (uint8_t)(rd_uleb(c) & 0xff);
-            s->cfa_off = (int64_t)rd_uleb(c);
+            s->cfa_off = scale_u(rd_uleb(c), 1);
             s->cfa_kind = CFA_REG;
             break;
         case 0x0d: { /* def_cfa_register */
@@ -425,7 +435,7 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
             if (s->cfa_kind == CFA_PLT) s->cfa_kind = CFA_BAD;
             break;
         }
-        case 0x0e: s->cfa_off = (int64_t)rd_uleb(c); break; /* def_cfa_offset */
+        case 0x0e: s->cfa_off = scale_u(rd_uleb(c), 1); break; /* def_cfa_offset */
         case 0x0f: {                                        /* def_cfa_expression */
             uint64_t n = rd_uleb(c);
             if (c->bad || n > (uint64_t)(c->end - c->p)) FAIL;
@@ -452,15 +462,15 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
         }
         case 0x11: { /* offset_extended_sf */
             uint64_t reg = rd_uleb(c);
-            set_reg_rule(s, reg, R_OFFSET, rd_sleb(c) * ci->data_align);
+            set_reg_rule(s, reg, R_OFFSET, scale_s(rd_sleb(c), ci->data_align));
             break;
         }
         case 0x12: /* def_cfa_sf */
             s->cfa_reg_dw = (uint8_t)(rd_uleb(c) & 0xff);
-            s->cfa_off = rd_sleb(c) * ci->data_align;
+            s->cfa_off = scale_s(rd_sleb(c), ci->data_align);
             s->cfa_kind = CFA_REG;
             break;
-        case 0x13: s->cfa_off = rd_sleb(c) * ci->data_align; break; /* def_cfa_offset_sf */
+        case 0x13: s->cfa_off = scale_s(rd_sleb(c), ci->data_align); break; /* def_cfa_offset_sf */
         case 0x14:                                                  /* val_offset */
         case 0x15: {                                                /* val_offset_sf */
             uint64_t reg = rd_uleb(c);
@@ -480,7 +490,8 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
         case 0x2e: (void)rd_uleb(c); break; /* GNU_args_size */
         case 0x2f: {                        /* GNU_negative_offset_extended */
             uint64_t reg = rd_uleb(c);
-            set_reg_rule(s, reg, R_OFFSET, -(int64_t)rd_uleb(c) * ci->data_align);
+            int64_t off = scale_u(rd_uleb(c), ci->data_align);
+            set_reg_rule(s, reg, R_OFFSET, off == INT64_MAX ? INT64_MAX : -off);
             break;
         }
         default: FAIL; /* unknown opcode: its operands cannot be skipped */

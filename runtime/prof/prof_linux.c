@@ -20,6 +20,9 @@
 #define _GNU_SOURCE
 #include "prof_internal.h"
 
+#include "prof_blocked.h"
+#include "prof_cfi.h"
+
 #if OSP_PROF_SAMPLER
 
 #include <errno.h>
@@ -64,7 +67,8 @@ struct ring_entry {
     uint64_t seq; /* the request this answers (slot's req_seq when the handler ran) */
     uint32_t n;
     uint16_t truncated;
-    uint16_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
+    uint8_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
+    uint8_t unwind_end; /* enum osp_unwind_end of the walk */
     uintptr_t pcs[OSP_PROF_MAX_FRAMES];
 };
 
@@ -163,6 +167,10 @@ static pthread_t g_sampler;
 /* The sampler's own, read by the writer after the join. */
 static struct osp_prof_store g_store;
 static uint64_t g_ticks, g_late_ticks, g_next_seq;
+/* How the walks behind the stored samples ended (enum osp_unwind_end), and how many
+ * blocked threads' stacks were read from /proc without a signal (§(l.4)). */
+static uint64_t g_unwind_ends[OSP_UNWIND_CAP + 1];
+static uint64_t g_blocked_reads;
 
 /* The SIGPROF action we replaced; published before our handler is installed. */
 static struct sigaction g_old_action;
@@ -268,6 +276,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
     }
     const ucontext_t *uc = ucv;
     uintptr_t pc, fp, sp, lr;
+    (void)lr;
     long ret; /* the system-call return register */
 #if defined(__x86_64__)
     pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -289,9 +298,15 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv) {
     struct ring_entry *e = &r->e[head % RING_N];
     bool truncated;
     e->seq = atomic_load_explicit(&s->req_seq, memory_order_acquire);
-    e->n =
-        (uint32_t)osp_prof__fp_walk(pc, fp, lr, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES, &truncated);
+    /* The hybrid walk (§(l.1)): frame pointers where the CFI agrees, CFI steps elsewhere. */
+    struct osp_unwind_regs regs = {.pc = pc, .sp = sp, .fp = fp, .lr = lr, .fp_known = true};
+    struct osp_unwind_info info;
+    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
+    e->n = (uint32_t)osp_prof__hybrid_walk(set, &regs, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES,
+                                           &truncated, &info);
+    osp_prof__cfi_release();
     e->truncated = truncated;
+    e->unwind_end = info.end;
     /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)
      * returns -EINTR in the return register: the stack is the thread's blocking stack. */
     e->in_syscall = ret == -EINTR;
@@ -545,8 +560,13 @@ static __attribute__((noinline)) void block_capture(struct slot *s, uintptr_t ho
     bool truncated;
     uintptr_t caller_fp = *(const uintptr_t *)hook_fp;
     uintptr_t lo = s->lo > hook_fp ? s->lo : hook_fp;
-    size_t n =
-        osp_prof__fp_walk(ret - 1, caller_fp, 0, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated);
+    /* Frame 0 is ret - 1; the caller's frame starts above the hook's record. */
+    struct osp_unwind_regs regs = {
+        .pc = ret, .sp = hook_fp + 16, .fp = caller_fp, .pc_is_return = true, .fp_known = true};
+    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
+    size_t n = osp_prof__hybrid_walk(set, &regs, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated,
+                                     NULL);
+    osp_prof__cfi_release();
     uint32_t q = atomic_load_explicit(&s->block_seq, memory_order_relaxed);
     atomic_store_explicit(&s->block_seq, q + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
@@ -652,6 +672,7 @@ static void drain(struct slot *s) {
             if (k < 0) {
                 g_store.dropped[OSP_DROP_ALLOC]++;
             } else {
+                if (e->unwind_end <= OSP_UNWIND_CAP) g_unwind_ends[e->unwind_end]++;
                 if (osp_prof__store_add(&g_store, t_rel(m->pend_t), s->row, (uint32_t)k,
                                         m->pend_capture ? 1 : 0, m->pend_w) &&
                     !m->pend_capture)
@@ -670,6 +691,28 @@ static void drain(struct slot *s) {
     uint64_t rf = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
     g_store.dropped[OSP_DROP_RING_FULL] += rf - m->ring_full_seen;
     m->ring_full_seen = rf;
+}
+
+/* The blocking stack of a thread the scheduler reports blocked, read without a signal
+ * (§(l.4)): unwound from the sp and pc the kernel reports, inside the thread's stack
+ * bounds. `c` is its CPU clock at this tick: if the clock moved meanwhile the thread ran
+ * and the stack may be torn, so it is discarded. Returns the interned stack, -1 when
+ * memory ran out, -2 when there is no stack to take (not in a system call, registers
+ * unreadable, sp off the registered stack, or the thread ran). Under g_reg. */
+static int64_t blocked_capture(struct slot *s, uint64_t c) {
+    uintptr_t pcs[OSP_PROF_MAX_FRAMES];
+    bool truncated;
+    struct osp_unwind_info info;
+    size_t n = osp_prof__blocked_stack(s->tid, s->lo, s->hi, pcs, OSP_PROF_MAX_FRAMES,
+                                       &truncated, &info);
+    if (n == 0) return -2;
+    uint64_t c1;
+    if (!read_clock(s->cpu_clock, &c1) || c1 != c) return -2;
+    int64_t k = osp_prof__store_intern(&g_store, pcs, (uint32_t)n, truncated);
+    if (k < 0) return -1;
+    g_blocked_reads++;
+    if (info.end <= OSP_UNWIND_CAP) g_unwind_ends[info.end]++;
+    return k;
 }
 
 /* Classify one validated slot at time t (§(b.2)). Under g_reg. */
@@ -771,9 +814,17 @@ static void examine(struct slot *s, uint64_t t) {
     } else if (m->ep_lost) {
         g_store.dropped[OSP_DROP_NO_ANSWER]++;
     } else {
+        /* No signal to a blocked thread (§(l.4)): its stack comes from the kernel's view. */
+        int64_t k = blocked_capture(s, c);
         uint64_t w = m->ep_pre_w + wall;
         m->ep_pre_w = 0;
-        send_request(s, t, c, w, true); /* the one capture signal of this episode */
+        if (k >= 0) {
+            m->ep_stack = k;
+            osp_prof__store_add(&g_store, t_rel(t), s->row, (uint32_t)k, 1, w);
+        } else {
+            /* Counted lost; the next tick of the episode tries again. */
+            g_store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
+        }
     }
 }
 
@@ -785,6 +836,9 @@ static struct snap g_snap[NSLOTS];
 
 static void tick(void) {
     g_ticks++;
+    /* Images the program loaded (or unloaded) since the last tick get their CFI tables
+     * before the walks that need them; a cheap check when nothing changed (§(l.1)). */
+    osp_prof__cfi_refresh();
     size_t n = 0;
     pthread_mutex_lock(&g_reg);
     for (size_t i = 0; i < g_slots_hi; i++)
@@ -994,7 +1048,20 @@ static void write_body(struct osp_prof_out *o, uint64_t end_unix) {
         first = false;
         osp_prof__out_u64(o, i);
     }
-    osp_prof__out_str(o, "]}\n");
+    /* How the stored stacks' walks ended, and how many blocked threads were read from
+     * /proc without a signal (docs/profiler-runtime.md "The unwinder"). */
+    static const char *const ends[OSP_UNWIND_CAP + 1] = {"chain_end", "root", "no_rule",
+                                                         "bad_stack", "cap"};
+    osp_prof__out_str(o, "],\"unwind\":{");
+    for (int i = 0; i <= OSP_UNWIND_CAP; i++) {
+        osp_prof__out_str(o, i ? ",\"" : "\"");
+        osp_prof__out_str(o, ends[i]);
+        osp_prof__out_str(o, "\":");
+        osp_prof__out_u64(o, g_unwind_ends[i]);
+    }
+    osp_prof__out_str(o, ",\"blocked_reads\":");
+    osp_prof__out_u64(o, g_blocked_reads);
+    osp_prof__out_str(o, "}}\n");
 }
 
 /* Write the raw profile to a temporary name in the target directory (mode 0600), check
@@ -1155,6 +1222,10 @@ static bool session_start(const char *path, uint32_t rate, int *cause) {
     snprintf(g_path, sizeof g_path, "%s", path);
     osp_prof__store_free(&g_store);
     g_ticks = g_late_ticks = 0;
+    memset(g_unwind_ends, 0, sizeof g_unwind_ends);
+    g_blocked_reads = 0;
+    /* CFI tables of every loaded image, before the first sample can need them (§(l.1)). */
+    osp_prof__cfi_refresh();
     atomic_store(&g_stop, 0);
     atomic_store(&g_pid, getpid());
 
@@ -1262,6 +1333,8 @@ static bool session_stop(void) {
         sigaction(SIGPROF, &ign, NULL);
         sigaction(SIGPROF, &g_old_action, NULL);
     }
+    /* No sample will be taken: unmap the tables (once no walk still reads them). */
+    osp_prof__cfi_reset();
 
     osp_prof__store_sort(&g_store);
     bool ok = write_raw(g_path, realtime_ns());

@@ -96,7 +96,7 @@ void raw_load(struct raw *r, const char *path) {
         "threads", "stacks", "samples", "dropped",
         /* additional keys, in this writer's order */
         "sample_weights_ns", "ticks", "late_ticks", "dropped_reasons", "threads_over_limit",
-        "truncated_stacks"};
+        "truncated_stacks", "unwind"};
     const cJSON *it = root->child;
     const cJSON *v[sizeof order / sizeof *order];
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
@@ -104,7 +104,7 @@ void raw_load(struct raw *r, const char *path) {
         v[i] = it;
         it = it->next;
     }
-    assert_null(it); /* nothing after truncated_stacks */
+    assert_null(it); /* nothing after unwind */
 
     assert_true(is_int(v[0]) && v[0]->valuedouble == 1);
     assert_true(is_int(v[1]));
@@ -260,6 +260,18 @@ void raw_load(struct raw *r, const char *path) {
         assert_true(is_int(t) && t->valuedouble >= 0 && t->valuedouble < (double)r->nstacks);
         r->truncated[(size_t)t->valuedouble] = true;
     }
+    /* unwind: how the walks ended, in the writer's order, and the blocked reads. */
+    static const char *const ends[] = {"chain_end", "root", "no_rule", "bad_stack", "cap",
+                                       "blocked_reads"};
+    assert_true(cJSON_IsObject(v[18]));
+    const cJSON *u = v[18]->child;
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+        expect_key(&u, ends[i]);
+        assert_true(is_int(u) && u->valuedouble >= 0);
+        r->unwind[i] = (uint64_t)u->valuedouble;
+        u = u->next;
+    }
+    assert_null(u);
     /* Stacks are interned: no two are equal. */
     for (size_t a = 0; a < r->nstacks && r->nstacks < 2000; a++)
         for (size_t b = a + 1; b < r->nstacks; b++)

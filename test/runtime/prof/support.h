@@ -56,6 +56,8 @@ struct raw {
     uint64_t dropped, ticks, late_ticks, threads_over_limit;
     uint64_t dropped_reasons[5]; /* alloc, no_answer, ring_full, store_full, thread_gone */
     bool *truncated;             /* per stack */
+    /* "unwind": walks ended at chain_end, root, no_rule, bad_stack, cap; blocked_reads */
+    uint64_t unwind[6];
 };
 
 /* Load `path` and check every rule of §(e) that a writer must honour: one line, required
