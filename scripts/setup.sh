@@ -9,6 +9,9 @@ PACKAGES=(
   make cmake ninja-build python3 pkg-config
   clang-19 llvm-19-dev llvm-19-tools libclang-rt-19-dev libstdc++-12-dev
   libcjson-dev libcmocka-dev libgc-dev zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev
+  # profiler: libc's internal functions and thread entries named from their detached
+  # debug files (/usr/lib/debug/.build-id); gdb for the unwinder's validation test
+  libc6-dbg gdb
   # editor extension and browser tests
   nodejs chromium
   # benchmarks

@@ -436,7 +436,7 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
             break;
         }
         case 0x0e: s->cfa_off = scale_u(rd_uleb(c), 1); break; /* def_cfa_offset */
-        case 0x0f: {                                        /* def_cfa_expression */
+        case 0x0f: {                                           /* def_cfa_expression */
             uint64_t n = rd_uleb(c);
             if (c->bad || n > (uint64_t)(c->end - c->p)) FAIL;
             int64_t off;
@@ -471,8 +471,8 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
             s->cfa_kind = CFA_REG;
             break;
         case 0x13: s->cfa_off = scale_s(rd_sleb(c), ci->data_align); break; /* def_cfa_offset_sf */
-        case 0x14:                                                  /* val_offset */
-        case 0x15: {                                                /* val_offset_sf */
+        case 0x14:                                                          /* val_offset */
+        case 0x15: {                                                        /* val_offset_sf */
             uint64_t reg = rd_uleb(c);
             if (op == 0x14)
                 (void)rd_uleb(c);

@@ -101,7 +101,7 @@ OSP_PROF_HIDDEN const struct osp_cfi_row *osp_prof__cfi_lookup(const struct osp_
 /* ---- the set of images the walker sees ------------------------------------------------ */
 
 #define OSP_CFI_MAX_SEGS   8    /* executable PT_LOAD segments kept per image */
-#define OSP_CFI_CACHE_SIZE 4096 /* entries of a set's frame-pointer rule cache (power of 2) */
+#define OSP_CFI_CACHE_SIZE 4096 /* entries of a set's lookup cache (a power of 2) */
 
 /* One loaded image. `segs` are its executable PT_LOAD ranges [lo, hi); the table's rows
  * were clipped to them when it was built, so code bytes at a looked-up pc are mapped. */
@@ -116,14 +116,17 @@ struct osp_cfi_image {
 
 /*
  * An immutable snapshot published to the walker: images sorted by lo, not overlapping.
- * `fp_cache` remembers lookup addresses whose rule is exactly the frame-pointer step
- * (CFA = rbp + 16, RA at CFA - 8, rbp at CFA - 16), so that frame-pointer frames cost no
- * table search after the first time; a slot holds one address (0 = empty), written with
- * relaxed atomic stores by any walker (a lost race only costs a search).
+ * `cache` remembers recent lookups (address -> image and row, packed in one word, see
+ * prof_unwind.c), so a frame costs no table search after the first time its address is
+ * seen; slots are written with relaxed atomic stores by any walker (a lost race only costs
+ * a search). 0 = empty; the set is mapped zero-filled.
  */
 struct osp_cfi_set {
     size_t nimages;
     size_t map_bytes; /* of this block (the images' tables are mapped separately) */
+    _Atomic uint64_t cache[OSP_CFI_CACHE_SIZE];
+    /* Lookup addresses whose rule is exactly the frame-pointer step (CFA = rbp + 16, RA at
+     * CFA - 8, rbp at CFA - 16): the walk's inline fast path. 0 = empty. */
     _Atomic uintptr_t fp_cache[OSP_CFI_CACHE_SIZE];
     struct osp_cfi_image images[];
 };

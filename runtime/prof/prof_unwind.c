@@ -124,6 +124,42 @@ static inline size_t cache_slot(uintptr_t q) {
     return (size_t)((q * 0x9E3779B97F4A7C15ull) >> 52) & (OSP_CFI_CACHE_SIZE - 1);
 }
 
+/*
+ * The row covering q, through the set's lookup cache: one 64-bit word per slot packs
+ * (row index + 1) << 40 | image index << 32 | (q - image lo), so a reader sees a whole
+ * entry or another whole entry, never a torn one, and checks that it names q. A hit costs
+ * one load instead of two binary searches; a miss searches and stores. `*img_out` is the
+ * image. NULL when no image's table covers q.
+ */
+static inline const struct osp_cfi_row *cached_lookup(const struct osp_cfi_set *set, uintptr_t q,
+                                                      const struct osp_cfi_image **img_out) {
+    size_t h = cache_slot(q);
+    /* The set is immutable except for this cache (mapped writable). */
+    _Atomic uint64_t *slot = (_Atomic uint64_t *)&((struct osp_cfi_set *)set)->cache[h];
+    uint64_t e = atomic_load_explicit(slot, memory_order_relaxed);
+    if (e != 0) {
+        size_t ii = (size_t)((e >> 32) & 0xff), ri = (size_t)(e >> 40);
+        if (ii < set->nimages) {
+            const struct osp_cfi_image *img = &set->images[ii];
+            if (img->lo + (uint32_t)e == q && ri >= 1 && ri <= img->table.nrows) {
+                *img_out = img;
+                return &img->table.rows[ri - 1];
+            }
+        }
+    }
+    const struct osp_cfi_image *img = osp_prof__cfi_find(set, q);
+    *img_out = img;
+    if (img == NULL) return NULL;
+    const struct osp_cfi_row *r = osp_prof__cfi_lookup(&img->table, q);
+    if (r == NULL) return NULL;
+    size_t ii = (size_t)(img - set->images), ri = (size_t)(r - img->table.rows) + 1;
+    if (ii < 256 && ri < ((size_t)1 << 24))
+        atomic_store_explicit(slot,
+                              (uint64_t)ri << 40 | (uint64_t)ii << 32 | (uint64_t)(q - img->lo),
+                              memory_order_relaxed);
+    return r;
+}
+
 /* The row is exactly the frame-pointer step. */
 static inline bool fp_row(const struct osp_cfi_row *r) {
     return r->kind == OSP_CFI_STEP && r->cfa_reg == OSP_CFI_REG_FP && r->cfa_off == 16 &&
@@ -192,11 +228,8 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                                bool search) {
     uintptr_t q = u->precise ? u->pc : u->pc - 1;
     if (set != NULL) {
-        size_t h = cache_slot(q);
-        if (u->fp_known && atomic_load_explicit(&set->fp_cache[h], memory_order_relaxed) == q)
-            goto fp_step;
-        const struct osp_cfi_image *img = osp_prof__cfi_find(set, q);
-        const struct osp_cfi_row *r = img ? osp_prof__cfi_lookup(&img->table, q) : NULL;
+        const struct osp_cfi_image *img;
+        const struct osp_cfi_row *r = cached_lookup(set, q, &img);
         if (r != NULL) {
             switch (r->kind) {
             case OSP_CFI_ROOT: *end = OSP_UNWIND_ROOT; return false;
@@ -232,8 +265,8 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
             default: break;
             }
             if (fp_row(r)) {
-                /* The set is immutable except for this cache (mapped writable). */
-                atomic_store_explicit(&((struct osp_cfi_set *)set)->fp_cache[h], q,
+                /* Remembered for the walk's inline fast path (osp_prof__hybrid_walk). */
+                atomic_store_explicit(&((struct osp_cfi_set *)set)->fp_cache[cache_slot(q)], q,
                                       memory_order_relaxed);
                 goto fp_step;
             }
@@ -259,8 +292,13 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                 return false;
             }
             bool fp_known = u->fp_known;
-            if (r->fp_rule == OSP_CFI_FP_OFFSET) {
-                if (!stack_word(cfa + (uintptr_t)(intptr_t)r->fp_off, lo, hi, &fp)) {
+            uintptr_t fp_slot = cfa + (uintptr_t)(intptr_t)r->fp_off;
+            if (r->fp_rule == OSP_CFI_FP_OFFSET && fp_slot < u->sp) {
+                /* An epilogue already popped rbp (compilers keep the save rule until the
+                 * function's end): the slot is below sp, the register holds the caller's
+                 * value. Only an interrupted frame can be here. */
+            } else if (r->fp_rule == OSP_CFI_FP_OFFSET) {
+                if (!stack_word(fp_slot, lo, hi, &fp)) {
                     *end = OSP_UNWIND_BAD_STACK;
                     return false;
                 }
@@ -309,9 +347,9 @@ fp_step:
     return true;
 }
 
-size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
-                             uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
-                             bool *truncated, struct osp_unwind_info *info) {
+NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
+                                    uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
+                                    bool *truncated, struct osp_unwind_info *info) {
     *truncated = false;
     if (info) {
         info->end = OSP_UNWIND_CHAIN_END;
@@ -323,7 +361,31 @@ size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unw
     struct ustate u = {r->pc, r->sp, r->fp, !r->pc_is_return, r->fp_known};
     uint8_t end = OSP_UNWIND_CHAIN_END;
     for (;;) {
+        /* Fast path: a frame whose CFI is known to be the frame-pointer rule (one load and
+         * a compare) takes the chain step inline, as osp_prof__fp_walk does. */
+        if (set != NULL && u.fp_known) {
+            uintptr_t q = u.precise ? u.pc : u.pc - 1;
+            if (atomic_load_explicit(&set->fp_cache[cache_slot(q)], memory_order_relaxed) == q) {
+                if (!frame_ok(u.fp, lo, hi) || u.fp + 16 <= u.sp ||
+                    u.fp - u.sp > OSP_PROF_MAX_FRAME_BYTES) {
+                    end = OSP_UNWIND_CHAIN_END;
+                    break;
+                }
+                uintptr_t next = *(const uintptr_t *)u.fp;
+                uintptr_t ret = *(const uintptr_t *)(u.fp + 8);
+                if (!code_address(ret)) {
+                    end = OSP_UNWIND_CHAIN_END;
+                    break;
+                }
+                u.sp = u.fp + 16;
+                u.pc = ret;
+                u.fp = next;
+                u.precise = false;
+                goto record;
+            }
+        }
         if (!hybrid_step(set, &u, lo, hi, &end, info, true)) break;
+    record:
         if (n >= cap) {
             *truncated = true;
             end = OSP_UNWIND_CAP;
