@@ -38,9 +38,10 @@
 #define OSP_RAW_KEY_DROPPED_REASONS    "dropped_reasons"
 #define OSP_RAW_KEY_THREADS_OVER_LIMIT "threads_over_limit"
 #define OSP_RAW_KEY_TRUNCATED_STACKS   "truncated_stacks"
-/* {"chain_end":N,"root":N,"no_rule":N,"bad_stack":N,"cap":N,"blocked_reads":N}: how the
- * walks of the stored samples ended, and how many blocked threads' stacks were read
- * without a signal (docs/profiler-runtime.md "The unwinder"; §(l.1), §(l.4)). */
+/* {"chain_end":N,"root":N,"no_rule":N,"bad_stack":N,"cap":N,"blocked_reads":N,
+ * "blocked_skips":N}: how the walks of the stored samples ended, how many blocked threads'
+ * stacks were read without a signal, and how many on-CPU requests were not sent because
+ * the thread had blocked (docs/profiler-runtime.md "The unwinder"; §(l.1), §(l.4)). */
 #define OSP_RAW_KEY_UNWIND             "unwind"
 
 /* Keys of one row of "threads" (§(e), §(d)). */
@@ -92,5 +93,7 @@ enum osp_raw_drop_reason {
 #define OSP_RAW_UNWIND_COUNT         5
 #define OSP_RAW_UNWIND_NAMES         {"chain_end", "root", "no_rule", "bad_stack", "cap"}
 #define OSP_RAW_UNWIND_BLOCKED_READS "blocked_reads"
+/* On-CPU requests the sampler did not send because the thread was blocked by then. */
+#define OSP_RAW_UNWIND_BLOCKED_SKIPS "blocked_skips"
 
 #endif /* OSP_RAW_FORMAT_H */

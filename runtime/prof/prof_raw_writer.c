@@ -123,6 +123,8 @@ static void write_body(struct osp_prof_session *ps, struct osp_prof_out *o, uint
     }
     osp_prof__out_str(o, ",\"" OSP_RAW_UNWIND_BLOCKED_READS "\":");
     osp_prof__out_u64(o, ps->blocked_reads);
+    osp_prof__out_str(o, ",\"" OSP_RAW_UNWIND_BLOCKED_SKIPS "\":");
+    osp_prof__out_u64(o, ps->blocked_skips);
     osp_prof__out_str(o, "}}\n");
 }
 

@@ -134,7 +134,7 @@ static bool session_start(struct osp_prof_session *ps, const struct osp_prof_eng
     osp_prof__store_free(&ps->store);
     ps->ticks = ps->late_ticks = 0;
     memset(ps->unwind_ends, 0, sizeof ps->unwind_ends);
-    ps->blocked_reads = 0;
+    ps->blocked_reads = ps->blocked_skips = 0;
     /* CFI tables of every loaded image, before the first sample can need them (§(l.1)). */
     osp_prof__cfi_refresh();
     atomic_store(&ps->stop, 0);

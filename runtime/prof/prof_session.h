@@ -213,6 +213,7 @@ struct osp_prof_session {
      * many blocked threads' stacks were read from /proc without a signal (§(l.4)). */
     uint64_t unwind_ends[OSP_RAW_UNWIND_COUNT];
     uint64_t blocked_reads;
+    uint64_t blocked_skips; /* on-CPU requests not sent: the thread was blocked by then */
 
     /* The SIGPROF action we replaced; published before our handler is installed. */
     struct sigaction old_action;

@@ -270,8 +270,10 @@ void raw_load(struct raw *r, const char *path) {
     static const char *const ends[OSP_RAW_UNWIND_COUNT] = OSP_RAW_UNWIND_NAMES;
     assert_true(cJSON_IsObject(v[18]));
     const cJSON *u = v[18]->child;
-    for (size_t i = 0; i <= OSP_RAW_UNWIND_COUNT; i++) {
-        expect_key(&u, i < OSP_RAW_UNWIND_COUNT ? ends[i] : OSP_RAW_UNWIND_BLOCKED_READS);
+    for (size_t i = 0; i < OSP_RAW_UNWIND_COUNT + 2; i++) {
+        expect_key(&u, i < OSP_RAW_UNWIND_COUNT    ? ends[i]
+                       : i == OSP_RAW_UNWIND_COUNT ? OSP_RAW_UNWIND_BLOCKED_READS
+                                                   : OSP_RAW_UNWIND_BLOCKED_SKIPS);
         assert_true(is_int(u) && u->valuedouble >= 0);
         r->unwind[i] = (uint64_t)u->valuedouble;
         u = u->next;
