@@ -219,6 +219,8 @@ struct wide_row {
 struct builder {
     struct mbuf rows; /* struct wide_row */
     size_t nrows;
+    struct mbuf starts; /* uintptr_t: each FDE's start */
+    size_t nstarts;
     bool oom;
     struct osp_cfi_build_stats *st;
 };
@@ -607,6 +609,11 @@ static bool sane_range(uint64_t begin, uint64_t range, uintptr_t *lo, uintptr_t 
     return true;
 }
 
+static int start_cmp(const void *a, const void *b) {
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
 static int wide_cmp(const void *a, const void *b) {
     const struct wide_row *x = a, *y = b;
     if (x->pc != y->pc) return x->pc < y->pc ? -1 : 1;
@@ -664,6 +671,12 @@ bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintp
             }
             c.p += zlen;
         }
+        if (!b.oom && b.nstarts < MAX_ROWS) {
+            if (mbuf_push(&b.starts, &lo, sizeof lo))
+                b.nstarts++;
+            else
+                b.oom = true;
+        }
         struct rules init, s;
         initial_rules(&init);
         struct cur ic = {ci.insns, ci.insns_end, false};
@@ -693,6 +706,7 @@ bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintp
     }
     if (b.oom || b.nrows == 0) {
         mbuf_free(&b.rows);
+        mbuf_free(&b.starts);
         return false;
     }
     struct wide_row *w = b.rows.p;
@@ -703,6 +717,7 @@ bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintp
     uintptr_t tlo = w[0].pc, thi = w[b.nrows - 1].pc;
     if (thi - tlo > UINT32_MAX || thi == tlo) { /* no image spans 4 GiB of code */
         mbuf_free(&b.rows);
+        mbuf_free(&b.starts);
         return false;
     }
     size_t k = 0;
@@ -718,24 +733,40 @@ bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintp
     k++;
     if (k < 2) {
         mbuf_free(&b.rows);
+        mbuf_free(&b.starts);
         return false;
     }
-    size_t bytes_out = page_round(k * sizeof(struct osp_cfi_row));
+    /* Function entries: the FDE starts as offsets, sorted and distinct. */
+    uintptr_t *st = b.starts.p;
+    size_t ns = 0;
+    for (size_t i = 0; i < b.nstarts; i++)
+        if (st[i] >= tlo && st[i] < thi) st[ns++] = st[i] - tlo;
+    qsort(st, ns, sizeof *st, start_cmp);
+    size_t nu = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (nu == 0 || st[i] != st[nu - 1]) st[nu++] = st[i];
+    size_t bytes_out = page_round(k * sizeof(struct osp_cfi_row) + nu * sizeof(uint32_t));
     struct osp_cfi_row *rows = map_bytes(bytes_out);
     if (rows == NULL) {
         mbuf_free(&b.rows);
+        mbuf_free(&b.starts);
         return false;
     }
     for (size_t i = 0; i < k; i++) {
         rows[i] = w[i].r;
         rows[i].pc_off = (uint32_t)(w[i].pc - tlo);
     }
+    uint32_t *starts = (uint32_t *)(void *)(rows + k);
+    for (size_t i = 0; i < nu; i++) starts[i] = (uint32_t)st[i];
     out->lo = tlo;
     out->hi = w[k - 1].pc;
     out->rows = rows;
     out->nrows = k;
+    out->starts = starts;
+    out->nstarts = nu;
     out->map_bytes = bytes_out;
     mbuf_free(&b.rows);
+    mbuf_free(&b.starts);
     return true;
 }
 
@@ -757,6 +788,22 @@ const struct osp_cfi_row *osp_prof__cfi_lookup(const struct osp_cfi_table *t, ui
             z = m;
     }
     return &t->rows[a];
+}
+
+bool osp_prof__cfi_function_entry(const struct osp_cfi_table *t, uintptr_t pc, uintptr_t *entry) {
+    if (t->nstarts == 0 || pc < t->lo || pc >= t->hi) return false;
+    uint32_t off = (uint32_t)(pc - t->lo);
+    if (t->starts[0] > off) return false;
+    size_t a = 0, z = t->nstarts; /* starts[a] <= off; starts[z] > off or z == nstarts */
+    while (z - a > 1) {
+        size_t m = a + (z - a) / 2;
+        if (t->starts[m] <= off)
+            a = m;
+        else
+            z = m;
+    }
+    *entry = t->lo + t->starts[a];
+    return true;
 }
 
 /* Clip a table's rows to the image's executable segments: a range outside them (a

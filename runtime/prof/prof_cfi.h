@@ -59,11 +59,15 @@ struct osp_cfi_row {
 };
 
 /* Rows of one image: covers [lo, hi); rows[0].pc_off == 0, the last row is a GAP marker
- * at hi - lo. The rows live in an mmap'd block of map_bytes bytes owned by the table. */
+ * at hi - lo. `starts` are the FDEs' start addresses (function entries) as offsets from
+ * lo, ascending and distinct. Rows and starts live in one mmap'd block of map_bytes bytes
+ * owned by the table. */
 struct osp_cfi_table {
     uintptr_t lo, hi;
     struct osp_cfi_row *rows;
     size_t nrows;
+    const uint32_t *starts;
+    size_t nstarts;
     size_t map_bytes;
 };
 
@@ -97,6 +101,11 @@ OSP_PROF_HIDDEN void osp_prof__cfi_table_free(struct osp_cfi_table *t);
  * async-signal-safe. */
 OSP_PROF_HIDDEN const struct osp_cfi_row *osp_prof__cfi_lookup(const struct osp_cfi_table *t,
                                                                uintptr_t pc);
+
+/* The entry of the function (FDE) containing `pc`: the greatest FDE start <= pc, into
+ * *entry. False when `pc` is outside the table. Binary search; async-signal-safe. */
+OSP_PROF_HIDDEN bool osp_prof__cfi_function_entry(const struct osp_cfi_table *t, uintptr_t pc,
+                                                  uintptr_t *entry);
 
 /* ---- the set of images the walker sees ------------------------------------------------ */
 

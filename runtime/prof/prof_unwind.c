@@ -166,14 +166,51 @@ static inline bool fp_row(const struct osp_cfi_row *r) {
            r->ra_off == -8 && r->fp_rule == OSP_CFI_FP_OFFSET && r->fp_off == -16;
 }
 
-/* Whether the instruction ending at `ret` is a call (e8 rel32, or ff /2 with a register,
- * disp8, SIB or disp32 operand), read only inside the image's executable segment. */
-static bool after_call(const struct osp_cfi_image *img, uintptr_t ret) {
+/* If the code at `pc` (in an executable segment of `img`) is `jmp rel32`, optionally after
+ * endbr64, its destination into *to. */
+NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, uintptr_t *to) {
+    for (size_t j = 0; j < img->nsegs; j++) {
+        uintptr_t lo = img->segs[j][0], hi = img->segs[j][1];
+        if (pc < lo || pc >= hi || hi - pc < 9) continue;
+        const uint8_t *p = (const uint8_t *)pc;
+        if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) p += 4;
+        if (p[0] != 0xe9) return false;
+        int32_t rel = (int32_t)((uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
+                                (uint32_t)p[4] << 24);
+        *to = (uintptr_t)(p + 5) + (uintptr_t)(intptr_t)rel;
+        return true;
+    }
+    return false;
+}
+
+/* Whether the instruction ending at `ret` (inside an executable segment of `img`) is a
+ * call that can have entered the function whose entry is `entry` (0: unknown): a direct
+ * call (e8 rel32) to that entry, or to a PLT stub or code without CFI (resolved elsewhere),
+ * or an indirect call (ff /2 with a register, disp8, SIB or disp32 operand). A direct call
+ * to another function cannot have: a frame record whose return address follows one is a
+ * stale record of an earlier call, not this function's. Code bytes are read only inside
+ * the image's executable segment. */
+NO_SAN static bool call_into(const struct osp_cfi_set *set, const struct osp_cfi_image *img,
+                             uintptr_t ret, uintptr_t entry) {
     for (size_t j = 0; j < img->nsegs; j++) {
         uintptr_t lo = img->segs[j][0], hi = img->segs[j][1];
         if (ret < lo + 7 || ret > hi) continue;
         const uint8_t *p = (const uint8_t *)ret;
-        if (p[-5] == 0xe8) return true;
+        if (p[-5] == 0xe8) {
+            int32_t rel = (int32_t)((uint32_t)p[-4] | (uint32_t)p[-3] << 8 | (uint32_t)p[-2] << 16 |
+                                    (uint32_t)p[-1] << 24);
+            uintptr_t target = ret + (uintptr_t)(intptr_t)rel;
+            /* Follow up to two jump trampolines (`jmp rel32`, after an optional endbr64),
+             * as sanitizer interceptors and some thunks are. */
+            for (int hop = 0; hop < 3; hop++) {
+                if (entry == 0 || target == entry) return true;
+                const struct osp_cfi_image *ti = osp_prof__cfi_find(set, target);
+                const struct osp_cfi_row *tr = ti ? osp_prof__cfi_lookup(&ti->table, target) : NULL;
+                if (tr == NULL || tr->kind == OSP_CFI_PLT || tr->kind == OSP_CFI_GAP) return true;
+                if (!jump_target(ti, target, &target)) return false;
+            }
+            return false;
+        }
         static const int lens[] = {2, 3, 4, 6, 7};
         for (size_t k = 0; k < sizeof lens / sizeof *lens; k++)
             if (p[-lens[k]] == 0xff && (p[-lens[k] + 1] & 0x38) == 0x10) return true;
@@ -196,15 +233,19 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                                uintptr_t hi, uint8_t *end, struct osp_unwind_info *info,
                                bool search);
 
-NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t sp, uintptr_t lo,
-                                     uintptr_t hi, uintptr_t *fp_out) {
+NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q, uintptr_t sp,
+                                     uintptr_t lo, uintptr_t hi, uintptr_t *fp_out) {
+    /* The entry of the function the record belongs to (the frame at lookup address q). */
+    uintptr_t entry = 0;
+    const struct osp_cfi_image *fimg = osp_prof__cfi_find(set, q);
+    if (fimg == NULL || !osp_prof__cfi_function_entry(&fimg->table, q, &entry)) entry = 0;
     uintptr_t a = (sp + 7) & ~(uintptr_t)7;
     uintptr_t stop = hi - a > FP_SEARCH_BYTES ? a + FP_SEARCH_BYTES : hi;
     for (; a + 16 <= stop; a += 8) {
         uintptr_t next, ret;
         if (!stack_word(a + 8, lo, hi, &ret) || !code_address(ret)) continue;
         const struct osp_cfi_image *img = osp_prof__cfi_find(set, ret - 1);
-        if (img == NULL || !after_call(img, ret)) continue;
+        if (img == NULL || !call_into(set, img, ret, entry)) continue;
         if (!stack_word(a, lo, hi, &next)) continue;
         if (next != 0 && (next <= a || (next & 7u) != 0 || next > hi - 16)) continue;
         /* Stale frame records of earlier, deeper calls lie in uninitialised locals: a
@@ -275,7 +316,7 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                 base = u->sp;
             } else {
                 if (!u->fp_known) {
-                    if (!search || !find_frame_record(set, u->sp, lo, hi, &u->fp)) {
+                    if (!search || !find_frame_record(set, q, u->sp, lo, hi, &u->fp)) {
                         *end = OSP_UNWIND_NO_RULE;
                         return false;
                     }
@@ -323,7 +364,7 @@ fp_step:
     /* The frame chain (§(c) item 2): a frame without a table, or one whose CFI is the
      * frame-pointer rule. sp only moves up, which bounds the walk. */
     if (!u->fp_known) {
-        if (set == NULL || !search || !find_frame_record(set, u->sp, lo, hi, &u->fp)) {
+        if (set == NULL || !search || !find_frame_record(set, q, u->sp, lo, hi, &u->fp)) {
             *end = OSP_UNWIND_NO_RULE;
             return false;
         }

@@ -31,6 +31,12 @@ static void check_table(const struct osp_cfi_table *t) {
         if (osp_prof__cfi_lookup(t, t->lo + t->rows[i].pc_off) != &t->rows[i]) abort();
     }
     if (osp_prof__cfi_lookup(t, t->hi) != NULL) abort();
+    for (size_t i = 0; i < t->nstarts; i++) {
+        if (i > 0 && t->starts[i - 1] >= t->starts[i]) abort();
+        uintptr_t e;
+        if (!osp_prof__cfi_function_entry(t, t->lo + t->starts[i], &e) || e != t->lo + t->starts[i])
+            abort();
+    }
     if (t->lo > 0 && osp_prof__cfi_lookup(t, t->lo - 1) != NULL) abort();
 }
 

@@ -138,6 +138,16 @@ static void test_rules(void **state) {
     assert_int_equal(osp_prof__cfi_lookup(&t, 0x40113f)->cfa_off, 48);
     assert_null(osp_prof__cfi_lookup(&t, 0x401140));
     assert_null(osp_prof__cfi_lookup(&t, 0x400fff));
+    /* Function entries: the FDE starts. */
+    uintptr_t entry = 0;
+    assert_int_equal(t.nstarts, 2);
+    assert_true(osp_prof__cfi_function_entry(&t, 0x401024, &entry));
+    assert_int_equal(entry, 0x401000);
+    assert_true(osp_prof__cfi_function_entry(&t, 0x401100, &entry));
+    assert_int_equal(entry, 0x401100);
+    assert_true(osp_prof__cfi_function_entry(&t, 0x40113f, &entry));
+    assert_int_equal(entry, 0x401100);
+    assert_false(osp_prof__cfi_function_entry(&t, 0x401140, &entry));
     osp_prof__cfi_table_free(&t);
 }
 
