@@ -905,28 +905,50 @@ void osp_prof__cfi_release(void) {
     atomic_fetch_sub_explicit(&g_walkers, 1, memory_order_release);
 }
 
-/* Wait until no walk that could have loaded the previous set is running, then free it.
- * Walks are short (microseconds); a thread stopped inside a walk (a debugger) keeps the
- * old set alive: after ~1 s it is leaked rather than freed under a reader. */
-static void retire(struct osp_cfi_set *old, struct osp_cfi_set *keep_tables_of) {
-    if (old == NULL) return;
-    for (int i = 0; i < 100000; i++) {
-        if (atomic_load_explicit(&g_walkers, memory_order_seq_cst) == 0) {
-            /* Tables moved to the new set are not freed with the old one. */
-            for (size_t j = 0; j < old->nimages; j++) {
-                bool moved = false;
-                if (keep_tables_of)
-                    for (size_t k = 0; k < keep_tables_of->nimages; k++)
-                        if (keep_tables_of->images[k].table.rows == old->images[j].table.rows)
-                            moved = true;
-                if (!moved) osp_prof__cfi_table_free(&old->images[j].table);
-            }
-            munmap(old, old->map_bytes);
-            return;
+/* Replaced sets wait here until no walk can still read them. A walk counts itself in
+ * (g_walkers) before it loads the published pointer, so once g_walkers is seen at 0 after
+ * a set was unpublished, no walk holds it: every pending set is then unmapped, with each
+ * of its tables that the published set does not use (a table shared by several pending
+ * sets once). Nothing here blocks the sampler. Owned by the one refresh caller. */
+#define MAX_PENDING 32
+static struct osp_cfi_set *g_pending[MAX_PENDING];
+static size_t g_npending;
+
+static bool table_in(const struct osp_cfi_set *set, const struct osp_cfi_row *rows) {
+    if (set == NULL) return false;
+    for (size_t k = 0; k < set->nimages; k++)
+        if (set->images[k].table.rows == rows) return true;
+    return false;
+}
+
+/* Free every pending set if no walk is running now. `current` is the published set. */
+static void free_pending(const struct osp_cfi_set *current) {
+    if (g_npending == 0) return;
+    if (atomic_load_explicit(&g_walkers, memory_order_seq_cst) != 0) return;
+    for (size_t i = 0; i < g_npending; i++) {
+        struct osp_cfi_set *old = g_pending[i];
+        for (size_t j = 0; j < old->nimages; j++) {
+            const struct osp_cfi_row *rows = old->images[j].table.rows;
+            bool keep = table_in(current, rows);
+            for (size_t e = 0; e < i && !keep; e++) keep = table_in(g_pending[e], rows);
+            if (!keep) osp_prof__cfi_table_free(&old->images[j].table);
         }
-        struct timespec ts = {0, 10000};
-        nanosleep(&ts, NULL);
     }
+    for (size_t i = 0; i < g_npending; i++) munmap(g_pending[i], g_pending[i]->map_bytes);
+    g_npending = 0;
+}
+
+/* Queue a replaced set; with the queue full, wait (bounded) for the walks to drain. */
+static void retire(struct osp_cfi_set *old, const struct osp_cfi_set *current) {
+    if (old == NULL) return;
+    for (int i = 0; g_npending == MAX_PENDING && i < 100000; i++) {
+        free_pending(current);
+        struct timespec ts = {0, 10000};
+        if (g_npending == MAX_PENDING) nanosleep(&ts, NULL);
+    }
+    if (g_npending == MAX_PENDING) return; /* walks never drained: leaked, never freed under one */
+    g_pending[g_npending++] = old;
+    free_pending(current);
 }
 
 struct scan {
@@ -1027,6 +1049,7 @@ static int count_one(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 bool osp_prof__cfi_refresh(void) {
+    free_pending(atomic_load_explicit(&g_set, memory_order_acquire));
     unsigned long long v[2] = {0, 0};
     dl_iterate_phdr(count_one, v);
     if (g_scanned && v[0] != ~0ull && v[0] == g_seen_adds && v[1] == g_seen_subs) return false;
@@ -1059,5 +1082,12 @@ bool osp_prof__cfi_refresh(void) {
 void osp_prof__cfi_reset(void) {
     struct osp_cfi_set *prev = atomic_exchange_explicit(&g_set, NULL, memory_order_seq_cst);
     retire(prev, NULL);
+    /* Walks are microseconds long: wait up to about a second for the last ones; a set a
+     * stopped thread still reads stays pending (freed by a later refresh or reset). */
+    for (int i = 0; g_npending > 0 && i < 100000; i++) {
+        free_pending(NULL);
+        struct timespec ts = {0, 10000};
+        if (g_npending > 0) nanosleep(&ts, NULL);
+    }
     g_scanned = false;
 }

@@ -10,7 +10,9 @@ at least 99 % of the samples.
    (inline and tail-call frames skipped: the profiler records physical frames), and the
    runtime's own
    walk from the same pc, sp and rbp (osp_test_gdb_walk, called on the stopped thread with
-   scheduler-locking on), are recorded; each pc is checked at up to 3 hits.
+   scheduler-locking on), are recorded; each pc is checked at up to 3 hits. gdb's stops
+   take the program's wall time, so it runs up to 30 s and is killed once every
+   breakpoint is done.
 3. A pc agrees when every hit's two sequences are equal, address for address. Prints the
    share of the sampled weight at agreeing pcs and exits 1 below 99 %, or when fewer than
    70 % of the sampled weight could be checked.
@@ -147,7 +149,7 @@ def main():
     open(sfile, "w").write(GDB_SCRIPT)
     ofile = os.path.join(work, "hits.jsonl")
     genv = {k: v for k, v in os.environ.items() if not k.startswith("OSPREY_PROFILE")}
-    genv.update(GDBV_TARGETS=tfile, GDBV_OUT=ofile, GDBV_HITS=str(HITS_PER_PC), GDBV_ARGS="3")
+    genv.update(GDBV_TARGETS=tfile, GDBV_OUT=ofile, GDBV_HITS=str(HITS_PER_PC), GDBV_ARGS="30")
     subprocess.run(["gdb", "-nx", "-batch", "-x", sfile, target], env=genv,
                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
     results = collections.defaultdict(list)
