@@ -938,17 +938,18 @@ static void free_pending(const struct osp_cfi_set *current) {
     g_npending = 0;
 }
 
-/* Queue a replaced set; with the queue full, wait (bounded) for the walks to drain. */
+/* Queue a replaced set (the caller made sure there is room) and free what it can. */
 static void retire(struct osp_cfi_set *old, const struct osp_cfi_set *current) {
     if (old == NULL) return;
-    for (int i = 0; g_npending == MAX_PENDING && i < 100000; i++) {
-        free_pending(current);
-        struct timespec ts = {0, 10000};
-        if (g_npending == MAX_PENDING) nanosleep(&ts, NULL);
-    }
-    if (g_npending == MAX_PENDING) return; /* walks never drained: leaked, never freed under one */
+    if (g_npending == MAX_PENDING) return; /* not reached: refresh waits for room */
     g_pending[g_npending++] = old;
     free_pending(current);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 struct scan {
@@ -1050,6 +1051,11 @@ static int count_one(struct dl_phdr_info *info, size_t size, void *arg) {
 
 bool osp_prof__cfi_refresh(void) {
     free_pending(atomic_load_explicit(&g_set, memory_order_acquire));
+    /* With the queue of replaced sets full (walks kept running, e.g. threads preempted
+     * inside one on a loaded machine), nothing new is published until it drains: new
+     * images are walked by frame pointers meanwhile, and the next tick tries again. The
+     * sampler never waits here. */
+    if (g_npending == MAX_PENDING) return false;
     unsigned long long v[2] = {0, 0};
     dl_iterate_phdr(count_one, v);
     if (g_scanned && v[0] != ~0ull && v[0] == g_seen_adds && v[1] == g_seen_subs) return false;
@@ -1084,9 +1090,10 @@ void osp_prof__cfi_reset(void) {
     retire(prev, NULL);
     /* Walks are microseconds long: wait up to about a second for the last ones; a set a
      * stopped thread still reads stays pending (freed by a later refresh or reset). */
-    for (int i = 0; g_npending > 0 && i < 100000; i++) {
+    uint64_t deadline = now_ns() + 1000000000ull;
+    while (g_npending > 0 && now_ns() < deadline) {
         free_pending(NULL);
-        struct timespec ts = {0, 10000};
+        struct timespec ts = {0, 100000};
         if (g_npending > 0) nanosleep(&ts, NULL);
     }
     g_scanned = false;
