@@ -15,6 +15,9 @@ PACKAGES=(
   wasi-libc mingw-w64
   # tests of `extern` and `// @link:` against a real C library (test/programs/ffi_sqlite.osp)
   libsqlite3-dev
+  # profiler: libc's internal functions and thread entries named from their detached
+  # debug files (/usr/lib/debug/.build-id); gdb for the unwinder's validation test
+  libc6-dbg gdb
   # editor extension and browser tests
   nodejs chromium
   # benchmarks

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 int main(void) {
-    static const char *vocab[] = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"};
+    static const char *vocab[] = {"alpha",   "beta", "gamma", "delta",
+                                  "epsilon", "zeta", "eta",   "theta"};
     size_t cap = 1 << 20, len = 0;
     char *text = malloc(cap);
     for (long i = 0; i < 50000; i++)

@@ -45,6 +45,11 @@
 #define OSP_RAW_ENGINE_PERF_EVENT "perf_event"
 #define OSP_RAW_ENGINE_CPU_TIMER  "cpu_timer"
 #define OSP_RAW_ENGINE_SAMPLER    "sampler"
+/* {"chain_end":N,"root":N,"no_rule":N,"bad_stack":N,"cap":N,"blocked_reads":N,
+ * "blocked_skips":N}: how the walks of the stored samples ended, how many blocked threads'
+ * stacks were read without a signal, and how many on-CPU requests were not sent because
+ * the thread had blocked (docs/profiler-runtime.md "The unwinder"; §(l.1), §(l.4)). */
+#define OSP_RAW_KEY_UNWIND        "unwind"
 
 /* Keys of one row of "threads" (§(e), §(d)). */
 #define OSP_RAW_THREAD_FIBER "fiber"
@@ -107,5 +112,13 @@ enum osp_raw_drop_reason {
      OSP_RAW_DROP_NAME_CPU_UNSAMPLED,    \
      OSP_RAW_DROP_NAME_HANDLER_REPLACED, \
      OSP_RAW_DROP_NAME_NO_STACK}
+
+/* How a stack walk ended: the keys of "unwind", in the writer's order, which is the order
+ * of enum osp_unwind_end (runtime/prof/prof_cfi.h). */
+#define OSP_RAW_UNWIND_COUNT         5
+#define OSP_RAW_UNWIND_NAMES         {"chain_end", "root", "no_rule", "bad_stack", "cap"}
+#define OSP_RAW_UNWIND_BLOCKED_READS "blocked_reads"
+/* On-CPU requests the sampler did not send because the thread was blocked by then. */
+#define OSP_RAW_UNWIND_BLOCKED_SKIPS "blocked_skips"
 
 #endif /* OSP_RAW_FORMAT_H */

@@ -3,7 +3,7 @@
  * a registered thread; holds no lock and takes none. Touches only the thread's own slot's
  * ring (producer side) and a few atomics: no allocation, no stdio, errno preserved.
  *
- * Source: docs/spec/profiler.md §(b.3), §(c), §(k) items 1, 9.
+ * Source: docs/spec/profiler.md §(b.3), §(c), §(l.1), §(k) items 1, 9.
  */
 #define _GNU_SOURCE
 #include "prof_internal.h"
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "prof_cfi.h"
 #include "prof_session.h"
 
 /* A SIGPROF that is not ours goes to the action the session replaced. One whose action
@@ -61,9 +62,18 @@ static struct osp_prof_ring_entry *ring_walk(struct osp_prof_slot *s, void *ucv,
     uintptr_t lo = s->lo > regs.sp ? s->lo : regs.sp;
     struct osp_prof_ring_entry *e = &r->e[h % OSP_PROF_RING_N];
     bool truncated;
-    e->n = (uint32_t)osp_prof__fp_walk(regs.pc, regs.fp, regs.lr, lo, s->hi, e->pcs,
-                                       OSP_PROF_MAX_FRAMES, &truncated);
+    e->seq = atomic_load_explicit(&s->req_seq, memory_order_acquire);
+    /* The hybrid walk (§(l.1)): frame pointers where the CFI agrees, CFI steps elsewhere,
+     * through signal frames; the tables are read lock-free. */
+    struct osp_unwind_regs ur = {
+        .pc = regs.pc, .sp = regs.sp, .fp = regs.fp, .lr = regs.lr, .fp_known = true};
+    struct osp_unwind_info info;
+    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
+    e->n = (uint32_t)osp_prof__hybrid_walk(set, &ur, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES,
+                                           &truncated, &info);
+    osp_prof__cfi_release();
     e->truncated = truncated;
+    e->unwind_end = info.end;
     /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)
      * returns -EINTR in the return register: the stack is the thread's blocking stack. */
     e->in_syscall = regs.ret == -EINTR;

@@ -114,7 +114,21 @@ static void write_body(struct osp_prof_session *ps, struct osp_prof_out *o, uint
     osp_prof__out_str(o, "]" KEY(OSP_RAW_KEY_ENGINE));
     const char *engine = ps->engine != NULL ? ps->engine->name : "";
     osp_prof__out_json_string(o, engine, strlen(engine));
-    osp_prof__out_str(o, "}\n");
+    /* How the stored stacks' walks ended, and how many blocked threads were read from
+     * /proc without a signal (docs/profiler-runtime.md "The unwinder"). */
+    static const char *const ends[OSP_RAW_UNWIND_COUNT] = OSP_RAW_UNWIND_NAMES;
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_UNWIND) "{");
+    for (int i = 0; i < OSP_RAW_UNWIND_COUNT; i++) {
+        osp_prof__out_str(o, i ? ",\"" : "\"");
+        osp_prof__out_str(o, ends[i]);
+        osp_prof__out_str(o, "\":");
+        osp_prof__out_u64(o, ps->unwind_ends[i]);
+    }
+    osp_prof__out_str(o, ",\"" OSP_RAW_UNWIND_BLOCKED_READS "\":");
+    osp_prof__out_u64(o, ps->blocked_reads);
+    osp_prof__out_str(o, ",\"" OSP_RAW_UNWIND_BLOCKED_SKIPS "\":");
+    osp_prof__out_u64(o, ps->blocked_skips);
+    osp_prof__out_str(o, "}}\n");
 }
 
 #undef KEY

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "prof_cfi.h"
 #include "prof_session.h"
 
 __thread struct osp_prof_slot *osp_prof__t_slot __attribute__((tls_model("initial-exec")));
@@ -215,8 +216,14 @@ static __attribute__((noinline)) void block_capture(struct osp_prof_slot *s, uin
     bool truncated;
     uintptr_t caller_fp = *(const uintptr_t *)hook_fp;
     uintptr_t lo = s->lo > hook_fp ? s->lo : hook_fp;
+    /* The hybrid walk (§(l.1)); frame 0 is ret - 1, the caller's frame starts above the
+     * hook's record. */
+    struct osp_unwind_regs regs = {
+        .pc = ret, .sp = hook_fp + 16, .fp = caller_fp, .pc_is_return = true, .fp_known = true};
+    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
     size_t n =
-        osp_prof__fp_walk(ret - 1, caller_fp, 0, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated);
+        osp_prof__hybrid_walk(set, &regs, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated, NULL);
+    osp_prof__cfi_release();
     uint32_t q = atomic_load_explicit(&s->block_seq, memory_order_relaxed);
     atomic_store_explicit(&s->block_seq, q + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);

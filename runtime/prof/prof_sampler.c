@@ -7,7 +7,11 @@
  * slot_abandon_request, stat_fd_release) also run on an unregistering thread, always
  * under the registry mutex.
  *
- * Source: docs/spec/profiler.md §(b.1), §(b.2), §(b.3), §(b.5), §(d) "Validity".
+ * A thread blocked outside a runtime wait is never signalled: its stack is read from the
+ * kernel's view of it (prof_blocked.c, §(l.4)).
+ *
+ * Source: docs/spec/profiler.md §(b.1), §(b.2), §(b.3), §(b.5), §(d) "Validity", §(l.1),
+ * §(l.4).
  */
 #define _GNU_SOURCE
 #include "prof_internal.h"
@@ -26,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "prof_blocked.h"
+#include "prof_cfi.h"
 #include "prof_session.h"
 
 #define ANSWER_TIMEOUT_NS   1000000000ull /* a request unanswered after 1 s is no_answer */
@@ -278,6 +284,7 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
             if (k < 0) {
                 ps->store.dropped[OSP_DROP_ALLOC]++;
             } else {
+                if (e->unwind_end < OSP_RAW_UNWIND_COUNT) ps->unwind_ends[e->unwind_end]++;
                 if (osp_prof__store_add(&ps->store, t_rel(ps, m->pend_t), s->row, (uint32_t)k,
                                         m->pend_capture ? 1 : 0, m->pend_w) &&
                     !m->pend_capture) {
@@ -298,6 +305,32 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
     uint64_t rf = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
     ps->store.dropped[OSP_DROP_RING_FULL] += rf - m->ring_full_seen;
     m->ring_full_seen = rf;
+}
+
+_Static_assert(OSP_RAW_UNWIND_COUNT == OSP_UNWIND_CAP + 1,
+               "the raw file's unwind keys follow enum osp_unwind_end");
+
+/* The blocking stack of a thread the scheduler reports blocked, read without a signal
+ * (§(l.4)): unwound from the sp and pc the kernel reports, inside the thread's stack
+ * bounds. `c` is its CPU clock at this tick: if the clock moved meanwhile the thread ran
+ * and the stack may be torn, so it is discarded. Returns the interned stack, -1 when
+ * memory ran out, -2 when there is no stack to take (not in a system call, registers
+ * unreadable, sp off the registered stack, or the thread ran). Under the registry mutex
+ * (the thread cannot unregister, so its stack stays mapped). */
+static int64_t blocked_capture(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t c) {
+    uintptr_t pcs[OSP_PROF_MAX_FRAMES];
+    bool truncated;
+    struct osp_unwind_info info;
+    size_t n =
+        osp_prof__blocked_stack(s->tid, s->lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated, &info);
+    if (n == 0) return -2;
+    uint64_t c1;
+    if (!osp_prof__read_clock(s->cpu_clock, &c1) || c1 != c) return -2;
+    int64_t k = osp_prof__store_intern(&ps->store, pcs, (uint32_t)n, truncated);
+    if (k < 0) return -1;
+    ps->blocked_reads++;
+    if (info.end < OSP_RAW_UNWIND_COUNT) ps->unwind_ends[info.end]++;
+    return k;
 }
 
 /* Classify one validated slot at time t (§(b.2)). Under the registry mutex. */
@@ -367,6 +400,7 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         slot_gone(ps, s);
         return;
     }
+    int st;
     /* A thread with its own kernel timer is sampled on-CPU by it; none is sampled once
      * the program took SIGPROF. Neither gets a directed request. (A thread of a
      * kernel-timed session whose timer could not be created -- descriptors exhausted --
@@ -394,6 +428,26 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
                  * catching up costs at most one request per tick, never a burst. */
                 m->cpu_due = c - m->cpu_due < 3 * ps->period_ns ? m->cpu_due + ps->period_ns
                                                                 : c - 2 * ps->period_ns;
+                /* The thread may have blocked since it ran, and a blocked thread is never
+                 * signalled (§(l.4)): ask the scheduler first (one pread of the cached
+                 * stat file). If it is blocked, its CPU time goes to its next on-CPU
+                 * sample and the wait is taken from /proc below. Skipping this read for
+                 * threads that ran the whole tick was measured to let about one sleep in
+                 * ten be interrupted (test_blocked_signals), so it is made every time;
+                 * what remains is the few microseconds between this read and tgkill. */
+                st = sched_state(ps, s);
+                m->run_known = st == SCHED_RUNNABLE || st == SCHED_BLOCKED;
+                m->run_state = st;
+                m->run_cpu = c;
+                if (st == SCHED_GONE) {
+                    slot_gone(ps, s);
+                    return;
+                }
+                if (st == SCHED_BLOCKED) {
+                    m->carry_w = w;
+                    ps->blocked_skips++;
+                    goto blocked;
+                }
                 send_request(ps, s, t, c, w, false);
             }
             return;
@@ -406,7 +460,6 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
      * runnable or blocked whose CPU clock has not moved since is still so (it cannot
      * block, nor wake and block again, without running), which spares the /proc read
      * for preempted and for long-blocked threads. */
-    int st;
     if (m->run_known && c == m->run_cpu) {
         st = m->run_state;
     } else {
@@ -420,6 +473,7 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         return;
     }
     if (st == SCHED_RUNNABLE) return; /* running or preempted: neither sample nor wait */
+blocked:
     if (region_distrusted) {
         /* Blocked inside a region it also ran in: waiting, with the region's stack. */
         int64_t k = block_stack(ps, s);
@@ -447,10 +501,18 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     } else if (m->pend_on) {
         m->ep_pre_w += wall; /* an on-CPU request is out: its answer may show this wait */
     } else {
-        /* No engine signals a blocked thread (§(l.3): it could return EINTR); without a
-         * stack taken another way (§(l.4)) the tick is counted, never invented. */
+        /* No engine signals a blocked thread (§(l.3): it could return EINTR): its stack
+         * comes from the kernel's view (§(l.4)); when that fails the tick is counted,
+         * never invented, and the next tick of the episode tries again. */
+        int64_t k = blocked_capture(ps, s, c);
+        uint64_t w = m->ep_pre_w + wall;
         m->ep_pre_w = 0;
-        ps->store.dropped[OSP_DROP_NO_STACK]++;
+        if (k >= 0) {
+            m->ep_stack = k;
+            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, w);
+        } else {
+            ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_STACK]++;
+        }
     }
 }
 
@@ -475,6 +537,9 @@ static void tick(struct osp_prof_session *ps) {
         osp_prof__real_sigaction(SIGPROF, NULL, &cur) == 0 &&
         !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == osp_prof__on_sigprof))
         osp_prof__sigprof_replaced(ps);
+    /* Images the program loaded (or unloaded) since the last tick get their CFI tables
+     * before the walks that need them; a cheap check when nothing changed (§(l.1)). */
+    osp_prof__cfi_refresh();
     size_t n = 0;
     pthread_mutex_lock(&ps->reg);
     for (size_t i = 0; i < ps->slots_hi; i++)

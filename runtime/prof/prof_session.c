@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "prof_cfi.h"
 #include "prof_session.h"
 
 struct osp_prof_session osp_prof__session = {
@@ -246,6 +247,10 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
     snprintf(ps->path, sizeof ps->path, "%s", path);
     osp_prof__store_free(&ps->store);
     ps->ticks = ps->late_ticks = 0;
+    memset(ps->unwind_ends, 0, sizeof ps->unwind_ends);
+    ps->blocked_reads = ps->blocked_skips = 0;
+    /* CFI tables of every loaded image, before the first sample can need them (§(l.1)). */
+    osp_prof__cfi_refresh();
     atomic_store(&ps->stop, 0);
     atomic_store(&ps->pid, getpid());
 
@@ -309,6 +314,8 @@ static bool session_stop_locked(struct osp_prof_session *ps) {
     atomic_store(&ps->on, 0);
     ps->engine->stop(ps); /* the sampler is joined; the store is ours */
     term_restore(ps);
+    /* No sample will be taken: unmap the tables (once no walk still reads them). */
+    osp_prof__cfi_reset();
 
     /* No thread is sampled any more: retire every slot (owners free them later). */
     pthread_mutex_lock(&ps->reg);

@@ -26,7 +26,11 @@
  *    store and the rows, writes the file, under the session lock only;
  *  - prof_session.c, the session owner (boot / exit hook / test entry points /
  *    fork child): activation, start, stop, under the session lock;
- *  - prof_arch_*.c: pure functions, called from the handler.
+ *  - prof_arch_*.c: pure functions, called from the handler;
+ *  - prof_cfi.c (CFI tables): built by the session owner at start and by the sampler
+ *    thread each tick, no profiler lock; read lock-free by every walk (prof_unwind.c);
+ *  - prof_blocked.c: the sampler thread, under the registry mutex (a blocked thread's
+ *    stack from /proc, §(l.4)).
  * Lock order: session lock, then registry mutex, then the allocator.
  */
 #ifndef OSP_PROF_SESSION_H
@@ -69,7 +73,8 @@ struct osp_prof_ring_entry {
     uint64_t weight_ns; /* timer samples: CPU time since the thread's previous timer sample */
     uint32_t n;
     uint16_t truncated;
-    uint16_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
+    uint8_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
+    uint8_t unwind_end; /* enum osp_unwind_end of the walk (prof_cfi.h) */
     uintptr_t pcs[OSP_PROF_MAX_FRAMES];
 };
 
@@ -279,6 +284,11 @@ struct osp_prof_session {
     struct osp_prof_store store;
     uint64_t ticks, late_ticks, next_seq;
     struct osp_prof_snap snap[OSP_PROF_NSLOTS];
+    /* How the walks behind stored samples ended (enum osp_unwind_end, prof_cfi.h), and how
+     * many blocked threads' stacks were read from /proc without a signal (§(l.4)). */
+    uint64_t unwind_ends[OSP_RAW_UNWIND_COUNT];
+    uint64_t blocked_reads;
+    uint64_t blocked_skips; /* on-CPU requests not sent: the thread was blocked by then */
 
     /* The SIGPROF action we replaced; published before our handler is installed. */
     struct sigaction old_action;

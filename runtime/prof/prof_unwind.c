@@ -3,6 +3,7 @@
  * [PROF-COLLECT-UNWIND]. Called from the SIGPROF handler and from blocking-region hooks:
  * async-signal-safe, allocation-free, lock-free, and never reads outside [lo, hi).
  */
+#define _GNU_SOURCE /* REG_RIP & co. in <ucontext.h> */
 #include "prof_internal.h"
 
 /* A frame larger than this ends the walk ("bounded frame size", §(c) item 2). */
@@ -89,3 +90,366 @@ osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintpt
     if (lr_pending && n < cap) out[n++] = lr_s; /* no chained frame to compare with */
     return n;
 }
+
+/* ---- the hybrid walk: frame pointers + CFI, docs/spec/profiler.md §(l.1) ---------------- */
+
+#include "prof_cfi.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <ucontext.h>
+
+#if defined(__x86_64__)
+
+/* How far above sp the frame record of a frame-pointer function is searched for when the
+ * frame pointer's value is unknown (a thread blocked in the kernel, §(l.4)). */
+#define FP_SEARCH_BYTES ((uintptr_t)16384)
+
+/* One aligned stack word inside [lo, hi). */
+#define NO_SAN __attribute__((no_sanitize("address", "thread", "undefined")))
+
+NO_SAN static inline bool stack_word(uintptr_t a, uintptr_t lo, uintptr_t hi, uintptr_t *v) {
+    if ((a & 7u) != 0 || a < lo || hi < 8 || a > hi - 8) return false;
+    *v = *(const uintptr_t *)a;
+    return true;
+}
+
+struct ustate {
+    uintptr_t pc, sp, fp;
+    bool precise;  /* pc is an interrupted instruction, not a return address */
+    bool fp_known; /* fp holds the frame's real rbp */
+};
+
+static inline size_t cache_slot(uintptr_t q) {
+    return (size_t)((q * 0x9E3779B97F4A7C15ull) >> 52) & (OSP_CFI_CACHE_SIZE - 1);
+}
+
+/*
+ * The row covering q, through the set's lookup cache: one 64-bit word per slot packs
+ * (row index + 1) << 40 | image index << 32 | (q - image lo), so a reader sees a whole
+ * entry or another whole entry, never a torn one, and checks that it names q. A hit costs
+ * one load instead of two binary searches; a miss searches and stores. `*img_out` is the
+ * image. NULL when no image's table covers q.
+ */
+static inline const struct osp_cfi_row *cached_lookup(const struct osp_cfi_set *set, uintptr_t q,
+                                                      const struct osp_cfi_image **img_out) {
+    size_t h = cache_slot(q);
+    /* The set is immutable except for this cache (mapped writable). */
+    _Atomic uint64_t *slot = (_Atomic uint64_t *)&((struct osp_cfi_set *)set)->cache[h];
+    uint64_t e = atomic_load_explicit(slot, memory_order_relaxed);
+    if (e != 0) {
+        size_t ii = (size_t)((e >> 32) & 0xff), ri = (size_t)(e >> 40);
+        if (ii < set->nimages) {
+            const struct osp_cfi_image *img = &set->images[ii];
+            if (img->lo + (uint32_t)e == q && ri >= 1 && ri <= img->table.nrows) {
+                *img_out = img;
+                return &img->table.rows[ri - 1];
+            }
+        }
+    }
+    const struct osp_cfi_image *img = osp_prof__cfi_find(set, q);
+    *img_out = img;
+    if (img == NULL) return NULL;
+    const struct osp_cfi_row *r = osp_prof__cfi_lookup(&img->table, q);
+    if (r == NULL) return NULL;
+    size_t ii = (size_t)(img - set->images), ri = (size_t)(r - img->table.rows) + 1;
+    if (ii < 256 && ri < ((size_t)1 << 24))
+        atomic_store_explicit(slot,
+                              (uint64_t)ri << 40 | (uint64_t)ii << 32 | (uint64_t)(q - img->lo),
+                              memory_order_relaxed);
+    return r;
+}
+
+/* The row is exactly the frame-pointer step. */
+static inline bool fp_row(const struct osp_cfi_row *r) {
+    return r->kind == OSP_CFI_STEP && r->cfa_reg == OSP_CFI_REG_FP && r->cfa_off == 16 &&
+           r->ra_off == -8 && r->fp_rule == OSP_CFI_FP_OFFSET && r->fp_off == -16;
+}
+
+/* If the code at `pc` (in an executable segment of `img`) is `jmp rel32`, optionally after
+ * endbr64, its destination into *to. */
+NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, uintptr_t *to) {
+    for (size_t j = 0; j < img->nsegs; j++) {
+        uintptr_t lo = img->segs[j][0], hi = img->segs[j][1];
+        if (pc < lo || pc >= hi || hi - pc < 9) continue;
+        const uint8_t *p = (const uint8_t *)pc;
+        if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) p += 4;
+        if (p[0] != 0xe9) return false;
+        int32_t rel = (int32_t)((uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
+                                (uint32_t)p[4] << 24);
+        *to = (uintptr_t)(p + 5) + (uintptr_t)(intptr_t)rel;
+        return true;
+    }
+    return false;
+}
+
+/* Whether the instruction ending at `ret` (inside an executable segment of `img`) is a
+ * call that can have entered the function whose entry is `entry` (0: unknown): a direct
+ * call (e8 rel32) to that entry, or to a PLT stub or code without CFI (resolved elsewhere),
+ * or an indirect call (ff /2 with a register, disp8, SIB or disp32 operand). A direct call
+ * to another function cannot have: a frame record whose return address follows one is a
+ * stale record of an earlier call, not this function's. Code bytes are read only inside
+ * the image's executable segment. */
+NO_SAN static bool call_into(const struct osp_cfi_set *set, const struct osp_cfi_image *img,
+                             uintptr_t ret, uintptr_t entry) {
+    for (size_t j = 0; j < img->nsegs; j++) {
+        uintptr_t lo = img->segs[j][0], hi = img->segs[j][1];
+        if (ret < lo + 7 || ret > hi) continue;
+        const uint8_t *p = (const uint8_t *)ret;
+        if (p[-5] == 0xe8) {
+            int32_t rel = (int32_t)((uint32_t)p[-4] | (uint32_t)p[-3] << 8 | (uint32_t)p[-2] << 16 |
+                                    (uint32_t)p[-1] << 24);
+            uintptr_t target = ret + (uintptr_t)(intptr_t)rel;
+            /* Follow up to two jump trampolines (`jmp rel32`, after an optional endbr64),
+             * as sanitizer interceptors and some thunks are. */
+            for (int hop = 0; hop < 3; hop++) {
+                if (entry == 0 || target == entry) return true;
+                const struct osp_cfi_image *ti = osp_prof__cfi_find(set, target);
+                const struct osp_cfi_row *tr = ti ? osp_prof__cfi_lookup(&ti->table, target) : NULL;
+                if (tr == NULL || tr->kind == OSP_CFI_PLT || tr->kind == OSP_CFI_GAP) return true;
+                if (!jump_target(ti, target, &target)) return false;
+            }
+            return false;
+        }
+        static const int lens[] = {2, 3, 4, 6, 7};
+        for (size_t k = 0; k < sizeof lens / sizeof *lens; k++)
+            if (p[-lens[k]] == 0xff && (p[-lens[k] + 1] & 0x38) == 0x10) return true;
+        return false;
+    }
+    return false;
+}
+
+/*
+ * The frame pointer of a frame-pointer function whose rbp is unknown (§(l.4): the kernel
+ * reports sp and pc of a blocked thread, not rbp). Every frame below it left rbp alone
+ * (a frame that changes rbp saves it, and its CFI says where, which would have made rbp
+ * known), so rbp is still this function's frame record, which lies above sp. The first
+ * word pair {next, ret} above sp where ret is a return address after a call instruction
+ * in a known image, and next is 0 or a frame record above it, is taken; nothing else on
+ * the way is recorded, so a wrong guess can at worst end the walk early or (when a local
+ * variable looks exactly like a frame record) skip that function's own caller.
+ */
+NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, uintptr_t lo,
+                               uintptr_t hi, uint8_t *end, struct osp_unwind_info *info,
+                               bool search);
+
+NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q, uintptr_t sp,
+                                     uintptr_t lo, uintptr_t hi, uintptr_t *fp_out) {
+    /* The entry of the function the record belongs to (the frame at lookup address q). */
+    uintptr_t entry = 0;
+    const struct osp_cfi_image *fimg = osp_prof__cfi_find(set, q);
+    if (fimg == NULL || !osp_prof__cfi_function_entry(&fimg->table, q, &entry)) entry = 0;
+    uintptr_t a = (sp + 7) & ~(uintptr_t)7;
+    uintptr_t stop = hi - a > FP_SEARCH_BYTES ? a + FP_SEARCH_BYTES : hi;
+    for (; a + 16 <= stop; a += 8) {
+        uintptr_t next, ret;
+        if (!stack_word(a + 8, lo, hi, &ret) || !code_address(ret)) continue;
+        const struct osp_cfi_image *img = osp_prof__cfi_find(set, ret - 1);
+        if (img == NULL || !call_into(set, img, ret, entry)) continue;
+        if (!stack_word(a, lo, hi, &next)) continue;
+        if (next != 0 && (next <= a || (next & 7u) != 0 || next > hi - 16)) continue;
+        /* Stale frame records of earlier, deeper calls lie in uninitialised locals: a
+         * candidate counts only if the walk from it reaches the thread's root. */
+        struct ustate t = {ret, a + 16, next, false, true};
+        uint8_t end = OSP_UNWIND_CHAIN_END;
+        int steps = 0;
+        while (steps++ < OSP_PROF_MAX_FRAMES && hybrid_step(set, &t, lo, hi, &end, NULL, false)) {
+        }
+        if (end != OSP_UNWIND_ROOT) continue;
+        *fp_out = a;
+        return true;
+    }
+    return false;
+}
+
+/* One step to the caller. Returns true with `u` updated, or false with `*end` set.
+ * `search`: an unknown rbp may be located with find_frame_record (not inside one). */
+NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, uintptr_t lo,
+                               uintptr_t hi, uint8_t *end, struct osp_unwind_info *info,
+                               bool search) {
+    uintptr_t q = u->precise ? u->pc : u->pc - 1;
+    if (set != NULL) {
+        const struct osp_cfi_image *img;
+        const struct osp_cfi_row *r = cached_lookup(set, q, &img);
+        if (r != NULL) {
+            switch (r->kind) {
+            case OSP_CFI_ROOT: *end = OSP_UNWIND_ROOT; return false;
+            case OSP_CFI_NONE: *end = OSP_UNWIND_NO_RULE; return false;
+            case OSP_CFI_GAP: goto fp_step; /* no FDE here: the frame chain, as without CFI */
+            case OSP_CFI_SIGNAL: {
+                if (!osp_prof__is_sigreturn(img, u->pc)) {
+                    *end = OSP_UNWIND_NO_RULE;
+                    return false;
+                }
+                /* The kernel's rt_sigframe: after the handler returned into the trampoline,
+                 * sp points at the ucontext (§(l.1) "signal frames"). */
+                uintptr_t g = u->sp + offsetof(ucontext_t, uc_mcontext.gregs);
+                uintptr_t pc, sp, fp;
+                if (!stack_word(g + 8 * REG_RIP, lo, hi, &pc) ||
+                    !stack_word(g + 8 * REG_RSP, lo, hi, &sp) ||
+                    !stack_word(g + 8 * REG_RBP, lo, hi, &fp)) {
+                    *end = OSP_UNWIND_BAD_STACK;
+                    return false;
+                }
+                if (!code_address(pc) || sp <= u->sp || sp > hi) {
+                    *end = OSP_UNWIND_BAD_STACK;
+                    return false;
+                }
+                u->pc = pc;
+                u->sp = sp;
+                u->fp = fp;
+                u->precise = true;
+                u->fp_known = true;
+                if (info) info->signal_frames++;
+                return true;
+            }
+            default: break;
+            }
+            if (fp_row(r)) {
+                /* Remembered for the walk's inline fast path (osp_prof__hybrid_walk). */
+                atomic_store_explicit(&((struct osp_cfi_set *)set)->fp_cache[cache_slot(q)], q,
+                                      memory_order_relaxed);
+                goto fp_step;
+            }
+            uintptr_t base;
+            if (r->cfa_reg == OSP_CFI_REG_SP) {
+                base = u->sp;
+            } else {
+                if (!u->fp_known) {
+                    if (!search || !find_frame_record(set, q, u->sp, lo, hi, &u->fp)) {
+                        *end = OSP_UNWIND_NO_RULE;
+                        return false;
+                    }
+                    u->fp_known = true;
+                }
+                base = u->fp;
+            }
+            uintptr_t cfa = base + (uintptr_t)(intptr_t)r->cfa_off;
+            if (r->kind == OSP_CFI_PLT && (u->pc & 15u) >= r->plt_min) cfa += 8;
+            uintptr_t ra, fp = u->fp;
+            if (cfa <= u->sp || cfa > hi ||
+                !stack_word(cfa + (uintptr_t)(intptr_t)r->ra_off, lo, hi, &ra)) {
+                *end = OSP_UNWIND_BAD_STACK;
+                return false;
+            }
+            bool fp_known = u->fp_known;
+            uintptr_t fp_slot = cfa + (uintptr_t)(intptr_t)r->fp_off;
+            if (r->fp_rule == OSP_CFI_FP_OFFSET && fp_slot < u->sp) {
+                /* An epilogue already popped rbp (compilers keep the save rule until the
+                 * function's end): the slot is below sp, the register holds the caller's
+                 * value. Only an interrupted frame can be here. */
+            } else if (r->fp_rule == OSP_CFI_FP_OFFSET) {
+                if (!stack_word(fp_slot, lo, hi, &fp)) {
+                    *end = OSP_UNWIND_BAD_STACK;
+                    return false;
+                }
+                fp_known = true;
+            } else if (r->fp_rule == OSP_CFI_FP_UNDEF) {
+                fp_known = false;
+            }
+            if (!code_address(ra)) {
+                *end = OSP_UNWIND_CHAIN_END;
+                return false;
+            }
+            u->pc = ra;
+            u->sp = cfa;
+            u->fp = fp;
+            u->fp_known = fp_known;
+            u->precise = false;
+            if (info) info->cfi_steps++;
+            return true;
+        }
+    }
+fp_step:
+    /* The frame chain (§(c) item 2): a frame without a table, or one whose CFI is the
+     * frame-pointer rule. sp only moves up, which bounds the walk. */
+    if (!u->fp_known) {
+        if (set == NULL || !search || !find_frame_record(set, q, u->sp, lo, hi, &u->fp)) {
+            *end = OSP_UNWIND_NO_RULE;
+            return false;
+        }
+        u->fp_known = true;
+    }
+    if (!frame_ok(u->fp, lo, hi) || u->fp + 16 <= u->sp ||
+        u->fp - u->sp > OSP_PROF_MAX_FRAME_BYTES) {
+        *end = OSP_UNWIND_CHAIN_END;
+        return false;
+    }
+    uintptr_t next = *(const uintptr_t *)u->fp;
+    uintptr_t ret = *(const uintptr_t *)(u->fp + 8);
+    if (!code_address(ret)) {
+        *end = OSP_UNWIND_CHAIN_END;
+        return false;
+    }
+    u->sp = u->fp + 16;
+    u->pc = ret;
+    u->fp = next;
+    u->precise = false;
+    return true;
+}
+
+NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
+                                    uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
+                                    bool *truncated, struct osp_unwind_info *info) {
+    *truncated = false;
+    if (info) {
+        info->end = OSP_UNWIND_CHAIN_END;
+        info->cfi_steps = info->signal_frames = 0;
+    }
+    if (cap == 0) return 0;
+    size_t n = 0;
+    out[n++] = r->pc_is_return ? r->pc - 1 : r->pc;
+    struct ustate u = {r->pc, r->sp, r->fp, !r->pc_is_return, r->fp_known};
+    uint8_t end = OSP_UNWIND_CHAIN_END;
+    for (;;) {
+        /* Fast path: a frame whose CFI is known to be the frame-pointer rule (one load and
+         * a compare) takes the chain step inline, as osp_prof__fp_walk does. */
+        if (set != NULL && u.fp_known) {
+            uintptr_t q = u.precise ? u.pc : u.pc - 1;
+            if (atomic_load_explicit(&set->fp_cache[cache_slot(q)], memory_order_relaxed) == q) {
+                if (!frame_ok(u.fp, lo, hi) || u.fp + 16 <= u.sp ||
+                    u.fp - u.sp > OSP_PROF_MAX_FRAME_BYTES) {
+                    end = OSP_UNWIND_CHAIN_END;
+                    break;
+                }
+                uintptr_t next = *(const uintptr_t *)u.fp;
+                uintptr_t ret = *(const uintptr_t *)(u.fp + 8);
+                if (!code_address(ret)) {
+                    end = OSP_UNWIND_CHAIN_END;
+                    break;
+                }
+                u.sp = u.fp + 16;
+                u.pc = ret;
+                u.fp = next;
+                u.precise = false;
+                goto record;
+            }
+        }
+        if (!hybrid_step(set, &u, lo, hi, &end, info, true)) break;
+    record:
+        if (n >= cap) {
+            *truncated = true;
+            end = OSP_UNWIND_CAP;
+            break;
+        }
+        out[n++] = u.pc;
+    }
+    if (info) info->end = end;
+    return n;
+}
+
+#else /* arm64: frame records are kept by the ABI's common practice; the chain walk */
+
+size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
+                             uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
+                             bool *truncated, struct osp_unwind_info *info) {
+    (void)set;
+    if (info) {
+        info->end = OSP_UNWIND_CHAIN_END;
+        info->cfi_steps = info->signal_frames = 0;
+    }
+    uintptr_t pc = r->pc_is_return ? r->pc - 1 : r->pc;
+    return osp_prof__fp_walk(pc, r->fp_known ? r->fp : 0, r->lr, lo, hi, out, cap, truncated);
+}
+
+#endif

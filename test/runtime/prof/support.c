@@ -99,7 +99,7 @@ void raw_load(struct raw *r, const char *path) {
         /* additional keys, in this writer's order */
         OSP_RAW_KEY_SAMPLE_WEIGHTS_NS, OSP_RAW_KEY_TICKS, OSP_RAW_KEY_LATE_TICKS,
         OSP_RAW_KEY_DROPPED_REASONS, OSP_RAW_KEY_THREADS_OVER_LIMIT, OSP_RAW_KEY_TRUNCATED_STACKS,
-        OSP_RAW_KEY_ENGINE};
+        OSP_RAW_KEY_ENGINE, OSP_RAW_KEY_UNWIND};
     const cJSON *it = root->child;
     const cJSON *v[sizeof order / sizeof *order];
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
@@ -107,7 +107,7 @@ void raw_load(struct raw *r, const char *path) {
         v[i] = it;
         it = it->next;
     }
-    assert_null(it); /* nothing after engine */
+    assert_null(it); /* nothing after unwind */
     assert_true(cJSON_IsString(v[18]));
     snprintf(r->engine, sizeof r->engine, "%s", v[18]->valuestring);
     assert_true(strcmp(r->engine, OSP_RAW_ENGINE_PERF_EVENT) == 0 ||
@@ -271,6 +271,19 @@ void raw_load(struct raw *r, const char *path) {
         assert_true(is_int(t) && t->valuedouble >= 0 && t->valuedouble < (double)r->nstacks);
         r->truncated[(size_t)t->valuedouble] = true;
     }
+    /* unwind: how the walks ended, in the writer's order, and the blocked reads. */
+    static const char *const ends[OSP_RAW_UNWIND_COUNT] = OSP_RAW_UNWIND_NAMES;
+    assert_true(cJSON_IsObject(v[19]));
+    const cJSON *u = v[19]->child;
+    for (size_t i = 0; i < OSP_RAW_UNWIND_COUNT + 2; i++) {
+        expect_key(&u, i < OSP_RAW_UNWIND_COUNT    ? ends[i]
+                       : i == OSP_RAW_UNWIND_COUNT ? OSP_RAW_UNWIND_BLOCKED_READS
+                                                   : OSP_RAW_UNWIND_BLOCKED_SKIPS);
+        assert_true(is_int(u) && u->valuedouble >= 0);
+        r->unwind[i] = (uint64_t)u->valuedouble;
+        u = u->next;
+    }
+    assert_null(u);
     /* Stacks are interned: no two are equal. */
     for (size_t a = 0; a < r->nstacks && r->nstacks < 2000; a++)
         for (size_t b = a + 1; b < r->nstacks; b++)

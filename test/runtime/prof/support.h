@@ -57,6 +57,9 @@ struct raw {
     uint64_t dropped, ticks, late_ticks, threads_over_limit;
     uint64_t dropped_reasons[OSP_RAW_DROP_COUNT]; /* indexed by enum osp_raw_drop_reason */
     bool *truncated;                              /* per stack */
+    /* "unwind": walks ended at chain_end, root, no_rule, bad_stack, cap; then blocked_reads
+     * and blocked_skips */
+    uint64_t unwind[OSP_RAW_UNWIND_COUNT + 2];
 };
 
 /* Load `path` and check every rule of §(e) that a writer must honour: one line, required

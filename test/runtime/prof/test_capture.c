@@ -658,8 +658,7 @@ static void test_blocked_in_foreign_calls(void **state) {
          * waiting share in bench/accuracy.sh), not bounded here. */
         assert_true(st.w[1] - longest_wait_ns <= (uint64_t)(b[i].elapsed * 1e9));
     }
-    if (unshown)
-        assert_true(r.dropped_reasons[OSP_RAW_DROP_NO_STACK] >= (uint64_t)unshown);
+    if (unshown) assert_true(r.dropped_reasons[OSP_RAW_DROP_NO_STACK] >= (uint64_t)unshown);
     raw_free(&r);
 }
 

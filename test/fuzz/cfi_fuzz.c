@@ -1,0 +1,122 @@
+/*
+ * cfi_fuzz.c — libFuzzer target for the CFI table builder (runtime/prof/prof_cfi.c,
+ * docs/spec/profiler.md §(l.1)) and the walk over what it builds: any bytes are taken as
+ * an image's .eh_frame. The builder must never read outside the input, never loop, and
+ * either refuse it or produce a well-formed table (rows strictly ascending, a GAP end
+ * marker, every row found by its own start address); the hybrid walk over that table and a
+ * stack made of the input's words must stay inside the stack it is given.
+ *
+ * Built two ways:
+ *  - with -fsanitize=fuzzer,address,undefined by test/fuzz/cfi_fuzz.sh (the fuzzing run);
+ *  - as a plain program with -DOSPPROF_REPLAY_MAIN (ctest "cfi_fuzz_corpus"), which
+ *    replays the kept corpus test/fuzz/cfi_corpus in every build, sanitizers included.
+ */
+#define _GNU_SOURCE
+#include "prof_cfi.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUZZ_BASE ((uintptr_t)0x40000000) /* run-time address given to the input's first byte */
+
+static void check_table(const struct osp_cfi_table *t) {
+    if (t->nrows < 2 || t->rows[0].pc_off != 0) abort();
+    if (t->rows[t->nrows - 1].kind != OSP_CFI_GAP) abort();
+    if (t->hi - t->lo != t->rows[t->nrows - 1].pc_off) abort();
+    for (size_t i = 0; i + 1 < t->nrows; i++) {
+        if (t->rows[i].pc_off >= t->rows[i + 1].pc_off) abort();
+        if (t->rows[i].kind > OSP_CFI_GAP) abort();
+        if (osp_prof__cfi_lookup(t, t->lo + t->rows[i].pc_off) != &t->rows[i]) abort();
+    }
+    if (osp_prof__cfi_lookup(t, t->hi) != NULL) abort();
+    for (size_t i = 0; i < t->nstarts; i++) {
+        if (i > 0 && t->starts[i - 1] >= t->starts[i]) abort();
+        uintptr_t e;
+        if (!osp_prof__cfi_function_entry(t, t->lo + t->starts[i], &e) || e != t->lo + t->starts[i])
+            abort();
+    }
+    if (t->lo > 0 && osp_prof__cfi_lookup(t, t->lo - 1) != NULL) abort();
+}
+
+static size_t g_built; /* inputs that produced a table (reported by the replay) */
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    /* An exact-size copy, so ASan sees any read past the input. */
+    uint8_t *buf = malloc(size ? size : 1);
+    if (buf == NULL) return 0;
+    memcpy(buf, data, size);
+    struct osp_cfi_image img;
+    memset(&img, 0, sizeof img);
+    struct osp_cfi_build_stats st;
+    bool ok = osp_prof__cfi_build(buf, size, FUZZ_BASE, 0, &img.table, &st);
+    if (ok) {
+        g_built++;
+        check_table(&img.table);
+        img.lo = img.table.lo;
+        img.hi = img.table.hi;
+        struct osp_cfi_set *set = osp_prof__cfi_set_new(&img, 1);
+        if (set == NULL) {
+            osp_prof__cfi_table_free(&img.table);
+        } else {
+            /* A stack made of the input's words, pointing into itself and into the table. */
+            uintptr_t stack[64];
+            for (size_t i = 0; i < 64; i++) {
+                uintptr_t w = 0;
+                for (size_t k = 0; k < 8 && size > 0; k++) w = (w << 8) | data[(i * 8 + k) % size];
+                stack[i] = (w & 1) ? (uintptr_t)&stack[(w >> 1) % 64]
+                                   : img.table.lo + (w >> 1) % (img.table.hi - img.table.lo + 1);
+            }
+            uintptr_t out[OSP_PROF_MAX_FRAMES];
+            bool tr;
+            for (size_t i = 0; i < img.table.nrows && i < 32; i++) {
+                struct osp_unwind_regs r = {.pc = img.table.lo + img.table.rows[i].pc_off,
+                                            .sp = (uintptr_t)&stack[i % 8],
+                                            .fp = stack[(i + 3) % 64],
+                                            .fp_known = (i & 1) != 0};
+                size_t n = osp_prof__hybrid_walk(set, &r, (uintptr_t)stack, (uintptr_t)(stack + 64),
+                                                 out, 32, &tr, NULL);
+                if (n < 1 || n > 32) abort();
+            }
+            osp_prof__cfi_set_free(set);
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+#ifdef OSPPROF_REPLAY_MAIN
+/* Replay: ./cfi_fuzz_replay <corpus-dir>... ; prints how many inputs ran and built. */
+int main(int argc, char **argv) {
+    size_t n = 0;
+    for (int a = 1; a < argc; a++) {
+        DIR *d = opendir(argv[a]);
+        if (!d) {
+            fprintf(stderr, "cannot open %s\n", argv[a]);
+            return 1;
+        }
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.') continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", argv[a], e->d_name);
+            FILE *f = fopen(path, "rb");
+            if (!f) continue;
+            fseek(f, 0, SEEK_END);
+            long len = ftell(f);
+            fseek(f, 0, SEEK_SET);
+            uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
+            size_t got = buf ? fread(buf, 1, (size_t)(len > 0 ? len : 0), f) : 0;
+            fclose(f);
+            if (buf) LLVMFuzzerTestOneInput(buf, got);
+            free(buf);
+            n++;
+        }
+        closedir(d);
+    }
+    printf("replayed %zu inputs, %zu built a table\n", n, g_built);
+    return n ? 0 : 1;
+}
+#endif

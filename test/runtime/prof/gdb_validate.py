@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""gdb_validate.py — the unwinder against gdb (docs/spec/profiler.md §(l.1) target): the
+frame sequence the profiler's walk gives at a sampled pc equals gdb's backtrace there for
+at least 99 % of the samples.
+
+1. Profile gdb_target (OSPREY_PROFILE, 997 Hz): its on-CPU samples of the main thread give
+   the sampled leaf pcs, as (image, offset) pairs, with their sample counts.
+2. Run gdb_target under gdb in batch mode with a breakpoint at each sampled pc (the 200 most
+   sampled; image bases from the inferior's /proc/<pid>/maps). At each hit, gdb's frames
+   (inline and tail-call frames skipped: the profiler records physical frames), and the
+   runtime's own
+   walk from the same pc, sp and rbp (osp_test_gdb_walk, called on the stopped thread with
+   scheduler-locking on), are recorded; each pc is checked at up to 3 hits. gdb's stops
+   take the program's wall time, so it runs up to 30 s and is killed once every
+   breakpoint is done.
+3. A pc agrees when every hit's two sequences are equal, address for address. Prints the
+   share of the sampled weight at agreeing pcs and exits 1 below 99 %, or when fewer than
+   70 % of the sampled weight could be checked.
+
+Usage: gdb_validate.py <gdb_target>
+"""
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MAX_PCS = 200
+HITS_PER_PC = 3
+
+GDB_SCRIPT = r'''
+import gdb, json, os
+targets = json.load(open(os.environ["GDBV_TARGETS"]))
+out = open(os.environ["GDBV_OUT"], "w")
+hits = {}
+bps = {}
+def bases(pid):
+    b = {}
+    for line in open("/proc/%d/maps" % pid):
+        f = line.split()
+        if len(f) >= 6 and f[5].startswith("/"):
+            lo = int(f[0].split("-")[0], 16)
+            off = int(f[2], 16)
+            path = os.path.realpath(f[5])
+            if path not in b or lo - off < b[path]:
+                b[path] = lo - off
+    return b
+def record(pc):
+    key, bp = bps[pc]
+    frames = []
+    f = gdb.newest_frame()
+    while f is not None and len(frames) < 128:
+        # Physical frames only: gdb adds inline frames from DWARF, and tail-call frames it
+        # infers from call-site information (a function that jumped to its callee left
+        # no frame on the stack, so no walk of the stack can show it).
+        if f.type() not in (gdb.INLINE_FRAME, gdb.TAILCALL_FRAME):
+            frames.append(int(f.pc()))
+        try:
+            f = f.older()
+        except gdb.error:
+            break
+    sp = int(gdb.parse_and_eval("$sp"))
+    fp = int(gdb.parse_and_eval("$rbp"))
+    # The call runs with every breakpoint off (a signal handler could run meanwhile).
+    on = [bp for _, bp in bps.values() if bp.enabled]
+    for x in on:
+        x.enabled = False
+    gdb.execute("set scheduler-locking on")
+    n = int(gdb.parse_and_eval("osp_test_gdb_walk((unsigned long)0x%x, (unsigned long)0x%x, (unsigned long)0x%x)" % (pc, sp, fp)))
+    gdb.execute("set scheduler-locking off")
+    for x in on:
+        x.enabled = True
+    ours = [int(gdb.parse_and_eval("osp_test_gdb_frames[%d]" % i)) for i in range(max(n, 0))]
+    out.write(json.dumps({"key": key, "gdb": frames, "ours": ours}) + "\n")
+    out.flush()
+    hits[key] = hits.get(key, 0) + 1
+    if hits[key] >= int(os.environ["GDBV_HITS"]):
+        bp.enabled = False
+gdb.execute("set pagination off")
+gdb.execute("set confirm off")
+gdb.execute("set backtrace past-main on")
+gdb.execute("set backtrace past-entry on")
+gdb.execute("handle SIGALRM nostop noprint pass")
+gdb.execute("handle SIGPROF nostop noprint pass")
+start = gdb.Breakpoint("gdb_target_format", internal=True)  # after the setup in main
+gdb.execute("run " + os.environ["GDBV_ARGS"], to_string=True)
+start.delete()
+b = bases(gdb.selected_inferior().pid)
+for t in targets:
+    base = b.get(t["path"])
+    if base is None:
+        continue
+    addr = base + t["offset"]
+    bp = gdb.Breakpoint("*0x%x" % addr, internal=True)
+    bp.silent = True
+    bps[addr] = ("%s+0x%x" % (t["path"], t["offset"]), bp)
+while bps and any(bp.enabled for _, bp in bps.values()):
+    try:
+        gdb.execute("continue", to_string=True)
+    except gdb.error:
+        break
+    if not gdb.selected_inferior().pid:
+        break
+    try:
+        pc = int(gdb.parse_and_eval("$pc"))
+    except gdb.error:
+        break
+    if pc in bps:
+        record(pc)
+out.close()
+if gdb.selected_inferior().pid:
+    gdb.execute("kill")
+'''
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    target = os.path.abspath(sys.argv[1])
+    work = tempfile.mkdtemp(prefix="gdbv-")
+    raw_path = os.path.join(work, "run.osprof.json")
+    env = dict(os.environ, OSPREY_PROFILE=raw_path, OSPREY_PROFILE_HZ="997")
+    subprocess.run([target, "3"], env=env, check=True, stdout=subprocess.DEVNULL)
+    raw = json.load(open(raw_path))
+    images = sorted(raw["images"], key=lambda im: im["base"])
+
+    def locate(pc):
+        for im in images:
+            if im["path"].startswith("/") and im["text"] <= pc < im["text"] + im["text_size"]:
+                return os.path.realpath(im["path"]), pc - im["base"]
+        return None
+
+    counts = collections.Counter()
+    main_row = 0  # the main thread registers first (§(d))
+    for s in raw["samples"]:
+        if s[1] != main_row or s[3] != 0:
+            continue
+        loc = locate(raw["stacks"][s[2]][0])
+        if loc:
+            counts[loc] += 1
+    total = sum(counts.values())
+    if total < 100:
+        sys.exit("gdb_validate: only %d on-CPU samples of the main thread" % total)
+    chosen = counts.most_common(MAX_PCS)
+    tfile = os.path.join(work, "targets.json")
+    json.dump([{"path": p, "offset": o} for (p, o), _ in chosen], open(tfile, "w"))
+    sfile = os.path.join(work, "gdb.py")
+    open(sfile, "w").write(GDB_SCRIPT)
+    ofile = os.path.join(work, "hits.jsonl")
+    genv = {k: v for k, v in os.environ.items() if not k.startswith("OSPREY_PROFILE")}
+    genv.update(GDBV_TARGETS=tfile, GDBV_OUT=ofile, GDBV_HITS=str(HITS_PER_PC), GDBV_ARGS="30")
+    subprocess.run(["gdb", "-nx", "-batch", "-x", sfile, target], env=genv,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
+    results = collections.defaultdict(list)
+    if os.path.exists(ofile):
+        for line in open(ofile):
+            h = json.loads(line)
+            results[h["key"]].append(h)
+    checked = agree = 0
+    shown = 0
+    for (path, off), n in chosen:
+        key = "%s+0x%x" % (path, off)
+        hs = results.get(key)
+        if not hs:
+            continue
+        checked += n
+        if all(h["gdb"] == h["ours"] for h in hs):
+            agree += n
+        elif shown < 5:
+            shown += 1
+            h = next(h for h in hs if h["gdb"] != h["ours"])
+            print("gdb_validate: differs at %s (%d samples)\n  gdb:  %s\n  ours: %s" % (
+                key, n, " ".join("%x" % a for a in h["gdb"]), " ".join("%x" % a for a in h["ours"])))
+    print("gdb_validate: %d main-thread on-CPU samples, %d distinct leaf pcs; checked %d pcs "
+          "covering %.1f %% of the samples" % (total, len(counts), len(results), 100.0 * checked / total))
+    share = agree / checked if checked else 0.0
+    print("gdb_validate: our frame sequence equals gdb's backtrace for %.2f %% of the checked samples" % (100 * share))
+    ok = checked >= 0.7 * total and share >= 0.99
+    print("target frame sequence equals gdb bt >= 99 %%: %s" % ("ok" if ok else "MISSED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
