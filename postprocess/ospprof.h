@@ -50,6 +50,9 @@ typedef struct ospprof_options {
     /* Symbolizer: "llvm", "none" or NULL (= the OSPREY_PROFILE_SYMBOLIZER environment
      * variable, default "llvm"). Unknown values behave as "llvm". */
     const char *symbolizer;
+    /* The signal that ended the profiled run early (SIGINT, SIGTERM, SIGHUP), or 0: the
+     * report header then says "(interrupted by SIGINT)" (docs/spec/profiler.md §(l.5)). */
+    int interrupted_signal;
 } ospprof_options;
 
 /*
