@@ -175,6 +175,13 @@ struct osp_attach {
     bool cache_valid;
     unsigned char cache[4096];
     pid_t walk_tid;
+    /* one tick's plan per thread (plan_thread / finish_thread) */
+    struct tick_plan {
+        int plan;
+        uint64_t pc;
+        char syscall_line[160];
+    } *plans;
+    size_t cap_plans;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
@@ -359,14 +366,19 @@ static void reap_events(osp_attach *a) {
     }
 }
 
-/* Stop `t` with PTRACE_INTERRUPT and wait for that stop, handling other reports on the way.
- * Returns 0 with the thread in its interrupt stop (the caller continues it), or -1 (the
- * thread is gone or group-stopped). */
-static int interrupt_thread(osp_attach *a, athread *t) {
+/* Ask `t` to stop (PTRACE_INTERRUPT). 0, or -1 when it is gone. */
+static int send_interrupt(athread *t) {
     if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) != 0) {
         if (errno == ESRCH) thread_gone(t);
         return -1;
     }
+    return 0;
+}
+
+/* Wait for the interrupt stop asked by send_interrupt, handling other reports on the way.
+ * Returns 0 with the thread in its interrupt stop (the caller continues it), or -1 (the
+ * thread is gone or group-stopped). */
+static int wait_interrupt_stop(osp_attach *a, athread *t) {
     for (;;) {
         int st;
         pid_t w = waitpid(t->tid, &st, __WALL);
@@ -462,14 +474,10 @@ static void add_sample(osp_attach *a, uint64_t t_ns, const athread *t, long stac
         (struct asample){t_ns, weight_ns, (uint32_t)t->row, (uint32_t)stack, (uint8_t)state};
 }
 
-/* Interrupt `t`, walk its stack, continue it. The stack index, or -1 (not sampled; *gone
- * says the thread vanished meanwhile). */
-static long capture_stack(osp_attach *a, athread *t, bool *gone) {
-    *gone = false;
-    if (interrupt_thread(a, t) != 0) {
-        *gone = t->gone;
-        return -2;
-    }
+/* `t` was sent PTRACE_INTERRUPT: wait for the stop, walk its stack, continue it. The stack
+ * index, -1 when out of memory, or -2 (not sampled: gone or group-stopped meanwhile). */
+static long capture_stack(osp_attach *a, athread *t) {
+    if (wait_interrupt_stop(a, t) != 0) return -2;
     osp_unwind_regs regs;
     uint64_t frames[MAX_FRAMES];
     size_t n = 0;
@@ -491,55 +499,76 @@ static uint64_t syscall_line_pc(const char *line) {
     return last ? strtoull(last + 1, NULL, 0) : 0;
 }
 
-static void sample_thread(osp_attach *a, athread *t, uint64_t t_ns, uint64_t tick_ns) {
+/* What one tick does with a thread (decided from /proc, before any thread is stopped). */
+enum plan { PLAN_NONE, PLAN_ON_CPU, PLAN_WAIT_CAPTURE, PLAN_WAIT_CACHED, PLAN_WAIT_PC };
+
+/* First half of a tick for `t`: read its state and decide; threads whose stack must be
+ * captured are sent PTRACE_INTERRUPT now, so that all of them stop in parallel and the
+ * sampler waits for the first stop only (the others are stopped by then). */
+static enum plan plan_thread(athread *t, char *syscall_line, size_t cap, uint64_t *pc) {
     char buf[512];
     if (pread_small(t->stat_fd, buf, sizeof buf) <= 0) {
         thread_gone(t);
-        return;
+        return PLAN_NONE;
     }
     char state = stat_state(buf);
-    bool gone = false;
-    if (state == 'R') {
-        long k = capture_stack(a, t, &gone);
+    if (state == 'R') return send_interrupt(t) == 0 ? PLAN_ON_CPU : PLAN_NONE;
+    if (state != 'S' && state != 'D') return PLAN_NONE; /* stopped, exiting: no sample */
+    ssize_t n = pread_small(t->syscall_fd, syscall_line, cap);
+    bool in_syscall = n > 0 && syscall_line[0] >= '0' && syscall_line[0] <= '9';
+    if (in_syscall)
+        syscall_line[strcspn(syscall_line, "\n")] = 0;
+    else
+        syscall_line[0] = 0;
+    if (in_syscall && t->wait_stack >= 0 && strcmp(syscall_line, t->wait_key) == 0)
+        return PLAN_WAIT_CACHED; /* the same wait as last time: no need to stop it again */
+    if (state == 'D') {
+        /* Uninterruptible: never stopped; its PC where the syscall file gives one. */
+        *pc = in_syscall ? syscall_line_pc(syscall_line) : 0;
+        return *pc ? PLAN_WAIT_PC : PLAN_NONE;
+    }
+    return send_interrupt(t) == 0 ? PLAN_WAIT_CAPTURE : PLAN_NONE;
+}
+
+/* Second half: collect the stop, record the sample. */
+static void finish_thread(osp_attach *a, athread *t, enum plan plan, const char *syscall_line,
+                          uint64_t pc, uint64_t t_ns, uint64_t tick_ns) {
+    long k = -1;
+    switch (plan) {
+    case PLAN_NONE: return;
+    case PLAN_ON_CPU: {
+        k = capture_stack(a, t);
         if (k == -2) {
-            if (gone) a->drop_thread_gone++;
+            if (t->gone) a->drop_thread_gone++;
             return;
         }
-        uint64_t cpu_ns = 0, weight_ns = tick_ns;
+        uint64_t weight_ns = tick_ns;
+        char buf[128];
         if (pread_small(t->sched_fd, buf, sizeof buf) > 0) {
-            cpu_ns = strtoull(buf, NULL, 10);
+            uint64_t cpu_ns = strtoull(buf, NULL, 10);
             if (t->have_cpu && cpu_ns > t->last_cpu_ns) weight_ns = cpu_ns - t->last_cpu_ns;
             t->last_cpu_ns = cpu_ns;
             t->have_cpu = true;
         }
-        add_sample(a, t_ns, t, k, 0, weight_ns);
         t->wait_stack = -1;
-    } else if (state == 'S' || state == 'D') {
-        ssize_t n = pread_small(t->syscall_fd, buf, sizeof buf);
-        bool in_syscall = n > 0 && buf[0] >= '0' && buf[0] <= '9';
-        if (in_syscall) buf[strcspn(buf, "\n")] = 0;
-        long k = -1;
-        if (in_syscall && t->wait_stack >= 0 && strcmp(buf, t->wait_key) == 0) {
-            k = t->wait_stack; /* the same wait as last time: no need to stop it again */
-        } else if (state == 'S') {
-            k = capture_stack(a, t, &gone);
-            if (k == -2) {
-                if (gone) a->drop_thread_gone++;
-                return;
-            }
-            if (in_syscall) {
-                snprintf(t->wait_key, sizeof t->wait_key, "%s", buf);
-                t->wait_stack = k;
-            }
-        } else {
-            /* Uninterruptible: never stopped; its PC where the syscall file gives one. */
-            uint64_t pc = in_syscall ? syscall_line_pc(buf) : 0;
-            if (!pc) return;
-            k = intern_stack(a, &pc, 1, false);
-        }
-        add_sample(a, t_ns, t, k, 1, tick_ns);
+        add_sample(a, t_ns, t, k, 0, weight_ns);
+        return;
     }
-    /* 'T'/'t' (stopped), 'Z'/'X' (exiting), others: no sample this tick. */
+    case PLAN_WAIT_CAPTURE:
+        k = capture_stack(a, t);
+        if (k == -2) {
+            if (t->gone) a->drop_thread_gone++;
+            return;
+        }
+        if (syscall_line[0] && k >= 0) {
+            snprintf(t->wait_key, sizeof t->wait_key, "%s", syscall_line);
+            t->wait_stack = k;
+        }
+        break;
+    case PLAN_WAIT_CACHED: k = t->wait_stack; break;
+    case PLAN_WAIT_PC: k = intern_stack(a, &pc, 1, false); break;
+    }
+    add_sample(a, t_ns, t, k, 1, tick_ns);
 }
 
 /* ---- images ------------------------------------------------------------------------------- */
@@ -1011,11 +1040,22 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
             uint64_t tick_ns = now - last_tick > 0 ? now - last_tick : period_ns;
             if (a->ticks == 1) tick_ns = period_ns;
             last_tick = now;
-            for (size_t i = 0; i < a->nth; i++) {
-                athread *t = &a->th[i];
-                if (t->gone || t->group_stopped) continue;
-                sample_thread(a, t, now - a->start_mono_ns, tick_ns);
+            if (a->nth > a->cap_plans) {
+                free(a->plans);
+                a->cap_plans = a->cap_th;
+                a->plans = calloc(a->cap_plans, sizeof *a->plans);
+                if (!a->plans) a->cap_plans = 0;
             }
+            for (size_t i = 0; i < a->nth && i < a->cap_plans; i++) {
+                athread *t = &a->th[i];
+                struct tick_plan *tp = &a->plans[i];
+                tp->plan = t->gone || t->group_stopped
+                               ? PLAN_NONE
+                               : plan_thread(t, tp->syscall_line, sizeof tp->syscall_line, &tp->pc);
+            }
+            for (size_t i = 0; i < a->nth && i < a->cap_plans; i++)
+                finish_thread(a, &a->th[i], a->plans[i].plan, a->plans[i].syscall_line,
+                              a->plans[i].pc, now - a->start_mono_ns, tick_ns);
             if (now - last_maps >= 1000000000u) { /* dlopen'd libraries appear */
                 read_images(a);
                 last_maps = now;
@@ -1205,6 +1245,7 @@ void osp_attach_close(osp_attach *a) {
     free(a->stack_hash_slots);
     free(a->truncated);
     free(a->samples);
+    free(a->plans);
     free_images(a->images, a->nimages);
     free(a);
 }

@@ -163,12 +163,12 @@ static int parse_args(int argc, char **argv, Options *o) {
     if (o->record || o->attach) {
         const char *m = o->record ? "--record" : "--attach";
         if (o->record && o->attach) return usage_error("%s", "choose one of --record and --attach");
-        if (o->input || o->run_flag || emit || build || o->debug || o->profile || o->postprocess ||
-            o->binary)
-            return usage_error("%s takes only --duration and -o", m);
         if (o->record && o->nprog_args == 0)
             return usage_error("%s", "--record needs the program after --: osprey --record "
                                      "[-o <out>] -- <program> [args...]");
+        if (o->input || o->run_flag || emit || build || o->debug || o->profile || o->postprocess ||
+            o->binary)
+            return usage_error("%s takes only --duration and -o", m);
         if (o->attach && o->prog_args)
             return usage_error("%s", "--attach takes no program arguments");
         return -1;
