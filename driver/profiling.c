@@ -361,7 +361,8 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
             fprintf(stderr, "osprey: warning: profile not processed: %s\n", werr);
         } else {
             const char *exe = osp_attach_exe(a);
-            run_postprocess(raw, NULL, exe[0] ? exe : NULL, prefix, sig == SIGQUIT ? SIGINT : sig);
+            /* Ctrl-C ends the capture, not the program: the header does not say "interrupted". */
+            run_postprocess(raw, NULL, exe[0] ? exe : NULL, prefix, 0);
         }
         unlink(raw);
         free(raw);
