@@ -15,6 +15,7 @@
  * semantic problems (a different version may have a different layout).
  */
 #include "internal.h"
+#include "osp_raw_format.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -301,9 +302,20 @@ enum {
     K_TRUNC,
     K_COUNT
 };
-static const char *const key_names[K_COUNT] = {
-    "version", "pid",     "exe",    "rate_hz", "platform", "start_unix_ns",     "end_unix_ns",
-    "images",  "threads", "stacks", "samples", "dropped",  "sample_weights_ns", "truncated_stacks"};
+static const char *const key_names[K_COUNT] = {OSP_RAW_KEY_VERSION,
+                                               OSP_RAW_KEY_PID,
+                                               OSP_RAW_KEY_EXE,
+                                               OSP_RAW_KEY_RATE_HZ,
+                                               OSP_RAW_KEY_PLATFORM,
+                                               OSP_RAW_KEY_START_UNIX_NS,
+                                               OSP_RAW_KEY_END_UNIX_NS,
+                                               OSP_RAW_KEY_IMAGES,
+                                               OSP_RAW_KEY_THREADS,
+                                               OSP_RAW_KEY_STACKS,
+                                               OSP_RAW_KEY_SAMPLES,
+                                               OSP_RAW_KEY_DROPPED,
+                                               OSP_RAW_KEY_SAMPLE_WEIGHTS_NS,
+                                               OSP_RAW_KEY_TRUNCATED_STACKS};
 /* required keys: all but dropped and the additional ones */
 static const unsigned required_mask = (1u << K_DROPPED) - 1;
 
@@ -339,13 +351,13 @@ static bool parse_image(rd *r, const char **pp, parse *ps, size_t i) {
     int rc;
     while ((rc = next_item(r, pp, &first, '}', &k)) == 1) {
         uint64_t *slot = NULL;
-        if (key_is(&k, "base"))
+        if (key_is(&k, OSP_RAW_IMAGE_BASE))
             slot = &im->base, has_base = true;
-        else if (key_is(&k, "slide"))
+        else if (key_is(&k, OSP_RAW_IMAGE_SLIDE))
             slot = &im->slide;
-        else if (key_is(&k, "text"))
+        else if (key_is(&k, OSP_RAW_IMAGE_TEXT))
             slot = &im->text;
-        else if (key_is(&k, "text_size"))
+        else if (key_is(&k, OSP_RAW_IMAGE_TEXT_SIZE))
             slot = &im->text_size;
         if (slot) {
             leaf v;
@@ -358,7 +370,8 @@ static bool parse_image(rd *r, const char **pp, parse *ps, size_t i) {
             else
                 sem(r, "image %zu: key \"%s\" must be a non-negative integer", i, k.str);
             leaf_clear(&v);
-        } else if (key_is(&k, "path") || key_is(&k, "arch") || key_is(&k, "build_id")) {
+        } else if (key_is(&k, OSP_RAW_IMAGE_PATH) || key_is(&k, OSP_RAW_IMAGE_ARCH) ||
+                   key_is(&k, OSP_RAW_IMAGE_BUILD_ID)) {
             leaf v;
             if (!leaf_parse(r, pp, &v)) {
                 leaf_clear(&k);
@@ -368,21 +381,21 @@ static bool parse_image(rd *r, const char **pp, parse *ps, size_t i) {
                 sem(r, "image %zu: key \"%s\" must be %s", i, k.str, str_word(&v));
                 leaf_clear(&v);
             } else {
-                char **dst = key_is(&k, "path")   ? &im->path
-                             : key_is(&k, "arch") ? &im->arch
-                                                  : &im->build_id;
-                if (key_is(&k, "path")) has_path = true;
+                char **dst = key_is(&k, OSP_RAW_IMAGE_PATH)   ? &im->path
+                             : key_is(&k, OSP_RAW_IMAGE_ARCH) ? &im->arch
+                                                              : &im->build_id;
+                if (key_is(&k, OSP_RAW_IMAGE_PATH)) has_path = true;
                 free(*dst);
                 *dst = v.str;
                 v.str = NULL;
             }
-        } else if (key_is(&k, "symbols") && im->has_symbols) {
+        } else if (key_is(&k, OSP_RAW_IMAGE_SYMBOLS) && im->has_symbols) {
             sem(r, "image %zu: duplicate key \"symbols\"", i);
             if (!skip_value(r, pp)) {
                 leaf_clear(&k);
                 return false;
             }
-        } else if (key_is(&k, "symbols")) {
+        } else if (key_is(&k, OSP_RAW_IMAGE_SYMBOLS)) {
             if (!open_c(r, pp, '[')) {
                 if (!skip_value(r, pp)) {
                     leaf_clear(&k);
@@ -418,7 +431,7 @@ static bool parse_image(rd *r, const char **pp, parse *ps, size_t i) {
                             leaf_clear(&k);
                             return false;
                         }
-                        if (key_is(&k3, "name")) {
+                        if (key_is(&k3, OSP_RAW_SYMBOL_NAME)) {
                             if (v.kind == V_STR) {
                                 free(sy->name);
                                 sy->name = v.str, v.str = NULL, hn = true;
@@ -426,9 +439,10 @@ static bool parse_image(rd *r, const char **pp, parse *ps, size_t i) {
                                 sem(r, "image %zu: symbol %zu: key \"name\" must be %s", i, j,
                                     str_word(&v));
                             }
-                        } else if (key_is(&k3, "addr") || key_is(&k3, "size")) {
+                        } else if (key_is(&k3, OSP_RAW_SYMBOL_ADDR) ||
+                                   key_is(&k3, OSP_RAW_SYMBOL_SIZE)) {
                             if (is_u64(&v)) {
-                                if (key_is(&k3, "addr"))
+                                if (key_is(&k3, OSP_RAW_SYMBOL_ADDR))
                                     sy->addr = v.mag, ha = true;
                                 else
                                     sy->size = v.mag;
@@ -488,12 +502,12 @@ static bool parse_thread(rd *r, const char **pp, parse *ps, size_t i) {
             leaf_clear(&k);
             return false;
         }
-        if (key_is(&k, "fiber")) {
+        if (key_is(&k, OSP_RAW_THREAD_FIBER)) {
             if (is_i64(&v))
                 th->fiber = as_i64(&v), hf = true;
             else
                 sem(r, "thread %zu: key \"fiber\" must be an integer", i);
-        } else if (key_is(&k, "label")) {
+        } else if (key_is(&k, OSP_RAW_THREAD_LABEL)) {
             if (v.kind == V_STR) {
                 free(th->label);
                 th->label = v.str, v.str = NULL, hl = true;
@@ -570,12 +584,12 @@ static bool parse_sample(rd *r, const char **pp, parse *ps, size_t i) {
         return true;
     }
     if (val[0] < 0) sem(r, "sample %zu: time %" PRId64 " is negative", i, val[0]);
-    if (val[3] != 0 && val[3] != 1)
+    if (val[3] != OSP_RAW_STATE_ON_CPU && val[3] != OSP_RAW_STATE_WAITING)
         sem(r, "sample %zu: state %" PRId64 " must be 0 (on-CPU) or 1 (waiting)", i, val[3]);
     s->t = val[0] < 0 ? 0 : (uint64_t)val[0];
     s->row = val[1];
     s->stack = val[2];
-    s->state = val[3] == 1;
+    s->state = val[3] == OSP_RAW_STATE_WAITING;
     return true;
 }
 
@@ -714,16 +728,22 @@ static bool parse_top(rd *r, parse *ps) {
         if (which >= 0) ps->seen |= 1u << which;
         bool ok = true;
         switch (which) {
-        case K_IMAGES: ok = parse_rows(r, &p, "images", ps, parse_image, before_image); break;
-        case K_THREADS: ok = parse_rows(r, &p, "threads", ps, parse_thread, before_thread); break;
-        case K_STACKS: ok = parse_rows(r, &p, "stacks", ps, parse_stack, before_stack); break;
-        case K_SAMPLES: ok = parse_rows(r, &p, "samples", ps, parse_sample, NULL); break;
+        case K_IMAGES:
+            ok = parse_rows(r, &p, OSP_RAW_KEY_IMAGES, ps, parse_image, before_image);
+            break;
+        case K_THREADS:
+            ok = parse_rows(r, &p, OSP_RAW_KEY_THREADS, ps, parse_thread, before_thread);
+            break;
+        case K_STACKS:
+            ok = parse_rows(r, &p, OSP_RAW_KEY_STACKS, ps, parse_stack, before_stack);
+            break;
+        case K_SAMPLES: ok = parse_rows(r, &p, OSP_RAW_KEY_SAMPLES, ps, parse_sample, NULL); break;
         case K_WEIGHTS:
-            ok = parse_u64_array(r, &p, "sample_weights_ns", &ps->w, &ps->nw, &ps->cap_w);
+            ok = parse_u64_array(r, &p, OSP_RAW_KEY_SAMPLE_WEIGHTS_NS, &ps->w, &ps->nw, &ps->cap_w);
             break;
         case K_TRUNC:
-            ok =
-                parse_u64_array(r, &p, "truncated_stacks", &ps->trunc, &ps->ntrunc, &ps->cap_trunc);
+            ok = parse_u64_array(r, &p, OSP_RAW_KEY_TRUNCATED_STACKS, &ps->trunc, &ps->ntrunc,
+                                 &ps->cap_trunc);
             break;
         case -1: ok = skip_value(r, &p); break;
         default: {
@@ -762,10 +782,10 @@ static bool parse_top(rd *r, parse *ps) {
                     r->has_ver = true;
                 } else {
                     raw->version = as_i64(&v);
-                    if (raw->version != 1 && !r->has_ver) {
+                    if (raw->version != OSP_RAW_VERSION && !r->has_ver) {
                         snprintf(r->ver, sizeof r->ver,
-                                 "%s: unsupported raw profile version %" PRId64 " (expected 1)",
-                                 r->name, raw->version);
+                                 "%s: unsupported raw profile version %" PRId64 " (expected %d)",
+                                 r->name, raw->version, OSP_RAW_VERSION);
                         r->has_ver = true;
                     }
                 }

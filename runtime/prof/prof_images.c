@@ -190,7 +190,7 @@ static void write_symbols(struct osp_prof_out *o, const struct image *im) {
     size_t page = (size_t)getpagesize();
     size_t size = (im->hdr_size + page - 1) & ~(page - 1);
     const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)b;
-    osp_prof__out_str(o, ",\"symbols\":[");
+    osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_SYMBOLS "\":[");
     bool first = true;
     if (size < sizeof *eh || eh->e_shentsize != sizeof(ElfW(Shdr)) || eh->e_shoff > size ||
         (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > size - eh->e_shoff)
@@ -213,12 +213,13 @@ static void write_symbols(struct osp_prof_out *o, const struct image *im) {
             const char *nm = str + sym[k].st_name;
             size_t len = strnlen(nm, st->sh_size - sym[k].st_name);
             if (len == 0) continue;
-            osp_prof__out_str(o, first ? "{\"name\":" : ",{\"name\":");
+            osp_prof__out_str(o, first ? "{\"" OSP_RAW_SYMBOL_NAME "\":"
+                                       : ",{\"" OSP_RAW_SYMBOL_NAME "\":");
             first = false;
             osp_prof__out_json_string(o, nm, len);
-            osp_prof__out_str(o, ",\"addr\":");
+            osp_prof__out_str(o, ",\"" OSP_RAW_SYMBOL_ADDR "\":");
             osp_prof__out_u64(o, sym[k].st_value);
-            osp_prof__out_str(o, ",\"size\":");
+            osp_prof__out_str(o, ",\"" OSP_RAW_SYMBOL_SIZE "\":");
             osp_prof__out_u64(o, sym[k].st_size);
             osp_prof__out_str(o, "}");
         }
@@ -239,17 +240,17 @@ void osp_prof__write_images(struct osp_prof_out *o, const char *exe_path) {
     osp_prof__out_str(o, "[");
     for (size_t i = 0; i < L.n; i++) {
         const struct image *im = &L.v[i];
-        osp_prof__out_str(o, i ? ",{\"path\":" : "{\"path\":");
+        osp_prof__out_str(o, i ? ",{\"" OSP_RAW_IMAGE_PATH "\":" : "{\"" OSP_RAW_IMAGE_PATH "\":");
         osp_prof__out_json_string(o, im->path, strlen(im->path));
-        osp_prof__out_str(o, ",\"base\":");
+        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_BASE "\":");
         osp_prof__out_u64(o, im->base);
-        osp_prof__out_str(o, ",\"slide\":");
+        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_SLIDE "\":");
         osp_prof__out_u64(o, im->slide);
-        osp_prof__out_str(o, ",\"text\":");
+        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_TEXT "\":");
         osp_prof__out_u64(o, im->text);
-        osp_prof__out_str(o, ",\"text_size\":");
+        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_TEXT_SIZE "\":");
         osp_prof__out_u64(o, im->text_end - im->text);
-        osp_prof__out_str(o, ",\"arch\":\"");
+        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_ARCH "\":\"");
         osp_prof__out_str(o, im->machine ? osp_prof__arch_of_machine(im->machine)
                                          : osp_prof__arch_of_machine(
 #if defined(__x86_64__)
@@ -265,7 +266,7 @@ void osp_prof__write_images(struct osp_prof_out *o, const char *exe_path) {
                 idhex[2 * k] = hex[im->build_id[k] >> 4];
                 idhex[2 * k + 1] = hex[im->build_id[k] & 15];
             }
-            osp_prof__out_str(o, ",\"build_id\":\"");
+            osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_BUILD_ID "\":\"");
             osp_prof__out_bytes(o, idhex, 2 * im->build_id_len);
             osp_prof__out_str(o, "\"");
         }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "osp_prof.h"
+#include "osp_raw_format.h"
 
 /* 1 where this runtime has a sampler (Linux on x86-64 and arm64), 0 elsewhere: there the
  * inactive stub (prof_stub.c) provides the hooks. docs/spec/profiler.md §(a) "Platforms". */
@@ -120,14 +121,15 @@ OSP_PROF_HIDDEN int osp_prof__out_flush(struct osp_prof_out *o);
 
 /* ---- sample store (prof_store.c), docs/spec/profiler.md §(b.5) ---------------------------------- */
 
-/* Reasons a sample is lost, docs/spec/profiler.md §(b.5); the order is the JSON key order. */
+/* Reasons a sample is lost, docs/spec/profiler.md §(b.5); the order is the JSON key order
+ * (the raw format's enum osp_raw_drop_reason, osp_raw_format.h). */
 enum osp_prof_drop {
-    OSP_DROP_ALLOC,
-    OSP_DROP_NO_ANSWER,
-    OSP_DROP_RING_FULL,
-    OSP_DROP_STORE_FULL,
-    OSP_DROP_THREAD_GONE,
-    OSP_DROP_COUNT
+    OSP_DROP_ALLOC = OSP_RAW_DROP_ALLOC,
+    OSP_DROP_NO_ANSWER = OSP_RAW_DROP_NO_ANSWER,
+    OSP_DROP_RING_FULL = OSP_RAW_DROP_RING_FULL,
+    OSP_DROP_STORE_FULL = OSP_RAW_DROP_STORE_FULL,
+    OSP_DROP_THREAD_GONE = OSP_RAW_DROP_THREAD_GONE,
+    OSP_DROP_COUNT = OSP_RAW_DROP_COUNT
 };
 
 struct osp_prof_sample {
@@ -195,7 +197,7 @@ OSP_PROF_HIDDEN void osp_prof__write_images(struct osp_prof_out *o, const char *
 OSP_PROF_HIDDEN const char *osp_prof__platform(void);
 OSP_PROF_HIDDEN const char *osp_prof__arch_of_machine(unsigned machine);
 
-/* ---- session internals exposed to tests (prof_linux.c) -------------------------------- */
+/* ---- session internals exposed to tests (prof_session.c) ------------------------------ */
 
 /* CLOCK_MONOTONIC in ns at the start of the current (or last) session: samples' t_rel_ns
  * are relative to it. 0 before the first session. */

@@ -5,10 +5,10 @@
  *   OSPREY_PROFILE=out.json LD_PRELOAD=/path/to/libosprey_prof.so ./program
  *
  * The library's load-time constructor boots the profiler and registers the main thread
- * (prof_linux.c). This file interposes pthread_create so every thread the program starts
- * afterwards is registered as it starts (label "thread", fiber ids 1, 2, ... in creation
- * order) and unregistered when its start routine returns; pthread_exit and cancellation
- * are covered by the thread-exit destructor.
+ * (prof_session.c, prof_registry.c). This file interposes pthread_create so every thread
+ * the program starts afterwards is registered as it starts (label "thread", fiber ids 1,
+ * 2, ... in creation order) and unregistered when its start routine returns; pthread_exit
+ * and cancellation are covered by the thread-exit destructor.
  *
  * The library also wraps the common sleeping calls (nanosleep, clock_nanosleep, usleep,
  * sleep, poll, ppoll, select, pselect, epoll_wait, epoll_pwait, pause) in blocking

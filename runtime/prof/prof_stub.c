@@ -1,8 +1,8 @@
 /*
  * Inactive profiler for targets without a sampler (Windows, Wasm, and any platform other
  * than Linux on x86-64 or arm64): every hook exists and does nothing, sessions cannot
- * start (docs/spec/profiler.md §(a) "Platforms"). Compiled everywhere; empty where prof_linux.c
- * provides the real hooks.
+ * start (docs/spec/profiler.md §(a) "Platforms"). Compiled everywhere; empty where the
+ * Linux sampler (prof_session.c and friends) provides the real hooks.
  */
 #include "prof_internal.h"
 

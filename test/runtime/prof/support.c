@@ -92,11 +92,13 @@ void raw_load(struct raw *r, const char *path) {
     assert_true(cJSON_IsObject(root));
 
     static const char *const order[] = {
-        "version", "pid", "exe", "rate_hz", "platform", "start_unix_ns", "end_unix_ns", "images",
-        "threads", "stacks", "samples", "dropped",
+        OSP_RAW_KEY_VERSION, OSP_RAW_KEY_PID, OSP_RAW_KEY_EXE, OSP_RAW_KEY_RATE_HZ,
+        OSP_RAW_KEY_PLATFORM, OSP_RAW_KEY_START_UNIX_NS, OSP_RAW_KEY_END_UNIX_NS,
+        OSP_RAW_KEY_IMAGES, OSP_RAW_KEY_THREADS, OSP_RAW_KEY_STACKS, OSP_RAW_KEY_SAMPLES,
+        OSP_RAW_KEY_DROPPED,
         /* additional keys, in this writer's order */
-        "sample_weights_ns", "ticks", "late_ticks", "dropped_reasons", "threads_over_limit",
-        "truncated_stacks"};
+        OSP_RAW_KEY_SAMPLE_WEIGHTS_NS, OSP_RAW_KEY_TICKS, OSP_RAW_KEY_LATE_TICKS,
+        OSP_RAW_KEY_DROPPED_REASONS, OSP_RAW_KEY_THREADS_OVER_LIMIT, OSP_RAW_KEY_TRUNCATED_STACKS};
     const cJSON *it = root->child;
     const cJSON *v[sizeof order / sizeof *order];
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
@@ -106,7 +108,7 @@ void raw_load(struct raw *r, const char *path) {
     }
     assert_null(it); /* nothing after truncated_stacks */
 
-    assert_true(is_int(v[0]) && v[0]->valuedouble == 1);
+    assert_true(is_int(v[0]) && v[0]->valuedouble == OSP_RAW_VERSION);
     assert_true(is_int(v[1]));
     r->pid = (int64_t)v[1]->valuedouble;
     assert_true(cJSON_IsString(v[2]) && v[2]->valuestring[0] == '/');
@@ -130,7 +132,9 @@ void raw_load(struct raw *r, const char *path) {
     r->images = calloc(r->nimages, sizeof *r->images);
     size_t i = 0;
     for (const cJSON *im = v[7]->child; im; im = im->next, i++) {
-        static const char *const ik[] = {"path", "base", "slide", "text", "text_size", "arch"};
+        static const char *const ik[] = {OSP_RAW_IMAGE_PATH,      OSP_RAW_IMAGE_BASE,
+                                         OSP_RAW_IMAGE_SLIDE,     OSP_RAW_IMAGE_TEXT,
+                                         OSP_RAW_IMAGE_TEXT_SIZE, OSP_RAW_IMAGE_ARCH};
         const cJSON *f = im->child;
         const cJSON *iv[6];
         for (size_t q = 0; q < 6; q++) {
@@ -139,18 +143,19 @@ void raw_load(struct raw *r, const char *path) {
             f = f->next;
         }
         for (; f; f = f->next) {
-            if (strcmp(f->string, "build_id") == 0) {
+            if (strcmp(f->string, OSP_RAW_IMAGE_BUILD_ID) == 0) {
                 assert_true(cJSON_IsString(f));
                 for (const char *c = f->valuestring; *c; c++)
                     assert_non_null(strchr("0123456789abcdef", *c));
-            } else if (strcmp(f->string, "symbols") == 0) {
+            } else if (strcmp(f->string, OSP_RAW_IMAGE_SYMBOLS) == 0) {
                 assert_true(cJSON_IsArray(f));
                 r->images[i].has_symbols = true;
                 r->images[i].nsymbols = (size_t)cJSON_GetArraySize(f);
                 for (const cJSON *s = f->child; s; s = s->next) {
-                    assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, "name")));
-                    assert_true(is_int(cJSON_GetObjectItemCaseSensitive(s, "addr")));
-                    assert_true(is_int(cJSON_GetObjectItemCaseSensitive(s, "size")));
+                    assert_true(
+                        cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, OSP_RAW_SYMBOL_NAME)));
+                    assert_true(is_int(cJSON_GetObjectItemCaseSensitive(s, OSP_RAW_SYMBOL_ADDR)));
+                    assert_true(is_int(cJSON_GetObjectItemCaseSensitive(s, OSP_RAW_SYMBOL_SIZE)));
                 }
             } else {
                 fail_msg("unexpected image key %s", f->string);
@@ -174,16 +179,16 @@ void raw_load(struct raw *r, const char *path) {
     i = 0;
     for (const cJSON *t = v[8]->child; t; t = t->next, i++) {
         const cJSON *f = t->child;
-        expect_key(&f, "fiber");
+        expect_key(&f, OSP_RAW_THREAD_FIBER);
         assert_true(is_int(f));
         r->threads[i].fiber = (int64_t)f->valuedouble;
         f = f->next;
-        expect_key(&f, "label");
+        expect_key(&f, OSP_RAW_THREAD_LABEL);
         assert_true(cJSON_IsString(f));
         assert_true(strlen(f->valuestring) <= 15);
         snprintf(r->threads[i].label, sizeof r->threads[i].label, "%s", f->valuestring);
         f = f->next;
-        expect_key(&f, "tid");
+        expect_key(&f, OSP_RAW_THREAD_TID);
         assert_true(is_int(f) && f->valuedouble > 0);
         r->threads[i].tid = (int64_t)f->valuedouble;
         assert_null(f->next);
@@ -227,7 +232,8 @@ void raw_load(struct raw *r, const char *path) {
         r->samples[i].state = (uint32_t)cJSON_GetArrayItem(s, 3)->valuedouble;
         assert_true(r->samples[i].row < r->nthreads);
         assert_true(r->samples[i].stack < r->nstacks);
-        assert_true(r->samples[i].state <= 1);
+        assert_true(r->samples[i].state == OSP_RAW_STATE_ON_CPU ||
+                    r->samples[i].state == OSP_RAW_STATE_WAITING);
         assert_true(is_int(w) && w->valuedouble >= 0);
         r->samples[i].weight = (uint64_t)w->valuedouble;
         if (i > 0) assert_true(r->samples[i].t >= r->samples[i - 1].t); /* time order */
@@ -240,11 +246,10 @@ void raw_load(struct raw *r, const char *path) {
     r->late_ticks = (uint64_t)v[14]->valuedouble;
     assert_true(r->late_ticks <= r->ticks);
     assert_true(cJSON_IsObject(v[15]));
-    static const char *const reasons[] = {"alloc", "no_answer", "ring_full", "store_full",
-                                          "thread_gone"};
+    static const char *const reasons[OSP_RAW_DROP_COUNT] = OSP_RAW_DROP_NAMES;
     const cJSON *f = v[15]->child;
     uint64_t sum = 0;
-    for (size_t q = 0; q < 5; q++) {
+    for (size_t q = 0; q < OSP_RAW_DROP_COUNT; q++) {
         expect_key(&f, reasons[q]);
         assert_true(is_int(f) && f->valuedouble >= 0);
         r->dropped_reasons[q] = (uint64_t)f->valuedouble;

@@ -54,8 +54,8 @@ struct raw {
     struct raw_sample *samples;
     size_t nsamples;
     uint64_t dropped, ticks, late_ticks, threads_over_limit;
-    uint64_t dropped_reasons[5]; /* alloc, no_answer, ring_full, store_full, thread_gone */
-    bool *truncated;             /* per stack */
+    uint64_t dropped_reasons[OSP_RAW_DROP_COUNT]; /* indexed by enum osp_raw_drop_reason */
+    bool *truncated;                              /* per stack */
 };
 
 /* Load `path` and check every rule of §(e) that a writer must honour: one line, required

@@ -220,7 +220,7 @@ static void test_capture_main_and_two_workers(void **state) {
         double ratio = (double)st.w[0] / 1e9 / w[i].cpu_used;
         assert_true(ratio >= 1.0 - 1e-6 && ratio < 1.02);
     }
-    assert_int_equal(r.dropped_reasons[4], 0); /* thread_gone */
+    assert_int_equal(r.dropped_reasons[OSP_RAW_DROP_THREAD_GONE], 0);
     assert_true(r.dropped * 20 <= r.nsamples);
     raw_free(&r);
 }
@@ -358,7 +358,8 @@ static void test_churn(void **state) {
     raw_load(&r, path);
     assert_int_equal(r.nthreads, 1 + ROUNDS * PER);
     assert_int_equal(r.threads_over_limit, 0);
-    assert_int_equal(r.dropped_reasons[4], 0); /* never signalled an exited thread */
+    assert_int_equal(r.dropped_reasons[OSP_RAW_DROP_THREAD_GONE],
+                     0); /* never signalled an exited thread */
     size_t churn_samples = 0;
     for (size_t i = 0; i < r.nsamples; i++) {
         const struct raw_sample *s = &r.samples[i];
@@ -433,7 +434,7 @@ static void test_threads_exit_without_unregistering(void **state) {
     raw_load(&r, path);
     assert_int_equal(r.threads_over_limit, 0);
     assert_int_equal(r.nthreads, 1 + 3 + 1100);
-    assert_int_equal(r.dropped_reasons[4], 0);
+    assert_int_equal(r.dropped_reasons[OSP_RAW_DROP_THREAD_GONE], 0);
     for (int i = 0; i < 3; i++) {
         long row = raw_row(&r, "noreg", 20 + i);
         assert_true(row > 0);

@@ -1,15 +1,19 @@
 /*
  * test_unwind.c — the frame-pointer walk on planted frame chains (docs/spec/profiler.md §(c),
- * (k) item 10). The planted stack is one page between two PROT_NONE guard pages, and
- * the walker's bounds are exactly that page: a read outside [lo, hi) would crash the
- * test rather than go unnoticed.
+ * (k) item 10), and the per-architecture register extraction the handler starts from
+ * (§(b.3)). The planted stack is one page between two PROT_NONE guard pages, and the
+ * walker's bounds are exactly that page: a read outside [lo, hi) would crash the test
+ * rather than go unnoticed.
  */
 #define _GNU_SOURCE
 #include "support.h"
 
+#include "prof_session.h"
+
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 struct planted {
@@ -270,6 +274,41 @@ void test_real_chain(void **state) {
     __asm__ volatile("" ::: "memory");
 }
 
+/* The per-architecture register extraction (prof_arch_<arch>.c) reads pc, fp, sp, lr and
+ * the system-call return register from the slots the kernel fills in a ucontext_t. Each
+ * register gets a distinct value, so a swapped or wrong slot is seen. */
+static void test_ucontext_regs(void **state) {
+    (void)state;
+    ucontext_t uc;
+    memset(&uc, 0, sizeof uc);
+    uintptr_t want_pc = 0x401234, want_fp = 0x7ffd1000, want_sp = 0x7ffd0f00;
+    long want_ret = -4; /* -EINTR */
+#if defined(__x86_64__)
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)want_pc;
+    uc.uc_mcontext.gregs[REG_RBP] = (greg_t)want_fp;
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)want_sp;
+    uc.uc_mcontext.gregs[REG_RAX] = (greg_t)want_ret;
+    uc.uc_mcontext.gregs[REG_RBX] = 0x5555; /* not one of ours */
+    uintptr_t want_lr = 0;
+#elif defined(__aarch64__)
+    uintptr_t want_lr = 0x402000;
+    uc.uc_mcontext.pc = want_pc;
+    uc.uc_mcontext.regs[29] = want_fp;
+    uc.uc_mcontext.sp = want_sp;
+    uc.uc_mcontext.regs[30] = want_lr;
+    uc.uc_mcontext.regs[0] = (unsigned long long)want_ret;
+    uc.uc_mcontext.regs[1] = 0x5555; /* not one of ours */
+#endif
+    struct osp_prof_regs r;
+    memset(&r, 0xA5, sizeof r);
+    osp_prof__ucontext_regs(&uc, &r);
+    assert_int_equal(r.pc, want_pc);
+    assert_int_equal(r.fp, want_fp);
+    assert_int_equal(r.sp, want_sp);
+    assert_int_equal(r.lr, want_lr);
+    assert_int_equal(r.ret, want_ret);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_chain),
@@ -280,6 +319,7 @@ int main(void) {
         cmocka_unit_test(test_small_return_address_and_big_frame),
         cmocka_unit_test(test_depth_cap),
         cmocka_unit_test(test_link_register),
+        cmocka_unit_test(test_ucontext_regs),
         cmocka_unit_test(test_real_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,228 @@
+/*
+ * prof_raw_writer.c — the raw profile writer (§(e)): serialises the session's store, rows
+ * and counters, and puts the file in place (§(a), (k) item 14). Runs on the session owner
+ * after the engine has stopped (the sampler thread is joined, no registration can start),
+ * under the session lock only: nothing else touches what it reads.
+ *
+ * Source: docs/spec/profiler.md §(a), §(e), §(k) item 14; [PROF-RAW-FORMAT].
+ */
+#define _GNU_SOURCE
+#include "prof_internal.h"
+
+#if OSP_PROF_SAMPLER
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prof_session.h"
+
+/* Key `k` of an object after its first member: `,"k":`. */
+#define KEY(k) ",\"" k "\":"
+
+static void write_body(struct osp_prof_session *ps, struct osp_prof_out *o, uint64_t end_unix) {
+    char exe[OSP_PROF_PATH_MAX + 1];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k < 0) k = 0;
+    exe[k] = '\0';
+    struct osp_prof_store *st = &ps->store;
+    osp_prof__out_str(o, "{\"" OSP_RAW_KEY_VERSION "\":");
+    osp_prof__out_u64(o, OSP_RAW_VERSION);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_PID));
+    osp_prof__out_i64(o, (int64_t)atomic_load(&ps->pid));
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_EXE));
+    osp_prof__out_json_string(o, exe, (size_t)k);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_RATE_HZ));
+    osp_prof__out_u64(o, ps->rate_hz);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_PLATFORM) "\"");
+    osp_prof__out_str(o, osp_prof__platform());
+    osp_prof__out_str(o, "\"" KEY(OSP_RAW_KEY_START_UNIX_NS));
+    osp_prof__out_u64(o, ps->start_unix_ns);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_END_UNIX_NS));
+    osp_prof__out_u64(o, end_unix);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_IMAGES));
+    osp_prof__write_images(o, exe);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_THREADS) "[");
+    for (size_t i = 0; i < ps->nrows; i++) {
+        osp_prof__out_str(o,
+                          i ? ",{\"" OSP_RAW_THREAD_FIBER "\":" : "{\"" OSP_RAW_THREAD_FIBER "\":");
+        osp_prof__out_i64(o, ps->rows[i].fiber);
+        osp_prof__out_str(o, KEY(OSP_RAW_THREAD_LABEL));
+        osp_prof__out_json_string(o, ps->rows[i].label, strlen(ps->rows[i].label));
+        osp_prof__out_str(o, KEY(OSP_RAW_THREAD_TID));
+        osp_prof__out_i64(o, ps->rows[i].tid);
+        osp_prof__out_str(o, "}");
+    }
+    osp_prof__out_str(o, "]" KEY(OSP_RAW_KEY_STACKS) "[");
+    for (size_t i = 0; i < st->nstacks; i++) {
+        const struct osp_prof_stack_ref *r = &st->stacks[i];
+        osp_prof__out_str(o, i ? ",[" : "[");
+        for (uint32_t j = 0; j < r->n; j++) {
+            if (j) osp_prof__out_bytes(o, ",", 1);
+            osp_prof__out_u64(o, st->addrs[r->off + j]);
+        }
+        osp_prof__out_str(o, "]");
+    }
+    osp_prof__out_str(o, "]" KEY(OSP_RAW_KEY_SAMPLES) "[");
+    for (size_t i = 0; i < st->nsamples; i++) {
+        const struct osp_prof_sample *x = &st->samples[i];
+        osp_prof__out_str(o, i ? ",[" : "[");
+        osp_prof__out_u64(o, x->t_rel_ns);
+        osp_prof__out_bytes(o, ",", 1);
+        osp_prof__out_u64(o, x->row);
+        osp_prof__out_bytes(o, ",", 1);
+        osp_prof__out_u64(o, x->stack);
+        osp_prof__out_bytes(o, ",", 1);
+        osp_prof__out_u64(o, x->state);
+        osp_prof__out_str(o, "]");
+    }
+    uint64_t dropped = 0;
+    for (int i = 0; i < OSP_DROP_COUNT; i++) dropped += st->dropped[i];
+    osp_prof__out_str(o, "]" KEY(OSP_RAW_KEY_DROPPED));
+    osp_prof__out_u64(o, dropped);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_SAMPLE_WEIGHTS_NS) "[");
+    for (size_t i = 0; i < st->nsamples; i++) {
+        if (i) osp_prof__out_bytes(o, ",", 1);
+        osp_prof__out_u64(o, st->samples[i].weight_ns);
+    }
+    osp_prof__out_str(o, "]" KEY(OSP_RAW_KEY_TICKS));
+    osp_prof__out_u64(o, ps->ticks);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_LATE_TICKS));
+    osp_prof__out_u64(o, ps->late_ticks);
+    static const char *const reasons[OSP_RAW_DROP_COUNT] = OSP_RAW_DROP_NAMES;
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_DROPPED_REASONS) "{");
+    for (int i = 0; i < OSP_DROP_COUNT; i++) {
+        osp_prof__out_str(o, i ? ",\"" : "\"");
+        osp_prof__out_str(o, reasons[i]);
+        osp_prof__out_str(o, "\":");
+        osp_prof__out_u64(o, st->dropped[i]);
+    }
+    osp_prof__out_str(o, "}" KEY(OSP_RAW_KEY_THREADS_OVER_LIMIT));
+    osp_prof__out_u64(o, ps->threads_over_limit);
+    osp_prof__out_str(o, KEY(OSP_RAW_KEY_TRUNCATED_STACKS) "[");
+    bool first = true;
+    for (size_t i = 0; i < st->nstacks; i++) {
+        if (!st->stacks[i].truncated) continue;
+        if (!first) osp_prof__out_bytes(o, ",", 1);
+        first = false;
+        osp_prof__out_u64(o, i);
+    }
+    osp_prof__out_str(o, "]}\n");
+}
+
+#undef KEY
+
+/* Write the raw profile to a temporary name in the target directory (mode 0600), check
+ * every write, then rename it into place (§(a), (k) item 14). An existing character
+ * device or FIFO (OSPREY_PROFILE=/dev/null, a named pipe) is written in place, never
+ * replaced by a file; a symbolic link to a regular file is followed (the file it points
+ * to is replaced, the link stays); a directory, a dangling link or any other kind of
+ * file is refused with the usual one-line message (docs/profiler-runtime.md). */
+bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path, uint64_t end_unix) {
+    char *tmp = NULL;
+    char *resolved = NULL;
+    const char *dest = path;
+    char *buf = malloc(1 << 16);
+    int err = 0;
+    int fd = -1;
+    if (buf == NULL) {
+        err = ENOMEM;
+        goto fail;
+    }
+    struct stat lst, st;
+    if (lstat(path, &lst) == 0) {
+        st = lst;
+        if (S_ISLNK(lst.st_mode) && stat(path, &st) != 0) {
+            err = errno;
+            goto fail;
+        }
+        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+            fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+            if (fd < 0) {
+                err = errno;
+                goto fail;
+            }
+            struct osp_prof_out o = {.fd = fd, .buf = buf, .cap = 1 << 16, .len = 0, .err = 0};
+            write_body(ps, &o, end_unix);
+            err = osp_prof__out_flush(&o);
+            int cfd = fd;
+            fd = -1;
+            if (close(cfd) != 0 && err == 0) err = errno;
+            if (err) goto fail;
+            free(buf);
+            return true;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            err = EISDIR;
+            goto fail;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            free(buf);
+            osp_prof__say(
+                "osprey profiler: cannot write %s: not a regular file, character device or FIFO",
+                path);
+            return false;
+        }
+        if (S_ISLNK(lst.st_mode)) {
+            resolved = realpath(path, NULL);
+            if (resolved == NULL) {
+                err = errno;
+                goto fail;
+            }
+            dest = resolved;
+        }
+    }
+    size_t plen = strlen(dest);
+    tmp = malloc(plen + 8);
+    if (tmp == NULL) {
+        err = ENOMEM;
+        goto fail;
+    }
+    memcpy(tmp, dest, plen);
+    memcpy(tmp + plen, ".XXXXXX", 8);
+    fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        err = errno;
+        free(tmp);
+        tmp = NULL;
+        goto fail;
+    }
+    if (fchmod(fd, 0600) != 0) {
+        err = errno;
+        goto fail;
+    }
+    struct osp_prof_out o = {.fd = fd, .buf = buf, .cap = 1 << 16, .len = 0, .err = 0};
+    write_body(ps, &o, end_unix);
+    err = osp_prof__out_flush(&o);
+    if (err) goto fail;
+    int cfd = fd;
+    fd = -1;
+    if (close(cfd) != 0) {
+        err = errno;
+        goto fail;
+    }
+    if (rename(tmp, dest) != 0) {
+        err = errno;
+        goto fail;
+    }
+    free(tmp);
+    free(resolved);
+    free(buf);
+    return true;
+fail:
+    if (fd >= 0) close(fd);
+    if (tmp) {
+        unlink(tmp);
+        free(tmp);
+    }
+    free(resolved);
+    free(buf);
+    osp_prof__say("osprey profiler: cannot write %s: %s", path, strerror(err ? err : EIO));
+    return false;
+}
+
+#endif /* OSP_PROF_SAMPLER */

@@ -1,0 +1,204 @@
+/*
+ * prof_registry.c — the thread registry's registered-thread side (§(d)): a thread
+ * registering or unregistering itself (osp_prof_thread_register / _unregister, the TLS
+ * key's destructor at thread exit), under the registry mutex with SIGPROF blocked while
+ * it releases; and the blocking-region hooks (osp_prof_block_begin / _end), which run on
+ * the registered thread lock-free and allocation-free. Runs on program threads only,
+ * never on the sampler thread and never in signal context.
+ *
+ * Source: docs/spec/profiler.md §(b.3), §(c) item 6, §(d).
+ */
+#define _GNU_SOURCE
+#include "prof_internal.h"
+
+#if OSP_PROF_SAMPLER
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "prof_session.h"
+
+__thread struct osp_prof_slot *osp_prof__t_slot __attribute__((tls_model("initial-exec")));
+/* The generation of the calling thread's slot when it registered. */
+static __thread uint64_t t_gen __attribute__((tls_model("initial-exec")));
+
+static void stack_bounds(uintptr_t *lo, uintptr_t *hi) {
+    *lo = *hi = 0;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    void *addr = NULL;
+    size_t size = 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr != NULL && size > 0) {
+        *lo = (uintptr_t)addr;
+        *hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+/* Release the calling thread's slot (§(d) unregister): block SIGPROF, mark the slot
+ * free and bump its generation under the registry mutex, clear the slot pointer, and
+ * only then restore the signal mask (a SIGPROF that became pending meanwhile then finds
+ * no slot and is ignored). */
+void osp_prof__release_current(struct osp_prof_session *ps) {
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    struct osp_prof_slot *s = osp_prof__t_slot;
+    if (s != NULL) {
+        pthread_mutex_lock(&ps->reg);
+        int st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        if (st == OSP_SLOT_ACTIVE) {
+            if (ps->engine != NULL && ps->engine->thread_unregistered != NULL)
+                ps->engine->thread_unregistered(ps, s);
+            osp_prof__drain(ps, s); /* answers already in the ring still become samples */
+            uint64_t c;
+            if (osp_prof__read_clock(s->cpu_clock, &c)) osp_prof__flush_tail(ps, s, c);
+            osp_prof__slot_abandon_request(s, ps->reg_dropped);
+            atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
+        }
+        osp_prof__stat_fd_release(ps, s);
+        atomic_store_explicit(&s->state, OSP_SLOT_FREE, memory_order_release);
+        pthread_mutex_unlock(&ps->reg);
+        osp_prof__t_slot = NULL;
+        t_gen = 0;
+        if (ps->init_ok) pthread_setspecific(ps->key, NULL);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Thread-exit destructor: a thread that exits registered is unregistered (§(d)). */
+void osp_prof__key_destructor(void *value) {
+    (void)value;
+    if (osp_prof__t_slot != NULL) osp_prof__release_current(&osp_prof__session);
+}
+
+void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id, const char *label) {
+    struct osp_prof_slot *cur = osp_prof__t_slot;
+    if (cur != NULL) {
+        if (atomic_load_explicit(&cur->state, memory_order_acquire) == OSP_SLOT_ACTIVE &&
+            atomic_load_explicit(&cur->gen, memory_order_relaxed) == t_gen)
+            return;                    /* already registered in this session */
+        osp_prof__release_current(ps); /* left over from an earlier session */
+    }
+    clockid_t cid;
+    if (pthread_getcpuclockid(pthread_self(), &cid) != 0) return;
+    uint64_t cpu0;
+    if (!osp_prof__read_clock(cid, &cpu0)) return;
+    uintptr_t lo, hi;
+    stack_bounds(&lo, &hi);
+    char lab[OSP_PROF_LABEL_MAX + 1];
+    osp_prof__cut_label(label, lab);
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+
+    pthread_mutex_lock(&ps->reg);
+    if (ps->state != OSP_SESSION_RUNNING) goto out;
+    struct osp_prof_slot *s = NULL;
+    size_t idx = 0;
+    for (; idx < OSP_PROF_NSLOTS; idx++)
+        if (atomic_load_explicit(&ps->slots[idx].state, memory_order_relaxed) == OSP_SLOT_FREE) {
+            s = &ps->slots[idx];
+            break;
+        }
+    if (s == NULL) {
+        ps->threads_over_limit++;
+        goto out;
+    }
+    if (s->ring == NULL) {
+        s->ring = calloc(1, sizeof *s->ring); /* registering thread, never in the handler */
+        if (s->ring == NULL) goto out;
+    }
+    if (ps->nrows == ps->rows_cap) {
+        size_t c = ps->rows_cap ? ps->rows_cap * 2 : 64;
+        struct osp_prof_row *q = realloc(ps->rows, c * sizeof *q);
+        if (q == NULL) goto out;
+        ps->rows = q;
+        ps->rows_cap = c;
+    }
+    struct osp_prof_row *rw = &ps->rows[ps->nrows];
+    rw->fiber = fiber_id;
+    rw->tid = tid;
+    memcpy(rw->label, lab, sizeof lab);
+    s->row = (uint32_t)ps->nrows++;
+    s->tid = tid;
+    s->cpu_clock = cid;
+    s->lo = lo;
+    s->hi = hi;
+    s->block_depth = 0;
+    atomic_store_explicit(&s->in_block, 0, memory_order_relaxed);
+    memset(&s->sm, 0, sizeof s->sm);
+    s->sm.last_t = osp_prof__mono_ns();
+    s->sm.cpu_req = s->sm.cpu_base = s->sm.cpu_due = cpu0; /* first progress: a request */
+    s->sm.last_on = -1;
+    s->sm.ep_stack = -1;
+    s->sm.ans_stack = -1;
+    s->sm.blk_stack_cached = -1;
+    s->sm.stat_fd = -1;
+    s->sm.ring_full_seen = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
+    if (idx + 1 > ps->slots_hi) ps->slots_hi = idx + 1;
+    osp_prof__t_slot = s;
+    t_gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    pthread_setspecific(ps->key, s);
+    atomic_store_explicit(&s->state, OSP_SLOT_ACTIVE, memory_order_release);
+    if (ps->engine->thread_registered != NULL) ps->engine->thread_registered(ps, s);
+out:
+    pthread_mutex_unlock(&ps->reg);
+}
+
+OSP_PROF_PUBLIC void osp_prof_thread_register(int64_t fiber_id, const char *label) {
+    struct osp_prof_session *ps = &osp_prof__session;
+    if (!atomic_load_explicit(&ps->on, memory_order_relaxed)) return;
+    osp_prof__register_current(ps, fiber_id, label);
+}
+
+OSP_PROF_PUBLIC void osp_prof_thread_unregister(void) {
+    if (osp_prof__t_slot == NULL) return;
+    osp_prof__release_current(&osp_prof__session);
+}
+
+/* ---- blocking regions (§(b.3), §(c) item 6, §(d)) ------------------------------------- */
+
+/* The capture of osp_prof_block_begin, out of line so that the hook's fast path (no
+ * session, no slot, nested region) stays a few instructions. `hook_fp` is the hook's
+ * frame record {caller's fp, return address}; the walk starts at the caller's record,
+ * with frame 0 = the hook's return address - 1 standing for the call site in the
+ * runtime's waiting function (§(c) item 6). */
+static __attribute__((noinline)) void block_capture(struct osp_prof_slot *s, uintptr_t hook_fp,
+                                                    uintptr_t ret) {
+    uintptr_t pcs[OSP_PROF_MAX_FRAMES];
+    bool truncated;
+    uintptr_t caller_fp = *(const uintptr_t *)hook_fp;
+    uintptr_t lo = s->lo > hook_fp ? s->lo : hook_fp;
+    size_t n =
+        osp_prof__fp_walk(ret - 1, caller_fp, 0, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated);
+    uint32_t q = atomic_load_explicit(&s->block_seq, memory_order_relaxed);
+    atomic_store_explicit(&s->block_seq, q + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&s->block_pcs[i], pcs[i], memory_order_relaxed);
+    atomic_store_explicit(&s->block_n, (uint32_t)n, memory_order_relaxed);
+    atomic_store_explicit(&s->block_trunc, truncated, memory_order_relaxed);
+    atomic_store_explicit(&s->block_seq, q + 2, memory_order_release);
+    atomic_store_explicit(&s->in_block, 1, memory_order_release);
+}
+
+/* Kept out of line with its own frame record (the runtime is built with frame
+ * pointers): the capture starts from it. Lock-free and allocation-free. */
+OSP_PROF_PUBLIC __attribute__((noinline)) void osp_prof_block_begin(void) {
+    if (!atomic_load_explicit(&osp_prof__session.on, memory_order_relaxed)) return;
+    struct osp_prof_slot *s = osp_prof__t_slot;
+    if (s == NULL || s->block_depth++ > 0) return;
+    block_capture(s, (uintptr_t)__builtin_frame_address(0), (uintptr_t)__builtin_return_address(0));
+}
+
+OSP_PROF_PUBLIC void osp_prof_block_end(void) {
+    struct osp_prof_slot *s = osp_prof__t_slot;
+    if (s == NULL || s->block_depth == 0) return;
+    if (--s->block_depth > 0) return;
+    atomic_store_explicit(&s->in_block, 0, memory_order_release);
+}
+
+#endif /* OSP_PROF_SAMPLER */

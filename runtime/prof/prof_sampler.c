@@ -1,0 +1,484 @@
+/*
+ * prof_sampler.c — the sampler thread of the "sampler" engine (§(b.1)–(b.3)): the tick
+ * loop, the classification of each registered thread, directed requests (tgkill), the
+ * draining of the per-thread rings into the sample store, and the teardown. Runs on the
+ * sampler thread, which holds the registry mutex while it touches any slot and owns the
+ * sample store alone. The helpers exported to prof_registry.c (drain, flush_tail,
+ * slot_abandon_request, stat_fd_release) also run on an unregistering thread, always
+ * under the registry mutex.
+ *
+ * Source: docs/spec/profiler.md §(b.1), §(b.2), §(b.3), §(b.5), §(d) "Validity".
+ */
+#define _GNU_SOURCE
+#include "prof_internal.h"
+
+#if OSP_PROF_SAMPLER
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prof_session.h"
+
+#define ANSWER_TIMEOUT_NS   1000000000ull /* a request unanswered after 1 s is no_answer */
+/* CPU time a thread may consume between a request and the next tick without that
+ * counting as progress, once the request has been answered: the cost of taking our own
+ * signal (delivery, the handler, sigreturn, restarting the interrupted call or an EINTR
+ * retry). Without this allowance, answering a capture signal would itself look like
+ * progress and a blocked thread would be signalled every tick. A thread that really runs
+ * is far above it at any rate we allow (the shortest tick at 10 kHz is 70 µs). */
+#define SIGNAL_ALLOWANCE_NS 50000ull
+#define MAX_STAT_FDS        64          /* cached /proc/self/task/<tid>/stat descriptors */
+#define SLEEP_CHUNK_NS      20000000ull /* the sampler notices a stop within 20 ms */
+
+enum { SCHED_RUNNABLE, SCHED_BLOCKED, SCHED_GONE };
+
+/* ---- scheduler state from /proc (§(b.2)) ------------------------------------------------ */
+
+/* /proc/self/task/<tid>/stat descriptors are cached per slot (a pread is a third of an
+ * open/read/close). The program may close any descriptor, and reuse its number, so a
+ * cached one is trusted only while its content names the thread, and is never closed
+ * unless it still does. Under the registry mutex. */
+static ssize_t stat_read_fd(int fd, char *buf, size_t cap) {
+    ssize_t n;
+    do n = pread(fd, buf, cap - 1, 0);
+    while (n < 0 && errno == EINTR);
+    if (n >= 0) buf[n] = '\0';
+    return n;
+}
+
+/* Decimal digits of a positive id into `out` (at least 12 bytes); returns the length. */
+static size_t format_id(char *out, pid_t id) {
+    char tmp[12];
+    size_t n = 0;
+    unsigned v = (unsigned)id;
+    do tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* Whether a stat line belongs to thread `tid` ("<tid> (comm) ..."). */
+static bool stat_names(const char *buf, pid_t tid) {
+    char digits[12];
+    size_t n = format_id(digits, tid);
+    return strncmp(buf, digits, n) == 0 && buf[n] == ' ' && buf[n + 1] == '(';
+}
+
+static void stat_fd_forget(struct osp_prof_session *ps, struct osp_prof_slot *s, bool close_it) {
+    if (s->sm.stat_fd < 0) return;
+    if (close_it) close(s->sm.stat_fd);
+    s->sm.stat_fd = -1;
+    ps->stat_fds_open--;
+}
+
+/* Close a slot's cached descriptor if it is still ours. */
+void osp_prof__stat_fd_release(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    if (s->sm.stat_fd < 0) return;
+    char buf[128];
+    ssize_t n = stat_read_fd(s->sm.stat_fd, buf, sizeof buf);
+    bool ours = (n > 0 && stat_names(buf, s->tid)) || (n < 0 && errno == ESRCH);
+    stat_fd_forget(ps, s, ours);
+}
+
+static int sched_state(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    char buf[512];
+    ssize_t n = -1;
+    if (s->sm.stat_fd >= 0) {
+        n = stat_read_fd(s->sm.stat_fd, buf, sizeof buf);
+        if (n < 0 && errno == ESRCH) return SCHED_GONE;
+        if (n <= 0 || !stat_names(buf, s->tid)) {
+            stat_fd_forget(ps, s, false); /* not ours any more: leave it to the program */
+            n = -1;
+        }
+    }
+    if (n < 0) {
+        char path[64] = "/proc/self/task/";
+        size_t k = strlen(path);
+        k += format_id(path + k, s->tid);
+        memcpy(path + k, "/stat", 6);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return errno == ENOENT || errno == ESRCH ? SCHED_GONE : SCHED_BLOCKED;
+        n = stat_read_fd(fd, buf, sizeof buf);
+        if (n > 0 && ps->stat_fds_open < MAX_STAT_FDS) {
+            s->sm.stat_fd = fd;
+            ps->stat_fds_open++;
+        } else {
+            close(fd);
+        }
+        if (n <= 0) return SCHED_GONE;
+    }
+    /* "tid (comm) S ...": comm may contain ')' and spaces, so use the last ')'. */
+    const char *rp = strrchr(buf, ')');
+    if (rp == NULL || rp[1] != ' ' || rp[2] == '\0') return SCHED_BLOCKED;
+    switch (rp[2]) {
+    case 'R': return SCHED_RUNNABLE;
+    case 'Z':
+    case 'X':
+    case 'x': return SCHED_GONE;
+    default: return SCHED_BLOCKED; /* S, D, T, t, I, P, W, K: not running, not runnable */
+    }
+}
+
+/* Forget a pending request of a slot that stops being sampled. Under the registry mutex. */
+void osp_prof__slot_abandon_request(struct osp_prof_slot *s, uint64_t *dropped) {
+    if (s->sm.pend_on) {
+        dropped[OSP_DROP_NO_ANSWER]++;
+        s->sm.pend_on = false;
+    }
+    uint64_t rf = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
+    dropped[OSP_DROP_RING_FULL] += rf - s->sm.ring_full_seen;
+    s->sm.ring_full_seen = rf;
+}
+
+/* The thread stops being sampled while its CPU clock reads `c`: the CPU time it
+ * consumed since its last on-CPU request (and that of a request that will never be
+ * answered) is added to its last on-CPU sample, so that a thread's on-CPU weights add up
+ * to all the CPU time it used while registered, not only up to its last request.
+ * Call before slot_abandon_request. Under the registry mutex. */
+void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t c) {
+    struct osp_prof_sampler_state *m = &s->sm;
+    uint64_t tail = (c > m->cpu_req ? c - m->cpu_req : 0) + m->carry_w;
+    if (m->pend_on && !m->pend_capture) tail += m->pend_w;
+    if (m->last_on >= 0 && (size_t)m->last_on < ps->store.nsamples)
+        ps->store.samples[m->last_on].weight_ns += tail;
+    m->cpu_req = c > m->cpu_req ? c : m->cpu_req;
+    m->carry_w = 0;
+    if (m->pend_on && !m->pend_capture) m->pend_w = 0;
+}
+
+/* Copy a slot's blocking stack consistently and intern it. Returns the stack index,
+ * -1 on allocation failure, -2 if the owner kept rewriting it. Under the registry mutex. */
+static int64_t block_stack(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    uintptr_t pcs[OSP_PROF_MAX_FRAMES];
+    for (int tries = 0; tries < 16; tries++) {
+        uint32_t q1 = atomic_load_explicit(&s->block_seq, memory_order_acquire);
+        if (q1 & 1u) {
+            sched_yield();
+            continue;
+        }
+        if (q1 == s->sm.blk_seq_cached && s->sm.blk_stack_cached >= 0)
+            return s->sm.blk_stack_cached;
+        uint32_t n = atomic_load_explicit(&s->block_n, memory_order_relaxed);
+        bool trunc = atomic_load_explicit(&s->block_trunc, memory_order_relaxed) != 0;
+        if (n > OSP_PROF_MAX_FRAMES) n = OSP_PROF_MAX_FRAMES;
+        for (uint32_t i = 0; i < n; i++)
+            pcs[i] = atomic_load_explicit(&s->block_pcs[i], memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&s->block_seq, memory_order_relaxed) != q1) continue;
+        if (n == 0) return -2;
+        int64_t k = osp_prof__store_intern(&ps->store, pcs, n, trunc);
+        if (k < 0) return -1;
+        s->sm.blk_seq_cached = q1;
+        s->sm.blk_stack_cached = k;
+        return k;
+    }
+    return -2;
+}
+
+/* ---- the sampler (§(b.1), §(b.2), §(b.3)) ---------------------------------------------- */
+
+static uint64_t t_rel(struct osp_prof_session *ps, uint64_t t) {
+    uint64_t s = atomic_load_explicit(&ps->start_mono_ns, memory_order_relaxed);
+    return t > s ? t - s : 0;
+}
+
+/* Deactivate a slot whose thread is gone (failed clock read, signal or stat). */
+static void slot_gone(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    osp_prof__slot_abandon_request(s, ps->store.dropped);
+    ps->store.dropped[OSP_DROP_THREAD_GONE]++;
+    osp_prof__stat_fd_release(ps, s);
+    atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
+    /* Retired, not free: only its owner (unregister, exit destructor) frees it, so a
+     * slot is never handed to another thread while its owner might still use it. */
+    atomic_store_explicit(&s->state, OSP_SLOT_RETIRED, memory_order_release);
+}
+
+static void send_request(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t t,
+                         uint64_t cpu, uint64_t weight, bool capture) {
+    uint64_t seq = ++ps->next_seq;
+    atomic_store_explicit(&s->req_seq, seq, memory_order_release);
+    s->sm.pend_on = true;
+    s->sm.pend_capture = capture;
+    s->sm.pend_seq = seq;
+    s->sm.pend_t = t;
+    s->sm.pend_w = weight;
+    s->sm.pend_sent = t;
+    s->sm.pend_cpu = cpu;
+    if (syscall(SYS_tgkill, (pid_t)atomic_load(&ps->pid), s->tid, SIGPROF) != 0) {
+        s->sm.pend_on = false; /* ESRCH or any error: the thread is gone (§(b.3)) */
+        slot_gone(ps, s);
+    }
+}
+
+/* Turn ring entries into samples; each answers the pending request of the same sequence
+ * number, others are discarded. */
+void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    struct osp_prof_ring *r = s->ring;
+    struct osp_prof_sampler_state *m = &s->sm;
+    uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    while (tail != head) {
+        const struct osp_prof_ring_entry *e = &r->e[tail % OSP_PROF_RING_N];
+        if (m->pend_on && e->seq == m->pend_seq) {
+            uint32_t n = e->n > OSP_PROF_MAX_FRAMES ? OSP_PROF_MAX_FRAMES : e->n;
+            int64_t k = n ? osp_prof__store_intern(&ps->store, e->pcs, n, e->truncated != 0) : -1;
+            if (k < 0) {
+                ps->store.dropped[OSP_DROP_ALLOC]++;
+            } else {
+                if (osp_prof__store_add(&ps->store, t_rel(ps, m->pend_t), s->row, (uint32_t)k,
+                                        m->pend_capture ? 1 : 0, m->pend_w) &&
+                    !m->pend_capture)
+                    m->last_on = (int64_t)ps->store.nsamples - 1;
+                if (m->pend_capture && m->ep_on) m->ep_stack = k;
+            }
+            m->ans_stack = k;
+            m->ans_in_syscall = e->in_syscall != 0;
+            m->pend_on = false;
+            if (m->pend_cpu + SIGNAL_ALLOWANCE_NS > m->cpu_base)
+                m->cpu_base = m->pend_cpu + SIGNAL_ALLOWANCE_NS;
+        }
+        tail++;
+        atomic_store_explicit(&r->tail, tail, memory_order_release);
+    }
+    uint64_t rf = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
+    ps->store.dropped[OSP_DROP_RING_FULL] += rf - m->ring_full_seen;
+    m->ring_full_seen = rf;
+}
+
+/* Classify one validated slot at time t (§(b.2)). Under the registry mutex. */
+static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t t) {
+    struct osp_prof_sampler_state *m = &s->sm;
+    osp_prof__drain(ps, s);
+    if (m->pend_on && t - m->pend_sent >= ANSWER_TIMEOUT_NS) {
+        ps->store.dropped[OSP_DROP_NO_ANSWER]++;
+        if (m->pend_capture)
+            m->ep_lost = true;
+        else
+            m->carry_w += m->pend_w; /* its CPU time goes to the next on-CPU sample */
+        m->pend_on = false;
+    }
+    uint64_t wall = t > m->last_t ? t - m->last_t : 0;
+    m->last_t = t;
+
+    /* 1. Inside a runtime wait: waiting, with the stack the thread captured itself. */
+    if (atomic_load_explicit(&s->in_block, memory_order_acquire)) {
+        m->ep_on = false;
+        int64_t k = block_stack(ps, s);
+        if (k >= 0)
+            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, wall);
+        else
+            ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
+        return;
+    }
+
+    /* 2. CPU progress: an on-CPU request (one outstanding at a time) once the thread has
+     * used a period's worth of CPU since its previous one (deviation from §(b.2), see
+     * docs/profiler-runtime.md "Rate"): requests follow consumed CPU time, so a thread
+     * that shares its core is sampled about rate_hz times per CPU-second, not once per
+     * tick in which it ran at all. The weight is still all CPU time since the previous
+     * request. */
+    uint64_t c;
+    if (!osp_prof__read_clock(s->cpu_clock, &c)) {
+        slot_gone(ps, s);
+        return;
+    }
+    if (c > m->cpu_base) {
+        m->cpu_base = c;
+        m->ep_on = false;
+        m->ans_stack = -1; /* the thread has moved since that answer */
+        if (c >= m->cpu_due) {
+            if (!m->pend_on) {
+                uint64_t w = c - m->cpu_req + m->carry_w;
+                m->cpu_req = c;
+                m->carry_w = 0;
+                /* The next request is due one period of CPU after this one was, so the
+                 * long-run count is the CPU time over the period. A thread more than
+                 * three periods behind (late ticks) keeps only two periods of backlog:
+                 * catching up costs at most one request per tick, never a burst. */
+                m->cpu_due = c - m->cpu_due < 3 * ps->period_ns ? m->cpu_due + ps->period_ns
+                                                                : c - 2 * ps->period_ns;
+                send_request(ps, s, t, c, w, false);
+            }
+            return;
+        }
+        /* Progress, but less than a period: no on-CPU sample this tick (the time goes to
+         * the next one); the scheduler says whether the thread is waiting now. */
+    }
+
+    /* 3. No progress (or not a period's worth): ask the scheduler. A thread last seen
+     * runnable whose CPU clock has not moved since is still runnable (it cannot block
+     * without running), which spares the /proc read for preempted threads. */
+    int st;
+    if (m->run_known && c == m->run_cpu) {
+        st = SCHED_RUNNABLE;
+    } else {
+        st = sched_state(ps, s);
+        m->run_known = st == SCHED_RUNNABLE;
+        m->run_cpu = c;
+    }
+    if (st == SCHED_GONE) {
+        slot_gone(ps, s);
+        return;
+    }
+    if (st == SCHED_RUNNABLE) return; /* running or preempted: neither sample nor wait */
+    if (!m->ep_on) {
+        m->ep_on = true;
+        m->ep_lost = false;
+        m->ep_stack = -1;
+        m->ep_pre_w = 0;
+    }
+    /* An answer that interrupted a blocking call, with no progress since, was taken in
+     * this very wait: the episode needs no capture signal of its own. (This is the usual
+     * case when a thread runs and then blocks between two ticks: the on-CPU request sent
+     * for its last run lands in the wait.) */
+    if (m->ep_stack < 0 && !m->pend_on && m->ans_stack >= 0 && m->ans_in_syscall)
+        m->ep_stack = m->ans_stack;
+    if (m->ep_stack >= 0) {
+        osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)m->ep_stack, 1,
+                            m->ep_pre_w + wall);
+        m->ep_pre_w = 0;
+    } else if (m->pend_on && m->pend_capture) {
+        m->pend_w += wall; /* ticks before the capture arrives add to its sample */
+    } else if (m->pend_on) {
+        m->ep_pre_w += wall; /* an earlier request is still out: one at a time */
+    } else if (m->ep_lost) {
+        ps->store.dropped[OSP_DROP_NO_ANSWER]++;
+    } else {
+        uint64_t w = m->ep_pre_w + wall;
+        m->ep_pre_w = 0;
+        send_request(ps, s, t, c, w, true); /* the one capture signal of this episode */
+    }
+}
+
+static void tick(struct osp_prof_session *ps) {
+    ps->ticks++;
+    size_t n = 0;
+    pthread_mutex_lock(&ps->reg);
+    for (size_t i = 0; i < ps->slots_hi; i++)
+        if (atomic_load_explicit(&ps->slots[i].state, memory_order_relaxed) == OSP_SLOT_ACTIVE) {
+            ps->snap[n].idx = (uint32_t)i;
+            ps->snap[n].gen = atomic_load_explicit(&ps->slots[i].gen, memory_order_relaxed);
+            n++;
+        }
+    pthread_mutex_unlock(&ps->reg);
+    for (size_t j = 0; j < n; j++) {
+        if (atomic_load_explicit(&ps->stop, memory_order_relaxed)) return;
+        pthread_mutex_lock(&ps->reg);
+        struct osp_prof_slot *s = &ps->slots[ps->snap[j].idx];
+        /* Revalidate under the mutex: unregistration takes it too, so the thread stays
+         * alive and registered for the whole examination (§(d) "Validity"). */
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) == OSP_SLOT_ACTIVE &&
+            atomic_load_explicit(&s->gen, memory_order_relaxed) == ps->snap[j].gen)
+            examine(ps, s, osp_prof__mono_ns());
+        pthread_mutex_unlock(&ps->reg);
+    }
+}
+
+static void sleep_until(struct osp_prof_session *ps, uint64_t deadline) {
+    for (;;) {
+        if (atomic_load_explicit(&ps->stop, memory_order_relaxed)) return;
+        uint64_t now = osp_prof__mono_ns();
+        if (now >= deadline) return;
+        uint64_t until = deadline - now > SLEEP_CHUNK_NS ? now + SLEEP_CHUNK_NS : deadline;
+        struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        }
+    }
+}
+
+/* §(b.3) "Teardown": stop sending, wait up to two periods for outstanding answers,
+ * drain every ring a last time, count what is still unanswered as no_answer. */
+static void sampler_teardown(struct osp_prof_session *ps) {
+    uint64_t until = osp_prof__mono_ns() + 2 * ps->period_ns;
+    for (;;) {
+        bool outstanding = false;
+        pthread_mutex_lock(&ps->reg);
+        for (size_t i = 0; i < ps->slots_hi; i++) {
+            struct osp_prof_slot *s = &ps->slots[i];
+            if (atomic_load_explicit(&s->state, memory_order_relaxed) != OSP_SLOT_ACTIVE) continue;
+            osp_prof__drain(ps, s);
+            if (s->sm.pend_on) outstanding = true;
+        }
+        pthread_mutex_unlock(&ps->reg);
+        if (!outstanding || osp_prof__mono_ns() >= until) break;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&ps->reg);
+    for (size_t i = 0; i < ps->slots_hi; i++) {
+        struct osp_prof_slot *s = &ps->slots[i];
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) == OSP_SLOT_ACTIVE) {
+            uint64_t c;
+            if (osp_prof__read_clock(s->cpu_clock, &c)) osp_prof__flush_tail(ps, s, c);
+            osp_prof__slot_abandon_request(s, ps->store.dropped);
+        }
+        osp_prof__stat_fd_release(ps, s);
+    }
+    pthread_mutex_unlock(&ps->reg);
+}
+
+/* struct sched_attr of sched_setattr(2) (not in glibc's headers). */
+struct sched_attr_v1 {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+};
+
+/* Ask the kernel for a short time slice for the sampler (SCHED_OTHER's sched_runtime,
+ * honoured by the EEVDF scheduler since Linux 6.12 without privileges, ignored before):
+ * a thread with a short slice gets the CPU soon after it wakes even when every core is
+ * busy with the program's threads, so ticks stay on time when threads outnumber cores.
+ * Policy and nice value are kept; any failure leaves the defaults. */
+static void sampler_short_slice(void) {
+#if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
+    struct sched_attr_v1 a;
+    memset(&a, 0, sizeof a);
+    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) != 0) return;
+    if (a.policy != SCHED_OTHER) return;
+    a.size = (uint32_t)sizeof a;
+    a.flags = 0;
+    a.runtime = 100000; /* 0.1 ms, the shortest slice the kernel accepts */
+    (void)syscall(SYS_sched_setattr, 0, &a, 0);
+#endif
+}
+
+void *osp_prof__sampler_main(void *arg) {
+    struct osp_prof_session *ps = arg;
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    sampler_short_slice();
+    uint64_t rng = osp_prof__mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
+    if (rng == 0) rng = 1;
+    uint64_t deadline = osp_prof__mono_ns();
+    while (!atomic_load_explicit(&ps->stop, memory_order_acquire)) {
+        /* xorshift64*: interval uniform in [0.7p, 1.3p). */
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        uint64_t r = rng * 0x2545F4914F6CDD1Dull;
+        double u = (double)(r >> 11) * (1.0 / 9007199254740992.0);
+        deadline += (uint64_t)((double)ps->period_ns * (0.7 + 0.6 * u));
+        uint64_t now = osp_prof__mono_ns();
+        if (deadline <= now) {
+            deadline = now; /* late: no catch-up burst */
+            ps->late_ticks++;
+        } else {
+            sleep_until(ps, deadline);
+        }
+        if (atomic_load_explicit(&ps->stop, memory_order_acquire)) break;
+        tick(ps);
+    }
+    sampler_teardown(ps);
+    return NULL;
+}
+
+#endif /* OSP_PROF_SAMPLER */

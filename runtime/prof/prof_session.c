@@ -1,0 +1,262 @@
+/*
+ * prof_session.c — the profiling session (§(a)): activation from the environment at load
+ * time, start and stop, the exit hook, the fork child, the test entry points
+ * osp_prof_session_begin / _end, and the session state itself. Runs on the session owner
+ * (the thread that boots, exits, or calls the entry points; in a forked child, the
+ * forking thread), under the session lock, taking the registry mutex inside it for the
+ * registry's bookkeeping. The thread map of the whole sampler is at the top of
+ * prof_session.h.
+ *
+ * Source: docs/spec/profiler.md §(a), §(b.3) "Teardown", §(b.5), §(d), §(k) items 1–18;
+ * [PROF-ACTIVATE-ENV].
+ */
+#define _GNU_SOURCE
+#include "prof_internal.h"
+
+#if OSP_PROF_SAMPLER
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "prof_session.h"
+
+struct osp_prof_session osp_prof__session = {
+    .session_lock = PTHREAD_MUTEX_INITIALIZER,
+    .reg = PTHREAD_MUTEX_INITIALIZER,
+    .init_once = PTHREAD_ONCE_INIT,
+    .boot_once = PTHREAD_ONCE_INIT,
+};
+
+/* ---- small helpers --------------------------------------------------------------------- */
+
+uint64_t osp_prof__mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t osp_prof__realtime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool osp_prof__read_clock(clockid_t id, uint64_t *out) {
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0) return false;
+    *out = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return true;
+}
+
+uint64_t osp_prof__session_start_mono_ns(void) {
+    return atomic_load(&osp_prof__session.start_mono_ns);
+}
+bool osp_prof__active(void) {
+    return atomic_load_explicit(&osp_prof__session.on, memory_order_acquire) != 0;
+}
+
+void osp_prof__say(const char *fmt, ...) {
+    char line[OSP_PROF_PATH_MAX + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    size_t len = (size_t)n < sizeof line - 1 ? (size_t)n : sizeof line - 2;
+    line[len++] = '\n';
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(2, line + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        off += (size_t)w;
+    }
+}
+
+/* ---- sessions --------------------------------------------------------------------------- */
+
+static void atfork_child(void) {
+    /* A forked child is inert for good: it never samples, signals or writes (§(a)). Its
+     * copy of the registry (and perhaps of a locked mutex) is never touched again. */
+    struct osp_prof_session *ps = &osp_prof__session;
+    bool was_on = atomic_load_explicit(&ps->on, memory_order_relaxed) != 0;
+    atomic_store(&ps->forked_child, 1);
+    atomic_store(&ps->on, 0);
+    osp_prof__t_slot = NULL;
+    if (was_on && ps->engine != NULL && ps->engine->fork_child != NULL) ps->engine->fork_child(ps);
+}
+
+static void exit_hook(void);
+
+static void init_once(void) {
+    struct osp_prof_session *ps = &osp_prof__session;
+    if (pthread_key_create(&ps->key, osp_prof__key_destructor) != 0) return;
+    ps->slots = calloc(OSP_PROF_NSLOTS, sizeof *ps->slots);
+    if (ps->slots == NULL) return;
+    for (size_t i = 0; i < OSP_PROF_NSLOTS; i++) ps->slots[i].sm.stat_fd = -1;
+    if (pthread_atfork(NULL, NULL, atfork_child) != 0) return;
+    if (atexit(exit_hook) != 0) return;
+    ps->init_ok = true;
+}
+
+/* Start a session writing to absolute path `path` at `rate` Hz with `engine`. `cause`
+ * receives the errno value when the engine cannot start. Registers the calling thread as
+ * fiber 0 "main". */
+static bool session_start(struct osp_prof_session *ps, const struct osp_prof_engine *engine,
+                          const char *path, uint32_t rate, int *cause) {
+    *cause = 0;
+    if (atomic_load(&ps->forked_child)) return false;
+    pthread_once(&ps->init_once, init_once);
+    if (!ps->init_ok) {
+        *cause = ENOMEM;
+        return false;
+    }
+    pthread_mutex_lock(&ps->session_lock);
+    pthread_mutex_lock(&ps->reg);
+    int state = ps->state;
+    pthread_mutex_unlock(&ps->reg);
+    if (state != OSP_SESSION_IDLE) {
+        pthread_mutex_unlock(&ps->session_lock);
+        return false;
+    }
+    if (rate < OSP_PROF_HZ_MIN) rate = OSP_PROF_HZ_MIN;
+    if (rate > OSP_PROF_HZ_MAX) rate = OSP_PROF_HZ_MAX;
+    ps->engine = engine;
+    ps->rate_hz = rate;
+    ps->period_ns = 1000000000ull / rate;
+    snprintf(ps->path, sizeof ps->path, "%s", path);
+    osp_prof__store_free(&ps->store);
+    ps->ticks = ps->late_ticks = 0;
+    atomic_store(&ps->stop, 0);
+    atomic_store(&ps->pid, getpid());
+
+    pthread_mutex_lock(&ps->reg);
+    free(ps->rows);
+    ps->rows = NULL;
+    ps->nrows = ps->rows_cap = 0;
+    ps->threads_over_limit = 0;
+    memset(ps->reg_dropped, 0, sizeof ps->reg_dropped);
+    pthread_mutex_unlock(&ps->reg);
+
+    atomic_store(&ps->start_mono_ns, osp_prof__mono_ns());
+    ps->start_unix_ns = osp_prof__realtime_ns();
+
+    pthread_mutex_lock(&ps->reg);
+    ps->state = OSP_SESSION_RUNNING;
+    pthread_mutex_unlock(&ps->reg);
+    if (!engine->start(ps, cause)) {
+        pthread_mutex_lock(&ps->reg);
+        ps->state = OSP_SESSION_IDLE;
+        pthread_mutex_unlock(&ps->reg);
+        pthread_mutex_unlock(&ps->session_lock);
+        return false;
+    }
+    atomic_store_explicit(&ps->on, 1, memory_order_release);
+    osp_prof__register_current(ps, 0, "main");
+    pthread_mutex_unlock(&ps->session_lock);
+    return true;
+}
+
+static bool session_stop(struct osp_prof_session *ps) {
+    pthread_mutex_lock(&ps->session_lock);
+    pthread_mutex_lock(&ps->reg);
+    bool running = ps->state == OSP_SESSION_RUNNING && !atomic_load(&ps->forked_child);
+    if (running) ps->state = OSP_SESSION_STOPPING; /* no registrations from now on */
+    pthread_mutex_unlock(&ps->reg);
+    if (!running) {
+        pthread_mutex_unlock(&ps->session_lock);
+        return false;
+    }
+    atomic_store(&ps->on, 0);
+    ps->engine->stop(ps); /* the sampler is joined; the store is ours */
+
+    /* No thread is sampled any more: retire every slot (owners free them later). */
+    pthread_mutex_lock(&ps->reg);
+    for (size_t i = 0; i < ps->slots_hi; i++) {
+        struct osp_prof_slot *s = &ps->slots[i];
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) != OSP_SLOT_ACTIVE) continue;
+        osp_prof__slot_abandon_request(s, ps->store.dropped);
+        atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
+        atomic_store_explicit(&s->state, OSP_SLOT_RETIRED, memory_order_release);
+    }
+    for (int i = 0; i < OSP_DROP_COUNT; i++) ps->store.dropped[i] += ps->reg_dropped[i];
+    pthread_mutex_unlock(&ps->reg);
+
+    osp_prof__store_sort(&ps->store);
+    bool ok = osp_prof__write_raw(ps, ps->path, osp_prof__realtime_ns());
+
+    osp_prof__store_free(&ps->store);
+    pthread_mutex_lock(&ps->reg);
+    free(ps->rows);
+    ps->rows = NULL;
+    ps->nrows = ps->rows_cap = 0;
+    ps->state = OSP_SESSION_IDLE;
+    pthread_mutex_unlock(&ps->reg);
+    pthread_mutex_unlock(&ps->session_lock);
+    return ok;
+}
+
+/* atexit: return from main or exit() from any thread (§(a)). */
+static void exit_hook(void) {
+    struct osp_prof_session *ps = &osp_prof__session;
+    if (atomic_load(&ps->forked_child)) return;
+    session_stop(ps);
+}
+
+static void boot_impl(void) {
+    const char *out = getenv("OSPREY_PROFILE");
+    if (out == NULL || out[0] == '\0') return; /* inert: nothing else happens */
+    const char *hz_text = getenv("OSPREY_PROFILE_HZ");
+    bool bad = false;
+    uint32_t hz = osp_prof__parse_hz(hz_text, &bad);
+    if (bad) osp_prof__warn_bad_hz(2, hz_text);
+    char path[OSP_PROF_PATH_MAX + 1];
+    int rc = osp_prof__absolute_path(out, path, sizeof path);
+    char shown[256];
+    snprintf(shown, sizeof shown, "%s", out);
+    /* Children never profile into, or overwrite, this process's file. */
+    unsetenv("OSPREY_PROFILE");
+    unsetenv("OSPREY_PROFILE_HZ");
+    if (rc == ENAMETOOLONG) {
+        osp_prof__say("osprey profiler: output path too long; profiling disabled");
+        return;
+    }
+    if (rc != 0) {
+        osp_prof__say("osprey profiler: cannot resolve %s: %s; profiling disabled", shown,
+                      strerror(rc));
+        return;
+    }
+    int cause = 0;
+    if (!session_start(&osp_prof__session, &osp_prof__engine_sampler, path, hz, &cause) &&
+        cause != 0)
+        osp_prof__say("osprey profiler: cannot start sampler: %s; profiling disabled",
+                      strerror(cause));
+}
+
+OSP_PROF_PUBLIC void osp_prof_boot(void) {
+    pthread_once(&osp_prof__session.boot_once, boot_impl);
+}
+
+/* Boot at load time too, so any program linked with the runtime can be profiled. */
+__attribute__((constructor)) static void osp_prof_load_constructor(void) {
+    osp_prof_boot();
+}
+
+OSP_PROF_PUBLIC bool osp_prof_session_begin(const char *path, uint32_t rate_hz) {
+    if (path == NULL || path[0] == '\0') return false;
+    char abs[OSP_PROF_PATH_MAX + 1];
+    if (osp_prof__absolute_path(path, abs, sizeof abs) != 0) return false;
+    int cause = 0;
+    return session_start(&osp_prof__session, &osp_prof__engine_sampler, abs, rate_hz, &cause);
+}
+
+OSP_PROF_PUBLIC bool osp_prof_session_end(void) {
+    return session_stop(&osp_prof__session);
+}
+
+#endif /* OSP_PROF_SAMPLER */

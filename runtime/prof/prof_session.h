@@ -1,0 +1,292 @@
+/*
+ * prof_session.h — the Linux sampler's internal shapes: the session state, the registry's
+ * slots and rows, the per-thread rings, the sampling-engine seam, and the functions the
+ * files of the sampler call across file boundaries. Included only by the sampler's own
+ * files (prof_session.c, prof_registry.c, prof_handler.c, prof_sampler.c,
+ * prof_engine_sampler.c, prof_raw_writer.c, prof_arch_*.c); compiled only where
+ * OSP_PROF_SAMPLER is 1.
+ *
+ * Source: docs/spec/profiler.md §(a), §(b.1)–(b.3), §(b.5), §(c), §(d), §(e), §(k)
+ * items 1–18; [PROF-ACTIVATE-ENV], [PROF-COLLECT-*], [PROF-RAW-FORMAT].
+ *
+ * Thread map — which thread runs each file's code and which lock it may hold:
+ *  - prof_registry.c, on registered threads: registration and unregistration of the
+ *    calling thread (under the registry mutex), its own slot's identity and blocking
+ *    buffer (the blocking hooks are lock-free), its TLS slot pointer;
+ *  - prof_handler.c, the SIGPROF handler in signal context on a registered thread: its
+ *    slot's ring (producer side) and a few atomics; nothing else — no locks, no
+ *    allocation, no stdio;
+ *  - prof_sampler.c, the sampler thread: every slot's sampler-side state and ring
+ *    (consumer side), under the registry mutex; the sample store, alone (the registry's
+ *    unregistration path also drains its own slot into the store, under the mutex);
+ *  - prof_engine_sampler.c, the session owner: starts and stops the "sampler" engine
+ *    (installs and restores the SIGPROF action, creates and joins the sampler thread),
+ *    under the session lock;
+ *  - prof_raw_writer.c, the session owner after the sampler has been joined: reads the
+ *    store and the rows, writes the file, under the session lock only;
+ *  - prof_session.c, the session owner (boot / exit hook / test entry points /
+ *    fork child): activation, start, stop, under the session lock;
+ *  - prof_arch_*.c: pure functions, called from the handler.
+ * Lock order: session lock, then registry mutex, then the allocator.
+ */
+#ifndef OSP_PROF_SESSION_H
+#define OSP_PROF_SESSION_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "osp_raw_format.h"
+#include "prof_internal.h"
+
+/* ---- constants ------------------------------------------------------------------------- */
+
+#define OSP_PROF_NSLOTS 1024 /* live registered threads, §(d) "at least 1024" */
+#define OSP_PROF_RING_N 8    /* ring entries per slot, §(b.3) "at least 8" */
+
+enum { OSP_SLOT_FREE = 0, OSP_SLOT_ACTIVE = 1, OSP_SLOT_RETIRED = 2 };
+enum { OSP_SESSION_IDLE = 0, OSP_SESSION_RUNNING = 1, OSP_SESSION_STOPPING = 2 };
+
+/* ---- rings, slots, rows ---------------------------------------------------------------- */
+
+/* One answer of the handler: the stack it walked for request `seq`. */
+struct osp_prof_ring_entry {
+    uint64_t seq; /* the request this answers (slot's req_seq when the handler ran) */
+    uint32_t n;
+    uint16_t truncated;
+    uint16_t in_syscall; /* the signal interrupted a blocking system call (EINTR) */
+    uintptr_t pcs[OSP_PROF_MAX_FRAMES];
+};
+
+/* Single-producer (the handler on the slot's thread) / single-consumer (the sampler)
+ * ring. Entries are published with a release store of head, freed with a release store
+ * of tail. Allocated at registration, never freed. */
+struct osp_prof_ring {
+    _Atomic uint32_t head;
+    _Atomic uint32_t tail;
+    struct osp_prof_ring_entry e[OSP_PROF_RING_N];
+};
+
+/* Sampler-side bookkeeping of one slot; accessed only under the registry mutex. */
+struct osp_prof_sampler_state {
+    uint64_t last_t;   /* monotonic time of the previous examination */
+    uint64_t cpu_req;  /* CPU clock at the last on-CPU request: weight baseline */
+    uint64_t cpu_due;  /* CPU clock from which the next on-CPU request is due */
+    uint64_t cpu_base; /* CPU clock below which the thread has made no progress */
+    uint64_t run_cpu;  /* CPU clock when the thread was last seen runnable ... */
+    bool run_known;    /* ... valid while this is set */
+    int64_t last_on;   /* store index of the thread's last on-CPU sample, or -1 */
+    uint64_t carry_w;  /* weight of unanswered on-CPU requests, for the next one */
+    uint64_t ring_full_seen;
+    bool pend_on, pend_capture;
+    uint64_t pend_seq, pend_t, pend_w, pend_sent;
+    uint64_t pend_cpu;   /* the thread's CPU clock when the request was sent */
+    bool ep_on, ep_lost; /* blocking episode outside a region (§(b.2) case 3) */
+    int64_t ep_stack;    /* its captured stack, -1 until the capture arrives */
+    uint64_t ep_pre_w;   /* waiting weight accumulated before a capture could be sent */
+    int64_t ans_stack;   /* stack of the last answer, while no progress was seen since */
+    bool ans_in_syscall; /* ... and that answer interrupted a blocking system call */
+    uint32_t blk_seq_cached;
+    int64_t blk_stack_cached;
+    int stat_fd; /* cached /proc/self/task/<tid>/stat, or -1 */
+};
+
+/* One registered thread (§(d)). */
+struct osp_prof_slot {
+    /* Shared with the handler and the owning thread. */
+    _Atomic int state;
+    _Atomic uint64_t gen;
+    _Atomic uint64_t req_seq;
+    _Atomic uint64_t ring_full;
+    struct osp_prof_ring *ring;
+    uintptr_t lo, hi; /* stack bounds captured at registration */
+    /* Blocking region: written by the owner, read by the sampler under block_seq. */
+    int block_depth; /* owner only */
+    _Atomic int in_block;
+    _Atomic uint32_t block_seq; /* odd while the owner writes the stack */
+    _Atomic uint32_t block_n, block_trunc;
+    _Atomic uintptr_t block_pcs[OSP_PROF_MAX_FRAMES];
+    /* Identity, under the registry mutex. */
+    uint32_t row;
+    pid_t tid;
+    clockid_t cpu_clock;
+    struct osp_prof_sampler_state sm;
+};
+
+/* One row of the raw file's "threads" (§(e)): a registration, kept after it ends. */
+struct osp_prof_row {
+    int64_t fiber;
+    pid_t tid;
+    char label[OSP_PROF_LABEL_MAX + 1];
+};
+
+struct osp_prof_session;
+
+/* ---- the sampling-engine seam ---------------------------------------------------------- */
+
+/*
+ * A sampling engine: the mechanism that makes registered threads produce samples. Chosen
+ * by the session owner at session start; today the only one is "sampler" (the sampler
+ * thread, directed SIGPROF via tgkill and the per-thread rings, §(b.1)–(b.3)).
+ *  - start: called on the session owner under the session lock, after the session's
+ *    rate, start times and store are set and its state is RUNNING, before any thread is
+ *    registered. Returns true when the engine runs; false with `*cause` an errno value
+ *    (the caller reports it), in which case the engine has undone everything it did.
+ *  - stop: called on the session owner under the session lock, after hooks have been
+ *    turned off and no registration can start. Returns once no engine thread runs and no
+ *    engine signal handler will record anything more; the store is then the owner's.
+ *  - thread_registered / thread_unregistered: called on the thread itself, under the
+ *    registry mutex, right after its slot became active / when it unregisters (or exits)
+ *    while its slot is still active. May be NULL. Must not take the session lock. Slots
+ *    the session retires without their thread (thread gone, session stop) get no
+ *    thread_unregistered call: `stop` releases whatever the engine still holds for them.
+ *  - fork_child: called in a forked child (pthread_atfork child handler, async-signal-safe
+ *    code only) when a session was running in the parent; puts the child's process state
+ *    (signal actions, descriptors) back as the program had it. May be NULL.
+ */
+struct osp_prof_engine {
+    const char *name;
+    bool (*start)(struct osp_prof_session *ps, int *cause);
+    void (*stop)(struct osp_prof_session *ps);
+    void (*thread_registered)(struct osp_prof_session *ps, struct osp_prof_slot *s);
+    void (*thread_unregistered)(struct osp_prof_session *ps, struct osp_prof_slot *s);
+    void (*fork_child)(struct osp_prof_session *ps);
+};
+
+/* The "sampler" engine (prof_engine_sampler.c). */
+OSP_PROF_HIDDEN extern const struct osp_prof_engine osp_prof__engine_sampler;
+
+/* ---- the session ----------------------------------------------------------------------- */
+
+/* Scratch of one sampler tick: a slot to examine and the generation it had. */
+struct osp_prof_snap {
+    uint32_t idx;
+    uint64_t gen;
+};
+
+/* Everything a profiling session shares between threads. One static instance
+ * (osp_prof__session); the comments say who writes each group and under which lock. */
+struct osp_prof_session {
+    pthread_mutex_t session_lock; /* serialises start and stop */
+    pthread_mutex_t reg;          /* the registry mutex */
+    pthread_once_t init_once;
+    pthread_once_t boot_once;
+    bool init_ok;      /* init_once succeeded: slots, TLS key, atfork and atexit are set */
+    pthread_key_t key; /* its destructor unregisters a thread that exits registered */
+
+    _Atomic int on;           /* hooks act: a session is running */
+    _Atomic int stop;         /* the sampler should stop */
+    _Atomic int forked_child; /* this process is a fork of a profiled one: inert */
+    _Atomic pid_t pid;
+
+    /* Under reg. */
+    int state;                   /* OSP_SESSION_* */
+    struct osp_prof_slot *slots; /* OSP_PROF_NSLOTS, allocated once, never freed */
+    size_t slots_hi;             /* 1 + highest slot index ever used */
+    struct osp_prof_row *rows;
+    size_t nrows, rows_cap;
+    uint64_t threads_over_limit;
+    uint64_t reg_dropped[OSP_DROP_COUNT]; /* losses counted by unregistrations */
+    int stat_fds_open;
+
+    /* Set by the session owner before the engine starts; read-only while it runs. */
+    const struct osp_prof_engine *engine;
+    uint32_t rate_hz;
+    uint64_t period_ns;
+    _Atomic uint64_t start_mono_ns;
+    uint64_t start_unix_ns;
+    char path[OSP_PROF_PATH_MAX + 1];
+    pthread_t sampler;
+
+    /* The sampler's own, read by the writer after the join. */
+    struct osp_prof_store store;
+    uint64_t ticks, late_ticks, next_seq;
+    struct osp_prof_snap snap[OSP_PROF_NSLOTS];
+
+    /* The SIGPROF action we replaced; published before our handler is installed. */
+    struct sigaction old_action;
+    _Atomic int old_action_ready;
+};
+
+/* The process's session state (prof_session.c). */
+OSP_PROF_HIDDEN extern struct osp_prof_session osp_prof__session;
+
+/* The calling thread's registration. Initial-exec TLS, written outside signal context,
+ * so the first access from the handler can never allocate (§(b.3)). Owned by
+ * prof_registry.c; read by the handler. */
+OSP_PROF_HIDDEN extern __thread struct osp_prof_slot *osp_prof__t_slot
+    __attribute__((tls_model("initial-exec")));
+
+/* ---- helpers (prof_session.c) ---------------------------------------------------------- */
+
+/* CLOCK_REALTIME now, in ns. */
+OSP_PROF_HIDDEN uint64_t osp_prof__realtime_ns(void);
+/* Read clock `id` into `*out` (ns). False when the clock cannot be read (for a thread's
+ * CPU clock: the thread is gone). */
+OSP_PROF_HIDDEN bool osp_prof__read_clock(clockid_t id, uint64_t *out);
+/* One line to stderr (a newline is added), with one write(2) where possible. */
+OSP_PROF_HIDDEN void osp_prof__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- registers from a signal context (prof_arch_<arch>.c) ------------------------------- */
+
+/* The registers the handler needs, from the interrupted context. */
+struct osp_prof_regs {
+    uintptr_t pc, fp, sp;
+    uintptr_t lr; /* link register (arm64); 0 where there is none */
+    long ret;     /* the system-call return register */
+};
+/* Fill `*r` from `uc` (a ucontext_t * as passed to an SA_SIGINFO handler). Pure,
+ * async-signal-safe. One implementation per architecture. */
+OSP_PROF_HIDDEN void osp_prof__ucontext_regs(const void *uc, struct osp_prof_regs *r);
+
+/* ---- the handler (prof_handler.c) ------------------------------------------------------ */
+
+/* The SIGPROF action (SA_SIGINFO) of the "sampler" engine, §(b.3). Signals that are not
+ * this process's directed requests are passed to the action it replaced. */
+OSP_PROF_HIDDEN void osp_prof__on_sigprof(int sig, siginfo_t *si, void *ucv);
+
+/* ---- registry (prof_registry.c) -------------------------------------------------------- */
+
+/* Register the calling thread (§(d)) as `fiber_id` with `label` (NULL: ""), unless it is
+ * already registered in this session. Takes the registry mutex; does nothing unless the
+ * session is RUNNING. Counts threads_over_limit when every slot is in use. */
+OSP_PROF_HIDDEN void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id,
+                                                const char *label);
+/* Release the calling thread's slot, if it has one (§(d) unregister). Takes the registry
+ * mutex with SIGPROF blocked. */
+OSP_PROF_HIDDEN void osp_prof__release_current(struct osp_prof_session *ps);
+/* The TLS key's destructor: a thread that exits registered is unregistered. */
+OSP_PROF_HIDDEN void osp_prof__key_destructor(void *value);
+
+/* ---- the sampler thread (prof_sampler.c) ----------------------------------------------- */
+
+/* The sampler thread's body; `arg` is the struct osp_prof_session *. Runs until
+ * ps->stop is set, then tears down (§(b.3) "Teardown"). Returns NULL. */
+OSP_PROF_HIDDEN void *osp_prof__sampler_main(void *arg);
+/* Turn a slot's ring entries into samples (§(b.3)). Under the registry mutex. */
+OSP_PROF_HIDDEN void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s);
+/* The thread stops being sampled while its CPU clock reads `c`: its CPU time since its
+ * last on-CPU request goes to its last on-CPU sample. Call before
+ * osp_prof__slot_abandon_request. Under the registry mutex. */
+OSP_PROF_HIDDEN void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s,
+                                          uint64_t c);
+/* Forget a pending request of a slot that stops being sampled, counting it and the
+ * slot's unseen ring_full losses into `dropped` (OSP_DROP_COUNT entries). Under the
+ * registry mutex. */
+OSP_PROF_HIDDEN void osp_prof__slot_abandon_request(struct osp_prof_slot *s, uint64_t *dropped);
+/* Close a slot's cached /proc stat descriptor if it is still ours. Under the registry
+ * mutex. */
+OSP_PROF_HIDDEN void osp_prof__stat_fd_release(struct osp_prof_session *ps,
+                                               struct osp_prof_slot *s);
+
+/* ---- the raw writer (prof_raw_writer.c) ------------------------------------------------ */
+
+/* Write the session's raw profile (§(e)) to `path`, atomically where it is a regular file
+ * (§(a), (k) item 14); `end_unix_ns` is the end time written. On failure prints one line
+ * naming the path and returns false. Session owner, after the engine has stopped. */
+OSP_PROF_HIDDEN bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path,
+                                         uint64_t end_unix_ns);
+
+#endif /* OSP_PROF_SESSION_H */
