@@ -18,6 +18,7 @@
 #endif
 #include "attach.h"
 #include "attach_unwind.h"
+#include "osp_raw_format.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -1156,6 +1157,9 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* `"<key>":` */
+#define KEY(k) "\"" k "\":"
+
 int osp_attach_write_raw(const osp_attach *a, const char *path, char *err, size_t errlen) {
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
@@ -1170,58 +1174,74 @@ int osp_attach_write_raw(const osp_attach *a, const char *path, char *err, size_
         free(tmp);
         return -1;
     }
-    fprintf(f, "{\"version\":1,\"pid\":%d,\"exe\":", (int)a->pid);
+    /* Keys in the order of docs/spec/profiler.md §(e), then the additional ones. */
+    fprintf(f, "{" KEY(OSP_RAW_KEY_VERSION) "%d," KEY(OSP_RAW_KEY_PID) "%d," KEY(OSP_RAW_KEY_EXE),
+            OSP_RAW_VERSION, (int)a->pid);
     json_string(f, a->exe);
-    fprintf(f, ",\"rate_hz\":%u,\"platform\":\"%s\",\"start_unix_ns\":%llu,\"end_unix_ns\":%llu",
+    fprintf(f,
+            "," KEY(OSP_RAW_KEY_RATE_HZ) "%u," KEY(OSP_RAW_KEY_PLATFORM) "\"%s\"," KEY(
+                OSP_RAW_KEY_START_UNIX_NS) "%llu," KEY(OSP_RAW_KEY_END_UNIX_NS) "%llu",
             a->rate_hz, OSP_ATTACH_PLATFORM, (unsigned long long)a->start_unix_ns,
             (unsigned long long)a->end_unix_ns);
-    fputs(",\"images\":[", f);
+    fputs("," KEY(OSP_RAW_KEY_IMAGES) "[", f);
     for (size_t i = 0; i < a->nimages; i++) {
         const aimage *im = &a->images[i];
-        fputs(i ? ",{\"path\":" : "{\"path\":", f);
+        fputs(i ? ",{" KEY(OSP_RAW_IMAGE_PATH) : "{" KEY(OSP_RAW_IMAGE_PATH), f);
         json_string(f, im->path);
-        fprintf(f, ",\"base\":%llu,\"slide\":%llu,\"text\":%llu,\"text_size\":%llu,\"arch\":\"%s\"",
-                (unsigned long long)im->base, (unsigned long long)im->slide,
-                (unsigned long long)im->text, (unsigned long long)im->text_size,
-                im->machine == EM_X86_64    ? "x86_64"
-                : im->machine == EM_AARCH64 ? "arm64"
-                                            : "");
-        if (im->build_id[0]) fprintf(f, ",\"build_id\":\"%s\"", im->build_id);
-        if (im->symbols_json) fprintf(f, ",\"symbols\":%s", im->symbols_json);
+        fprintf(
+            f,
+            "," KEY(OSP_RAW_IMAGE_BASE) "%llu," KEY(OSP_RAW_IMAGE_SLIDE) "%llu," KEY(
+                OSP_RAW_IMAGE_TEXT) "%llu," KEY(OSP_RAW_IMAGE_TEXT_SIZE) "%llu," KEY(OSP_RAW_IMAGE_ARCH) "\"%s\"",
+            (unsigned long long)im->base, (unsigned long long)im->slide,
+            (unsigned long long)im->text, (unsigned long long)im->text_size,
+            im->machine == EM_X86_64    ? "x86_64"
+            : im->machine == EM_AARCH64 ? "arm64"
+                                        : "");
+        if (im->build_id[0]) fprintf(f, "," KEY(OSP_RAW_IMAGE_BUILD_ID) "\"%s\"", im->build_id);
+        if (im->symbols_json) fprintf(f, "," KEY(OSP_RAW_IMAGE_SYMBOLS) "%s", im->symbols_json);
         fputc('}', f);
     }
-    fputs("],\"threads\":[", f);
+    fputs("]," KEY(OSP_RAW_KEY_THREADS) "[", f);
     for (size_t i = 0; i < a->nrows; i++) {
-        fprintf(f, "%s{\"fiber\":%ld,\"label\":", i ? "," : "", a->rows[i].fiber);
+        fprintf(f, "%s{" KEY(OSP_RAW_THREAD_FIBER) "%ld," KEY(OSP_RAW_THREAD_LABEL), i ? "," : "",
+                a->rows[i].fiber);
         json_string(f, a->rows[i].label);
-        fprintf(f, ",\"tid\":%d}", (int)a->rows[i].tid);
+        fprintf(f, "," KEY(OSP_RAW_THREAD_TID) "%d}", (int)a->rows[i].tid);
     }
-    fputs("],\"stacks\":[", f);
+    fputs("]," KEY(OSP_RAW_KEY_STACKS) "[", f);
     for (size_t k = 0; k < a->nstacks; k++) {
         fputs(k ? ",[" : "[", f);
         for (uint32_t j = 0; j < a->stack_len[k]; j++)
             fprintf(f, j ? ",%llu" : "%llu", (unsigned long long)a->frames[a->stack_off[k] + j]);
         fputc(']', f);
     }
-    fputs("],\"samples\":[", f);
+    fputs("]," KEY(OSP_RAW_KEY_SAMPLES) "[", f);
     for (size_t i = 0; i < a->nsamples; i++) {
         const struct asample *s = &a->samples[i];
         fprintf(f, "%s[%llu,%u,%u,%u]", i ? "," : "", (unsigned long long)s->t_ns, s->row, s->stack,
                 s->state);
     }
-    uint64_t dropped = a->drop_alloc + a->drop_no_answer + a->drop_store_full + a->drop_thread_gone;
-    fprintf(f, "],\"dropped\":%llu,\"sample_weights_ns\":[", (unsigned long long)dropped);
+    uint64_t drops[OSP_RAW_DROP_COUNT] = {0};
+    drops[OSP_RAW_DROP_ALLOC] = a->drop_alloc;
+    drops[OSP_RAW_DROP_NO_ANSWER] = a->drop_no_answer;
+    drops[OSP_RAW_DROP_STORE_FULL] = a->drop_store_full;
+    drops[OSP_RAW_DROP_THREAD_GONE] = a->drop_thread_gone;
+    uint64_t dropped = 0;
+    for (int d = 0; d < OSP_RAW_DROP_COUNT; d++) dropped += drops[d];
+    fprintf(f, "]," KEY(OSP_RAW_KEY_DROPPED) "%llu," KEY(OSP_RAW_KEY_SAMPLE_WEIGHTS_NS) "[",
+            (unsigned long long)dropped);
     for (size_t i = 0; i < a->nsamples; i++)
         fprintf(f, i ? ",%llu" : "%llu", (unsigned long long)a->samples[i].weight_ns);
     fprintf(f,
-            "],\"ticks\":%llu,\"late_ticks\":%llu,\"dropped_reasons\":{\"alloc\":%llu,"
-            "\"no_answer\":%llu,\"ring_full\":0,\"store_full\":%llu,\"thread_gone\":%llu},"
-            "\"threads_over_limit\":0,\"truncated_stacks\":[",
-            (unsigned long long)a->ticks, (unsigned long long)a->late_ticks,
-            (unsigned long long)a->drop_alloc, (unsigned long long)a->drop_no_answer,
-            (unsigned long long)a->drop_store_full, (unsigned long long)a->drop_thread_gone);
+            "]," KEY(OSP_RAW_KEY_TICKS) "%llu," KEY(OSP_RAW_KEY_LATE_TICKS) "%llu," KEY(
+                OSP_RAW_KEY_DROPPED_REASONS) "{",
+            (unsigned long long)a->ticks, (unsigned long long)a->late_ticks);
+    static const char *const drop_names[OSP_RAW_DROP_COUNT] = OSP_RAW_DROP_NAMES;
+    for (int d = 0; d < OSP_RAW_DROP_COUNT; d++)
+        fprintf(f, "%s\"%s\":%llu", d ? "," : "", drop_names[d], (unsigned long long)drops[d]);
+    fputs("}," KEY(OSP_RAW_KEY_THREADS_OVER_LIMIT) "0," KEY(OSP_RAW_KEY_TRUNCATED_STACKS) "[", f);
     for (size_t i = 0; i < a->ntrunc; i++) fprintf(f, i ? ",%ld" : "%ld", a->truncated[i]);
-    fputs("],\"engine\":\"attach\"}\n", f);
+    fputs("]," KEY(OSP_RAW_KEY_ENGINE) "\"" OSP_RAW_ENGINE_ATTACH "\"}\n", f);
     int e = ferror(f) ? (errno ? errno : EIO) : 0;
     if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
     if (!e && rename(tmp, path) != 0) e = errno;

@@ -38,6 +38,10 @@
 #define OSP_RAW_KEY_DROPPED_REASONS    "dropped_reasons"
 #define OSP_RAW_KEY_THREADS_OVER_LIMIT "threads_over_limit"
 #define OSP_RAW_KEY_TRUNCATED_STACKS   "truncated_stacks"
+/* Which sampling engine wrote the file (docs/spec/profiler.md §(l.3), §(l.9)); the value
+ * OSP_RAW_ENGINE_ATTACH is written by `osprey --attach` (driver/attach.c). */
+#define OSP_RAW_KEY_ENGINE             "engine"
+#define OSP_RAW_ENGINE_ATTACH          "attach"
 
 /* Keys of one row of "threads" (§(e), §(d)). */
 #define OSP_RAW_THREAD_FIBER "fiber"
