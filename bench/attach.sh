@@ -6,7 +6,9 @@
 #     with `osprey --attach` at 99 Hz and at 997 Hz, in interleaved rounds (shuffled order
 #     per round). The workload times its own work (after a 300 ms pause in which osprey
 #     seizes it); medians as ratios to the unattached median of the same run, with the
-#     quartiles of each round's ratio to that round's unattached run.
+#     quartiles of each round's ratio to that round's unattached run; and the share of
+#     time osprey held a sampled thread stopped, as osprey itself reports it. On a loaded
+#     machine the wall ratios carry the load's noise (ratios below 1 are that noise).
 #  2. Agreement: self% per function (attach_a / attach_b / attach_c, expected 50 / 33.3 /
 #     16.7) of the attached profile at 997 Hz against an in-process profile of the same
 #     program (`osprey --record`, preloaded runtime, 997 Hz), both from the .folded export
@@ -53,7 +55,7 @@ run_one() {
       local pid=$!
       # wait for "ready" so osprey attaches during the pause, before the work
       for _ in $(seq 200); do grep -q ready "$out.txt" 2>/dev/null && break; sleep 0.01; done
-      OSPREY_PROFILE_HZ=$hz OSPREY_PROFILE_SYMBOLIZER=llvm "$OSPREY" --attach "$pid" -o "$out" > "$out.report" 2>&1 || true
+      OSPREY_PROFILE_HZ=$hz "$OSPREY" --attach "$pid" -o "$out" > "$out.report" 2>&1 || true
       wait "$pid" ;;
     record)
       "$OSPREY" --record -o "$out" -- "$W" "$UNITS" 2 300 > "$out.txt" 2> "$out.report" ;;
@@ -96,6 +98,20 @@ for mode, label in (("attach99", "attach 99 Hz"), ("attach997", "attach 997 Hz")
     ratios[mode] = (ratio, q(rr))
     lo, hi = q(rr)
     print("   %-22s %10.3f %8.3f %8.3f..%.3f" % (label, statistics.median(v) / 1e9, ratio, lo, hi))
+
+import re
+print("\n   time a sampled thread was held stopped by osprey (its own measure, stop seen -> continued):")
+for mode, label in (("attach99", "attach 99 Hz"), ("attach997", "attach 997 Hz")):
+    v = []
+    for r in range(1, reps + 1):
+        try:
+            m = re.search(r"stopped ([0-9.]+)% of the time", open(os.path.join(scratch, "%s-%d.report" % (mode, r))).read())
+        except OSError:
+            m = None
+        if m:
+            v.append(float(m.group(1)))
+    if v:
+        print("   %-22s median %.3f%%, rounds %.3f..%.3f%%" % (label, statistics.median(v), min(v), max(v)))
 
 def self_shares(path):
     w = {}

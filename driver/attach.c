@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #endif
 #include "attach.h"
+#include "attach_elf.h"
 #include "attach_unwind.h"
 #include "osp_raw_format.h"
 
@@ -168,6 +169,8 @@ struct osp_attach {
     uint64_t start_unix_ns, end_unix_ns, start_mono_ns, elapsed_ns;
     uint64_t ticks, late_ticks;
     uint64_t drop_alloc, drop_no_answer, drop_store_full, drop_thread_gone;
+    uint64_t stopped_ns; /* Σ per sample: stop seen → thread continued */
+    uint64_t thread_ns;  /* Σ per tick: tick length × threads sampled that tick */
     aimage *images;
     size_t nimages;
     uint64_t rng;
@@ -380,9 +383,15 @@ static int send_interrupt(athread *t) {
  * Returns 0 with the thread in its interrupt stop (the caller continues it), or -1 (the
  * thread is gone or group-stopped). */
 static int wait_interrupt_stop(osp_attach *a, athread *t) {
+    /* The stop follows the interrupt within microseconds (an IPI). Poll for it first:
+     * sleeping in waitpid would give up the CPU, and on a busy machine getting it back can
+     * take milliseconds, all of them with the target thread stopped. */
+    uint64_t spin_until = now_ns(CLOCK_MONOTONIC) + 200 * 1000;
     for (;;) {
         int st;
-        pid_t w = waitpid(t->tid, &st, __WALL);
+        bool spin = now_ns(CLOCK_MONOTONIC) < spin_until;
+        pid_t w = waitpid(t->tid, &st, __WALL | (spin ? WNOHANG : 0));
+        if (w == 0) continue; /* not stopped yet: poll again */
         if (w < 0) {
             if (errno == EINTR) continue;
             thread_gone(t);
@@ -475,10 +484,12 @@ static void add_sample(osp_attach *a, uint64_t t_ns, const athread *t, long stac
         (struct asample){t_ns, weight_ns, (uint32_t)t->row, (uint32_t)stack, (uint8_t)state};
 }
 
-/* `t` was sent PTRACE_INTERRUPT: wait for the stop, walk its stack, continue it. The stack
+/* Stop `t` (PTRACE_INTERRUPT), walk its stack, continue it; one thread at a time, so each
+ * is stopped only for its own register read and walk. The stack
  * index, -1 when out of memory, or -2 (not sampled: gone or group-stopped meanwhile). */
 static long capture_stack(osp_attach *a, athread *t) {
-    if (wait_interrupt_stop(a, t) != 0) return -2;
+    if (send_interrupt(t) != 0 || wait_interrupt_stop(a, t) != 0) return -2;
+    uint64_t stopped_at = now_ns(CLOCK_MONOTONIC);
     osp_unwind_regs regs;
     uint64_t frames[MAX_FRAMES];
     size_t n = 0;
@@ -490,6 +501,7 @@ static long capture_stack(osp_attach *a, athread *t) {
         n = osp_unwind_walk(&u, &regs, frames, MAX_FRAMES, &truncated);
     }
     ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+    a->stopped_ns += now_ns(CLOCK_MONOTONIC) - stopped_at;
     if (n == 0) return -2;
     return intern_stack(a, frames, n, truncated);
 }
@@ -503,9 +515,8 @@ static uint64_t syscall_line_pc(const char *line) {
 /* What one tick does with a thread (decided from /proc, before any thread is stopped). */
 enum plan { PLAN_NONE, PLAN_ON_CPU, PLAN_WAIT_CAPTURE, PLAN_WAIT_CACHED, PLAN_WAIT_PC };
 
-/* First half of a tick for `t`: read its state and decide; threads whose stack must be
- * captured are sent PTRACE_INTERRUPT now, so that all of them stop in parallel and the
- * sampler waits for the first stop only (the others are stopped by then). */
+/* First half of a tick for `t`: read its state from /proc and decide, before any thread
+ * is stopped, so the reads never lengthen a stop. */
 static enum plan plan_thread(athread *t, char *syscall_line, size_t cap, uint64_t *pc) {
     char buf[512];
     if (pread_small(t->stat_fd, buf, sizeof buf) <= 0) {
@@ -513,7 +524,7 @@ static enum plan plan_thread(athread *t, char *syscall_line, size_t cap, uint64_
         return PLAN_NONE;
     }
     char state = stat_state(buf);
-    if (state == 'R') return send_interrupt(t) == 0 ? PLAN_ON_CPU : PLAN_NONE;
+    if (state == 'R') return PLAN_ON_CPU;
     if (state != 'S' && state != 'D') return PLAN_NONE; /* stopped, exiting: no sample */
     ssize_t n = pread_small(t->syscall_fd, syscall_line, cap);
     bool in_syscall = n > 0 && syscall_line[0] >= '0' && syscall_line[0] <= '9';
@@ -528,7 +539,7 @@ static enum plan plan_thread(athread *t, char *syscall_line, size_t cap, uint64_
         *pc = in_syscall ? syscall_line_pc(syscall_line) : 0;
         return *pc ? PLAN_WAIT_PC : PLAN_NONE;
     }
-    return send_interrupt(t) == 0 ? PLAN_WAIT_CAPTURE : PLAN_NONE;
+    return PLAN_WAIT_CAPTURE;
 }
 
 /* Second half: collect the stop, record the sample. */
@@ -582,139 +593,40 @@ static void free_images(aimage *v, size_t n) {
     free(v);
 }
 
-/* Read `len` bytes of the image at `off` from its first mapping: target memory first, the
- * file on disk if that fails. */
-static int image_bytes(pid_t pid, const char *path, uint64_t addr, uint64_t file_off, void *buf,
-                       size_t len) {
-    if (remote_read(pid, addr, buf, len) == 0) return 0;
-    if (path[0] != '/') return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* attach_elf_read_fn: target memory first, the file on disk if that fails. */
+struct image_src {
+    pid_t pid;
+    const char *path;
+};
+
+static int image_bytes(void *ctx, uint64_t addr, uint64_t file_off, void *buf, size_t len) {
+    const struct image_src *src = ctx;
+    if (remote_read(src->pid, addr, buf, len) == 0) return 0;
+    if (src->path[0] != '/') return -1;
+    int fd = open(src->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     ssize_t n = pread(fd, buf, len, (off_t)file_off);
     close(fd);
     return n == (ssize_t)len ? 0 : -1;
 }
 
-static size_t build_id_of(const unsigned char *p, size_t size, unsigned char *out, size_t cap) {
-    size_t off = 0;
-    while (off + sizeof(Elf64_Nhdr) <= size) {
-        Elf64_Nhdr nh;
-        memcpy(&nh, p + off, sizeof nh);
-        size_t name_off = off + sizeof nh, name_sz = (nh.n_namesz + 3u) & ~3u;
-        size_t desc_off = name_off + name_sz, desc_sz = (nh.n_descsz + 3u) & ~3u;
-        if (desc_off > size || nh.n_descsz > size - desc_off) break;
-        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-            memcmp(p + name_off, "GNU", 4) == 0) {
-            size_t k = nh.n_descsz < cap ? nh.n_descsz : cap;
-            memcpy(out, p + desc_off, k);
-            return k;
-        }
-        off = desc_off + desc_sz;
-    }
-    return 0;
-}
-
-/* The vDSO's dynamic function symbols as a JSON array (unslid addresses), from a copy of
- * the whole image; NULL if it cannot be parsed. */
-static char *vdso_symbols(const unsigned char *b, size_t size) {
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)b;
-    if (size < sizeof *eh || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size ||
-        (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > size - eh->e_shoff)
-        return NULL;
-    char *out = NULL;
-    size_t outlen = 0;
-    FILE *f = open_memstream(&out, &outlen);
-    if (!f) return NULL;
-    fputc('[', f);
-    bool first = true;
-    const Elf64_Shdr *sh = (const Elf64_Shdr *)(b + eh->e_shoff);
-    for (unsigned i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum) continue;
-        const Elf64_Shdr *ss = &sh[i], *st = &sh[ss->sh_link];
-        if (ss->sh_entsize != sizeof(Elf64_Sym) || ss->sh_offset > size ||
-            ss->sh_size > size - ss->sh_offset || st->sh_offset > size ||
-            st->sh_size > size - st->sh_offset)
-            continue;
-        const Elf64_Sym *sym = (const Elf64_Sym *)(b + ss->sh_offset);
-        const char *str = (const char *)(b + st->sh_offset);
-        for (size_t k = 0; k < ss->sh_size / sizeof *sym; k++) {
-            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || sym[k].st_shndx == SHN_UNDEF ||
-                sym[k].st_name >= st->sh_size)
-                continue;
-            const char *nm = str + sym[k].st_name;
-            size_t len = strnlen(nm, st->sh_size - sym[k].st_name);
-            bool plain = len > 0;
-            for (size_t c = 0; c < len; c++)
-                if (!(nm[c] == '_' || (nm[c] >= '0' && nm[c] <= '9') ||
-                      (nm[c] >= 'a' && nm[c] <= 'z') || (nm[c] >= 'A' && nm[c] <= 'Z') ||
-                      nm[c] == '.' || nm[c] == '@'))
-                    plain = false;
-            if (!plain) continue; /* vDSO names are identifiers; anything else is skipped */
-            fprintf(f, "%s{\"name\":\"%.*s\",\"addr\":%llu,\"size\":%llu}", first ? "" : ",",
-                    (int)len, nm, (unsigned long long)sym[k].st_value,
-                    (unsigned long long)sym[k].st_size);
-            first = false;
-        }
-    }
-    fputc(']', f);
-    if (fclose(f) != 0) {
-        free(out);
-        return NULL;
-    }
-    return out;
-}
-
 /* Describe the ELF image whose file offset 0 is mapped at `base` (§(e) "Images"). */
 static bool describe_image(pid_t pid, const char *path, uint64_t base, uint64_t map_end,
                            aimage *im) {
-    Elf64_Ehdr eh;
-    if (image_bytes(pid, path, base, 0, &eh, sizeof eh) != 0) return false;
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 512)
-        return false;
-    Elf64_Phdr ph[512];
-    if (image_bytes(pid, path, base + eh.e_phoff, eh.e_phoff, ph, eh.e_phnum * sizeof *ph) != 0)
-        return false;
-    uint64_t first_vaddr = UINT64_MAX, text_lo = UINT64_MAX, text_hi = 0;
-    for (unsigned i = 0; i < eh.e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0 && first_vaddr == UINT64_MAX)
-            first_vaddr = ph[i].p_vaddr & ~(uint64_t)4095;
-    if (first_vaddr == UINT64_MAX) first_vaddr = 0;
-    im->base = base;
-    im->slide = base - first_vaddr;
-    im->machine = eh.e_machine;
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
-        if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X)) continue;
-        uint64_t s = im->slide + ph[i].p_vaddr;
-        if (s < text_lo) text_lo = s;
-        if (s + ph[i].p_memsz > text_hi) text_hi = s + ph[i].p_memsz;
-    }
-    if (text_lo < text_hi) {
-        im->text = text_lo;
-        im->text_size = text_hi - text_lo;
-    }
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
-        if (ph[i].p_type != PT_NOTE || ph[i].p_memsz == 0 || ph[i].p_memsz > 4096) continue;
-        unsigned char note[4096], id[64];
-        if (image_bytes(pid, path, im->slide + ph[i].p_vaddr, ph[i].p_offset, note,
-                        ph[i].p_memsz) != 0)
-            continue;
-        size_t n = build_id_of(note, ph[i].p_memsz, id, sizeof id);
-        if (n) {
-            static const char hex[] = "0123456789abcdef";
-            for (size_t k = 0; k < n; k++) {
-                im->build_id[2 * k] = hex[id[k] >> 4];
-                im->build_id[2 * k + 1] = hex[id[k] & 15];
-            }
-            im->build_id[2 * n] = 0;
-            break;
-        }
-    }
+    struct image_src src = {pid, path};
+    attach_elf_info info;
+    if (!attach_elf_describe(image_bytes, &src, base, &info)) return false;
+    im->base = info.base;
+    im->slide = info.slide;
+    im->text = info.text;
+    im->text_size = info.text_size;
+    im->machine = info.machine;
+    memcpy(im->build_id, info.build_id, sizeof im->build_id);
     if (strcmp(path, "[vdso]") == 0 && map_end > base && map_end - base <= (1u << 20)) {
         size_t size = (size_t)(map_end - base);
         unsigned char *copy = malloc(size);
         if (copy && remote_read(pid, base, copy, size) == 0)
-            im->symbols_json = vdso_symbols(copy, size);
+            im->symbols_json = attach_elf_symbols_json(copy, size);
         free(copy);
     }
     return true;
@@ -1055,6 +967,8 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
                                : plan_thread(t, tp->syscall_line, sizeof tp->syscall_line, &tp->pc);
             }
             for (size_t i = 0; i < a->nth && i < a->cap_plans; i++)
+                if (a->plans[i].plan != PLAN_NONE) a->thread_ns += tick_ns;
+            for (size_t i = 0; i < a->nth && i < a->cap_plans; i++)
                 finish_thread(a, &a->th[i], a->plans[i].plan, a->plans[i].syscall_line,
                               a->plans[i].pc, now - a->start_mono_ns, tick_ns);
             if (now - last_maps >= 1000000000u) { /* dlopen'd libraries appear */
@@ -1114,6 +1028,8 @@ void osp_attach_get_stats(const osp_attach *a, osp_attach_stats *out) {
     out->dropped = a->drop_alloc + a->drop_no_answer + a->drop_store_full + a->drop_thread_gone;
     out->elapsed_ns = a->elapsed_ns;
     out->threads_seen = a->nrows;
+    out->stopped_ns = a->stopped_ns;
+    out->thread_ns = a->thread_ns;
 }
 
 pid_t osp_attach_pid(const osp_attach *a) {

@@ -80,6 +80,12 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
 typedef struct osp_attach_stats {
     uint64_t samples, ticks, late_ticks, dropped, elapsed_ns;
     size_t threads_seen; /* rows: every thread sampled or seized */
+    /* What sampling cost the target: stopped_ns sums, over samples, the time from seeing a
+     * thread's stop to continuing it (the stop itself takes effect when the thread next
+     * runs, microseconds after PTRACE_INTERRUPT when it is on a CPU); thread_ns sums, over ticks, the tick's
+     * length times the threads sampled in it. stopped_ns / thread_ns is the share of its
+     * time a sampled thread spent stopped by osprey. */
+    uint64_t stopped_ns, thread_ns;
 } osp_attach_stats;
 void osp_attach_get_stats(const osp_attach *a, osp_attach_stats *out);
 
