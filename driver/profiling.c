@@ -331,14 +331,17 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
     if (!scratch) return 1;
 
     char err[PATH_MAX + 256];
+    /* From here until the threads are detached, SIGINT/SIGTERM/SIGHUP/SIGQUIT only stop the
+     * capture: the driver never exits with a thread of the target in an interrupt stop. */
+    proc_capture_begin();
     osp_attach *a = osp_attach_open((pid_t)pid, err, sizeof err);
     if (!a) {
+        proc_capture_end();
         fprintf(stderr, "osprey: error: %s\n", err);
         scratch_remove(scratch);
         free(scratch);
         return 2;
     }
-    proc_capture_begin();
     osp_attach_options opts = {.rate_hz = hz,
                                .duration_ns = duration_ns,
                                .stop_requested = proc_capture_signal,
