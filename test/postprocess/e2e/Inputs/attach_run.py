@@ -5,8 +5,9 @@ usage: attach_run.py [--signal SIG --after SECONDS] -- TARGET... ++ OSPREY-ARGS.
 Starts TARGET (stdout to a pipe), waits for its "ready" line, runs osprey with OSPREY-ARGS
 where "{pid}" is replaced by the target's pid, optionally sends osprey SIG after SECONDS,
 then prints, one per line: "osprey-exit=<n>", and right after osprey ended,
-"target-tracer=<TracerPid>" and "target-state=<letter>" if the target still runs;
-then the rest of the target's stdout and "target-exit=<n>". osprey's stdout and stderr are
+"target-tracer=<TracerPid>" and "target-state=<letter>" if the target still runs; then
+sends the target SIGUSR1 (attach_target.c finishes at once) and prints the rest of its
+stdout and "target-exit=<n>". osprey's stdout and stderr are
 passed through unchanged (before those lines).
 """
 import os
@@ -48,6 +49,11 @@ if target.poll() is None:
         lines.append("target-tracer=%s" % status["TracerPid"].strip())
         lines.append("target-state=%s" % status["State"].strip()[0])
     except OSError:
+        pass
+if target.poll() is None:
+    try:
+        target.send_signal(signal.SIGUSR1)
+    except ProcessLookupError:
         pass
 rest = target.stdout.read()
 trc = target.wait(timeout=120)

@@ -3,17 +3,25 @@
  * short poll() and nanosleep() calls and counts early returns (EINTR), and, one second in,
  * a late busy thread (spin_late) that the sampler must pick up. Prints "ready" once every
  * thread is running, then "finished eintr=<n>" and exits with <status> (default 0) after
- * <seconds> (default 4). usage: attach_target [seconds [status]] */
+ * <seconds> (default 4), or as soon as it gets SIGUSR1 (handled on the main thread only, so
+ * no other thread's wait is interrupted by it). usage: attach_target [seconds [status]] */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static volatile unsigned long sink;
-static double g_end;
+static volatile double g_end;
+
+static void finish_now(int sig) {
+    (void)sig;
+    g_end = 0;
+}
 static atomic_int g_eintr;
 
 static double now_s(void) {
@@ -62,6 +70,14 @@ static void *waiter(void *p) {
 int main(int argc, char **argv) {
     double secs = argc > 1 ? atof(argv[1]) : 4;
     g_end = now_s() + secs;
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &usr1, NULL); /* inherited by every thread created below */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = finish_now;
+    sigaction(SIGUSR1, &sa, NULL);
     pthread_t t[4];
     pthread_create(&t[0], NULL, busy, NULL);
     pthread_create(&t[1], NULL, busy, NULL);
@@ -71,6 +87,7 @@ int main(int argc, char **argv) {
     struct timespec one = {1, 0};
     nanosleep(&one, NULL);
     pthread_create(&t[3], NULL, late, NULL);
+    pthread_sigmask(SIG_UNBLOCK, &usr1, NULL); /* SIGUSR1 now reaches the main thread only */
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     printf("finished eintr=%d\n", atomic_load(&g_eintr));
     return argc > 2 ? atoi(argv[2]) : 0;
