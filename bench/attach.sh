@@ -20,7 +20,7 @@
 # (The SIGKILL fault-injection target is a ctest: test/postprocess/e2e/attach.test.)
 #
 # Usage: bench/attach.sh          (after `make build`)
-#   REPS=<n> rounds (default 5)   UNITS=<n> work units per thread (default: ~1.5 s of work)
+#   REPS=<n> rounds (default 5)   UNITS=<n> work units per thread (default: ~3 s of work)
 #   BUILD=<d> build directory (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,10 +35,10 @@ SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 W="$BIN/attach_workload"
 
-# Calibrate: ~1.5 s of work for two threads (on an idle machine).
+# Calibrate: ~3 s of work for two threads (on an idle machine; less on a loaded one).
 if [ -z "${UNITS:-}" ]; then
   ns=$("$W" 200 2 0 | sed -n 's/^work_ns=//p')
-  UNITS=$(( 200 * 1500000000 / (ns > 0 ? ns : 1) ))
+  UNITS=$(( 200 * 3000000000 / (ns > 0 ? ns : 1) ))
   [ "$UNITS" -ge 100 ] || UNITS=100
 fi
 echo "attach: 2 busy threads, $UNITS units each, $REPS rounds, load average $(cut -d' ' -f1 /proc/loadavg), $(nproc) CPUs"
