@@ -30,6 +30,7 @@
 #include "output.h"
 #include "process.h"
 #include "profiling.h"
+#include "xalloc.h"
 
 typedef enum Mode { MODE_DEFAULT, MODE_BUILD, MODE_RUN, MODE_EMIT_LLVM } Mode;
 
@@ -46,6 +47,7 @@ typedef struct Options {
     const char *attach;      /* --attach <pid> */
     const char *duration;    /* --duration <seconds> */
     uint64_t duration_ns;
+    bool report_to_stdout; /* --report-to-stdout: the report on stdout instead of stderr */
     char **prog_args;
     int nprog_args;
 } Options;
@@ -67,7 +69,10 @@ static void usage(FILE *out) {
           "  --duration <s> with --profile, --record or --attach: stop after that many seconds\n"
           "                 (the program gets SIGINT; the profile is kept)\n"
           "  --postprocess <raw.json> [--binary <exe>] [-o <out>]\n"
-          "                 turn a raw profile into the four exports and the report\n"
+          "                 turn a raw profile into the five exports and the report\n"
+          "  --report-to-stdout\n"
+          "                 print the profile report on stdout (default: stderr, so the\n"
+          "                 program's own output stays its own)\n"
           "  --record [-o <out>] -- <program> [args...]\n"
           "                 run any native program under the profiler (preloaded) and\n"
           "                 post-process its profile\n"
@@ -125,6 +130,8 @@ static int parse_args(int argc, char **argv, Options *o) {
                 o->attach = argv[++i];
             else
                 o->duration = argv[++i];
+        } else if (strcmp(a, "--report-to-stdout") == 0) {
+            o->report_to_stdout = true;
         } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
             if (strcmp(a, "--postprocess") == 0)
@@ -194,22 +201,19 @@ static int parse_args(int argc, char **argv, Options *o) {
 }
 
 static char *path_join(const char *a, const char *b) {
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", a, b);
-    return p;
+    return drv_xasprintf("%s/%s", a, b);
 }
 
 /* The source file's name without directory and last extension ("demo.osp" -> "demo"). */
 static char *source_stem(const char *path) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    char *s = strdup(base);
+    char *s = drv_xstrdup(base);
     char *dot = strrchr(s, '.');
     if (dot && dot != s) *dot = 0;
     if (!*s) {
         free(s);
-        s = strdup("a.out");
+        s = drv_xstrdup("a.out");
     }
     return s;
 }
@@ -247,23 +251,16 @@ static const char *link_compiler(void) {
 }
 
 /* The driver's environment with `name` set to `value` (any earlier `name=` removed).
- * Free with env_free. NULL when out of memory (the caller then uses its own). */
+ * Free with env_free. */
 static char **env_with(const char *name, const char *value) {
     extern char **environ;
     size_t n = 0, nl = strlen(name);
     while (environ[n]) n++;
-    char **env = calloc(n + 2, sizeof *env);
-    if (!env) return NULL;
+    char **env = drv_xcalloc(n + 2, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (!(strncmp(environ[i], name, nl) == 0 && environ[i][nl] == '=')) env[k++] = environ[i];
-    size_t len = nl + strlen(value) + 2;
-    env[k] = malloc(len);
-    if (!env[k]) {
-        free(env);
-        return NULL;
-    }
-    snprintf(env[k], len, "%s=%s", name, value);
+    env[k] = drv_xasprintf("%s=%s", name, value);
     env[k + 1] = NULL;
     return env;
 }
@@ -336,32 +333,35 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
     return 0;
 }
 
-static const char *const export_ext[4] = {".speedscope.json", ".cpuprofile", ".folded",
-                                          ".profile.json"};
-
 /* "<prefix><ext>" (malloc'd). */
 static char *export_path(const char *prefix, const char *ext) {
-    size_t n = strlen(prefix) + strlen(ext) + 1;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s%s", prefix, ext);
-    return p;
+    return drv_xasprintf("%s%s", prefix, ext);
 }
 
 /* The first export of `prefix` that is the file `protect` (malloc'd), or NULL. */
 static char *export_clash(const char *prefix, const char *protect) {
     if (!protect) return NULL;
-    for (int i = 0; i < 4; i++) {
-        char *p = export_path(prefix, export_ext[i]);
-        if (p && out_same_file(p, protect)) return p;
+    for (int i = 0; i < OSPPROF_NEXPORTS; i++) {
+        char *p = export_path(prefix, ospprof_export_ext[i]);
+        if (out_same_file(p, protect)) return p;
         free(p);
     }
     return NULL;
 }
 
-/* Write the report to stdout. Returns 0 or the errno of the failing write. */
-static int write_report(const char *text, size_t len) {
-    if (fflush(stdout) != 0) return errno ? errno : EIO;
-    return write_all(STDOUT_FILENO, text, len);
+/* Write the report to stdout or stderr (docs/spec/profiler.md §(l.7)). Returns 0 or the
+ * errno of the failing write. */
+static int write_report(bool to_stdout, const char *text, size_t len) {
+    FILE *f = to_stdout ? stdout : stderr;
+    if (fflush(f) != 0) return errno ? errno : EIO;
+    return write_all(to_stdout ? STDOUT_FILENO : STDERR_FILENO, text, len);
+}
+
+/* Colour and width of the report for the stream it goes to. */
+static void report_style(ospprof_options *po, bool to_stdout) {
+    FILE *f = to_stdout ? stdout : stderr;
+    po->color = ospprof_color_wanted(f);
+    po->columns = ospprof_terminal_columns(f);
 }
 
 /* Run the post-processor with the report captured in memory (written by the caller, so
@@ -378,14 +378,14 @@ static int postprocess_capture(ospprof_options *po, char **report, size_t *repor
 }
 
 /*
- * Post-processing (docs/spec/profiler.md §(e)–(i)): turn the raw profile into
- * <prefix>.{speedscope.json,cpuprofile,folded,profile.json} and print the report to
- * stdout. `prefix` is -o as written, or the source stem. A failure is one warning line
- * and never changes the exit status (nor does a closed stdout); the caller removes the
- * raw file and the scratch directory whatever happens.
+ * Post-processing (docs/spec/profiler.md §(e)–(i), §(l.6), §(l.7)): turn the raw profile into
+ * <prefix>.{speedscope.json,cpuprofile,folded,profile.json,svg} and print the report to
+ * stderr (stdout with `to_stdout`). `prefix` is -o as written, or the source stem. A failure
+ * is one warning line and never changes the exit status (nor does a closed stream); the
+ * caller removes the raw file and the scratch directory whatever happens.
  */
 void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
-                     const char *prefix, int interrupted_signal) {
+                     const char *prefix, int interrupted_signal, bool to_stdout) {
     char *clash = export_clash(prefix, program);
     if (clash) {
         fprintf(stderr,
@@ -396,23 +396,21 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
         return;
     }
     fflush(stdout); /* the program's output (none of ours) comes first */
-    ospprof_options po = {.raw_path = raw_path,
-                          .binary = exe_path,
-                          .program = program,
-                          .output_prefix = prefix,
-                          .color = ospprof_color_wanted(stdout),
-                          .interrupted_signal = interrupted_signal};
+    ospprof_options po = {
+        .raw_path = raw_path, .binary = exe_path, .program = program, .output_prefix = prefix};
+    report_style(&po, to_stdout);
+    po.interrupted_signal = interrupted_signal;
     char err[OSPPROF_ERR_MAX];
     char *report;
     size_t report_len;
     if (postprocess_capture(&po, &report, &report_len, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: warning: profile not processed: %s\n", err);
     } else {
-        int e = write_report(report, report_len);
+        int e = write_report(to_stdout, report, report_len);
         /* A closed pipe (`| head`) is the reader's choice: nothing to say. */
         if (e && e != EPIPE)
-            fprintf(stderr, "osprey: warning: cannot write the report to standard output: %s\n",
-                    strerror(e));
+            fprintf(stderr, "osprey: warning: cannot write the report to standard %s: %s\n",
+                    to_stdout ? "output" : "error", strerror(e));
     }
     free(report);
 }
@@ -439,17 +437,16 @@ static int postprocess_main(const Options *o) {
     }
     char *prefix = NULL;
     if (o->output) {
-        prefix = strdup(o->output);
+        prefix = drv_xstrdup(o->output);
     } else {
         const char *slash = strrchr(o->postprocess, '/');
-        prefix = strdup(slash ? slash + 1 : o->postprocess);
-        size_t n = prefix ? strlen(prefix) : 0;
+        prefix = drv_xstrdup(slash ? slash + 1 : o->postprocess);
+        size_t n = strlen(prefix);
         if (n > 12 && strcmp(prefix + n - 12, ".osprof.json") == 0)
             prefix[n - 12] = 0;
         else if (n > 5 && strcmp(prefix + n - 5, ".json") == 0)
             prefix[n - 5] = 0;
     }
-    if (!prefix) return 1;
     const char *inputs[2][2] = {{o->postprocess, "raw profile"}, {o->binary, "binary"}};
     for (int i = 0; i < 2; i++) {
         char *clash = export_clash(prefix, inputs[i][0]);
@@ -461,10 +458,8 @@ static int postprocess_main(const Options *o) {
             return 2;
         }
     }
-    ospprof_options po = {.raw_path = o->postprocess,
-                          .binary = o->binary,
-                          .output_prefix = prefix,
-                          .color = ospprof_color_wanted(stdout)};
+    ospprof_options po = {.raw_path = o->postprocess, .binary = o->binary, .output_prefix = prefix};
+    report_style(&po, o->report_to_stdout);
     char err[OSPPROF_ERR_MAX];
     char *report;
     size_t report_len;
@@ -475,11 +470,12 @@ static int postprocess_main(const Options *o) {
         free(report);
         return 1;
     }
-    int e = write_report(report, report_len);
+    int e = write_report(o->report_to_stdout, report, report_len);
     free(report);
     if (e == EPIPE) die_by_signal(SIGPIPE); /* like any filter whose reader went away */
     if (e) {
-        fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
+        fprintf(stderr, "osprey: error: cannot write standard %s: %s\n",
+                o->report_to_stdout ? "output" : "error", strerror(e));
         return 1;
     }
     return 0;
@@ -494,8 +490,7 @@ void report_signal(int sig) {
 }
 
 static int run_program(const Options *o, const char *exe, const char *scratch, const char *stem) {
-    char **argv = calloc((size_t)o->nprog_args + 2, sizeof *argv);
-    if (!argv) return 1;
+    char **argv = drv_xcalloc((size_t)o->nprog_args + 2, sizeof *argv);
     argv[0] = (char *)exe;
     for (int i = 0; i < o->nprog_args; i++) argv[i + 1] = o->prog_args[i];
     int status, sig = 0;
@@ -504,7 +499,7 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
         report_signal(sig);
     } else {
         status = prof_run_and_postprocess(argv, NULL, scratch, stem, o->duration_ns, exe, o->input,
-                                          o->output ? o->output : stem, NULL);
+                                          o->output ? o->output : stem, NULL, o->report_to_stdout);
     }
     free(argv);
     return status < 0 ? 1 : status;
@@ -515,8 +510,10 @@ static int compile_main(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0) return rc;
     if (o.postprocess) return postprocess_main(&o);
-    if (o.record) return prof_record_main(o.prog_args, o.nprog_args, o.output, o.duration_ns);
-    if (o.attach) return prof_attach_main(o.attach, o.output, o.duration_ns);
+    if (o.record)
+        return prof_record_main(o.prog_args, o.nprog_args, o.output, o.duration_ns,
+                                o.report_to_stdout);
+    if (o.attach) return prof_attach_main(o.attach, o.output, o.duration_ns, o.report_to_stdout);
 
     size_t len = 0;
     char *src = read_file(o.input, OSP_SOURCE_MAX, &len);
@@ -617,10 +614,8 @@ static int compile_main(int argc, char **argv) {
         /* Run from the scratch directory; a device or FIFO destination gets a copy. */
         exe = path_join(scratch, stem);
     } else {
-        exe = strdup(out.dest);
-        size_t n = strlen(out.dest) + 32;
-        tmp_exe = malloc(n);
-        snprintf(tmp_exe, n, "%s.tmp.%ld", out.dest, (long)getpid());
+        exe = drv_xstrdup(out.dest);
+        tmp_exe = drv_xasprintf("%s.tmp.%ld", out.dest, (long)getpid());
         cleanup_temp(tmp_exe);
     }
     if (link_program(obj, tmp_exe ? tmp_exe : exe, scratch, o.profile) != 0) {

@@ -1,96 +1,31 @@
-/* output.c — see output.h. */
+/* output.c — see output.h. The file mechanics live in common/atomic_output.c; this file
+ * words the driver's messages around them. */
 #include "output.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "process.h"
-
-static char *dup_str(const char *s) {
-    char *c = strdup(s);
-    if (!c) {
-        fputs("osprey: error: out of memory\n", stderr);
-        exit(1);
-    }
-    return c;
-}
-
-/* The directory part of `path` ("." when there is none), malloc'd. */
-static char *dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return dup_str(".");
-    if (slash == path) return dup_str("/");
-    char *d = dup_str(path);
-    d[slash - path] = 0;
-    return d;
-}
-
-int write_all(int fd, const void *data, size_t len) {
-    const char *p = data;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        if (w == 0) return EIO;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
+#include "atomic_output.h"
 
 static int fail(char *msg, size_t msglen, const char *given, const char *reason) {
     snprintf(msg, msglen, "cannot write '%s': %s", given, reason);
     return -1;
 }
 
+int write_all(int fd, const void *data, size_t len) {
+    return osp_write_all(fd, data, len);
+}
+
 int out_check(const char *given, out_target *t, char *msg, size_t msglen) {
     t->given = given;
     t->dest = NULL;
-    struct stat lst, st;
-    if (lstat(given, &lst) != 0) {
-        if (errno != ENOENT) return fail(msg, msglen, given, strerror(errno));
-        t->dest = dup_str(given);
-    } else {
-        st = lst;
-        if (S_ISLNK(lst.st_mode) && stat(given, &st) != 0) {
-            return fail(msg, msglen, given,
-                        errno == ENOENT ? "it is a symbolic link to a missing file"
-                                        : strerror(errno));
-        }
-        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-            if (access(given, W_OK) != 0) return fail(msg, msglen, given, strerror(errno));
-            return 0; /* written in place */
-        }
-        if (S_ISDIR(st.st_mode)) return fail(msg, msglen, given, strerror(EISDIR));
-        if (S_ISBLK(st.st_mode)) return fail(msg, msglen, given, "it is a block device");
-        if (!S_ISREG(st.st_mode))
-            return fail(msg, msglen, given, "not a regular file, character device or FIFO");
-        t->dest = S_ISLNK(lst.st_mode) ? realpath(given, NULL) : dup_str(given);
-        if (!t->dest) return fail(msg, msglen, given, strerror(errno));
-    }
-    /* The temporary goes beside the destination: that directory must take a new file. */
-    char *dir = dir_of(t->dest);
-    struct stat ds;
-    int e = 0;
-    if (stat(dir, &ds) != 0)
-        e = errno;
-    else if (!S_ISDIR(ds.st_mode))
-        e = ENOTDIR;
-    else if (access(dir, W_OK | X_OK) != 0)
-        e = errno;
-    free(dir);
-    if (e) {
-        out_target_free(t);
-        return fail(msg, msglen, given, strerror(e));
-    }
+    char reason[256];
+    if (osp_atomic_resolve(given, &t->dest, reason, sizeof reason) != 0)
+        return fail(msg, msglen, given, reason);
     return 0;
 }
 
@@ -99,64 +34,22 @@ void out_target_free(out_target *t) {
     t->dest = NULL;
 }
 
-/* realpath of `p`, or of its directory plus its last component when `p` does not exist;
- * else a copy of `p`. */
-static char *canonical(const char *p) {
-    char *r = realpath(p, NULL);
-    if (r) return r;
-    char *dir = dir_of(p);
-    char *rd = realpath(dir, NULL);
-    free(dir);
-    if (!rd) return dup_str(p);
-    const char *slash = strrchr(p, '/');
-    const char *base = slash ? slash + 1 : p;
-    size_t n = strlen(rd) + strlen(base) + 2;
-    char *c = malloc(n);
-    if (c) snprintf(c, n, "%s/%s", strcmp(rd, "/") == 0 ? "" : rd, base);
-    free(rd);
-    return c ? c : dup_str(p);
-}
-
 bool out_same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char *ca = canonical(a), *cb = canonical(b);
-    bool same = strcmp(ca, cb) == 0;
-    free(ca);
-    free(cb);
-    return same;
+    return osp_same_file(a, b);
 }
 
 int out_write(const out_target *t, const void *data, size_t len, char *msg, size_t msglen) {
-    if (!t->dest) {
-        int fd = open(t->given, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) return fail(msg, msglen, t->given, strerror(errno));
-        int e = write_all(fd, data, len);
-        if (close(fd) != 0 && !e) e = errno;
-        return e ? fail(msg, msglen, t->given, strerror(e)) : 0;
+    char reason[256];
+    osp_atomic_out o;
+    if (osp_atomic_open(&o, t->given, reason, sizeof reason) != 0)
+        return fail(msg, msglen, t->given, reason);
+    if (osp_atomic_write(&o, data, len, reason, sizeof reason) != 0) {
+        osp_atomic_abort(&o);
+        return fail(msg, msglen, t->given, reason);
     }
-    size_t n = strlen(t->dest) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return fail(msg, msglen, t->given, strerror(ENOMEM));
-    snprintf(tmp, n, "%s.tmp.XXXXXX", t->dest);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return fail(msg, msglen, t->given, strerror(e));
-    }
-    cleanup_temp(tmp);
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-    int e = write_all(fd, data, len);
-    if (close(fd) != 0 && !e) e = errno;
-    if (!e && rename(tmp, t->dest) != 0) e = errno;
-    if (e) unlink(tmp);
-    cleanup_temp(NULL);
-    free(tmp);
-    return e ? fail(msg, msglen, t->given, strerror(e)) : 0;
+    if (osp_atomic_commit(&o, reason, sizeof reason) != 0)
+        return fail(msg, msglen, t->given, reason);
+    return 0;
 }
 
 int out_copy_into(const out_target *t, const char *from, char *msg, size_t msglen) {
@@ -184,7 +77,7 @@ int out_copy_into(const out_target *t, const char *from, char *msg, size_t msgle
             return -1;
         }
         if (r == 0) break;
-        if ((e = write_all(out, buf, (size_t)r)) != 0) break;
+        if ((e = osp_write_all(out, buf, (size_t)r)) != 0) break;
     }
     close(in);
     if (close(out) != 0 && !e) e = errno;

@@ -1,7 +1,9 @@
 /*
  * output.h — where and how the driver writes an output file (the executable, `.ll`),
  * docs/ARCHITECTURE.md "Error handling": a temporary file in the destination's directory renamed
- * into place, so a crash or a full disk never leaves half a file where a good one was.
+ * into place, so a crash or a full disk never leaves half a file where a good one was. The
+ * mechanics are the shared helper common/atomic_output.h (also used by the post-processor);
+ * these functions word the driver's messages ("cannot write '<path>': <reason>").
  *
  * Destinations that are not regular files (docs/compiler.md "Output files"):
  *  - an existing character device or FIFO (/dev/null, /dev/stdout on a terminal or pipe,
@@ -37,8 +39,9 @@ void out_target_free(out_target *t);
  * the existing directories resolved). */
 bool out_same_file(const char *a, const char *b);
 
-/* Write `len` bytes to the target: in place for a stream, else to "<dest>.tmp.<random>"
- * then renamed (the temporary is registered for removal on a terminating signal).
+/* Write `len` bytes to the target: in place for a stream, else to the helper's temporary
+ * "<dir>/.<base>.XXXXXX" then renamed (the temporary is registered for removal on a
+ * terminating signal: osp_atomic_remove_temporaries).
  * Returns 0 or -1 with "cannot write '<given>': <strerror>" in msg. */
 int out_write(const out_target *t, const void *data, size_t len, char *msg, size_t msglen);
 

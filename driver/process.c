@@ -2,6 +2,7 @@
 #include "process.h"
 
 #include "ospprof.h"
+#include "xalloc.h"
 
 #include <dirent.h>
 #include <poll.h>
@@ -31,7 +32,8 @@ extern char **environ;
 
 /* ---- signals (see process.h) -------------------------------------------------------- */
 
-/* State shared with the signal thread, under g_lock. */
+/* State shared with the signal thread, under g_lock. Nothing allocates with the xalloc.h
+ * helpers while holding it: their out-of-memory exit takes it (proc_exit_cleaned). */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *g_scratch; /* registered scratch directory */
 static char *g_temp;    /* registered temporary output outside the scratch directory */
@@ -77,6 +79,12 @@ _Noreturn void die_by_signal(int sig) {
     raise(sig);                               /* pending on this thread while blocked ... */
     pthread_sigmask(SIG_UNBLOCK, &one, NULL); /* ... delivered here: the process ends */
     _exit(128 + sig);                         /* not reached for the signals we handle */
+}
+
+_Noreturn void proc_exit_cleaned(int status) {
+    pthread_mutex_lock(&g_lock);
+    cleanup_locked();
+    _exit(status); /* keeps the lock, as die_by_signal does */
 }
 
 /* The signals a profiled run forwards and remembers (docs/spec/profiler.md §(l.5)). */
@@ -288,19 +296,20 @@ int proc_capture_end(void) {
 char *scratch_create(void) {
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
-    size_t n = strlen(tmp) + 32;
-    char *path = malloc(n);
-    if (!path) return NULL;
-    snprintf(path, n, "%s/osprey-XXXXXX", tmp);
+    char *path = drv_xasprintf("%s/osprey-XXXXXX", tmp);
+    char *copy = drv_xstrdup(path); /* the registered copy, made before taking the lock */
     /* Registered in the same critical section, so a signal never finds it unregistered. */
     pthread_mutex_lock(&g_lock);
     char *made = mkdtemp(path);
     int e = errno;
     if (made) {
+        strcpy(copy, path);
         free(g_scratch);
-        g_scratch = strdup(path);
+        g_scratch = copy;
+        copy = NULL;
     }
     pthread_mutex_unlock(&g_lock);
+    free(copy);
     if (!made) {
         fprintf(stderr, "osprey: error: cannot create a temporary directory in %s: %s\n", tmp,
                 strerror(e));
@@ -317,7 +326,7 @@ static void remove_tree(const char *dir, int depth) {
         while ((de = readdir(d))) {
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
             size_t n = strlen(dir) + strlen(de->d_name) + 2;
-            char *p = malloc(n);
+            char *p = malloc(n); /* plain malloc: runs under g_lock, on the way out too */
             if (!p) continue;
             snprintf(p, n, "%s/%s", dir, de->d_name);
             struct stat st;
@@ -344,10 +353,12 @@ void scratch_remove(const char *dir) {
 }
 
 void cleanup_temp(const char *path) {
+    char *copy = path ? drv_xstrdup(path) : NULL; /* before taking the lock */
     pthread_mutex_lock(&g_lock);
-    free(g_temp);
-    g_temp = path ? strdup(path) : NULL;
+    char *old = g_temp;
+    g_temp = copy;
     pthread_mutex_unlock(&g_lock);
+    free(old);
 }
 
 char *self_dir(void) {
@@ -368,7 +379,7 @@ char *self_dir(void) {
     char *slash = strrchr(buf, '/');
     if (!slash) return NULL;
     *slash = 0;
-    return strdup(buf);
+    return drv_xstrdup(buf);
 }
 
 char *read_file(const char *path, size_t max, size_t *len) {
@@ -392,12 +403,7 @@ char *read_file(const char *path, size_t max, size_t *len) {
         return NULL;
     }
     size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        close(fd);
-        errno = ENOMEM;
-        return NULL;
-    }
+    char *buf = drv_xmalloc(cap + 1);
     for (;;) {
         if (n > max) { /* e.g. /dev/zero or a pipe that never ends */
             free(buf);
@@ -406,14 +412,7 @@ char *read_file(const char *path, size_t max, size_t *len) {
             return NULL;
         }
         if (n == cap) {
-            char *nb = realloc(buf, cap * 2 + 1);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                errno = ENOMEM;
-                return NULL;
-            }
-            buf = nb;
+            buf = drv_xrealloc(buf, cap * 2 + 1);
             cap *= 2;
         }
         size_t want = cap - n;

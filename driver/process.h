@@ -97,7 +97,11 @@ void cleanup_temp(const char *path);
  * process with signal `sig` (default action; exit status 128 + sig for a shell). */
 _Noreturn void die_by_signal(int sig);
 
-/* Directory holding the running executable (malloc'd), or NULL. */
+/* Remove the registered scratch directory and temporary files, then _exit(status)
+ * (no atexit handlers: used when memory has run out, see xalloc.h). */
+_Noreturn void proc_exit_cleaned(int status);
+
+/* Directory holding the running executable (malloc'd), or NULL when it cannot be found. */
 char *self_dir(void);
 
 /* Largest source file read_file accepts, in bytes (64 MiB). */

@@ -114,7 +114,8 @@ static const char *signal_name(int sig) {
 
 int prof_run_and_postprocess(char *const argv[], const char *preload, const char *scratch,
                              const char *stem, uint64_t duration_ns, const char *binary,
-                             const char *program, const char *prefix, const char *no_raw_hint) {
+                             const char *program, const char *prefix, const char *no_raw_hint,
+                             bool report_to_stdout) {
     char rnd[9];
     random_hex(rnd);
     size_t len = strlen(scratch) + strlen(stem) + 64;
@@ -165,7 +166,7 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
         interrupted = out.termsig;
     if (status >= 0) {
         if (access(raw, F_OK) == 0) {
-            run_postprocess(raw, binary, program, prefix, interrupted);
+            run_postprocess(raw, binary, program, prefix, interrupted, report_to_stdout);
             unlink(raw);
         } else if (interrupted && out.termsig) {
             fprintf(stderr,
@@ -221,7 +222,8 @@ static char *find_program(const char *prog) {
     return NULL;
 }
 
-int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns) {
+int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns,
+                     bool report_to_stdout) {
     (void)nargs;
     char *bindir = self_dir();
     if (!bindir) {
@@ -274,7 +276,7 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
              "'%s' did not load the profiler: a static or setuid program cannot be preloaded",
              args[0]);
     int status = prof_run_and_postprocess(args, lib_abs, scratch, base, duration_ns, exe, args[0],
-                                          prefix, hint);
+                                          prefix, hint, report_to_stdout);
     scratch_remove(scratch);
     free(scratch);
     free(exe);
@@ -299,7 +301,8 @@ static unsigned attach_rate_hz(void) {
     return (unsigned)hz;
 }
 
-int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns) {
+int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,
+                     bool report_to_stdout) {
     char *end;
     errno = 0;
     long pid = strtol(pid_text, &end, 10);
@@ -370,7 +373,7 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
         } else {
             const char *exe = osp_attach_exe(a);
             /* Ctrl-C ends the capture, not the program: the header does not say "interrupted". */
-            run_postprocess(raw, NULL, exe[0] ? exe : NULL, prefix, 0);
+            run_postprocess(raw, NULL, exe[0] ? exe : NULL, prefix, 0, report_to_stdout);
         }
         unlink(raw);
         free(raw);

@@ -12,6 +12,7 @@
 #ifndef OSPREY_PROFILING_H
 #define OSPREY_PROFILING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -37,13 +38,15 @@ int prof_check_export_dir(const char *prefix);
  * of any LD_PRELOAD the driver has). `duration_ns` > 0: SIGINT after that long (process.h).
  * `binary` stands in for the main image (may be NULL), `program` names the profile in the
  * report, `prefix` is the export prefix, `no_raw_hint` (may be NULL) replaces the reason in
- * the warning printed when a program that exited normally left no raw profile. The raw file
+ * the warning printed when a program that exited normally left no raw profile;
+ * `report_to_stdout` puts the report on stdout instead of stderr (--report-to-stdout). The raw file
  * is removed afterwards; the scratch directory is the caller's. Returns the exit status per
  * the rule above (1 if the program could not be started).
  */
 int prof_run_and_postprocess(char *const argv[], const char *preload, const char *scratch,
                              const char *stem, uint64_t duration_ns, const char *binary,
-                             const char *program, const char *prefix, const char *no_raw_hint);
+                             const char *program, const char *prefix, const char *no_raw_hint,
+                             bool report_to_stdout);
 
 /*
  * osprey --record [-o <out>] [--duration <s>] -- <program> [args...] (docs/spec/profiler.md
@@ -52,7 +55,8 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
  * 127 when it cannot be found, 2 when the export directory is unusable, 1 when the profiler
  * runtime (<bindir>/../lib/libosprey_prof.so) is missing.
  */
-int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns);
+int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns,
+                     bool report_to_stdout);
 
 /*
  * osprey --attach <pid> [--duration <s>] [-o <out>] (docs/spec/profiler.md §(l.9)): sample the
@@ -61,15 +65,16 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
  * (default prefix "<name>-<pid>", name from /proc/<pid>/comm) and the report. Returns 0,
  * 128 + N when a signal N stopped it, or 2 for a refusal (one line naming cause and fix).
  */
-int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns);
+int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,
+                     bool report_to_stdout);
 
 /* Defined in main.c, shared with these commands. */
 
 /* Post-process `raw_path` into the exports at `prefix` and print the report; a problem is
  * one warning line (docs/spec/profiler.md §(i)). `interrupted_signal` (0: none) is passed to
- * the report header (§(l.5)). */
+ * the report header (§(l.5)); the report goes to stdout with `to_stdout`, else stderr. */
 void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
-                     const char *prefix, int interrupted_signal);
+                     const char *prefix, int interrupted_signal, bool to_stdout);
 
 /* One line when the program was killed by signal `sig` (none for 0, SIGINT and SIGPIPE). */
 void report_signal(int sig);

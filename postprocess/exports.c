@@ -1,11 +1,14 @@
 /*
- * exports.c — the four export files (docs/spec/profiler.md §(g.2)–(g.5)).
+ * exports.c — the export files (docs/spec/profiler.md §(g.2)–(g.5) as revised by §(l.6)):
+ * frames are functions, `.cpuprofile` nodes carry positionTicks, hotLines count attributed
+ * lines, `.folded` is on-CPU only; the SVG body is in svg_profile.c.
  *
  * Every file is produced in chunks through a buffer into a temporary file beside the
- * target and renamed into place (ospprof_out). Object keys are written in ascending byte
- * order by hand. Per-stack text (speedscope index lists, folded bodies) is built once per
- * distinct stack and reused for every sample, so output cost is linear in samples plus
- * distinct stacks, and memory is linear in distinct stacks.
+ * target and renamed into place (ospprof_out); ospprof_write_exports renames the five as a
+ * set. Object keys are written in ascending byte order by hand. Per-stack text (speedscope
+ * index lists, folded bodies) is built once per distinct stack and reused for every sample,
+ * so output cost is linear in samples plus distinct stacks, and memory is linear in distinct
+ * stacks.
  */
 #include "internal.h"
 
@@ -13,30 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- chunked writer ----------------------------------------------------------------- */
-
-typedef struct wr {
-    ospprof_out out;
-    ospprof_buf b;
-    bool failed;
-} wr;
-
-static int wr_open(wr *w, const char *path, char *err, size_t errlen) {
-    memset(w, 0, sizeof *w);
-    return ospprof_out_open(&w->out, path, err, errlen);
-}
-static void wr_flush(wr *w) {
-    if (w->b.n && ospprof_out_write(&w->out, w->b.p, w->b.n) != 0) w->failed = true;
-    w->b.n = 0;
-}
-static void wr_maybe_flush(wr *w) {
-    if (w->b.n >= (1u << 20)) wr_flush(w);
-}
-static int wr_commit(wr *w, char *err, size_t errlen) {
-    wr_flush(w);
-    ospprof_buf_free(&w->b);
-    return ospprof_out_commit(&w->out, err, errlen); /* checks ferror too */
-}
+/* Each export has a body writer (into an open ospprof_out, flushed every megabyte) and a
+ * public function that writes it alone; ospprof_write_exports writes the five as a set. */
 
 static const char *S(const ospprof_profile *p, uint32_t id) {
     return p->strs.str[id];
@@ -74,12 +55,9 @@ static const char *stack_json(ospprof_profile *p, uint32_t k) {
     return si->ss_json;
 }
 
-int ospprof_write_speedscope(const ospprof_profile *cp, const char *path, char *err,
-                             size_t errlen) {
+static void speedscope_body(const ospprof_profile *cp, ospprof_out *w) {
     ospprof_profile *p = (ospprof_profile *)cp; /* only the per-stack text cache changes */
-    wr w;
-    if (wr_open(&w, path, err, errlen) != 0) return -1;
-    ospprof_buf *b = &w.b;
+    ospprof_buf *b = &w->b;
     size_t active = 0, nprof = 0;
     uint64_t best = 0;
     bool have = false;
@@ -119,14 +97,14 @@ int ospprof_write_speedscope(const ospprof_profile *cp, const char *path, char *
                 uint32_t k = p->samples[ord[i]].stack;
                 stack_json(p, k);
                 ospprof_buf_put(b, p->stacks[k].ss_json, p->stacks[k].ss_len);
-                wr_maybe_flush(&w);
+                ospprof_out_maybe_flush(w);
             }
             ospprof_buf_puts(b, "],\"startValue\":0,\"type\":\"sampled\",\"unit\":\"seconds\","
                                 "\"weights\":[");
             for (size_t i = st[r]; i < st[r + 1]; i++) {
                 if (i > st[r]) ospprof_buf_putc(b, ',');
                 ospprof_json_seconds(b, p->samples[ord[i]].weight_ns);
-                wr_maybe_flush(&w);
+                ospprof_out_maybe_flush(w);
             }
             ospprof_buf_puts(b, "]}");
         }
@@ -141,10 +119,9 @@ int ospprof_write_speedscope(const ospprof_profile *cp, const char *path, char *
         ospprof_buf_printf(b, ",\"line\":%" PRIu32 ",\"name\":", p->frames[f].line);
         ospprof_json_str(b, S(p, p->frames[f].name));
         ospprof_buf_putc(b, '}');
-        wr_maybe_flush(&w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "]}}\n");
-    return wr_commit(&w, err, errlen);
 }
 
 /* ---- .cpuprofile (§(g.3)) -------------------------------------------------------------- */
@@ -175,10 +152,19 @@ static void call_frame(ospprof_buf *b, const char *name, const char *url, uint32
     ospprof_buf_putc(b, '}');
 }
 
-int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *err, size_t errlen) {
-    wr w;
-    if (wr_open(&w, path, err, errlen) != 0) return -1;
-    ospprof_buf *b = &w.b;
+/* positionTicks entry: node, 1-based line, samples. */
+typedef struct tick {
+    uint32_t node, line;
+    uint64_t ticks;
+} tick;
+static int tick_cmp(const void *a, const void *b) {
+    const tick *x = a, *y = b;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static void cpuprofile_body(const ospprof_profile *p, ospprof_out *w) {
+    ospprof_buf *b = &w->b;
     /* on-CPU samples ordered by (t, row) */
     oskey *keys = ospprof_xcalloc(p->on_n, sizeof *keys);
     size_t n = 0;
@@ -200,7 +186,7 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
         ospprof_buf_puts(b, ",\"children\":[],\"hitCount\":1,\"id\":2}],\"samples\":[2],"
                             "\"startTime\":0,\"timeDeltas\":[0]}\n");
         free(keys);
-        return wr_commit(&w, err, errlen);
+        return;
     }
 
     /* call tree: node 0 is the root (id 1) */
@@ -211,7 +197,9 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
     uint64_t *hits = ospprof_xcalloc(cap, sizeof *hits);
     uint32_t *leaf_of = ospprof_xcalloc(p->nstacks, sizeof *leaf_of); /* node index + 1 */
     uint32_t *sample_node = ospprof_xcalloc(n, sizeof *sample_node);
-    ospprof_map edges = {0};
+    ospprof_map edges = {0}, tick_ids = {0};
+    tick *ticks = NULL;
+    size_t nticks = 0, capticks = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t k = p->samples[keys[i].idx].stack;
         if (!leaf_of[k]) {
@@ -246,8 +234,25 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
         }
         sample_node[i] = leaf_of[k] - 1;
         hits[sample_node[i]]++;
+        uint32_t line = p->stacks[k].n ? p->stack_lines[p->stacks[k].off] : 0;
+        if (line) {
+            bool ins;
+            uint32_t *slot =
+                ospprof_map_put(&tick_ids, sample_node[i], line, (uint32_t)nticks, &ins);
+            if (ins) {
+                if (nticks == capticks) {
+                    capticks = capticks ? capticks * 2 : 256;
+                    ticks = ospprof_xrealloc(ticks, capticks * sizeof *ticks);
+                }
+                ticks[nticks++] = (tick){sample_node[i], line, 0};
+            }
+            ticks[*slot].ticks++;
+        }
     }
     ospprof_map_free(&edges);
+    ospprof_map_free(&tick_ids);
+    if (nticks > 1) qsort(ticks, nticks, sizeof *ticks, tick_cmp);
+    size_t tk = 0;
 
     uint64_t end_us = p->samples[keys[n - 1].idx].t_ns / 1000;
     ospprof_buf_printf(b, "{\"endTime\":%" PRIu64 ",\"nodes\":[", end_us);
@@ -265,15 +270,23 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
             ospprof_buf_printf(b, "%" PRIu32, c + 1);
             if (next[c]) ospprof_buf_putc(b, ',');
         }
-        ospprof_buf_printf(b, "],\"hitCount\":%" PRIu64 ",\"id\":%zu}", id == 0 ? 0 : hits[id],
+        ospprof_buf_printf(b, "],\"hitCount\":%" PRIu64 ",\"id\":%zu", id == 0 ? 0 : hits[id],
                            id + 1);
-        wr_maybe_flush(&w);
+        if (tk < nticks && ticks[tk].node == id) {
+            ospprof_buf_puts(b, ",\"positionTicks\":[");
+            for (bool firstt = true; tk < nticks && ticks[tk].node == id; tk++, firstt = false)
+                ospprof_buf_printf(b, "%s{\"line\":%" PRIu32 ",\"ticks\":%" PRIu64 "}",
+                                   firstt ? "" : ",", ticks[tk].line, ticks[tk].ticks);
+            ospprof_buf_putc(b, ']');
+        }
+        ospprof_buf_putc(b, '}');
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "],\"samples\":[");
     for (size_t i = 0; i < n; i++) {
         if (i) ospprof_buf_putc(b, ',');
         ospprof_buf_u64(b, sample_node[i] + 1);
-        wr_maybe_flush(&w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "],\"startTime\":0,\"timeDeltas\":[");
     uint64_t prev = 0;
@@ -282,13 +295,13 @@ int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *e
         if (i) ospprof_buf_putc(b, ',');
         ospprof_buf_u64(b, us - prev);
         prev = us;
-        wr_maybe_flush(&w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "]}\n");
     free(keys);
     free(frame), free(first), free(last), free(next), free(hits), free(leaf_of);
     free(sample_node);
-    return wr_commit(&w, err, errlen);
+    free(ticks);
 }
 
 /* ---- folded (§(g.4)) ----------------------------------------------------------------------- */
@@ -316,9 +329,7 @@ static int fline_cmp(const void *a, const void *b) {
     return nx < ny ? -1 : nx > ny;
 }
 
-int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err, size_t errlen) {
-    wr w;
-    if (wr_open(&w, path, err, errlen) != 0) return -1;
+static void folded_body(const ospprof_profile *p, ospprof_out *w) {
     /* labels "<sanitised label>;" */
     ospprof_strtab bodies = {0};
     char **labs = ospprof_xcalloc(p->nrows, sizeof *labs);
@@ -336,6 +347,7 @@ int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err, 
     ospprof_buf tmp = {0};
     for (size_t i = 0; i < p->nsamples; i++) {
         const ospprof_sample *s = &p->samples[i];
+        if (s->state != 0) continue; /* §(l.6): a CPU flame graph, on-CPU samples only */
         if (!body_of[s->stack]) {
             const ospprof_stackinfo *si = &p->stacks[s->stack];
             tmp.n = 0;
@@ -365,7 +377,7 @@ int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err, 
         lines[i].blen = bodies.len[id];
     }
     if (nlines > 1) qsort(lines, nlines, sizeof *lines, fline_cmp);
-    ospprof_buf *b = &w.b;
+    ospprof_buf *b = &w->b;
     for (size_t i = 0; i < nlines;) {
         size_t j = i + 1;
         uint64_t c = lines[i].count;
@@ -373,7 +385,7 @@ int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err, 
         ospprof_buf_put(b, lines[i].lab, lines[i].llen);
         ospprof_buf_put(b, lines[i].body, lines[i].blen);
         ospprof_buf_printf(b, " %" PRIu64 "\n", c);
-        wr_maybe_flush(&w);
+        ospprof_out_maybe_flush(w);
         i = j;
     }
     free(lines);
@@ -381,56 +393,16 @@ int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err, 
     for (size_t r = 0; r < p->nrows; r++) free(labs[r]);
     free(labs);
     ospprof_strtab_free(&bodies);
-    return wr_commit(&w, err, errlen);
 }
 
 /* ---- profile.json (§(g.5)) -------------------------------------------------------------- */
-
-static const ospprof_profile *g_sort_prof; /* qsort has no context argument */
-
-static int func_cmp(const void *a, const void *b) {
-    const ospprof_profile *p = g_sort_prof;
-    const ospprof_func *x = &p->funcs[*(const uint32_t *)a], *y = &p->funcs[*(const uint32_t *)b];
-    if (x->self_w != y->self_w) return x->self_w > y->self_w ? -1 : 1;
-    if (x->total_w != y->total_w) return x->total_w > y->total_w ? -1 : 1;
-    int c = strcmp(S(p, x->name), S(p, y->name));
-    if (c) return c;
-    return strcmp(S(p, x->file), S(p, y->file));
-}
-
-size_t ospprof_hot_functions(const ospprof_profile *p, uint32_t **out) {
-    uint32_t *idx = ospprof_xcalloc(p->nfuncs, sizeof *idx);
-    size_t n = 0;
-    for (size_t i = 0; i < p->nfuncs; i++)
-        if (p->funcs[i].total_n) idx[n++] = (uint32_t)i;
-    g_sort_prof = p;
-    if (n > 1) qsort(idx, n, sizeof *idx, func_cmp);
-    g_sort_prof = NULL;
-    *out = idx;
-    return n;
-}
-
-typedef struct hline {
-    uint32_t file, line;
-    uint64_t w, n;
-} hline;
-
-static int hline_cmp(const void *a, const void *b) {
-    const hline *x = a, *y = b;
-    if (x->w != y->w) return x->w > y->w ? -1 : 1;
-    int c = strcmp(g_sort_prof->strs.str[x->file], g_sort_prof->strs.str[y->file]);
-    if (c) return c;
-    return x->line < y->line ? -1 : x->line > y->line;
-}
 
 static void pct(ospprof_buf *b, uint64_t part, uint64_t whole) {
     ospprof_buf_printf(b, "%.1f", whole ? (double)part * 100.0 / (double)whole : 0.0);
 }
 
-int ospprof_write_summary(const ospprof_profile *p, const char *path, char *err, size_t errlen) {
-    wr w;
-    if (wr_open(&w, path, err, errlen) != 0) return -1;
-    ospprof_buf *b = &w.b;
+static void summary_body(const ospprof_profile *p, ospprof_out *w) {
+    ospprof_buf *b = &w->b;
     ospprof_buf_printf(b, "{\"cpuSeconds\":%.3f,\"droppedSamples\":%" PRIu64 ",\"fibers\":[",
                        (double)p->on_w / 1e9, p->dropped);
     for (size_t r = 0; r < p->nrows; r++) {
@@ -439,7 +411,7 @@ int ospprof_write_summary(const ospprof_profile *p, const char *path, char *err,
         ospprof_json_str(b, p->rows[r].label);
         ospprof_buf_printf(b, ",\"oncpuSamples\":%" PRIu64 ",\"samples\":%" PRIu64 "}",
                            p->rows[r].on_n, p->rows[r].n);
-        wr_maybe_flush(&w);
+        ospprof_out_maybe_flush(w);
     }
     ospprof_buf_puts(b, "],\"hotFunctions\":[");
     uint32_t *hf;
@@ -460,40 +432,19 @@ int ospprof_write_summary(const ospprof_profile *p, const char *path, char *err,
     }
     free(hf);
     ospprof_buf_puts(b, "],\"hotLines\":[");
-    /* hot lines: leaf frames of on-CPU samples, user code, known line */
-    ospprof_map lm = {0};
-    hline *hl = NULL;
-    size_t nhl = 0, caphl = 0;
-    for (size_t k = 0; k < p->nstacks; k++) {
-        const ospprof_stackinfo *si = &p->stacks[k];
-        if (!si->on_n || !si->n) continue;
-        const ospprof_frame *leaf = &p->frames[p->stack_frames[si->off]];
-        if (!leaf->line || !p->funcs[leaf->func].user) continue;
-        bool ins;
-        uint32_t *slot = ospprof_map_put(&lm, leaf->file, leaf->line, (uint32_t)nhl, &ins);
-        if (ins) {
-            if (nhl == caphl) {
-                caphl = caphl ? caphl * 2 : 64;
-                hl = ospprof_xrealloc(hl, caphl * sizeof *hl);
-            }
-            hl[nhl++] = (hline){leaf->file, leaf->line, 0, 0};
-        }
-        hl[*slot].w += si->on_w;
-        hl[*slot].n += si->on_n;
-    }
-    ospprof_map_free(&lm);
-    g_sort_prof = p;
-    if (nhl > 1) qsort(hl, nhl, sizeof *hl, hline_cmp);
-    g_sort_prof = NULL;
+    /* hot lines: attributed lines (§(l.6)), at least 0.5 % of the on-CPU weight */
+    ospprof_hotline *hl;
+    size_t nhl = ospprof_hot_lines(p, &hl);
     size_t out = 0;
     for (size_t i = 0; i < nhl && out < 100; i++) {
         if (hl[i].w * 200 < p->on_w) continue; /* below 0.5 % */
         if (out++) ospprof_buf_putc(b, ',');
         ospprof_buf_puts(b, "{\"file\":");
-        ospprof_json_str(b, S(p, hl[i].file));
+        ospprof_json_str(b, hl[i].file_s);
         ospprof_buf_printf(b, ",\"line\":%" PRIu32 ",\"pct\":", hl[i].line);
         pct(b, hl[i].w, p->on_w);
-        ospprof_buf_printf(b, ",\"samples\":%" PRIu64 "}", hl[i].n);
+        ospprof_buf_printf(b, ",\"samples\":%" PRIu64 ",\"selfSamples\":%" PRIu64 "}", hl[i].n,
+                           hl[i].self_n);
     }
     free(hl);
     ospprof_buf_puts(b, "],\"program\":");
@@ -502,5 +453,69 @@ int ospprof_write_summary(const ospprof_profile *p, const char *path, char *err,
                        ",\"rateHz\":%" PRIu64 ",\"sampleCount\":%zu,\"version\":1,"
                        "\"wallSeconds\":%.3f}\n",
                        p->rate_hz, p->nsamples, p->wall_s);
-    return wr_commit(&w, err, errlen);
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+typedef void (*body_fn)(const ospprof_profile *, ospprof_out *);
+
+static int write_one(const ospprof_profile *p, body_fn body, const char *path, char *err,
+                     size_t errlen) {
+    ospprof_out o;
+    if (ospprof_out_open(&o, path, err, errlen) != 0) return -1;
+    body(p, &o);
+    return ospprof_out_commit(&o, err, errlen);
+}
+
+int ospprof_write_speedscope(const ospprof_profile *p, const char *path, char *err, size_t errlen) {
+    return write_one(p, speedscope_body, path, err, errlen);
+}
+int ospprof_write_cpuprofile(const ospprof_profile *p, const char *path, char *err, size_t errlen) {
+    return write_one(p, cpuprofile_body, path, err, errlen);
+}
+int ospprof_write_folded(const ospprof_profile *p, const char *path, char *err, size_t errlen) {
+    return write_one(p, folded_body, path, err, errlen);
+}
+int ospprof_write_summary(const ospprof_profile *p, const char *path, char *err, size_t errlen) {
+    return write_one(p, summary_body, path, err, errlen);
+}
+int ospprof_write_svg(const ospprof_profile *p, const char *path, char *err, size_t errlen) {
+    return write_one(p, ospprof_svg_body, path, err, errlen);
+}
+
+const char *const ospprof_export_ext[OSPPROF_NEXPORTS] = {".speedscope.json", ".cpuprofile",
+                                                          ".folded", ".profile.json", ".svg"};
+
+int ospprof_write_exports(const ospprof_profile *p, const char *prefix, char *err, size_t errlen) {
+    static const body_fn bodies[OSPPROF_NEXPORTS] = {speedscope_body, cpuprofile_body, folded_body,
+                                                     summary_body, ospprof_svg_body};
+    ospprof_out set[OSPPROF_NEXPORTS];
+    size_t plen = strlen(prefix);
+    char *path = ospprof_xrealloc(NULL, plen + 32);
+    size_t opened = 0;
+    int rc = 0;
+    /* every temporary first ... */
+    for (; opened < OSPPROF_NEXPORTS; opened++) {
+        memcpy(path, prefix, plen);
+        strcpy(path + plen, ospprof_export_ext[opened]);
+        if (ospprof_out_open(&set[opened], path, err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
+        bodies[opened](p, &set[opened]);
+        ospprof_out_flush(&set[opened]);
+        if (set[opened].failed) {
+            ospprof_seterr(err, errlen, "cannot write %s: %s", path, set[opened].reason);
+            opened++;
+            rc = -1;
+            break;
+        }
+    }
+    free(path);
+    if (rc != 0) {
+        for (size_t i = 0; i < opened; i++) ospprof_out_abort(&set[i]);
+        return -1;
+    }
+    /* ... then the renames, all or none */
+    return ospprof_out_commit_set(set, OSPPROF_NEXPORTS, err, errlen);
 }

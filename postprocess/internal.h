@@ -5,6 +5,7 @@
 #ifndef OSPPROF_INTERNAL_H
 #define OSPPROF_INTERNAL_H
 
+#include "atomic_output.h"
 #include "ospprof.h"
 
 #include <stdarg.h>
@@ -65,18 +66,22 @@ struct ospprof_raw {
 /* Index of the image describing `addr` per §(f).1, or -1 for none. */
 long ospprof_image_for(const ospprof_raw *raw, uint64_t addr);
 
-/* One resolved frame; strings are interned (owned by the string table). */
+/* One frame: a function (name, file), docs/spec/profiler.md §(l.6); frame i is function i.
+ * Strings are interned (owned by the string table). */
 typedef struct ospprof_frame {
     uint32_t name; /* string id */
     uint32_t file; /* string id; the empty string when unknown */
-    uint32_t line; /* 0 = unknown */
-    uint32_t func; /* function id (name, file) */
+    uint32_t line; /* the function's display line; 0 = unknown */
+    uint32_t func; /* function id (== the frame id) */
 } ospprof_frame;
 
 typedef struct ospprof_func {
     uint32_t name, file;
-    uint32_t line; /* display line: smallest non-zero line seen; 0 if none */
-    bool user;     /* kind: file ends in .osp / .ospml */
+    uint32_t line;  /* display line: smallest non-zero line seen; 0 if none */
+    bool user;      /* kind: file ends in .osp / .ospml */
+    bool in_main;   /* seen inside the main executable (image path == exe) */
+    bool attr_user; /* counts as `user` for attributed lines: `user`, or, in a profile without
+                       any user frame, `in_main` (§(l.6)) */
     uint64_t self_w, total_w;
     uint64_t self_n, total_n;
 } ospprof_func;
@@ -115,7 +120,13 @@ struct ospprof_profile {
     ospprof_func *funcs;
     size_t nfuncs;
     uint32_t *stack_frames; /* frame ids per stack, leaf first */
+    uint32_t *stack_lines;  /* the line of each of those positions (0 = unknown): the
+                               sampled line at the leaf, the call line above it */
     size_t nstack_frames;
+    bool any_user;   /* some function is Osprey code */
+    char **warnings; /* owned: one-line messages from symbolization (e.g. an unusable
+                        --binary), without the "osprey: warning: " prefix */
+    size_t nwarnings;
     ospprof_stackinfo *stacks; /* per raw stack */
     size_t nstacks;
     ospprof_rowinfo *rows;
@@ -153,6 +164,16 @@ void ospprof_symframes_free(ospprof_symframe *f, int n);
  * the object has none or cannot be read. */
 char *ospprof_llvm_build_id(const char *object);
 
+/* The demangled form of a C++ (Itanium or MSVC), Rust or D linkage name, keeping a
+ * trailing "@plt"; malloc'd, or NULL when `name` is not mangled (then use it unchanged).
+ * LLVM's demangler (docs/spec/profiler.md §(l.6)). */
+char *ospprof_demangle(const char *name);
+/* What the object file says about itself: *arch "x86_64", "arm64" or "" (malloc'd) and, for
+ * ELF, *text_size = the span of its executable PT_LOAD segments (0 when unknown), the same
+ * measure as the raw file's `text_size` (docs/spec/profiler.md §(e)). 0, or -1 (nothing set)
+ * when the object cannot be read. */
+int ospprof_llvm_object_info(const char *object, char **arch, uint64_t *text_size);
+
 /* ---- Hash map keyed by two 64-bit words, holding a 32-bit value -------------------- */
 
 typedef struct ospprof_map {
@@ -182,6 +203,19 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
 /* Function indices with on-CPU samples, in hotFunctions order (§(g.5)); *out malloc'd. */
 size_t ospprof_hot_functions(const ospprof_profile *p, uint32_t **out);
 
+/* One attributed line (docs/spec/profiler.md §(l.6)): on-CPU samples whose innermost `user`
+ * frame (attr_user, known line) is on (file, line); self_*: those whose leaf itself is. */
+typedef struct ospprof_hotline {
+    uint32_t file, line; /* string id, 1-based line */
+    const char *file_s;  /* the file's text (borrowed from the profile) */
+    uint64_t w, n;       /* attributed weight (ns) and samples */
+    uint64_t self_w, self_n;
+} ospprof_hotline;
+
+/* Every attributed line, sorted by weight desc, file asc, line asc (no threshold);
+ * *out malloc'd (free it), returns the count. */
+size_t ospprof_hot_lines(const ospprof_profile *p, ospprof_hotline **out);
+
 /* ---- Output helpers ---------------------------------------------------------------- */
 
 /* A growable byte buffer. */
@@ -190,6 +224,8 @@ typedef struct ospprof_buf {
     size_t n, cap;
 } ospprof_buf;
 
+/* Make room for `extra` more bytes (plus a NUL). */
+void ospprof_buf_reserve(ospprof_buf *b, size_t extra);
 void ospprof_buf_put(ospprof_buf *b, const void *s, size_t n);
 void ospprof_buf_puts(ospprof_buf *b, const char *s);
 void ospprof_buf_putc(ospprof_buf *b, char c);
@@ -206,21 +242,30 @@ void ospprof_buf_u64(ospprof_buf *b, uint64_t v);
 /* ns / 1e9 in the shortest round-trip form (fast path for integral ns). */
 void ospprof_json_seconds(ospprof_buf *b, uint64_t ns);
 
-/* Atomic file output: a temporary file in the target's directory, renamed on commit.
- * An existing character device or FIFO (/dev/null, a named pipe) is written in place and
- * never replaced (tmp and dest NULL); a symbolic link to a regular file is followed: the
- * file it points to is replaced in its own directory and the link stays. A directory, a
- * dangling link or any other kind of file is refused ("cannot write <path>: ..."). */
+/* An export being written: a buffer in front of the shared atomic-output helper
+ * (common/atomic_output.h: temporary "<dir>/.<base>.XXXXXX" beside the target, renamed on
+ * commit; a character device or FIFO is written in place; a symbolic link to a regular file
+ * replaces the file it points to; a directory, a dangling link or any other kind of file is
+ * refused with "cannot write <path>: <reason>"). Write into `b` and call
+ * ospprof_out_maybe_flush now and then; the first write error is kept and reported by the
+ * commit. */
 typedef struct ospprof_out {
-    FILE *f;
-    char *path; /* as given, for messages */
-    char *tmp;  /* the temporary, or NULL when writing in place */
-    char *dest; /* what the temporary is renamed to */
+    osp_atomic_out file;
+    ospprof_buf b;
+    char *path; /* owned: as given, for messages */
+    bool failed;
+    char reason[256];
 } ospprof_out;
 int ospprof_out_open(ospprof_out *o, const char *path, char *err, size_t errlen);
+/* Append n bytes (flushed when the buffer is large). 0, or -1 once a write failed. */
 int ospprof_out_write(ospprof_out *o, const void *p, size_t n);
+void ospprof_out_flush(ospprof_out *o);
+void ospprof_out_maybe_flush(ospprof_out *o);
 /* Flush, close and rename; on any error removes the temporary and returns -1 (err set). */
 int ospprof_out_commit(ospprof_out *o, char *err, size_t errlen);
+/* Commit n exports as a set (osp_atomic_commit_set): all renamed, or none changes; err
+ * names the export that failed. Every member is released either way. */
+int ospprof_out_commit_set(ospprof_out *set, size_t n, char *err, size_t errlen);
 void ospprof_out_abort(ospprof_out *o);
 
 /* Allocation that never returns NULL: on failure it prints `osprey: out of memory` on
@@ -234,11 +279,61 @@ char *ospprof_xstrdup(const char *s);
 void ospprof_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* C0, DEL or C1 control character. */
+bool ospprof_is_control(uint32_t cp);
+
+/* Text for the terminal (§(h).5, §(l.7)): control characters as '?', invalid UTF-8 as
+ * U+FFFD. */
+void ospprof_term_text(ospprof_buf *b, const char *s);
+
 /* Sanitised folded-stack frame (§(g.4)) appended to b. */
 void ospprof_folded_name(ospprof_buf *b, const char *s);
 
 /* Decode one UTF-8 sequence at s[0..n): returns its length (1..4) and the code point in
  * *cp, or 0 if the bytes there are not valid UTF-8. */
 size_t ospprof_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
+/* ---- Flame graph SVG (svg.c, svg_profile.c) -------------------------------------------- */
+
+/* One node of a flame-graph tree. */
+typedef struct ospprof_flame_node {
+    uint32_t parent;  /* parent's index; UINT32_MAX for the root (node 0) */
+    uint64_t weight;  /* total weight of the subtree, any unit (ns here) */
+    uint64_t self;    /* weight of the samples that end at this node */
+    uint64_t samples; /* total samples (shown on hover) */
+} ospprof_flame_node;
+
+/* A tree to draw as a self-contained interactive SVG (docs/spec/profiler.md §(l.6)). Nodes:
+ * node 0 is the root, every parent comes before its children. The callbacks get `ctx` and a
+ * node index: `name` (required; borrowed until the writer returns), `detail` (hover text such
+ * as "file:line", appended to the buffer; may be NULL) and `color` ("#rrggbb" into out; NULL:
+ * grey). Nodes narrower than min_fraction of the root (0.001 = 0.1 %) are not drawn: their
+ * weight stays in their parent's width. */
+typedef struct ospprof_flame {
+    const ospprof_flame_node *nodes;
+    size_t nnodes;
+    const char *title;
+    const char *(*name)(void *ctx, size_t node);
+    void (*detail)(void *ctx, size_t node, ospprof_buf *out);
+    void (*color)(void *ctx, size_t node, char out[8]);
+    void *ctx;
+    double min_fraction;
+} ospprof_flame;
+
+/* Write the SVG document for `fg` into w (hover, click-to-zoom, reset, search with matched %;
+ * no network, no external resource). Errors surface at the commit of w. */
+void ospprof_svg_flame(const ospprof_flame *fg, ospprof_out *w);
+
+/* The profile's `<stem>.svg` body: every fiber's on-CPU samples, coloured by the editor's
+ * rule. */
+void ospprof_svg_body(const ospprof_profile *p, ospprof_out *w);
+
+/* The editor's deterministic frame colours (docs/spec/profiler.md §(j) "Frame colours"):
+ * out[i] is "#rrggbb" for frame i of p (the speedscope `shared.frames` order). */
+void ospprof_frame_colors(const ospprof_profile *p, char (*out)[8]);
+
+/* UTF-16 code-unit order of two UTF-8 strings (invalid bytes read as U+FFFD), the order
+ * JavaScript's `<` uses: -1, 0 or 1. */
+int ospprof_utf16_cmp(const char *a, const char *b);
 
 #endif /* OSPPROF_INTERNAL_H */

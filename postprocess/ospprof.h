@@ -1,9 +1,9 @@
 /*
  * ospprof.h — the profile post-processor: raw profile → symbolized profile model →
- * exports (.speedscope.json, .cpuprofile, .folded, .profile.json) and terminal report.
+ * exports (.speedscope.json, .cpuprofile, .folded, .profile.json, .svg) and terminal report.
  *
- * Source: profiler specification [PROF-SYMBOLIZE-OFFLINE], [PROF-CLI-RUN],
- * [PROF-CLI-REPORT] and docs/spec/profiler.md §(e)–(i). Every exported symbol of
+ * Source: docs/spec/profiler.md §(e)–(i) as revised by §(l.6) (exports) and §(l.7) (report);
+ * the files and the report are described for users in docs/profile-formats.md. Every exported symbol of
  * libospprof.a starts with `ospprof_`.
  *
  * The library knows nothing about the Osprey language beyond "a frame whose file ends in
@@ -40,29 +40,38 @@ typedef struct ospprof_options {
      * its basename is speedscope's `name` and the report header. NULL: the raw `exe`. */
     const char *program;
     /* Export path without extension: "<dir>/<stem>" or "<stem>". The files are
-     * <prefix>.speedscope.json, .cpuprofile, .folded and .profile.json, each written to
-     * a temporary name in the same directory and renamed into place. Required. */
+     * <prefix>.speedscope.json, .cpuprofile, .folded, .profile.json and .svg, all written to
+     * temporaries in the same directory first and renamed only when all were written
+     * (§(l.6): replaced as a set). Required. */
     const char *output_prefix;
-    /* Where the terminal report (§(h)) goes; NULL: no report. */
+    /* Where the terminal report (§(h), §(l.7)) goes; NULL: no report. The CLI passes stderr
+     * (stdout with --report-to-stdout). */
     FILE *report;
-    /* Colour escapes in the report. Decide with ospprof_color_wanted(). */
+    /* Colour escapes in the report. Decide with ospprof_color_wanted(report). */
     bool color;
+    /* Terminal width in columns for the report: rows and hot lines are cut with "…" to fit
+     * (§(l.7)); 0: never cut. Decide with ospprof_terminal_columns(report). */
+    int columns;
+    /* 0: the program ran to its end; N: it was ended by signal N (§(l.5)), and the report's
+     * header says "(interrupted by SIGINT)" etc. Set by the driver. */
+    int interrupted_signal;
+    /* Where warnings go, one line each, "osprey: warning: <message>" (e.g. a --binary whose
+     * build-id or architecture does not match, §(l.6)); NULL: stderr. */
+    FILE *warnings;
     /* Symbolizer: "llvm", "none" or NULL (= the OSPREY_PROFILE_SYMBOLIZER environment
      * variable, default "llvm"). Unknown values behave as "llvm". */
     const char *symbolizer;
-    /* The signal that ended the profiled run early (SIGINT, SIGTERM, SIGHUP), or 0: the
-     * report header then says "(interrupted by SIGINT)" (docs/spec/profiler.md §(l.5)). */
-    int interrupted_signal;
 } ospprof_options;
 
 /*
- * Run the whole post-processing pipeline (§(e)–(h)): read and validate the raw file,
- * symbolize, build the model, write the four exports, print the report.
+ * Run the whole post-processing pipeline (§(e)–(h), §(l.6), §(l.7)): read and validate the
+ * raw file, symbolize, build the model, print the build's warnings, write the five exports as
+ * a set, print the report.
  * Returns 0 on success. On failure returns -1 and writes one line, without a trailing
  * newline and without a "osprey: " prefix, into err[0..errlen) (e.g.
  * "<path>: missing key \"samples\"" or "cannot write out/x.cpuprofile: Permission
- * denied"). Nothing is left half-written: exports already renamed into place stay,
- * the one being written is removed. Symbolization problems never fail the run.
+ * denied"). Nothing is left half-written and no previous export changes on failure.
+ * Symbolization problems never fail the run (they may be warnings).
  */
 int ospprof_run(const ospprof_options *opts, char *err, size_t errlen);
 
@@ -71,6 +80,17 @@ int ospprof_run(const ospprof_options *opts, char *err, size_t errlen);
  * unset or empty.
  */
 bool ospprof_color_wanted(FILE *out);
+
+/*
+ * The width to cut the report to (§(l.7)): 0 when `out` is not a terminal; else COLUMNS when
+ * it is a positive number, else the terminal's window width, else 80.
+ */
+int ospprof_terminal_columns(FILE *out);
+
+/* Number of export files and their suffixes, in the order the report lists them:
+ * ".speedscope.json", ".cpuprofile", ".folded", ".profile.json", ".svg". */
+#define OSPPROF_NEXPORTS 5
+extern const char *const ospprof_export_ext[OSPPROF_NEXPORTS];
 
 /*
  * Remove the temporary files of exports being written at this moment (each export is
@@ -87,9 +107,17 @@ typedef struct ospprof_raw ospprof_raw;
 /* A symbolized, aggregated profile (§(f), §(g.1)); opaque. */
 typedef struct ospprof_profile ospprof_profile;
 
+/* Largest raw profile ospprof_raw_load reads: 1 GiB (about 30 million samples), so an input
+ * that never ends (`yes | osprey --postprocess /dev/stdin`) is refused instead of filling
+ * memory. OSPREY_PROFILE_MAX_RAW_BYTES (a positive byte count) overrides it. */
+#define OSPPROF_RAW_MAX_BYTES ((size_t)1 << 30)
+size_t ospprof_raw_max_bytes(void);
+
 /*
  * Read and validate the raw profile at `path` (§(e)). Returns a new raw profile (free
- * with ospprof_raw_free) or NULL with the §(e) message "<path>: <problem>" in err.
+ * with ospprof_raw_free) or NULL with the §(e) message "<path>: <problem>" in err; an input
+ * longer than ospprof_raw_max_bytes() gives "<path>: larger than the limit of N bytes for a
+ * raw profile"; a raw control byte inside a string is "not valid JSON at byte K".
  * Addresses are parsed exactly as unsigned 64-bit integers. Samples are sorted stably by
  * time; missing optional keys are normalised as §(e) lists.
  */
@@ -114,20 +142,40 @@ ospprof_profile *ospprof_profile_build(const ospprof_raw *raw, const char *progr
 
 void ospprof_profile_free(ospprof_profile *prof);
 
-/* Exports (§(g.2)–(g.5)), each written to `path` through a temporary file in the same
- * directory and renamed. 0 on success, -1 with "cannot write <path>: <error>" in err. */
+/*
+ * The five exports of §(l.6) at <prefix><ext> as a set: every temporary is written first and
+ * the renames happen only when all succeeded; on any failure none of the previous files
+ * changes. 0, or -1 with "cannot write <path>: <error>" in err.
+ */
+int ospprof_write_exports(const ospprof_profile *prof, const char *prefix, char *err,
+                          size_t errlen);
+
+/* Each export alone (§(g.2)–(g.5), §(l.6)), written to `path` through a temporary file in the
+ * same directory and renamed. 0 on success, -1 with "cannot write <path>: <error>" in err.
+ * ospprof_write_svg: the interactive flame graph (docs/profile-formats.md). */
 int ospprof_write_speedscope(const ospprof_profile *prof, const char *path, char *err,
                              size_t errlen);
 int ospprof_write_cpuprofile(const ospprof_profile *prof, const char *path, char *err,
                              size_t errlen);
 int ospprof_write_folded(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 int ospprof_write_summary(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
+int ospprof_write_svg(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 
 /*
- * Print the terminal report (§(h)) to `out`. `output_prefix` is used for the profile:
- * and view: lines (paths as the CLI wrote them). Returns 0, or -1 when writing failed.
+ * Print the terminal report (§(h) as revised by §(l.7)) to `out`: header, fiber split,
+ * function table, up to 5 hot lines with their source text, the low-sample note, and the
+ * profile:/view: lines naming the five files at `output_prefix` (paths as the CLI wrote
+ * them, control characters shown as '?'). Returns 0, or -1 when writing failed.
+ * ospprof_report_ex takes color, columns and interrupted_signal from `style` (its other
+ * fields are ignored); ospprof_report is the same with no width limit and no signal.
  */
 int ospprof_report(const ospprof_profile *prof, const char *output_prefix, bool color, FILE *out);
+int ospprof_report_ex(const ospprof_profile *prof, const char *output_prefix,
+                      const ospprof_options *style, FILE *out);
+
+/* One-line warnings the last ospprof_profile_build produced for `prof` (e.g. an unusable
+ * --binary); borrowed, valid while prof lives. Returns the count, fills *out. */
+size_t ospprof_profile_warnings(const ospprof_profile *prof, const char *const **out);
 
 #ifdef __cplusplus
 }

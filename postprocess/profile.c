@@ -10,8 +10,11 @@
 #include "internal.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 long ospprof_image_for(const ospprof_raw *raw, uint64_t addr) {
@@ -32,10 +35,18 @@ long ospprof_image_for(const ospprof_raw *raw, uint64_t addr) {
     return best;
 }
 
+bool ospprof_is_user_file(const char *file) {
+    size_t n = strlen(file);
+    if (n >= 4 && strcasecmp(file + n - 4, ".osp") == 0) return true;
+    if (n >= 6 && strcasecmp(file + n - 6, ".ospml") == 0) return true;
+    return false;
+}
+
 /* ---- symbolization state ------------------------------------------------------------ */
 
 typedef struct triple {
     uint32_t name, file, line;
+    bool in_main; /* resolved inside the main executable (the C-program `user` rule, §(l.6)) */
 } triple;
 
 typedef struct symctx {
@@ -55,7 +66,10 @@ typedef struct symctx {
     uint32_t *res_off; /* per cache entry: start in res; count in res_n */
     uint32_t *res_n;
     size_t ncache, capcache;
-    uint32_t empty; /* id of "" */
+    uint32_t empty;        /* id of "" */
+    ospprof_profile *prof; /* for warnings */
+    long main_image;       /* index of the image whose path is `exe`, or -1 */
+    bool cur_main;         /* the image being resolved is the main one */
 } symctx;
 
 static bool is_file(const char *p) {
@@ -63,11 +77,52 @@ static bool is_file(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static bool build_id_ok(const ospprof_image *im, const char *object) {
-    if (!im->build_id) return true;
-    char *id = ospprof_llvm_build_id(object);
-    bool ok = id && strcmp(id, im->build_id) == 0;
-    free(id);
+static void warn(symctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(symctx *c, const char *fmt, ...) {
+    char msg[OSPPROF_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ospprof_profile *p = c->prof;
+    p->warnings = ospprof_xrealloc(p->warnings, (p->nwarnings + 1) * sizeof *p->warnings);
+    p->warnings[p->nwarnings++] = ospprof_xstrdup(msg);
+}
+
+/* §(f).3 and §(l.6): does `object` describe image `im`? A recorded build-id must match; the
+ * architecture must be the recorded one; without a build-id, the object's executable range
+ * must still have the recorded `text_size` (else it was rebuilt since the run). `loud`: the
+ * object is the main executable or the user's --binary (or the CLI's fresh build), which gets
+ * one warning when it cannot be used; other libraries just become image frames. */
+static bool object_describes(symctx *c, const ospprof_image *im, const char *object, bool loud) {
+    if (im->build_id) {
+        char *id = ospprof_llvm_build_id(object);
+        bool ok = id && strcmp(id, im->build_id) == 0;
+        if (!ok && loud)
+            warn(c, "%s: build-id %s does not match the profile's %s; its frames are not named",
+                 object, id ? id : "(none)", im->build_id);
+        free(id);
+        if (!ok) return false;
+    }
+    char *arch = NULL;
+    uint64_t text_size = 0;
+    if (ospprof_llvm_object_info(object, &arch, &text_size) != 0) return true; /* LLVM decides */
+    bool ok = true;
+    if (im->arch && im->arch[0] && arch[0] && strcmp(arch, im->arch) != 0) {
+        if (loud)
+            warn(c,
+                 "%s: built for %s, but the profile was recorded on %s; its frames are not named",
+                 object, arch, im->arch);
+        ok = false;
+    } else if (!im->build_id && im->text_size && text_size && text_size != im->text_size) {
+        if (loud)
+            warn(c,
+                 "%s: its executable range is %" PRIu64 " bytes, the profile recorded %" PRIu64
+                 " (rebuilt since the run?); its frames are not named",
+                 object, text_size, im->text_size);
+        ok = false;
+    }
+    free(arch);
     return ok;
 }
 
@@ -85,14 +140,14 @@ static void qualify(symctx *c, size_t i) {
     }
     if (!im->path || !im->path[0] || im->path[0] == '[') return; /* [vdso] and the like */
     if (is_file(im->path)) {
-        if (build_id_ok(im, im->path)) {
+        if (object_describes(c, im, im->path, (long)i == c->main_image)) {
             c->qual[i] = 1;
             c->object[i] = im->path;
         }
         return;
     }
     if (c->binary && c->raw->exe && strcmp(im->path, c->raw->exe) == 0 && is_file(c->binary) &&
-        build_id_ok(im, c->binary)) {
+        object_describes(c, im, c->binary, true)) {
         c->qual[i] = 1;
         c->object[i] = c->binary;
     }
@@ -103,7 +158,36 @@ static void push_res(symctx *c, uint32_t name, uint32_t file, uint32_t line) {
         c->capres = c->capres ? c->capres * 2 : 1024;
         c->res = ospprof_xrealloc(c->res, c->capres * sizeof *c->res);
     }
-    c->res[c->nres++] = (triple){name, file, line};
+    c->res[c->nres++] = (triple){name, file, line, c->cur_main};
+}
+
+/* Intern a symbol name, demangled when it is a mangled C++/Rust/D name. */
+static uint32_t intern_name(symctx *c, const char *name) {
+    char *d = ospprof_demangle(name);
+    uint32_t id = ospprof_intern(c->strs, d ? d : name, strlen(d ? d : name));
+    free(d);
+    return id;
+}
+
+/* The frame for unnamed code inside image `im`: "[<basename>]" (kept as is when the path is
+ * already bracketed, like "[vdso]"), file the image path, line 0 (§(l.6)). */
+static void push_image_frame(symctx *c, const ospprof_image *im) {
+    const char *slash = strrchr(im->path, '/');
+    const char *base = slash ? slash + 1 : im->path;
+    size_t n = strlen(base);
+    uint32_t name;
+    if (n >= 2 && base[0] == '[' && base[n - 1] == ']') {
+        name = ospprof_intern(c->strs, base, n);
+    } else {
+        char *b = ospprof_xrealloc(NULL, n + 3);
+        b[0] = '[';
+        memcpy(b + 1, base, n);
+        b[n + 1] = ']';
+        b[n + 2] = 0;
+        name = ospprof_intern(c->strs, b, n + 2);
+        free(b);
+    }
+    push_res(c, name, ospprof_intern(c->strs, im->path, strlen(im->path)), 0);
 }
 
 static uint32_t hex_name(symctx *c, uint64_t addr) {
@@ -119,6 +203,7 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_
         long img = ospprof_image_for(c->raw, look);
         if (img >= 0) {
             const ospprof_image *im = &c->raw->images[img];
+            c->cur_main = img == c->main_image;
             if (look >= im->slide) {
                 uint64_t rel = look - im->slide;
                 if (!c->qual[img]) qualify(c, (size_t)img);
@@ -144,7 +229,7 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_
                         if (good) {
                             for (int j = 0; j < k; j++) {
                                 const char *file = f[j].file ? f[j].file : "";
-                                push_res(c, ospprof_intern(c->strs, f[j].name, strlen(f[j].name)),
+                                push_res(c, intern_name(c, f[j].name),
                                          ospprof_intern(c->strs, file, strlen(file)),
                                          f[j].file ? f[j].line : 0);
                             }
@@ -155,12 +240,13 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_
                             const ospprof_symbol *s = &im->symbols[j];
                             if (s->name && s->name[0] && rel >= s->addr &&
                                 rel - s->addr < s->size) {
-                                push_res(c, ospprof_intern(c->strs, s->name, strlen(s->name)),
-                                         c->empty, 0);
+                                push_res(c, intern_name(c, s->name), c->empty, 0);
                                 break;
                             }
                         }
                     }
+                    if (c->nres == start && im->path && im->path[0])
+                        push_image_frame(c, im); /* one row per library without names */
                     c->res_off[c->ncache] = (uint32_t)start;
                     c->res_n[c->ncache] = (uint32_t)(c->nres - start);
                     c->ncache++;
@@ -174,7 +260,8 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_
             }
         }
     }
-    /* hex frame: the raw recorded address */
+    /* hex frame: the raw recorded address (in no image, or symbolization off) */
+    c->cur_main = false;
     *off = c->nres;
     *n = 1;
     push_res(c, hex_name(c, addr), c->empty, 0);
@@ -203,6 +290,9 @@ void ospprof_profile_free(ospprof_profile *p) {
     free(p->frames);
     free(p->funcs);
     free(p->stack_frames);
+    free(p->stack_lines);
+    for (size_t i = 0; i < p->nwarnings; i++) free(p->warnings[i]);
+    free(p->warnings);
     for (size_t i = 0; i < p->nstacks; i++) free(p->stacks[i].ss_json);
     free(p->stacks);
     for (size_t i = 0; i < p->nrows; i++) free(p->rows[i].label);
@@ -275,11 +365,18 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
     c.enabled = !(mode && strcmp(mode, "none") == 0);
     c.resolver = resolver;
     c.rctx = rctx;
+    c.prof = p;
+    c.main_image = -1;
+    for (size_t i = 0; i < raw->nimages && raw->exe; i++)
+        if (raw->images[i].path && strcmp(raw->images[i].path, raw->exe) == 0) {
+            c.main_image = (long)i;
+            break;
+        }
     if (c.enabled && !resolver) c.llvm = ospprof_llvm_new();
     uint32_t truncated_name = ospprof_intern(&p->strs, "[truncated]", 11);
 
-    ospprof_map frame_ids = {0}, func_ids = {0};
-    size_t capframes = 0, capfuncs = 0, capsf = 0;
+    ospprof_map frame_ids = {0};
+    size_t capframes = 0, capsf = 0;
     for (size_t k = 0; k < raw->nstacks; k++) {
         ospprof_stackinfo *si = &p->stacks[k];
         si->off = p->nstack_frames;
@@ -291,7 +388,7 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
             const triple *chain;
             if (j == a1) {
                 if (!raw->truncated[k]) break;
-                trunc_frame = (triple){truncated_name, c.empty, 0};
+                trunc_frame = (triple){truncated_name, c.empty, 0, false};
                 chain = &trunc_frame;
                 n = 1;
             } else {
@@ -301,44 +398,49 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
             for (size_t q = 0; q < n; q++) {
                 const triple *t = &chain[q];
                 bool ins;
-                uint32_t *fid = ospprof_map_put(&frame_ids, ((uint64_t)t->name << 32) | t->file,
-                                                t->line, (uint32_t)p->nframes, &ins);
+                /* §(l.6): a frame is a function, (name, file); the line goes per position */
+                uint32_t *fid = ospprof_map_put(&frame_ids, ((uint64_t)t->name << 32) | t->file, 0,
+                                                (uint32_t)p->nframes, &ins);
                 if (ins) {
                     if (p->nframes == capframes) {
                         capframes = capframes ? capframes * 2 : 256;
                         p->frames = ospprof_xrealloc(p->frames, capframes * sizeof *p->frames);
+                        p->funcs = ospprof_xrealloc(p->funcs, capframes * sizeof *p->funcs);
                     }
-                    bool fins;
-                    uint32_t *fn = ospprof_map_put(&func_ids, ((uint64_t)t->name << 32) | t->file,
-                                                   0, (uint32_t)p->nfuncs, &fins);
-                    if (fins) {
-                        if (p->nfuncs == capfuncs) {
-                            capfuncs = capfuncs ? capfuncs * 2 : 256;
-                            p->funcs = ospprof_xrealloc(p->funcs, capfuncs * sizeof *p->funcs);
-                        }
-                        ospprof_func *f = &p->funcs[p->nfuncs++];
-                        memset(f, 0, sizeof *f);
-                        f->name = t->name;
-                        f->file = t->file;
-                        f->user = ospprof_is_user_file(p->strs.str[t->file]);
-                    }
-                    ospprof_func *f = &p->funcs[*fn];
-                    if (t->line && (f->line == 0 || t->line < f->line)) f->line = t->line;
-                    p->frames[p->nframes] = (ospprof_frame){t->name, t->file, t->line, *fn};
+                    ospprof_func *f = &p->funcs[p->nfuncs++];
+                    memset(f, 0, sizeof *f);
+                    f->name = t->name;
+                    f->file = t->file;
+                    f->user = ospprof_is_user_file(p->strs.str[t->file]);
+                    p->frames[p->nframes] =
+                        (ospprof_frame){t->name, t->file, 0, (uint32_t)p->nframes};
                     p->nframes++;
                 }
+                ospprof_func *f = &p->funcs[*fid];
+                if (t->line && (f->line == 0 || t->line < f->line)) f->line = t->line;
+                if (t->in_main) f->in_main = true;
                 if (p->nstack_frames == capsf) {
                     capsf = capsf ? capsf * 2 : 1024;
                     p->stack_frames =
                         ospprof_xrealloc(p->stack_frames, capsf * sizeof *p->stack_frames);
+                    p->stack_lines =
+                        ospprof_xrealloc(p->stack_lines, capsf * sizeof *p->stack_lines);
                 }
+                p->stack_lines[p->nstack_frames] = t->line;
                 p->stack_frames[p->nstack_frames++] = *fid;
             }
         }
         si->n = p->nstack_frames - si->off;
     }
     ospprof_map_free(&frame_ids);
-    ospprof_map_free(&func_ids);
+    /* a frame's line is its function's display line (§(g.1), §(l.6)); the C-program rule
+     * for `user` when no frame is Osprey code (§(l.6) "Attributed line") */
+    for (size_t i = 0; i < p->nframes; i++) {
+        p->frames[i].line = p->funcs[i].line;
+        if (p->funcs[i].user) p->any_user = true;
+    }
+    for (size_t i = 0; i < p->nfuncs; i++)
+        p->funcs[i].attr_user = p->any_user ? p->funcs[i].user : p->funcs[i].in_main;
     ospprof_map_free(&c.cache);
     free(c.res);
     free(c.res_off);
@@ -367,4 +469,86 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
     }
     free(stamp);
     return p;
+}
+
+/* ---- rankings (explicit sort keys: the comparators need no context) ---------------------- */
+
+typedef struct func_key {
+    uint64_t self_w, total_w;
+    const char *name, *file;
+    uint32_t idx;
+} func_key;
+
+static int func_key_cmp(const void *a, const void *b) {
+    const func_key *x = a, *y = b;
+    if (x->self_w != y->self_w) return x->self_w > y->self_w ? -1 : 1;
+    if (x->total_w != y->total_w) return x->total_w > y->total_w ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    c = strcmp(x->file, y->file);
+    if (c) return c;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+size_t ospprof_hot_functions(const ospprof_profile *p, uint32_t **out) {
+    func_key *keys = ospprof_xcalloc(p->nfuncs, sizeof *keys);
+    size_t n = 0;
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        const ospprof_func *f = &p->funcs[i];
+        if (f->total_n)
+            keys[n++] = (func_key){f->self_w, f->total_w, p->strs.str[f->name],
+                                   p->strs.str[f->file], (uint32_t)i};
+    }
+    if (n > 1) qsort(keys, n, sizeof *keys, func_key_cmp);
+    uint32_t *idx = ospprof_xcalloc(n, sizeof *idx);
+    for (size_t i = 0; i < n; i++) idx[i] = keys[i].idx;
+    free(keys);
+    *out = idx;
+    return n;
+}
+
+static int hotline_cmp(const void *a, const void *b) {
+    const ospprof_hotline *x = a, *y = b;
+    if (x->w != y->w) return x->w > y->w ? -1 : 1;
+    int c = strcmp(x->file_s, y->file_s);
+    if (c) return c;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+size_t ospprof_hot_lines(const ospprof_profile *p, ospprof_hotline **out) {
+    ospprof_map lm = {0};
+    ospprof_hotline *hl = NULL;
+    size_t nhl = 0, cap = 0;
+    for (size_t k = 0; k < p->nstacks; k++) {
+        const ospprof_stackinfo *si = &p->stacks[k];
+        if (!si->on_n || !si->n) continue;
+        /* the attributed line: the innermost `user` frame with a known line */
+        size_t j = 0;
+        while (j < si->n &&
+               !(p->funcs[p->stack_frames[si->off + j]].attr_user && p->stack_lines[si->off + j]))
+            j++;
+        if (j == si->n) continue;
+        uint32_t file = p->funcs[p->stack_frames[si->off + j]].file;
+        uint32_t line = p->stack_lines[si->off + j];
+        bool ins;
+        uint32_t *slot = ospprof_map_put(&lm, file, line, (uint32_t)nhl, &ins);
+        if (ins) {
+            if (nhl == cap) {
+                cap = cap ? cap * 2 : 64;
+                hl = ospprof_xrealloc(hl, cap * sizeof *hl);
+            }
+            hl[nhl++] = (ospprof_hotline){file, line, p->strs.str[file], 0, 0, 0, 0};
+        }
+        ospprof_hotline *h = &hl[*slot];
+        h->w += si->on_w;
+        h->n += si->on_n;
+        if (j == 0) { /* the leaf itself is on that line */
+            h->self_w += si->on_w;
+            h->self_n += si->on_n;
+        }
+    }
+    ospprof_map_free(&lm);
+    if (nhl > 1) qsort(hl, nhl, sizeof *hl, hotline_cmp);
+    *out = hl;
+    return nhl;
 }

@@ -88,6 +88,25 @@ static bool has_escaped_nul(const char *p, const char *end) {
     return false;
 }
 
+/* The first raw control byte (U+0000–U+001F, unescaped) inside a string literal of the JSON
+ * text [p, end), or NULL. */
+static const char *raw_control_in_strings(const char *p, const char *end) {
+    bool in = false;
+    for (const char *q = p; q < end; q++) {
+        unsigned char c = (unsigned char)*q;
+        if (!in) {
+            in = c == '"';
+        } else if (c == '\\') {
+            q++; /* the escaped character */
+        } else if (c == '"') {
+            in = false;
+        } else if (c < 0x20) {
+            return q;
+        }
+    }
+    return NULL;
+}
+
 static void leaf_clear(leaf *v) {
     free(v->str);
     memset(v, 0, sizeof *v);
@@ -165,6 +184,13 @@ static bool leaf_parse(rd *r, const char **pp, leaf *v) {
     cJSON *j = cJSON_ParseWithLengthOpts(p, (size_t)(r->e - p), &end, 0);
     if (!j) {
         syntax(r, end && end >= p && end <= r->e ? end : p);
+        return false;
+    }
+    /* JSON forbids raw control bytes (NUL included) inside strings; cJSON lets them through */
+    const char *bad = raw_control_in_strings(p, end);
+    if (bad) {
+        cJSON_Delete(j);
+        syntax(r, bad);
         return false;
     }
     if (cJSON_IsString(j) && has_escaped_nul(p, end)) {
@@ -945,6 +971,16 @@ ospprof_raw *ospprof_raw_parse(const char *name, const char *text, size_t len, c
     return raw;
 }
 
+size_t ospprof_raw_max_bytes(void) {
+    const char *e = getenv("OSPREY_PROFILE_MAX_RAW_BYTES");
+    if (e && *e) {
+        char *end;
+        unsigned long long v = strtoull(e, &end, 10);
+        if (*end == 0 && v > 0 && v <= SIZE_MAX - 1) return (size_t)v;
+    }
+    return OSPPROF_RAW_MAX_BYTES;
+}
+
 ospprof_raw *ospprof_raw_load(const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -957,12 +993,29 @@ ospprof_raw *ospprof_raw_load(const char *path, char *err, size_t errlen) {
         close(fd);
         return NULL;
     }
+    size_t limit = ospprof_raw_max_bytes();
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > limit) {
+        ospprof_seterr(err, errlen, "%s: larger than the limit of %zu bytes for a raw profile",
+                       path, limit);
+        close(fd);
+        return NULL;
+    }
     size_t cap = (fstat(fd, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size + 1 : 65536;
+    if (cap > limit + 1) cap = limit + 1;
     size_t n = 0;
+    bool started = false; /* the first non-whitespace byte was seen (and is '{') */
     char *buf = ospprof_xrealloc(NULL, cap);
     for (;;) {
         if (n == cap) {
-            cap *= 2;
+            if (n > limit) { /* a pipe or device that does not end (`yes | ...`) */
+                ospprof_seterr(err, errlen,
+                               "%s: larger than the limit of %zu bytes for a raw profile", path,
+                               limit);
+                free(buf);
+                close(fd);
+                return NULL;
+            }
+            cap = cap > limit / 2 ? limit + 1 : cap * 2;
             buf = ospprof_xrealloc(buf, cap);
         }
         ssize_t k = read(fd, buf + n, cap - n);
@@ -974,6 +1027,22 @@ ospprof_raw *ospprof_raw_load(const char *path, char *err, size_t errlen) {
             return NULL;
         }
         if (k == 0) break;
+        /* a raw profile is one JSON object: refuse anything else at once rather than after
+         * reading up to the limit (`yes | ...`) */
+        size_t first = n;
+        while (
+            !started && first < n + (size_t)k &&
+            (buf[first] == ' ' || buf[first] == '\t' || buf[first] == '\n' || buf[first] == '\r'))
+            first++;
+        if (!started && first < n + (size_t)k) {
+            if (buf[first] != '{') {
+                ospprof_seterr(err, errlen, "%s: not valid JSON at byte %zu", path, first);
+                free(buf);
+                close(fd);
+                return NULL;
+            }
+            started = true;
+        }
         n += (size_t)k;
     }
     close(fd);

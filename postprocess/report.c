@@ -1,12 +1,15 @@
 /*
- * report.c — the terminal report (docs/spec/profiler.md §(h), [PROF-CLI-REPORT]) and ospprof_run(),
- * the single entry point the driver calls (§(i)).
+ * report.c — the terminal report (docs/spec/profiler.md §(h) as revised by §(l.7)): on the
+ * stream the CLI chooses (stderr by default), rows cut to the terminal's width, up to 5 hot
+ * lines with their source text, every printed name and path filtered for control characters.
  */
 #include "internal.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 bool ospprof_color_wanted(FILE *out) {
@@ -15,8 +18,22 @@ bool ospprof_color_wanted(FILE *out) {
     return out && isatty(fileno(out));
 }
 
-/* Name for the terminal: control characters as '?', invalid UTF-8 as U+FFFD. */
-static void term_name(ospprof_buf *b, const char *str) {
+int ospprof_terminal_columns(FILE *out) {
+    if (!out || !isatty(fileno(out))) return 0;
+    const char *c = getenv("COLUMNS");
+    if (c && *c) {
+        char *end;
+        long v = strtol(c, &end, 10);
+        if (*end == 0 && v > 0 && v < 100000) return (int)v;
+    }
+#ifdef TIOCGWINSZ
+    struct winsize ws;
+    if (ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+#endif
+    return 80;
+}
+
+void ospprof_term_text(ospprof_buf *b, const char *str) {
     const unsigned char *s = (const unsigned char *)str;
     size_t n = strlen(str), i = 0;
     while (i < n) {
@@ -40,25 +57,115 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
+/* The name of signal `sig` ("SIGINT"), or "signal N". */
+static void signal_name(ospprof_buf *b, int sig) {
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {{SIGINT, "SIGINT"},   {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"},
+                 {SIGQUIT, "SIGQUIT"}, {SIGKILL, "SIGKILL"}, {SIGSEGV, "SIGSEGV"},
+                 {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+                 {SIGILL, "SIGILL"},   {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},
+                 {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"}, {SIGXCPU, "SIGXCPU"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].sig == sig) {
+            ospprof_buf_puts(b, names[i].name);
+            return;
+        }
+    ospprof_buf_printf(b, "signal %d", sig);
+}
+
+/* Display cells of UTF-8 text (one per code point). */
+static size_t cells_of(const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) k++;
+    return k;
+}
+
+/* Append text[0..n) to b, cut to `room` cells with a trailing "…" when longer (room 0: no
+ * limit). */
+static void put_cut(ospprof_buf *b, const char *text, size_t n, size_t room) {
+    if (room == 0 || cells_of(text, n) <= room) {
+        ospprof_buf_put(b, text, n);
+        return;
+    }
+    size_t keep = room > 1 ? room - 1 : 0, cells = 0, i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && ((unsigned char)text[j] & 0xC0) == 0x80) j++;
+        if (cells + 1 > keep) break;
+        cells++;
+        i = j;
+    }
+    ospprof_buf_put(b, text, i);
+    ospprof_buf_puts(b, "…");
+}
+
+/* Line `line` (1-based) of `path`, trimmed, control characters (tabs included) as spaces or
+ * '?'; NULL when the file cannot be read or is shorter. At most 16 MiB are read. */
+static char *source_line(const char *path, uint32_t line) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, total = 0;
+    ssize_t len = 0;
+    uint32_t at = 0;
+    while ((len = getline(&buf, &cap, f)) >= 0) {
+        total += (size_t)len;
+        if (++at == line || total > (16u << 20)) break;
+    }
+    fclose(f);
+    if (at != line || len < 0) {
+        free(buf);
+        return NULL;
+    }
+    size_t a = 0, e = (size_t)len;
+    while (a < e && (buf[a] == ' ' || buf[a] == '\t')) a++;
+    while (e > a &&
+           (buf[e - 1] == '\n' || buf[e - 1] == '\r' || buf[e - 1] == ' ' || buf[e - 1] == '\t'))
+        e--;
+    for (size_t i = a; i < e; i++)
+        if (buf[i] == '\t') buf[i] = ' ';
+    buf[e] = 0;
+    ospprof_buf t = {0};
+    ospprof_term_text(&t, buf + a);
+    free(buf);
+    return t.p ? t.p : ospprof_xstrdup("");
+}
+
 int ospprof_report(const ospprof_profile *p, const char *prefix, bool color, FILE *out) {
+    ospprof_options style = {.color = color};
+    return ospprof_report_ex(p, prefix, &style, out);
+}
+
+int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const ospprof_options *style,
+                      FILE *out) {
     static const char *const eighths[8] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
-    ospprof_buf b = {0};
+    bool color = style && style->color;
+    size_t columns = style && style->columns > 0 ? (size_t)style->columns : 0;
+    ospprof_buf b = {0}, cell = {0};
     size_t k = 0;
     for (size_t r = 0; r < p->nrows; r++)
         if (p->rows[r].n) k++;
     ospprof_buf_puts(&b, "");
-    term_name(&b, p->pname);
-    ospprof_buf_printf(&b, " · %.2fs wall · %.2fs CPU · %zu samples @ %lluHz · %zu %s\n", p->wall_s,
+    ospprof_term_text(&b, p->pname);
+    ospprof_buf_printf(&b, " · %.2fs wall · %.2fs CPU · %zu samples @ %lluHz · %zu %s", p->wall_s,
                        (double)p->on_w / 1e9, p->nsamples, (unsigned long long)p->rate_hz, k,
                        k == 1 ? "fiber" : "fibers");
-    ospprof_buf_puts(&b, "fibers:");
+    if (style && style->interrupted_signal > 0) {
+        ospprof_buf_puts(&b, " (interrupted by ");
+        signal_name(&b, style->interrupted_signal);
+        ospprof_buf_putc(&b, ')');
+    }
+    ospprof_buf_puts(&b, "\nfibers:");
     bool first = true;
     for (size_t r = 0; r < p->nrows; r++) {
         const ospprof_rowinfo *ri = &p->rows[r];
         if (!ri->n) continue;
         ospprof_buf_puts(&b, first ? " " : " · ");
         first = false;
-        term_name(&b, ri->label);
+        ospprof_term_text(&b, ri->label);
         if (ri->on_n)
             ospprof_buf_printf(&b, " %.0f%% on-cpu", (double)ri->on_n * 100.0 / (double)ri->n);
         else
@@ -67,6 +174,8 @@ int ospprof_report(const ospprof_profile *p, const char *prefix, bool color, FIL
     if (first) ospprof_buf_puts(&b, " none");
     ospprof_buf_puts(&b, "\n\n        SELF%  TOTAL%     SELF    TOTAL  FUNCTION  LOCATION\n");
 
+    /* the bar and the four numbers take 41 cells; FUNCTION  LOCATION gets the rest */
+    size_t room = columns > 41 ? columns - 41 : columns ? 1 : 0;
     uint32_t *hf;
     size_t nhf = ospprof_hot_functions(p, &hf);
     for (size_t i = 0; i < nhf && i < 10; i++) {
@@ -90,17 +199,44 @@ int ospprof_report(const ospprof_profile *p, const char *prefix, bool color, FIL
         ospprof_buf_printf(&b, "%7.1f%%%8.2fs%8.2fs  ",
                            p->on_w ? (double)f->total_w * 100.0 / (double)p->on_w : 0.0,
                            (double)f->self_w / 1e9, (double)f->total_w / 1e9);
-        term_name(&b, p->strs.str[f->name]);
+        cell.n = 0;
+        ospprof_term_text(&cell, p->strs.str[f->name]);
         const char *file = p->strs.str[f->file];
         if (file[0]) {
-            ospprof_buf_puts(&b, "  ");
-            term_name(&b, base_name(file));
-            if (f->line) ospprof_buf_printf(&b, ":%u", f->line);
+            ospprof_buf_puts(&cell, "  ");
+            ospprof_term_text(&cell, base_name(file));
+            if (f->line) ospprof_buf_printf(&cell, ":%u", f->line);
         }
+        put_cut(&b, cell.p ? cell.p : "", cell.n, room);
         if (color) ospprof_buf_puts(&b, "\x1b[0m");
         ospprof_buf_putc(&b, '\n');
     }
     free(hf);
+
+    /* hot lines (§(l.7)): attributed weight, at least 0.5 % like hotLines */
+    ospprof_hotline *hl;
+    size_t nhl = ospprof_hot_lines(p, &hl), shown_lines = 0;
+    for (size_t i = 0; i < nhl && shown_lines < 5; i++) {
+        if (hl[i].w * 200 < p->on_w) continue;
+        if (shown_lines++ == 0) ospprof_buf_puts(&b, "\nhot lines:\n");
+        ospprof_buf_printf(&b, "%6.1f%%  ",
+                           p->on_w ? (double)hl[i].w * 100.0 / (double)p->on_w : 0.0);
+        cell.n = 0;
+        ospprof_term_text(&cell, base_name(hl[i].file_s));
+        ospprof_buf_printf(&cell, ":%u", hl[i].line);
+        char *src = source_line(hl[i].file_s, hl[i].line);
+        if (src && src[0]) {
+            ospprof_buf_puts(&cell, "  ");
+            ospprof_buf_puts(&cell, src);
+        }
+        free(src);
+        /* 9 cells of percentage; without a terminal, very long source lines stop at 160 */
+        put_cut(&b, cell.p ? cell.p : "", cell.n, columns > 9 ? columns - 9 : columns ? 1 : 160);
+        ospprof_buf_putc(&b, '\n');
+    }
+    free(hl);
+    ospprof_buf_free(&cell);
+
     if (p->on_n < 100) {
         double m = p->on_n ? 100.0 / sqrt((double)p->on_n) : 100.0;
         ospprof_buf_printf(&b,
@@ -108,49 +244,19 @@ int ospprof_report(const ospprof_profile *p, const char *prefix, bool color, FIL
                            "±%.1f%%; run longer or raise OSPREY_PROFILE_HZ\n",
                            (unsigned long long)p->on_n, p->on_n == 1 ? "sample" : "samples", m);
     }
+    ospprof_buf safe = {0};
+    ospprof_term_text(&safe, prefix);
+    const char *sp = safe.p ? safe.p : "";
     ospprof_buf_puts(&b, "\nprofile: ");
-    ospprof_buf_printf(&b, "%s.speedscope.json · %s.cpuprofile · %s.folded · %s.profile.json\n",
-                       prefix, prefix, prefix, prefix);
+    for (int i = 0; i < OSPPROF_NEXPORTS; i++)
+        ospprof_buf_printf(&b, "%s%s%s", i ? " · " : "", sp, ospprof_export_ext[i]);
     ospprof_buf_printf(&b,
-                       "view: drag %s.speedscope.json onto https://www.speedscope.app or open "
-                       "%s.cpuprofile in VS Code\n",
-                       prefix, prefix);
+                       "\nview: open %s.svg in a browser, drag %s.speedscope.json onto "
+                       "https://www.speedscope.app or open %s.cpuprofile in VS Code\n",
+                       sp, sp, sp);
+    ospprof_buf_free(&safe);
     int rc = 0;
     if (fwrite(b.p, 1, b.n, out) != b.n || fflush(out) != 0) rc = -1;
     ospprof_buf_free(&b);
-    return rc;
-}
-
-int ospprof_run(const ospprof_options *o, char *err, size_t errlen) {
-    if (!o || !o->raw_path || !o->output_prefix) {
-        ospprof_seterr(err, errlen, "no raw profile or output given");
-        return -1;
-    }
-    ospprof_raw *raw = ospprof_raw_load(o->raw_path, err, errlen);
-    if (!raw) return -1;
-    ospprof_profile *p =
-        ospprof_profile_build(raw, o->program, o->binary, o->symbolizer, err, errlen);
-    ospprof_raw_free(raw);
-    if (!p) return -1;
-    static const char *const ext[4] = {".speedscope.json", ".cpuprofile", ".folded",
-                                       ".profile.json"};
-    int (*const wfn[4])(const ospprof_profile *, const char *, char *,
-                        size_t) = {ospprof_write_speedscope, ospprof_write_cpuprofile,
-                                   ospprof_write_folded, ospprof_write_summary};
-    size_t plen = strlen(o->output_prefix);
-    char *path = malloc(plen + 32);
-    if (!path) abort();
-    int rc = 0;
-    for (int i = 0; i < 4 && rc == 0; i++) {
-        memcpy(path, o->output_prefix, plen);
-        strcpy(path + plen, ext[i]);
-        rc = wfn[i](p, path, err, errlen);
-    }
-    free(path);
-    if (rc == 0 && o->report && ospprof_report(p, o->output_prefix, o->color, o->report) != 0) {
-        ospprof_seterr(err, errlen, "cannot write the report");
-        rc = -1;
-    }
-    ospprof_profile_free(p);
     return rc;
 }

@@ -20,6 +20,7 @@ extern "C" {
 }
 
 #include <llvm/DebugInfo/DIContext.h>
+#include <llvm/Demangle/Demangle.h>
 #include <llvm/DebugInfo/Symbolize/Symbolize.h>
 #include <llvm/Object/BuildID.h>
 #include <llvm/Object/ELFObjectFile.h>
@@ -27,6 +28,7 @@ extern "C" {
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -281,4 +283,55 @@ extern "C" char *ospprof_llvm_build_id(const char *object) {
     }
     c[id.size() * 2] = 0;
     return c;
+}
+
+extern "C" char *ospprof_demangle(const char *name) {
+    if (!name || !name[0]) return nullptr;
+    std::string_view full(name);
+    std::string_view core = full, suffix;
+    size_t at = full.rfind("@plt");
+    if (at != std::string_view::npos && at + 4 == full.size()) {
+        core = full.substr(0, at);
+        suffix = full.substr(at);
+    }
+    // Only mangled names change: Itanium (_Z), Rust v0 (_R), D (_D), MSVC (?).
+    if (!(core.size() > 2 &&
+          ((core[0] == '_' && (core[1] == 'Z' || core[1] == 'R' || core[1] == 'D')) ||
+           core[0] == '?')))
+        return nullptr;
+    std::string d = llvm::demangle(core);
+    if (d == core) return nullptr;
+    d.append(suffix);
+    return dup_cstr(d);
+}
+
+extern "C" int ospprof_llvm_object_info(const char *object, char **arch, uint64_t *text_size) {
+    *arch = nullptr;
+    *text_size = 0;
+    auto bin = llvm::object::ObjectFile::createObjectFile(object);
+    if (!bin) {
+        llvm::consumeError(bin.takeError());
+        return -1;
+    }
+    const llvm::object::ObjectFile *obj = bin->getBinary();
+    switch (obj->getArch()) {
+    case llvm::Triple::x86_64: *arch = dup_cstr("x86_64"); break;
+    case llvm::Triple::aarch64: *arch = dup_cstr("arm64"); break;
+    default: *arch = dup_cstr(""); break;
+    }
+    if (const auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(obj)) {
+        auto phdrs = elf->getELFFile().program_headers();
+        if (!phdrs) {
+            llvm::consumeError(phdrs.takeError());
+            return 0;
+        }
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (const auto &ph : *phdrs) {
+            if (ph.p_type != llvm::ELF::PT_LOAD || !(ph.p_flags & llvm::ELF::PF_X)) continue;
+            lo = std::min<uint64_t>(lo, ph.p_vaddr);
+            hi = std::max<uint64_t>(hi, ph.p_vaddr + ph.p_memsz);
+        }
+        if (hi > lo) *text_size = hi - lo;
+    }
+    return 0;
 }

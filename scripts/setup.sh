@@ -9,6 +9,10 @@ PACKAGES=(
   make cmake ninja-build python3 pkg-config
   clang-19 llvm-19-dev llvm-19-tools libclang-rt-19-dev libstdc++-12-dev
   libcjson-dev libcmocka-dev libgc-dev zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev
+  # format check (scripts/test.sh, make format)
+  clang-format-19
+  # cross-compiling the runtime and the profiler stub (scripts/cross-compile.sh)
+  wasi-libc mingw-w64
   # editor extension and browser tests
   nodejs chromium
   # benchmarks

@@ -5,6 +5,10 @@
  *
  * Source: docs/spec/language.md §8 (one stdout stream), §11 (shared id counter),
  * §2 and §14 (runtime failures); docs/runtime.md describes the behaviour.
+ *
+ * Start-up layering, one way only: stream.c (the stdout stream, last words on stderr,
+ * the serialised process exit) calls nothing in crash.c or start.c; crash.c (fatal
+ * signals) calls only the stream; start.c (program start, heap, fatal exits) calls both.
  */
 #ifndef OSP_RT_INTERNAL_H
 #define OSP_RT_INTERNAL_H
@@ -53,6 +57,9 @@ _Noreturn void osp_fatalf(const char *fmt, ...) __attribute__((format(printf, 1,
 
 /* `fatal: out of memory` without allocating. */
 _Noreturn void osp_fatal_oom(void);
+
+/* The line osp_fatal_oom writes (also written by stream.c, below start.c's layer). */
+#define OSP_OOM_LINE "fatal: out of memory\n"
 
 /*
  * Flush the stdout stream and exit(status), serialised with the fatal exits (used after
@@ -103,6 +110,15 @@ void osp_stream_emergency_flush(void);
 /* Write s[0..n) to fd, retrying short writes and EINTR; gives up silently on any other
  * error (used for last words on stderr). Only write(2): async-signal-safe. */
 void osp_write_all_fd(int fd, const char *s, size_t n);
+
+/*
+ * The one way the runtime ends the process on purpose: flush the stdout stream, write
+ * line[0..n) to stderr (nothing when n is 0; `line` is not owned), then exit(status), so
+ * atexit handlers run and the profiler still writes its file. Serialised: the first caller
+ * wins and later callers block until the process is gone. Used by osp_fatalf,
+ * osp_fatal_oom and osp_exit (start.c) and by the stream itself.
+ */
+_Noreturn void osp_stream_exit(const char *line, size_t n, int status);
 
 /* ---- fatal signals (crash.c) ------------------------------------------------------------- */
 

@@ -1,15 +1,16 @@
 /*
  * Program start, the Osprey heap, and runtime failures (docs/spec/language.md §2, §14.1, §14.3).
+ *
+ * The top of runtime/core's start-up layering (see rt_internal.h): this file calls into
+ * the stream (stream.c) and the fatal-signal handlers (crash.c); neither calls back here.
  */
 #include "rt_internal.h"
 #include "osp_prof.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ---- heap ---------------------------------------------------------------------------- */
 
@@ -68,28 +69,9 @@ void osp_rt_start(int argc, char **argv) {
 
 /* ---- runtime failures ------------------------------------------------------------------- */
 
-static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void osp_write_all_fd(int fd, const char *s, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return;
-        }
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
-/* Flush stdout, print the message, exit(1) — once per process. */
+/* Flush stdout, print the message, exit(1) — once per process (osp_stream_exit). */
 static _Noreturn void fatal_exit(const char *line, size_t n) {
-    /* The first fatal exit wins; a second thread failing at the same time waits here
-     * until the process is gone (exit() must not run twice concurrently). */
-    pthread_mutex_lock(&exit_lock);
-    osp_stdout_flush();
-    osp_write_all_fd(2, line, n);
-    exit(1);
+    osp_stream_exit(line, n, 1);
 }
 
 void osp_fatalf(const char *fmt, ...) {
@@ -119,14 +101,11 @@ void osp_fatalf(const char *fmt, ...) {
 }
 
 void osp_exit(int status) {
-    pthread_mutex_lock(&exit_lock);
-    osp_stdout_flush();
-    exit(status);
+    osp_stream_exit(NULL, 0, status);
 }
 
 void osp_fatal_oom(void) {
-    static const char msg[] = "fatal: out of memory\n";
-    fatal_exit(msg, sizeof msg - 1);
+    fatal_exit(OSP_OOM_LINE, sizeof OSP_OOM_LINE - 1);
 }
 
 void osp_fatal_no_match(const char *file, int64_t line) {

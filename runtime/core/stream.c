@@ -14,6 +14,10 @@
  * `fatal: cannot write standard output: <strerror>`, and a program that would have
  * exited 0 exits 1 instead (as `cat` or a C program checking fclose(stdout) would).
  * A fatal signal writes out the buffer first (osp_stream_emergency_flush, crash.c).
+ *
+ * The bottom of runtime/core's start-up layering (see rt_internal.h): the stream, the
+ * write(2) loop for last words and the one serialised process exit live here and call
+ * nothing in start.c or crash.c, which both call into this file.
  */
 #include "rt_internal.h"
 
@@ -220,7 +224,7 @@ void osp_stream_printf_line(const char *fmt, ...) {
         return;
     }
     char *big = malloc((size_t)n + 1);
-    if (big == NULL) osp_fatal_oom();
+    if (big == NULL) osp_stream_exit(OSP_OOM_LINE, sizeof OSP_OOM_LINE - 1, 1);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -288,4 +292,29 @@ void osp_stream_emergency_flush(void) {
         n -= (size_t)w;
     }
     out.len = 0;
+}
+
+/* ---- last words and the process exit ---------------------------------------------------- */
+
+void osp_write_all_fd(int fd, const char *s, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void osp_stream_exit(const char *line, size_t n, int status) {
+    /* The first exit wins; a second thread exiting at the same time waits here until the
+     * process is gone (exit() must not run twice concurrently). */
+    pthread_mutex_lock(&exit_lock);
+    osp_stdout_flush();
+    if (n > 0) osp_write_all_fd(2, line, n);
+    exit(status);
 }

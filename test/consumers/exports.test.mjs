@@ -10,7 +10,12 @@
 // docs/spec/profiler.md running example, and a raw file written by a real -g -O2 program whose
 // frames are symbolized by LLVM (inline chain, libc, the dynamic loader).
 //
-// Environment (set by ctest): OSPPROF_CLI, OSPPROF_FIXTURE, OSPPROF_GOLDEN.
+//  3. Frames are functions (docs/spec/profiler.md §(l.6)): (name, file) is unique in
+//     shared.frames and speedscope's Sandwich view lists each function once.
+// Screenshots of the viewer (flame graph and Sandwich) go to $OSPPROF_ARTIFACTS (ctest sets
+// build/test/postprocess/artifacts).
+//
+// Environment (set by ctest): OSPPROF_CLI, OSPPROF_FIXTURE, OSPPROF_GOLDEN, OSPPROF_ARTIFACTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -28,6 +33,7 @@ const speedscopeDir = path.join(path.dirname(require.resolve('speedscope/package
 const cli = process.env.OSPPROF_CLI;
 const fixture = process.env.OSPPROF_FIXTURE;
 const golden = process.env.OSPPROF_GOLDEN;
+const artifacts = process.env.OSPPROF_ARTIFACTS;
 
 let work;
 const prefixes = [];
@@ -87,6 +93,14 @@ test('speedscope export validates against the speedscope package schema', () => 
         `${file}: profile ${i} sample ${j}: frame ${f} out of range (${nframes} frames)`)));
     });
     assert.ok(doc.activeProfileIndex >= 0 && doc.activeProfileIndex < doc.profiles.length);
+  }
+});
+
+test('frames are functions: (name, file) once in shared.frames', () => {
+  for (const prefix of prefixes) {
+    const doc = JSON.parse(fs.readFileSync(`${prefix}.speedscope.json`, 'utf8'));
+    const keys = doc.shared.frames.map((f) => JSON.stringify([f.name, f.file]));
+    assert.equal(new Set(keys).size, keys.length, `${prefix}: a function is two frames`);
   }
 });
 
@@ -151,6 +165,23 @@ test('speedscope viewer loads the .speedscope.json, .cpuprofile and .folded expo
         if (failed) problems.push('viewer shows "Something went wrong"');
         // a loaded profile draws into canvases
         if (!problems.length) assert.ok(await page.locator('canvas').count() > 0, `${name}: no canvas`);
+        if (!problems.length && ext === '.speedscope.json' && !name.startsWith('empty')) {
+          if (artifacts) {
+            fs.mkdirSync(artifacts, { recursive: true });
+            await page.screenshot({ path: path.join(artifacts, `speedscope-${path.basename(prefix)}.png`) });
+          }
+          // Sandwich (key 3): one row per function, each name once
+          await page.keyboard.press('3');
+          await page.waitForFunction(() => document.body.innerText.includes('Symbol Name'), null,
+                                     { timeout: 30000 });
+          const text = await page.evaluate(() => document.body.innerText);
+          const table = text.slice(text.indexOf('Symbol Name') + 'Symbol Name'.length);
+          const rows = table.split('\n').filter((l) => l.startsWith('\t'))
+            .map((l) => l.trim()).filter((l) => !/^[0-9.]+\s*[a-zµ]*s \(.*%\)$/.test(l));
+          assert.ok(rows.length >= 2, `${name}: Sandwich rows ${JSON.stringify(rows)}`);
+          assert.equal(new Set(rows).size, rows.length, `${name}: Sandwich lists a function twice: ${rows}`);
+          if (artifacts) await page.screenshot({ path: path.join(artifacts, `speedscope-${path.basename(prefix)}-sandwich.png`) });
+        }
         assert.deepEqual(problems, [], `${name}: ${problems.join('; ')}`);
         await page.close();
       }

@@ -47,9 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ospprof_write_folded(p, path, err, sizeof err)) abort();
     snprintf(path, sizeof path, "%s/f.profile.json", outdir);
     if (ospprof_write_summary(p, path, err, sizeof err)) abort();
+    snprintf(path, sizeof path, "%s/f.svg", outdir);
+    if (ospprof_write_svg(p, path, err, sizeof err)) abort();
     FILE *null = fopen("/dev/null", "w");
     if (null) {
         ospprof_report(p, "f", true, null);
+        ospprof_options style = {.columns = 40, .interrupted_signal = 2};
+        ospprof_report_ex(p, "f", &style, null);
         fclose(null);
     }
     ospprof_profile_free(p);

@@ -18,7 +18,9 @@ config.substitutions.append(("%not", os.path.join(config.llvm_tools_dir, "not"))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TMPDIR", "HOME", "PATH"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
-config.pipefail = False
+# `a | FileCheck` fails when `a` fails: a program that prints the expected text and then
+# exits 1 does not pass. A RUN line that expects a failure says so with `%not`.
+config.pipefail = True
 
 
 def _can_make_devices():

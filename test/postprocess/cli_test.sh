@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ospprof-cli end to end: four files written atomically, report on stdout without ESC
+# ospprof-cli end to end: five files written atomically as a set, report on stdout without ESC
 # when stdout is not a terminal, one-line error and exit 1 on a bad raw file, and a good
 # export left untouched when a later run fails. Usage: cli_test.sh <ospprof-cli> <golden-dir>
 set -euo pipefail
@@ -12,10 +12,10 @@ cd "$tmp"
 grep -q "cannot write out/demo.speedscope.json: No such file or directory" err.txt
 mkdir out
 "$cli" "$golden/demo.raw.json" -o out/demo --program demo.osp >report.txt
-for f in speedscope.json cpuprofile folded profile.json; do test -s "out/demo.$f"; done
+for f in speedscope.json cpuprofile folded profile.json svg; do test -s "out/demo.$f"; done
 if grep -q $'\x1b' report.txt; then echo "ESC in a non-TTY report"; exit 1; fi
-grep -q '^profile: out/demo.speedscope.json · out/demo.cpuprofile · out/demo.folded · out/demo.profile.json$' report.txt
-test "$(ls -A out | wc -l)" -eq 4   # no temporaries left behind
+grep -q '^profile: out/demo.speedscope.json · out/demo.cpuprofile · out/demo.folded · out/demo.profile.json · out/demo.svg$' report.txt
+test "$(ls -A out | wc -l)" -eq 5   # no temporaries left behind
 cp out/demo.folded good.folded
 printf '{"version":1,' > bad.json
 if "$cli" bad.json -o out/demo 2>err.txt >/dev/null; then echo "bad file accepted"; exit 1; fi

@@ -68,15 +68,7 @@ static ospprof_profile *build(const char *raw_text, const fake *table, const cha
     assert_non_null(p);
     r->dir = tu_tmpdir();
     snprintf(r->prefix, sizeof r->prefix, "%s/out", r->dir);
-    char path[4300];
-    snprintf(path, sizeof path, "%s.speedscope.json", r->prefix);
-    assert_int_equal(ospprof_write_speedscope(p, path, err, sizeof err), 0);
-    snprintf(path, sizeof path, "%s.cpuprofile", r->prefix);
-    assert_int_equal(ospprof_write_cpuprofile(p, path, err, sizeof err), 0);
-    snprintf(path, sizeof path, "%s.folded", r->prefix);
-    assert_int_equal(ospprof_write_folded(p, path, err, sizeof err), 0);
-    snprintf(path, sizeof path, "%s.profile.json", r->prefix);
-    assert_int_equal(ospprof_write_summary(p, path, err, sizeof err), 0);
+    if (ospprof_write_exports(p, r->prefix, err, sizeof err) != 0) fail_msg("%s", err);
     return p;
 }
 
@@ -219,9 +211,11 @@ static void test_sanitising(void **st) {
     char path[4300];
     snprintf(path, sizeof path, "%s.folded", r.prefix);
     char *folded = tu_slurp(path, NULL);
-    /* fiber label cut of row 0 is "eff;ect x-0" → "eff_ect_x-0"; invalid byte → U+FFFD */
+    /* fiber label cut of row 0 is "eff;ect x-0" → "eff_ect_x-0"; invalid byte → U+FFFD; the
+     * unnamed address inside /w/odd is the image frame [odd], the one in no image stays hex;
+     * the waiting sample of row 0 is not in the folded file (§(l.6)) */
     assert_string_equal(folded,
-                        "eff_ect_x-0;[truncated];0xf423f;0x1068;a_b_c_\xef\xbf\xbd\xc3\xa9 2\n"
+                        "eff_ect_x-0;[truncated];0xf423f;[odd];a_b_c_\xef\xbf\xbd\xc3\xa9 1\n"
                         "fiber-3;a_b_c_\xef\xbf\xbd\xc3\xa9 1\n");
     free(folded);
     snprintf(path, sizeof path, "%s.speedscope.json", r.prefix);
@@ -285,7 +279,7 @@ static void test_atomic_write(void **st) {
     snprintf(want, sizeof want, "cannot write %s: No such file or directory", path);
     assert_string_equal(err, want);
     char cmd[4400];
-    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 4", r.dir);
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 5", r.dir);
     assert_int_equal(system(cmd), 0);
     ospprof_profile_free(p);
     tu_rmtree(r.dir);
@@ -350,8 +344,10 @@ static void test_spec_report_example(void **st) {
     run r;
     ospprof_profile *p = build(doc.p, spec_table, "demo.osp", &r);
     char *rep = report_text(p, "demo", false);
-    char *want =
-        tu_slurp(GOLDEN_DIR "/spec.report.txt", NULL); /* copied from docs/spec/profiler.md §(h) */
+    /* docs/spec/profiler.md §(h)'s example plus §(l.7): the hot lines (fib:3; step's line 9 for
+     * step ← fib; main:14 for osp_gc_alloc ← main and main itself) and the five files */
+    if (getenv("OSPPROF_UPDATE_GOLDEN")) tu_write(GOLDEN_DIR "/spec.report.txt", rep);
+    char *want = tu_slurp(GOLDEN_DIR "/spec.report.txt", NULL);
     assert_non_null(want);
     assert_string_equal(rep, want);
     free(rep);
@@ -437,13 +433,187 @@ static void test_color_decision(void **st) {
     close(master);
 }
 
+/* <stem>.svg (docs/spec/profiler.md §(l.6)): self-contained, the title, the editor's colours
+ * (the values below come from the §(j) formula computed independently), frames under 0.1 %
+ * not drawn, and the UTF-16 order the colour ranks use. */
+static void test_svg(void **st) {
+    (void)st;
+    char *raw = tu_slurp(GOLDEN_DIR "/demo.raw.json", NULL);
+    run r;
+    ospprof_profile *p = build(raw, demo_table, "demo.osp", &r);
+    char(*colors)[8] = calloc(p->nframes, sizeof *colors);
+    ospprof_frame_colors(p, colors);
+    static const char *const want[][2] = {{"crunch", "#9db866"},
+                                          {"main", "#4bb997"},
+                                          {"osp_sleep_ms", "#8792a1"},
+                                          {"nap", "#726fb9"}};
+    assert_int_equal(p->nframes, 4);
+    for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(p->strs.str[p->frames[i].name], want[i][0]);
+        assert_string_equal(colors[i], want[i][1]);
+    }
+    free(colors);
+    char path[4300];
+    snprintf(path, sizeof path, "%s.svg", r.prefix);
+    char *svg = tu_slurp(path, NULL);
+    assert_non_null(svg);
+    assert_non_null(strstr(svg, "<title>demo.osp · 0.00s CPU · 3 samples</title>"));
+    /* on-CPU only: crunch and main are drawn (user colours), the waiting nap is not */
+    assert_non_null(strstr(svg, "fill=\"#9db866\""));
+    assert_non_null(strstr(svg, "fill=\"#4bb997\""));
+    assert_null(strstr(svg, "#726fb9"));
+    assert_null(strstr(svg, "\"nap\""));
+    /* nothing fetched: the only URIs are the two XML namespaces */
+    assert_null(strstr(svg, "href"));
+    assert_null(strstr(svg, "@import"));
+    const char *at = svg;
+    int uris = 0;
+    while ((at = strstr(at, "http")) != NULL) uris++, at++;
+    assert_int_equal(uris, 3); /* svg, the search box's xhtml, and the script's SVG namespace */
+    free(svg);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+    free(raw);
+
+    /* a frame under 0.1 % of the on-CPU weight is merged into its parent (not drawn) */
+    const char *doc =
+        "{\"version\":1,\"pid\":1,\"exe\":\"/w/demo\",\"rate_hz\":1000,\"platform\":\"p\","
+        "\"start_unix_ns\":0,\"end_unix_ns\":0,\"images\":[{\"path\":\"/w/demo\",\"base\":"
+        "93824992231424,\"slide\":93824992231424,\"text\":93824992231424,\"text_size\":"
+        "65536}],\"threads\":[{\"fiber\":0,\"label\":\"main\"}],\"stacks\":[[93824992235824,"
+        "93824992235941],[93824992235842,93824992235941]],\"samples\":[[1,0,0,0],[2,0,1,0]],"
+        "\"dropped\":0,\"sample_weights_ns\":[1000000000,999999]}";
+    p = build(doc, demo_table, "tiny.osp", &r);
+    snprintf(path, sizeof path, "%s.svg", r.prefix);
+    svg = tu_slurp(path, NULL);
+    /* both stacks are crunch <- main: one crunch frame; a 999999 ns sample of 1000999999 is
+     * under 0.1 %, yet it is inside the same function, so crunch stays one frame at 100 % */
+    assert_non_null(strstr(svg, "[\"crunch\",\"/w/demo.osp:7\"]"));
+    free(svg);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+    const char *doc2 =
+        "{\"version\":1,\"pid\":1,\"exe\":\"/w/demo\",\"rate_hz\":1000,\"platform\":\"p\","
+        "\"start_unix_ns\":0,\"end_unix_ns\":0,\"images\":[{\"path\":\"/w/demo\",\"base\":"
+        "93824992231424,\"slide\":93824992231424,\"text\":93824992231424,\"text_size\":"
+        "65536}],\"threads\":[{\"fiber\":0,\"label\":\"main\"}],\"stacks\":[[93824992235824,"
+        "93824992235941],[93824992239632,93824992235941]],\"samples\":[[1,0,0,0],[2,0,1,0]],"
+        "\"dropped\":0,\"sample_weights_ns\":[1000000000,999999]}";
+    p = build(doc2, demo_table, "tiny.osp", &r);
+    snprintf(path, sizeof path, "%s.svg", r.prefix);
+    svg = tu_slurp(path, NULL);
+    /* now the small sample is in osp_sleep_ms (another function): under 0.1 %, not drawn */
+    assert_non_null(strstr(svg, "[\"crunch\","));
+    assert_null(strstr(svg, "osp_sleep_ms"));
+    free(svg);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+
+    /* JavaScript's code-unit order: U+1F600 (D83D DE00) before U+FFFD, unlike UTF-8 bytes */
+    assert_int_equal(ospprof_utf16_cmp("\xf0\x9f\x98\x80", "\xef\xbf\xbd"), -1);
+    assert_int_equal(ospprof_utf16_cmp("ab", "abc"), -1);
+    assert_int_equal(ospprof_utf16_cmp("b", "ab"), 1);
+    assert_int_equal(ospprof_utf16_cmp("\xff", "\xef\xbf\xbd"), 0); /* invalid byte = U+FFFD */
+}
+
+/* The report of docs/spec/profiler.md §(l.7): hot lines with their source text (trimmed,
+ * tabs as spaces), rows and hot lines cut with "…" to the terminal width, the header saying
+ * the program was interrupted, control characters in printed paths shown as '?'. */
+static void test_report_revision2(void **st) {
+    (void)st;
+    char *dir = tu_tmpdir(), src[4200];
+    snprintf(src, sizeof src, "%s/demo.osp", dir);
+    tu_write(src, "// demo\n\n\n\n\n\n   \tlet x = crunch(40)\t \n"
+                  "   a much longer line that does not fit in a narrow terminal at all\n");
+    fake table[] = {
+        {4400, {"crunch"}, {src}, {7}, 1},
+        {4418, {"crunch"}, {src}, {8}, 1},
+        {4516, {"main"}, {src}, {12}, 1},
+        {8208, {"osp_sleep_ms"}, {"/opt/osprey/runtime/core/sleep.c"}, {31}, 1},
+        {4703, {"nap"}, {src}, {20}, 1},
+        {0, {NULL}, {NULL}, {0}, 0},
+    };
+    char *raw = tu_slurp(GOLDEN_DIR "/demo.raw.json", NULL);
+    run r;
+    ospprof_profile *p = build(raw, table, "demo.osp", &r);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ospprof_options style = {.columns = 0, .interrupted_signal = 2};
+    assert_int_equal(ospprof_report_ex(p, "out/de\x1bmo", &style, f), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, " · 2 fibers (interrupted by SIGINT)\n"));
+    assert_non_null(strstr(buf, "\nhot lines:\n  66.7%  demo.osp:7  let x = crunch(40)\n"
+                                "  33.3%  demo.osp:8  a much longer line that does not fit in a "
+                                "narrow terminal at all\n"));
+    assert_non_null(strstr(buf, "profile: out/de?mo.speedscope.json · out/de?mo.cpuprofile · "
+                                "out/de?mo.folded · out/de?mo.profile.json · out/de?mo.svg\n"));
+    assert_null(strchr(buf, '\x1b'));
+    free(buf);
+    /* 50 columns: 41 for the bar and numbers, 9 left for "crunch  demo.osp:7" */
+    buf = NULL;
+    f = open_memstream(&buf, &n);
+    style = (ospprof_options){.columns = 50};
+    assert_int_equal(ospprof_report_ex(p, "demo", &style, f), 0);
+    fclose(f);
+    if (!strstr(buf, "    0.00s    0.00s  crunch  …\n")) fail_msg("%s", buf);
+    if (!strstr(buf, "  33.3%  demo.osp:8  a much longer line that does…\n")) fail_msg("%s", buf);
+    free(buf);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+    free(raw);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* C++ (and Rust) linkage names are demangled by LLVM's demangler, a PLT suffix kept; plain
+ * C names and names that only look mangled stay as they are (docs/spec/profiler.md §(l.6)). */
+static void test_demangled_names(void **st) {
+    (void)st;
+    static const fake cxx_table[] = {
+        {4400,
+         {"_ZNSt6vectorIiSaIiEE9push_backERKi"},
+         {"/usr/include/c++/12/bits/stl_vector.h"},
+         {1280},
+         1},
+        {4516, {"_Znwm@plt"}, {NULL}, {0}, 1},
+        {8208, {"_ZN4core3fmt5write17h0123456789abcdefE"}, {NULL}, {0}, 1},
+        {4703, {"_Z_x_not_mangled"}, {NULL}, {0}, 1},
+        {0, {NULL}, {NULL}, {0}, 0},
+    };
+    char *raw = tu_slurp(GOLDEN_DIR "/demo.raw.json", NULL);
+    run r;
+    ospprof_profile *p = build(raw, cxx_table, "demo.cc", &r);
+    const char *want[] = {"std::vector<int, std::allocator<int>>::push_back(int const&)",
+                          "operator new(unsigned long)@plt", "core::fmt::write::h0123456789abcdef",
+                          "_Z_x_not_mangled"};
+    assert_int_equal(p->nframes, 5); /* and [demo] for 4418, which the table does not name */
+    for (size_t i = 0; i < 4; i++) {
+        bool found = false;
+        for (size_t f = 0; f < p->nframes; f++)
+            if (strcmp(p->strs.str[p->frames[f].name], want[i]) == 0) found = true;
+        if (!found) fail_msg("no frame %s", want[i]);
+    }
+    char *d = ospprof_demangle("main");
+    assert_null(d);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+    free(raw);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_running_example),     cmocka_unit_test(test_empty_profile),
         cmocka_unit_test(test_single_sample),       cmocka_unit_test(test_sanitising),
         cmocka_unit_test(test_json_numbers),        cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_spec_report_example), cmocka_unit_test(test_report_bars),
-        cmocka_unit_test(test_color_decision),
+        cmocka_unit_test(test_color_decision),      cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_report_revision2),    cmocka_unit_test(test_demangled_names),
     };
     return cmocka_run_group_tests_name("postprocess_exports", tests, NULL, NULL);
 }

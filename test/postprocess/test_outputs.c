@@ -1,5 +1,6 @@
 /*
- * test_outputs.c — how the exports are written (postprocess/util.c, docs/spec/profiler.md §(i),
+ * test_outputs.c — how the exports are written (postprocess/output.c over common/atomic_output.c,
+ * docs/spec/profiler.md §(i), §(l.6),
  * docs/ARCHITECTURE.md "Error handling"): a temporary beside the target renamed into place, except
  * that an existing character device or FIFO is written in place and never replaced by
  * a regular file (as root the old rename destroyed /dev/null), a symbolic link to a
@@ -189,6 +190,60 @@ static void test_remove_temporaries(void **state) {
     free(dir);
 }
 
+/* The five exports are replaced as a set (docs/spec/profiler.md §(l.6)): when one of them
+ * cannot be written (here <prefix>.svg is a directory), none of the previous files changes and
+ * no temporary is left; when all can, all five are new. */
+static void test_exports_replaced_as_a_set(void **state) {
+    (void)state;
+    char *raw = tu_slurp(GOLDEN_DIR "/demo.raw.json", NULL);
+    assert_non_null(raw);
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = ospprof_raw_parse("demo.raw.json", raw, strlen(raw), err, sizeof err);
+    assert_non_null(r);
+    ospprof_profile *p = ospprof_profile_build(r, "demo.osp", NULL, "none", err, sizeof err);
+    assert_non_null(p);
+    char *dir = tu_tmpdir(), prefix[4200], path[4300];
+    snprintf(prefix, sizeof prefix, "%s/demo", dir);
+    static const char *const ext[] = {".speedscope.json", ".cpuprofile", ".folded",
+                                      ".profile.json"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", prefix, ext[i]);
+        tu_write(path, "previous\n");
+    }
+    snprintf(path, sizeof path, "%s.svg", prefix);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_int_equal(ospprof_write_exports(p, prefix, err, sizeof err), -1);
+    char want[4400];
+    snprintf(want, sizeof want, "cannot write %s: %s", path, strerror(EISDIR));
+    assert_string_equal(err, want);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", prefix, ext[i]);
+        char *got = tu_slurp(path, NULL);
+        assert_string_equal(got, "previous\n");
+        free(got);
+    }
+    assert_int_equal(count_entries(dir), 5); /* the four old files and the directory */
+    snprintf(path, sizeof path, "%s.svg", prefix);
+    assert_int_equal(rmdir(path), 0);
+    assert_int_equal(ospprof_write_exports(p, prefix, err, sizeof err), 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", prefix, ext[i]);
+        char *got = tu_slurp(path, NULL);
+        assert_string_not_equal(got, "previous\n");
+        free(got);
+    }
+    snprintf(path, sizeof path, "%s.svg", prefix);
+    char *svg = tu_slurp(path, NULL);
+    assert_non_null(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    free(svg);
+    assert_int_equal(count_entries(dir), 5);
+    ospprof_profile_free(p);
+    ospprof_raw_free(r);
+    free(raw);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_regular_file_replaced_atomically),
@@ -197,6 +252,7 @@ int main(void) {
         cmocka_unit_test(test_symlink_followed),
         cmocka_unit_test(test_directory_and_dangling_link_refused),
         cmocka_unit_test(test_remove_temporaries),
+        cmocka_unit_test(test_exports_replaced_as_a_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,10 @@
  */
 #include "testutil.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #define BASE_HEAD                                                    \
     "{\"version\":1,\"pid\":7,\"exe\":\"/x/prog\",\"rate_hz\":1000," \
     "\"platform\":\"linux-x86_64\",\"start_unix_ns\":100,\"end_unix_ns\":5000100,"
@@ -273,6 +277,100 @@ static void test_nul_in_strings(void **st) {
     ospprof_raw_free(r);
 }
 
+/* JSON forbids raw control bytes inside strings (RFC 8259 §7): a raw NUL, tab or newline in
+ * a label, a path or a key is invalid JSON at that byte, never a shortened C string. */
+static void test_raw_control_bytes(void **st) {
+    (void)st;
+    static const struct {
+        const char *from, *to;
+    } cases[] = {
+        {"\"label\":\"main\"", "\"label\":\"ma\x01in\""},
+        {"\"label\":\"main\"", "\"label\":\"ma\tin\""},
+        {"\"path\":\"/x/prog\"", "\"path\":\"/x/pr\nog\""},
+        {"\"dropped\":0", "\"dr\x1fopped\":0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *doc = variant(cases[i].from, cases[i].to);
+        size_t at = (size_t)(strpbrk(doc, "\x01\t\n\x1f") - doc);
+        char want[128];
+        snprintf(want, sizeof want, "t.json: not valid JSON at byte %zu", at);
+        expect_error(doc, want);
+        free(doc);
+    }
+    /* a raw NUL (the buffer has an explicit length) */
+    char *doc = variant("\"label\":\"main\"", "\"label\":\"maXin\"");
+    size_t n = strlen(doc), at = (size_t)(strchr(doc, 'X') - doc);
+    doc[at] = 0;
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = ospprof_raw_parse("t.json", doc, n, err, sizeof err);
+    assert_null(r);
+    char want[128];
+    snprintf(want, sizeof want, "t.json: not valid JSON at byte %zu", at);
+    assert_string_equal(err, want);
+    free(doc);
+    /* escaped control characters stay valid */
+    doc = variant("\"label\":\"main\"", "\"label\":\"a\\tb\"");
+    r = parse_str(doc, err);
+    assert_non_null(r);
+    assert_string_equal(r->threads[0].label, "a\tb");
+    ospprof_raw_free(r);
+    free(doc);
+}
+
+/* An input longer than the limit is refused in one line (a file by its size, a pipe once the
+ * limit is passed); anything that does not start like a JSON object is refused at once. */
+static void test_size_limit(void **st) {
+    (void)st;
+    setenv("OSPREY_PROFILE_MAX_RAW_BYTES", "4096", 1);
+    assert_int_equal(ospprof_raw_max_bytes(), 4096);
+    char *dir = tu_tmpdir();
+    char path[4200], err[OSPPROF_ERR_MAX];
+    snprintf(path, sizeof path, "%s/big.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(VALID, f);
+    for (int i = 0; i < 5000; i++) fputc(' ', f);
+    fclose(f);
+    assert_null(ospprof_raw_load(path, err, sizeof err));
+    char want[4400];
+    snprintf(want, sizeof want, "%s: larger than the limit of 4096 bytes for a raw profile", path);
+    assert_string_equal(err, want);
+    /* an endless pipe: "{" then whitespace forever */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        signal(SIGPIPE, SIG_DFL);
+        char chunk[512];
+        memset(chunk, ' ', sizeof chunk);
+        chunk[0] = '{';
+        while (write(fds[1], chunk, sizeof chunk) > 0) chunk[0] = ' ';
+        _exit(0);
+    }
+    close(fds[1]);
+    snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+    assert_null(ospprof_raw_load(path, err, sizeof err));
+    snprintf(want, sizeof want, "%s: larger than the limit of 4096 bytes for a raw profile", path);
+    assert_string_equal(err, want);
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    /* `yes` is refused at its first byte */
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], "  y\ny\n", 6), 6);
+    close(fds[1]);
+    snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+    assert_null(ospprof_raw_load(path, err, sizeof err));
+    snprintf(want, sizeof want, "%s: not valid JSON at byte 2", path);
+    assert_string_equal(err, want);
+    close(fds[0]);
+    unsetenv("OSPREY_PROFILE_MAX_RAW_BYTES");
+    assert_int_equal(ospprof_raw_max_bytes(), OSPPROF_RAW_MAX_BYTES);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* Weights whose total passes 2^63-1 ns would wrap the sums the exports are built from. */
 static void test_weight_total(void **st) {
     (void)st;
@@ -378,6 +476,8 @@ int main(void) {
         cmocka_unit_test(test_exact_addresses),
         cmocka_unit_test(test_normalised),
         cmocka_unit_test(test_nul_in_strings),
+        cmocka_unit_test(test_raw_control_bytes),
+        cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_weight_total),
         cmocka_unit_test(test_whitespace_everywhere),
     };

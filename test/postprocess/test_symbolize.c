@@ -7,8 +7,9 @@
  * is tested with LLVM against a real program (symbolize_fixture.c, built with
  * clang-19 -g -O2): the three-deep inline chain in root-to-leaf order with each level's
  * line, the call line in main, the dynamic loader and libc named from their symbol
- * tables, the moved main image substituted by the given binary only, build-id checks,
- * and OSPREY_PROFILE_SYMBOLIZER=none.
+ * tables, the moved main image substituted by the given binary only, build-id,
+ * architecture and text-size checks with their one warning, image frames for unnamed code
+ * (docs/spec/profiler.md §(l.6)), and OSPREY_PROFILE_SYMBOLIZER=none.
  */
 #include "testutil.h"
 
@@ -119,7 +120,8 @@ static void test_symbols_table_and_truncation(void **st) {
     assert_non_null(p);
     assert_int_equal(p->stacks[0].n, 4);
     assert_string_equal(frame_name(p, 0, 0), "__vdso_clock_gettime"); /* 140737353882200: +2648 */
-    assert_string_equal(frame_name(p, 0, 1), "0x7ffff7fc1f3a");       /* +3897: between symbols */
+    /* +3897, between symbols: unnamed code inside a known image is that image's frame */
+    assert_string_equal(frame_name(p, 0, 1), "[vdso]");
     assert_string_equal(frame_name(p, 0, 2), "0x1000");
     assert_string_equal(frame_name(p, 0, 3), "[truncated]");
     ospprof_profile_free(p);
@@ -236,24 +238,51 @@ static void test_fixture_moved_and_build_id(void **st) {
     char real[4096];
     assert_non_null(realpath(FIXTURE_BIN, real));
 
-    /* the main image moved: hex, unless the given binary substitutes for it */
+    /* the main image moved: its image frame, unless the given binary substitutes for it */
     char *moved = replace_all(text, real, "/nonexistent/moved/fixture");
     ospprof_profile *p = build_text(moved, NULL, "llvm");
-    assert_memory_equal(frame_name(p, 0, 0), "0x", 2);
+    assert_string_equal(frame_name(p, 0, 0), "[fixture]");
     ospprof_profile_free(p);
     p = build_text(moved, FIXTURE_BIN, "llvm");
     expect_fixture_chain(p);
+    assert_int_equal(p->nwarnings, 0);
     ospprof_profile_free(p);
+
+    /* a substitute that cannot be used says so once and names nothing: another
+     * architecture, or (without a build-id) an executable range of another size */
+    char *arm = replace_all(moved, "\"arch\":\"x86_64\"", "\"arch\":\"arm64\"");
+    p = build_text(arm, FIXTURE_BIN, "llvm");
+    assert_string_equal(frame_name(p, 0, 0), "[fixture]");
+    assert_int_equal(p->nwarnings, 1);
+    if (!strstr(p->warnings[0], "built for x86_64, but the profile was recorded on arm64"))
+        fail_msg("warning: %s", p->warnings[0]);
+    ospprof_profile_free(p);
+    free(arm);
+    const char *ts = strstr(moved, "/nonexistent/moved/fixture\"");
+    assert_non_null(ts);
+    ts = strstr(ts, "\"text_size\":");
+    assert_non_null(ts);
+    unsigned long long size = strtoull(ts + 12, NULL, 10);
+    char from_ts[64], to_ts[64];
+    snprintf(from_ts, sizeof from_ts, "\"text_size\":%llu,", size);
+    snprintf(to_ts, sizeof to_ts, "\"text_size\":%llu,", size + 4096);
+    char *rebuilt = replace_all(moved, from_ts, to_ts);
+    p = build_text(rebuilt, FIXTURE_BIN, "llvm");
+    assert_string_equal(frame_name(p, 0, 0), "[fixture]");
+    assert_int_equal(p->nwarnings, 1);
+    if (!strstr(p->warnings[0], "its executable range is")) fail_msg("warning: %s", p->warnings[0]);
+    ospprof_profile_free(p);
+    free(rebuilt);
     free(moved);
 
     /* a moved image that is not the main executable is never substituted */
     char *libc_moved = replace_all(text, "libc.so.6", "libc-gone.so.6");
     p = build_text(libc_moved, FIXTURE_BIN, "llvm");
-    assert_memory_equal(frame_name(p, 2, 0), "0x", 2);
+    assert_string_equal(frame_name(p, 2, 0), "[libc-gone.so.6]");
     ospprof_profile_free(p);
     free(libc_moved);
 
-    /* build ids: a mismatch makes hex frames, a match resolves */
+    /* build ids: a mismatch names nothing (image frames) and warns once, a match resolves */
     char *id = ospprof_llvm_build_id(FIXTURE_BIN);
     assert_non_null(id);
     char from[4200], to[4400];
@@ -261,7 +290,10 @@ static void test_fixture_moved_and_build_id(void **st) {
     snprintf(to, sizeof to, "{\"path\":\"%s\",\"build_id\":\"00112233\",", real);
     char *bad = replace_all(text, from, to);
     p = build_text(bad, NULL, "llvm");
-    assert_memory_equal(frame_name(p, 0, 0), "0x", 2);
+    assert_string_equal(frame_name(p, 0, 0), "[symbolize_fixture.exe]");
+    assert_int_equal(p->nwarnings, 1);
+    if (!strstr(p->warnings[0], "does not match the profile's 00112233"))
+        fail_msg("warning: %s", p->warnings[0]);
     ospprof_profile_free(p);
     free(bad);
     snprintf(to, sizeof to, "{\"path\":\"%s\",\"build_id\":\"%s\",", real, id);

@@ -6,7 +6,10 @@
 # a line of its own near the top of the program:
 #   // env: NAME=value         extra environment variable for the run (repeatable)
 #   // stderr: text            stderr must contain this text (repeatable)
-#   // compile-error: text     the compile must fail (exit 1) with this text on stderr
+#   // compile-error: text     the program must not compile: exit 1, stderr equal to the
+#                              golden <name>.err (every diagnostic, exact) and containing
+#                              this text; `scripts/update-goldens.sh <name>` writes the
+#                              golden (repeatable)
 #   // stdin: text             a line of the program's stdin (repeatable; default: empty)
 #   // unsupported: sanitizer  not run in sanitizer builds (their runtime owns fatal
 #                              signals: a crash is reported by ASan, not by the runtime)

@@ -1,7 +1,8 @@
 /**
- * The Osprey profiler extension (docs/spec/profiler.md §(j)): commands `osprey.profileCurrentFile`,
- * `osprey.profiler.openLast` and `osprey.profiler.openFile`, the flame-graph panel and the
- * heat decorations.
+ * The Osprey profiler extension (docs/spec/profiler.md §(j), §(l.10)): commands
+ * `osprey.profileCurrentFile`, `osprey.profiler.openLast` and `osprey.profiler.openFile`, the
+ * flame-graph panel, the custom editor for profile files, the run settings, and the heat
+ * decorations.
  */
 import * as fs from "fs";
 import * as path from "path";
@@ -10,8 +11,9 @@ import { HeatDecorations } from "./decorations";
 import { exportPaths, loadProfile, siblingSummary, type LoadedProfile } from "./loader";
 import { basename } from "./model/format";
 import { isUserFile } from "./model/kind";
-import { ProfilerPanel } from "./panel";
-import { exportStem, lastLines, makeRunDir, runProfile, type RunResult } from "./runner";
+import { EDITOR_VIEW_TYPE, ProfileEditorProvider, ProfilerPanel } from "./panel";
+import { ARGS_SETTING, CWD_SETTING, RATE_SETTING, SettingError, resolveRunSettings, type RunSettings } from "./runSettings";
+import { exportStem, lastLines, makeRunDir, profileArgs, runProfile, type RunResult } from "./runner";
 
 export const OUTPUT_CHANNEL = "Osprey Profiler";
 const STDERR_TAIL_LINES = 12;
@@ -28,7 +30,7 @@ export interface ProfilerApi {
 
 /** What one run of the profile command did (for tests and logs). */
 export interface ProfileRunReport {
-  outcome: "no-editor" | "not-osprey" | "cancelled" | "failed" | "shown";
+  outcome: "no-editor" | "not-osprey" | "untrusted" | "cancelled" | "failed" | "shown";
   dir?: string;
   status?: number;
   message?: string;
@@ -48,8 +50,10 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
     heat.setHotLines(p.summary.hotLines);
   };
 
-  // The run in flight, if any: a new run or deactivation cancels it (kills its process group).
+  // The run in flight, if any: a new run or deactivation cancels it (SIGINT, then SIGKILL).
   let inFlight: AbortController | null = null;
+  // Runs cancelled because another started (or the extension stopped): their profile is not shown.
+  const superseded = new WeakSet<AbortController>();
 
   const profileCurrentFile = async (): Promise<ProfileRunReport> => {
     const editor = vscode.window.activeTextEditor;
@@ -62,9 +66,27 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
       void vscode.window.showInformationMessage("Osprey: the active editor is not an .osp or .ospml file.");
       return { outcome: "not-osprey" };
     }
+    if (!vscode.workspace.isTrusted) {
+      void vscode.window.showInformationMessage(
+        "Osprey: profiling compiles and runs the program; trust this workspace to profile from it (viewing profiles works without).",
+      );
+      return { outcome: "untrusted" };
+    }
     await doc.save();
     const source = doc.uri.fsPath;
     const stem = exportStem(source);
+    const config = vscode.workspace.getConfiguration();
+    let settings: RunSettings;
+    try {
+      settings = resolveRunSettings(
+        { args: config.get(ARGS_SETTING), cwd: config.get(CWD_SETTING), rateHz: config.get(RATE_SETTING) },
+        { workspaceFolder: vscode.workspace.getWorkspaceFolder(doc.uri)?.uri.fsPath, sourceDir: path.dirname(source) },
+      );
+    } catch (e) {
+      const message = `Osprey: ${(e as Error).message}`;
+      void vscode.window.showErrorMessage(message);
+      return { outcome: "failed", message: e instanceof SettingError ? message : String(e) };
+    }
     let dir: string;
     try {
       dir = makeRunDir();
@@ -75,10 +97,14 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
     }
     output.show(true);
     heat.setHotLines(null);
-    const osprey = vscode.workspace.getConfiguration().get<string>("osprey.path", "osprey") || "osprey";
-    output.appendLine(`$ ${[osprey, source, "--run", "--profile"].map(quoteForLog).join(" ")}   (in ${dir})`);
+    const osprey = config.get<string>("osprey.path", "osprey") || "osprey";
+    const env = settings.rateHz !== undefined ? `OSPREY_PROFILE_HZ=${settings.rateHz} ` : "";
+    output.appendLine(`$ ${env}${[osprey, ...profileArgs(source, path.join(dir, stem), settings.args)].map(quoteForLog).join(" ")}   (in ${settings.cwd})`);
 
-    inFlight?.abort();
+    if (inFlight) {
+      superseded.add(inFlight);
+      inFlight.abort();
+    }
     const abort = new AbortController();
     inFlight = abort;
     const result: RunResult = await vscode.window.withProgress(
@@ -92,7 +118,10 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
         return runProfile({
           osprey,
           source,
-          cwd: dir,
+          cwd: settings.cwd,
+          runDir: dir,
+          args: settings.args,
+          rateHz: settings.rateHz,
           signal: abort.signal,
           onStdout: (t) => output.append(t),
           onStderr: (t) => output.append(t),
@@ -101,10 +130,27 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
     );
 
     if (inFlight === abort) inFlight = null;
+    const paths = exportPaths(dir, stem);
     if (result.outcome === "cancelled") {
-      output.appendLine("[cancelled: the process group was killed]");
+      output.appendLine(
+        result.killed
+          ? "[cancelled: the run did not stop within 5 s of SIGINT and was killed]"
+          : `[cancelled: SIGINT sent; exit status ${result.status}]`,
+      );
+      // SIGINT keeps the profile (§(l.5)): show what was written, unless another run replaced this one.
+      if (!superseded.has(abort) && fs.existsSync(paths.summary) && fs.existsSync(paths.speedscope)) {
+        try {
+          const kept = loadProfile(paths.summary, paths.speedscope, basename(source));
+          output.appendLine(`[profile: ${paths.speedscope}]`);
+          void vscode.window.showInformationMessage(`Osprey: profiling of ${basename(source)} was cancelled; showing the profile up to that point.`);
+          show(kept);
+          return { outcome: "cancelled", dir, status: result.status, message: "shown" };
+        } catch (e) {
+          output.appendLine(`[${(e as Error).message}]`);
+        }
+      }
       removeDir(dir);
-      return { outcome: "cancelled", dir };
+      return { outcome: "cancelled", dir, status: result.status };
     }
     if (result.outcome === "failed") {
       const err = result.error as NodeJS.ErrnoException | undefined;
@@ -118,7 +164,6 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
     output.appendLine(
       `[exit status ${result.status}${result.signalName ? ` (killed by ${result.signalName})` : ""}]`,
     );
-    const paths = exportPaths(dir, stem);
     let loaded: LoadedProfile;
     try {
       loaded = loadProfile(paths.summary, paths.speedscope, basename(source));
@@ -178,11 +223,25 @@ export function activate(context: vscode.ExtensionContext): ProfilerApi {
     }
   };
 
+  const editorProvider = new ProfileEditorProvider(context.extensionUri, (p) => {
+    last = p;
+    heat.setHotLines(p.summary.hotLines);
+  });
+
   context.subscriptions.push(
     output,
     heat,
     { dispose: () => panel.dispose() },
-    { dispose: () => inFlight?.abort() },
+    {
+      dispose: () => {
+        if (inFlight) superseded.add(inFlight);
+        inFlight?.abort();
+      },
+    },
+    vscode.window.registerCustomEditorProvider(EDITOR_VIEW_TYPE, editorProvider, {
+      webviewOptions: { retainContextWhenHidden: true },
+      supportsMultipleEditorsPerDocument: true,
+    }),
     vscode.commands.registerCommand("osprey.profileCurrentFile", profileCurrentFile),
     vscode.commands.registerCommand("osprey.profiler.openLast", openLast),
     vscode.commands.registerCommand("osprey.profiler.openFile", openFile),

@@ -72,3 +72,66 @@ export function siblingSummary(speedscopePath: string): string | null {
   if (!base.toLowerCase().endsWith(suffix) || base.length === suffix.length) return null;
   return path.join(path.dirname(speedscopePath), base.slice(0, base.length - suffix.length) + ".profile.json");
 }
+
+/** The kinds of file the custom editor opens (§(l.10)), by name, ASCII case-insensitively. */
+export type ProfileFileKind = "speedscope" | "summary" | "diff";
+
+const FILE_SUFFIXES: [string, ProfileFileKind][] = [
+  [".speedscope.json", "speedscope"],
+  [".profile.json", "summary"],
+  [".diff.folded", "diff"],
+];
+
+/** The kind and stem of a profile file (`demo.speedscope.json` → speedscope, `demo`), or null. */
+export function profileFileKind(file: string): { kind: ProfileFileKind; stem: string } | null {
+  const base = path.basename(file);
+  const lower = base.toLowerCase();
+  for (const [suffix, kind] of FILE_SUFFIXES) {
+    if (lower.endsWith(suffix) && base.length > suffix.length) return { kind, stem: base.slice(0, base.length - suffix.length) };
+  }
+  return null;
+}
+
+/**
+ * What the page is sent for a file opened in the custom editor: `{type: "profile"}` for a
+ * speedscope file (with its sibling summary, or `summary: null` when there is none) or a
+ * summary (whose sibling speedscope file must exist), `{type: "diff"}` for a `.diff.folded`
+ * (the page parses it), `{type: "error"}` naming the file and the problem otherwise. The
+ * loaded profile is returned too when there is one (for the heat and "Show Last Profile").
+ */
+export function loadForEditor(file: string): { message: Record<string, unknown>; profile: LoadedProfile | null } {
+  const k = profileFileKind(file);
+  const error = (message: string) => ({ message: { type: "error", message }, profile: null });
+  if (!k) return error(`${file}: not a .speedscope.json, .profile.json or .diff.folded file`);
+  const dir = path.dirname(file);
+  try {
+    if (k.kind === "diff") {
+      let text: string;
+      try {
+        text = fs.readFileSync(file, "utf8");
+      } catch (e) {
+        return error(`cannot read ${file}: ${(e as Error).message}`);
+      }
+      return { message: { type: "diff", title: path.basename(file), text }, profile: null };
+    }
+    const { summary, speedscope } = exportPaths(dir, k.stem);
+    if (k.kind === "speedscope" && !fs.existsSync(summary)) {
+      const raw = readJson(file);
+      try {
+        validateSpeedscope(raw);
+      } catch (e) {
+        return error(`${file}: ${(e as Error).message}`);
+      }
+      return { message: { type: "profile", title: path.basename(file), summary: null, speedscope: raw }, profile: null };
+    }
+    if (k.kind === "summary" && !fs.existsSync(speedscope)) {
+      return error(`${file}: its flame graph is in ${speedscope}, which does not exist`);
+    }
+    const p = loadProfile(summary, speedscope, "");
+    const title = path.basename(p.summary.program || p.speedscope.name || file);
+    const shown = { ...p, title };
+    return { message: { type: "profile", title, summary: p.rawSummary, speedscope: p.rawSpeedscope }, profile: shown };
+  } catch (e) {
+    return error((e as Error).message);
+  }
+}

@@ -1,8 +1,10 @@
 /**
- * Running the CLI for one profile (docs/spec/profiler.md §(j) "Running"): a fresh private temporary
- * directory, an argument vector (no shell), its own process group with stdin closed,
- * `TMPDIR` pointing into the run directory, and cancellation that SIGKILLs the whole group
- * and returns at once. No vscode import.
+ * Running the CLI for one profile (docs/spec/profiler.md §(j) "Running", §(l.10)): an argument
+ * vector (no shell) `<source> --run --profile -o <run dir>/<stem> [-- <args>]`, the program's
+ * working directory chosen by the caller, exports and the CLI's scratch (`TMPDIR`) in a fresh
+ * private temporary directory, its own process group with stdin closed, the sampling rate in
+ * `OSPREY_PROFILE_HZ`, and cancellation that sends SIGINT to the group (the profile is kept,
+ * §(l.5)) and SIGKILL 5 s later if it is still running. No vscode import.
  */
 import { spawn, type ChildProcess } from "child_process";
 import * as fs from "fs";
@@ -15,22 +17,41 @@ export interface RunOptions {
   osprey: string;
   /** Absolute path of the source file. */
   source: string;
-  /** Working directory of the child; the exports land here. */
+  /** Working directory of the CLI and so of the program (`osprey.profiler.cwd`). */
   cwd: string;
-  /** Cancels the run: the child's process group gets SIGKILL and the promise resolves at once. */
+  /** The run's private directory: the exports (`-o <runDir>/<stem>`) and `TMPDIR`. */
+  runDir: string;
+  /** Program arguments, passed after `--` (`osprey.profiler.args`). */
+  args?: readonly string[];
+  /** Sampling rate in Hz for `OSPREY_PROFILE_HZ` (`osprey.profiler.rateHz`); unset: the CLI's default. */
+  rateHz?: number;
+  /**
+   * Cancels the run: the child's process group gets SIGINT, and SIGKILL `killAfterMs` later if
+   * it has not exited; the promise resolves when the child has exited.
+   */
   signal?: AbortSignal;
+  /** Grace period between SIGINT and SIGKILL on cancellation, in ms (default 5000). */
+  killAfterMs?: number;
   /** Called with each chunk of the child's stdout / stderr as it arrives (UTF-8 text). */
   onStdout?: (text: string) => void;
   onStderr?: (text: string) => void;
   /** Environment of the child; default process.env. On POSIX `TMPDIR` is always set to
-   * `cwd` (see {@link childEnv}). */
+   * `runDir` (see {@link childEnv}). */
   env?: NodeJS.ProcessEnv;
 }
 
+/** Default grace period between SIGINT and SIGKILL when a run is cancelled (§(l.10)). */
+export const KILL_AFTER_MS = 5000;
+
 /** The outcome of {@link runProfile}. */
 export interface RunResult {
-  /** "exited" (status valid), "cancelled", or "failed" (could not start: `error` says why). */
+  /**
+   * "exited" (status valid), "cancelled" (the run was cancelled and has exited since: status
+   * valid), or "failed" (could not start: `error` says why).
+   */
   outcome: "exited" | "cancelled" | "failed";
+  /** Cancelled runs: true when SIGINT was not enough and the group got SIGKILL. */
+  killed?: boolean;
   /** Exit status: the exit code, or 128 + N when killed by signal N (like the CLI's own rule). */
   status: number;
   /** Signal name when the child was killed by one. */
@@ -44,9 +65,14 @@ export interface RunResult {
 
 const STDERR_KEEP = 1 << 20;
 
-/** argv of a profiling run: `<source> --run --profile`. */
-export function profileArgs(source: string): string[] {
-  return [source, "--run", "--profile"];
+/**
+ * argv of a profiling run: `<source> --run --profile -o <outStem>`, then `-- <args…>` when
+ * there are program arguments.
+ */
+export function profileArgs(source: string, outStem: string, args: readonly string[] = []): string[] {
+  const argv = [source, "--run", "--profile", "-o", outStem];
+  if (args.length > 0) argv.push("--", ...args);
+  return argv;
 }
 
 /** Creates a fresh private `os.tmpdir()/osprey-profile-XXXXXX` (mode 0700). */
@@ -62,24 +88,30 @@ export function exportStem(source: string): string {
 }
 
 /**
- * The child's environment: `env` with `TMPDIR` set to the run directory on POSIX. The CLI
- * keeps its scratch directory (object file, executable, raw profile) under `TMPDIR`; a
- * cancelled run is ended with SIGKILL, which the CLI cannot catch, so its scratch must be
- * inside the run directory that the extension deletes.
+ * The child's environment: `env` with `TMPDIR` set to the run directory on POSIX, and
+ * `OSPREY_PROFILE_HZ` set when `rateHz` is given. The CLI keeps its scratch directory (object
+ * file, executable, raw profile) under `TMPDIR`; a cancelled run that ignores SIGINT is ended
+ * with SIGKILL, which the CLI cannot catch, so its scratch must be inside the run directory
+ * that the extension deletes.
  */
-export function childEnv(env: NodeJS.ProcessEnv, runDir: string): NodeJS.ProcessEnv {
-  return process.platform === "win32" ? env : { ...env, TMPDIR: runDir };
+export function childEnv(env: NodeJS.ProcessEnv, runDir: string, rateHz?: number): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = process.platform === "win32" ? { ...env } : { ...env, TMPDIR: runDir };
+  if (rateHz !== undefined) out.OSPREY_PROFILE_HZ = String(rateHz);
+  return out;
 }
 
-/** Sends SIGKILL to the child's whole process group (POSIX) or ends its process tree (Windows). */
-export function killTree(child: ChildProcess): void {
+/**
+ * Sends `signal` to the child's whole process group (POSIX), as a terminal's Ctrl-C does for
+ * SIGINT; on Windows, which has neither, ends the child's process tree.
+ */
+export function signalTree(child: ChildProcess, signal: "SIGINT" | "SIGKILL"): void {
   if (child.pid === undefined) return;
   try {
     if (process.platform === "win32") {
       // No process groups: taskkill /T ends the child's whole tree.
       spawn("taskkill", ["/pid", String(child.pid), "/T", "/F"], { windowsHide: true, stdio: "ignore" }).on("error", () => child.kill());
     } else {
-      process.kill(-child.pid, "SIGKILL");
+      process.kill(-child.pid, signal);
     }
   } catch {
     // Already gone.
@@ -93,9 +125,11 @@ export function lastLines(text: string, n: number): string[] {
 }
 
 /**
- * Runs `<osprey> <source> --run --profile` in `cwd`. Resolves when the child exits (and its
- * output pipes close, or 2 s after exit if a leftover grandchild keeps them open), when it
- * cannot be started, or immediately on cancellation. Never rejects.
+ * Runs `<osprey> <source> --run --profile -o <runDir>/<stem> [-- args]` in `cwd`. Resolves when
+ * the child exits (and its output pipes close, or 2 s after exit if a leftover grandchild keeps
+ * them open) or when it cannot be started. On cancellation the group gets SIGINT, then SIGKILL
+ * after `killAfterMs`, and the result (outcome "cancelled") comes when the child has exited.
+ * Never rejects.
  */
 export function runProfile(o: RunOptions): Promise<RunResult> {
   return new Promise((resolve) => {
@@ -108,18 +142,27 @@ export function runProfile(o: RunOptions): Promise<RunResult> {
       o.signal?.removeEventListener("abort", onAbort);
       resolve({ ...r, stderr, pid: child?.pid });
     };
+    let cancelled = false;
+    let killed = false;
+    let killTimer: NodeJS.Timeout | undefined;
     const onAbort = (): void => {
-      if (child) killTree(child);
-      finish({ outcome: "cancelled", status: 128 + (os.constants.signals.SIGKILL ?? 9), signalName: "SIGKILL" });
+      if (!child || cancelled) return;
+      cancelled = true;
+      const c = child;
+      signalTree(c, "SIGINT");
+      killTimer = setTimeout(() => {
+        killed = true;
+        signalTree(c, "SIGKILL");
+      }, o.killAfterMs ?? KILL_AFTER_MS);
     };
     if (o.signal?.aborted) {
-      finish({ outcome: "cancelled", status: 128 + 9 });
+      finish({ outcome: "cancelled", status: 128 + 2, signalName: "SIGINT" });
       return;
     }
     try {
-      child = spawn(o.osprey, profileArgs(o.source), {
+      child = spawn(o.osprey, profileArgs(o.source, path.join(o.runDir, exportStem(o.source)), o.args ?? []), {
         cwd: o.cwd,
-        env: childEnv(o.env ?? process.env, o.cwd),
+        env: childEnv(o.env ?? process.env, o.runDir, o.rateHz),
         shell: false,
         detached: process.platform !== "win32",
         stdio: ["ignore", "pipe", "pipe"],
@@ -142,16 +185,22 @@ export function runProfile(o: RunOptions): Promise<RunResult> {
     let exitInfo: { code: number | null; sig: NodeJS.Signals | null } | null = null;
     const done = (): void => {
       if (!exitInfo) return;
+      if (killTimer) clearTimeout(killTimer);
       const { code, sig } = exitInfo;
+      const outcome = cancelled ? "cancelled" : "exited";
+      const extra = cancelled ? { killed } : {};
       if (sig) {
         const n = os.constants.signals[sig] ?? 0;
-        finish({ outcome: "exited", status: 128 + n, signalName: sig });
+        finish({ outcome, status: 128 + n, signalName: sig, ...extra });
       } else {
-        finish({ outcome: "exited", status: code ?? 0 });
+        finish({ outcome, status: code ?? 0, ...extra });
       }
     };
     child.on("exit", (code, sig) => {
       exitInfo = { code, sig };
+      // A cancelled run is over once the CLI has exited: whatever it left in its group (a
+      // program that ignores SIGINT, a stray grandchild) is ended too.
+      if (cancelled && child) signalTree(child, "SIGKILL");
       // Output may still be in the pipes: wait for "close", but not forever.
       setTimeout(done, 2000).unref();
     });

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check the four exports of `osprey examples/effects_demo.osp --profile` (docs/spec/profiler.md §(g)):
+"""Check the exports of `osprey examples/effects_demo.osp --profile` (docs/spec/profiler.md §(g)):
 three fibers with on-CPU samples -- main, the spawned fiber-1 and the effect continuation
 (fiber id -1, label effect-<row>) -- and one waiting fiber, fiber-2 (it only sleeps).
 
@@ -99,12 +99,14 @@ for line in load(".folded").splitlines():
 for label in ("main", "fiber-1", effect_label):
     if not any(fr and fr[-1] == "fib" for fr, _ in by.get(label, [])):
         fail("folded: %s has no stack ending in fib" % label)
-if not by.get("fiber-2") or not all(idle_stack(fr) for fr, _ in by["fiber-2"]):
-    fail("folded: fiber-2 is not waiting in osp_sleep_ms")
+# .folded holds on-CPU samples only (docs/spec/profiler.md §(l.6)): the sleeping fiber-2 has no
+# line, or in a sanitizer build only its thread start or exit (never its own code)
+if by.get("fiber-2") and not (sanitizer and all(idle_stack(fr) for fr, _ in by["fiber-2"])):
+    fail("folded: fiber-2 has on-CPU stacks %r" % by["fiber-2"])
 if any(fr and fr[-1] == "fib" for fr, _ in by.get("fiber-2", [])):
     fail("folded: fiber-2 computes")
 if len(failed) == n:
-    print("ok folded: %d fibers" % len(by))
+    print("ok folded: on-CPU stacks of %d fibers" % len([k for k in by if k != "fiber-2"]))
 
 # --- cpuprofile -----------------------------------------------------------------------
 n = len(failed)

@@ -210,9 +210,31 @@ static void test_huge_durations(void **state) {
         assert_int_equal(osp_fiber_state(ids[i]), 0);
 }
 
+/* yield offers the processor and returns (docs/spec/language.md §11.1): it is not a wait, so it
+ * enters no blocking region — the profiler must see a yielding thread as on-CPU — and it
+ * keeps the region protocol intact, on the main thread and in a fiber. */
+static osp_word yield_in_fiber(void *env) {
+    int64_t *regions = env;
+    int64_t before = fake_prof_regions();
+    for (int i = 0; i < 1000; i++) osp_fiber_yield();
+    *regions = fake_prof_regions() - before;
+    return 7;
+}
+
 static void test_yield(void **state) {
     (void)state;
+    int64_t violations = fake_prof_violations();
+    int64_t regions = fake_prof_regions();
     for (int i = 0; i < 1000; i++) osp_fiber_yield();
+    assert_int_equal(fake_prof_regions(), regions);
+    assert_int_equal(fake_prof_depth(), 0);
+
+    int64_t *in_fiber = osp_gc_alloc(sizeof *in_fiber);
+    *in_fiber = -1;
+    int64_t id = osp_fiber_spawn(yield_in_fiber, in_fiber);
+    assert_int_equal(osp_fiber_wait(id), 7);
+    assert_int_equal(*in_fiber, 0);
+    assert_int_equal(fake_prof_violations(), violations);
 }
 
 int main(void) {

@@ -20,6 +20,11 @@ export interface SampledProfile {
   samples: number[][];
   /** Per sample: its weight in `unit` (seconds for osprey exports); same length as `samples`. */
   weights: number[];
+  /**
+   * Per sample, when the export says: 0 on-CPU, 1 waiting (the raw `state`, §(e)); from the
+   * profile's optional `states` array (docs/editor.md "Sample states").
+   */
+  states?: Uint8Array;
 }
 
 /** A validated `<stem>.speedscope.json`. */

@@ -118,7 +118,8 @@ export function validateSummary(doc: unknown): ProfileSummary {
  * Validates `<stem>.speedscope.json` (§(g.2)): `shared.frames` is an array of objects with a
  * string `name`; `profiles` is a non-empty array; each profile has type "sampled", arrays
  * `samples` and `weights` of equal length, finite non-negative weights and integer frame
- * indices in range. Throws ValidationError naming the profile and index of the first problem.
+ * indices in range; an optional `states` array (0 on-CPU, 1 waiting) has one entry per sample.
+ * Throws ValidationError naming the profile and index of the first problem.
  * The returned document shares the (already checked) sample arrays with the input.
  */
 export function validateSpeedscope(doc: unknown): SpeedscopeDoc {
@@ -175,7 +176,21 @@ export function validateSpeedscope(doc: unknown): SpeedscopeDoc {
         }
       }
     }
+    let states: Uint8Array | undefined;
+    if (p.states !== undefined) {
+      if (!Array.isArray(p.states)) throw new ValidationError(`${at}: "states" must be an array, got ${describe(p.states)}`);
+      if (p.states.length !== samples.length) {
+        throw new ValidationError(`${at}: "states" has ${p.states.length} entries but "samples" has ${samples.length}`);
+      }
+      states = new Uint8Array(samples.length);
+      for (let i = 0; i < samples.length; i++) {
+        const v: unknown = p.states[i];
+        if (v !== 0 && v !== 1) throw new ValidationError(`${at}: states[${i}] must be 0 (on-CPU) or 1 (waiting), got ${describe(v)}`);
+        states[i] = v;
+      }
+    }
     profiles.push({
+      ...(states ? { states } : {}),
       name: pname,
       unit: str(p.unit, "seconds"),
       startValue: num(p.startValue, 0),

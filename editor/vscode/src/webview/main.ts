@@ -1,10 +1,14 @@
 /**
- * The flame-graph page inside the webview (docs/spec/profiler.md §(j) "Panel", "Flame graph").
- * Receives `{type: "profile", title, summary, speedscope}` by postMessage, validates both
- * documents, and draws the selected fiber's Left Heavy or Time Order layout on a canvas.
+ * The flame-graph page inside the webview (docs/spec/profiler.md §(j) "Panel", "Flame graph",
+ * §(l.10)). Receives `{type: "profile", title, summary, speedscope}` (summary may be null for a
+ * speedscope file without its `<stem>.profile.json`), `{type: "diff", title, text}` (a
+ * `.diff.folded` file) or `{type: "error", message}` by postMessage, validates what it got, and
+ * draws the selected samples (one fiber or all fibers, on-CPU only or all) in the chosen view:
+ * Left Heavy, Time Order, Inverted or Sandwich; a diff file gets the differential view.
  * Posts `{type: "ready"}` once listening and `{type: "select", file, line}` on click-to-source.
  */
 import { framePalette } from "../model/colors";
+import { diffChanges, diffLayout, diffRgb, maxDelta, parseDiffFolded, type DiffDoc } from "../model/diff";
 import { elideMiddle } from "../model/elide";
 import {
   buildLayout,
@@ -18,8 +22,18 @@ import {
   type ViewKind,
 } from "../model/flame";
 import { formatMs, formatPct, headerText, locationText, sampledFibers, tooltipLocation } from "../model/format";
-import type { ProfileSummary, SpeedscopeDoc } from "../model/types";
+import type { FiberSummary, Frame, ProfileSummary, SampledProfile, SpeedscopeDoc } from "../model/types";
 import { validateSpeedscope, validateSummary } from "../model/validate";
+import {
+  functionTable,
+  invertedLayout,
+  onCpuCounts,
+  profileStates,
+  sandwichLayout,
+  selectSamples,
+  type FunctionTable,
+  type ProfileStates,
+} from "../model/views";
 import { DRAG_THRESHOLD_PX, FULL_VIEW, clampView, panBy, zoomAt, zoomTo, type View } from "../model/viewport";
 
 interface VsCodeApi {
@@ -34,6 +48,10 @@ const DIM_ALPHA = 0.22;
 const LABEL_PAD = 3;
 /** Rectangles at least this wide get a label (room for the padding and an ellipsis). */
 const LABEL_MIN_PX = 2 * LABEL_PAD + 6;
+/** The Sandwich function selector lists this many functions (plus the focused one). */
+const FUNCTION_CHOICES = 300;
+/** Distinct colour steps on each side of the diff scale. */
+const DIFF_STEPS = 32;
 
 const vscode = acquireVsCodeApi();
 
@@ -47,39 +65,78 @@ const header = $("header");
 const errorBox = $("error");
 const chips = $("chips");
 const fiberSelect = $("fiber") as HTMLSelectElement;
+const fiberLabel = $("fiber-label");
+const onCpuBox = $("oncpu") as HTMLInputElement;
+const onCpuLabel = $("oncpu-label");
+const functionSelect = $("function") as HTMLSelectElement;
+const functionLabel = $("function-label");
+const viewsGroup = $("views");
+const note = $("note");
+const sandwichInfo = $("sandwich-info");
 const search = $("search") as HTMLInputElement;
 const matches = $("matches");
 const resetButton = $("reset");
-const lhButton = $("view-left-heavy");
-const toButton = $("view-time-order");
+const viewButtons: Record<Exclude<ViewKind, "diff">, HTMLElement> = {
+  "left-heavy": $("view-left-heavy"),
+  "time-order": $("view-time-order"),
+  inverted: $("view-inverted"),
+  sandwich: $("view-sandwich"),
+};
 const flame = $("flame");
 const canvas = $("canvas") as HTMLCanvasElement;
 const spacer = $("spacer");
 const empty = $("empty");
 const tooltip = $("tooltip");
-const hotBody = ($("hot") as HTMLTableElement).tBodies[0];
+const hotTitle = $("hot-title");
+const hotTable = $("hot") as HTMLTableElement;
+const hotBody = hotTable.tBodies[0];
+const changesTable = $("changes") as HTMLTableElement;
 const ctx = canvas.getContext("2d", { alpha: false }) as CanvasRenderingContext2D;
 
-/** Everything derived from one loaded profile. */
+/** The samples of one selection and their statistics (computed on first use). */
+interface Selection {
+  profile: SampledProfile;
+  frameStats?: FrameStats;
+  funcStats?: FrameStats;
+}
+
+/** Everything derived from one loaded profile or diff. */
 interface Loaded {
-  summary: ProfileSummary;
+  /** null for a speedscope file opened without its summary, and for a diff. */
+  summary: ProfileSummary | null;
   doc: SpeedscopeDoc;
   /** Distinct frame colours (#rrggbb) and each frame's index into them. */
   palette: string[];
   paletteIndex: Uint16Array;
-  /** Per profile, computed on first use. */
-  stats: (FrameStats | undefined)[];
-  /** Per profile and view kind, computed once. */
+  functions: FunctionTable;
+  /** Per function: the palette index of its first frame (a function looks like its frames). */
+  functionPaletteIndex: Uint16Array;
+  /** Summary fibers aligned with the profiles (chip i ↔ profile i), or null. */
+  fibers: FiberSummary[] | null;
+  states: ProfileStates[];
+  onCpu: number[];
+  selections: Map<string, Selection>;
   layouts: Map<string, FlameLayout>;
+  /** The diff file, in the differential view. */
+  diff: DiffDoc | null;
+  diffPalette: string[];
+  diffColor: Uint16Array | null;
 }
 
+/** The fiber filter: a profile index, or every profile merged. */
+type FiberChoice = number | "all";
+
 let loaded: Loaded | null = null;
-let profileIndex = 0;
+let fiberChoice: FiberChoice = 0;
+let onCpuOnly = true;
 let viewKind: ViewKind = "left-heavy";
+/** Focused function of the Sandwich view (index into the function table), -1 before the first choice. */
+let sandwichFocus = -1;
 let view: View = FULL_VIEW;
 let layout: FlameLayout | null = null;
 let query = "";
-let mask: Uint8Array | null = null;
+let frameMask: Uint8Array | null = null;
+let functionMask: Uint8Array | null = null;
 let hovered = -1;
 let drawPending = false;
 /** Durations of the last draws in ms (for the benchmark and tests). */
@@ -94,43 +151,158 @@ function showError(message: string): void {
 /** Milliseconds spent in the phases of the last load (for the benchmark). */
 const loadTimes: Record<string, number> = {};
 
+function clearLoaded(title: string, message: string): void {
+  loaded = null;
+  layout = null;
+  header.textContent = title;
+  showError(message);
+  chips.replaceChildren();
+  fiberSelect.replaceChildren();
+  hotBody.replaceChildren();
+  changesTable.tBodies[0].replaceChildren();
+  note.textContent = "";
+  sandwichInfo.hidden = true;
+  scheduleDraw();
+}
+
 function load(summaryRaw: unknown, speedscopeRaw: unknown): void {
   const t0 = performance.now();
-  let summary: ProfileSummary;
+  let summary: ProfileSummary | null;
   let doc: SpeedscopeDoc;
   try {
-    summary = validateSummary(summaryRaw);
+    summary = summaryRaw === null || summaryRaw === undefined ? null : validateSummary(summaryRaw);
     doc = validateSpeedscope(speedscopeRaw);
   } catch (e) {
-    loaded = null;
-    layout = null;
-    header.textContent = "Profile could not be shown";
-    showError(e instanceof Error ? e.message : String(e));
-    scheduleDraw();
+    clearLoaded("Profile could not be shown", e instanceof Error ? e.message : String(e));
     return;
   }
   showError("");
   const t1 = performance.now();
   loadTimes.validate = t1 - t0;
   const { palette, index } = framePalette(doc.frames);
-  loadTimes.colors = performance.now() - t1;
-  loaded = { summary, doc, palette, paletteIndex: index, stats: [], layouts: new Map() };
-  header.textContent = headerText(summary);
+  const t2 = performance.now();
+  loadTimes.colors = t2 - t1;
+  const functions = functionTable(doc.frames);
+  const functionPaletteIndex = new Uint16Array(functions.functions.length);
+  for (let f = 0; f < functions.functions.length; f++) functionPaletteIndex[f] = index[functions.firstFrame[f]];
+  loadTimes.functions = performance.now() - t2;
+  const fibers = summary ? chipFibers(summary, doc) : null;
+  const states = profileStates(doc, fibers);
+  loaded = {
+    summary,
+    doc,
+    palette,
+    paletteIndex: index,
+    functions,
+    functionPaletteIndex,
+    fibers,
+    states,
+    onCpu: onCpuCounts(doc, states, fibers),
+    selections: new Map(),
+    layouts: new Map(),
+    diff: null,
+    diffPalette: [],
+    diffColor: null,
+  };
+  header.textContent = summary ? headerText(summary) : speedscopeHeader(doc);
+  setMode("profile");
   buildChips();
   buildFiberSelect();
   buildHotTable();
-  selectProfile(firstProfile(summary, doc));
+  sandwichFocus = -1;
+  if (viewKind === "diff") viewKind = "left-heavy";
+  pressViewButtons();
+  onCpuOnly = true;
+  onCpuBox.checked = true;
+  selectFiber(firstChoice());
 }
 
-/** The fiber shown first: the profile whose chip has the most on-CPU samples. */
-function firstProfile(summary: ProfileSummary, doc: SpeedscopeDoc): number {
-  const fibers = chipFibers(summary, doc);
-  if (fibers) {
-    let best = 0;
-    for (let i = 1; i < fibers.length; i++) if (fibers[i].oncpuSamples > fibers[best].oncpuSamples) best = i;
-    return best;
+/** Header of a speedscope file shown without its summary: samples and fibers only. */
+function speedscopeHeader(doc: SpeedscopeDoc): string {
+  let n = 0;
+  let k = 0;
+  for (const p of doc.profiles) {
+    n += p.samples.length;
+    if (p.samples.length > 0) k++;
   }
-  return doc.activeProfileIndex;
+  return `${n} ${n === 1 ? "sample" : "samples"} \u00b7 ${k} ${k === 1 ? "fiber" : "fibers"} \u00b7 no profile summary beside this file`;
+}
+
+/** Loads a `.diff.folded` text into the differential view. */
+function loadDiff(text: string): void {
+  const t0 = performance.now();
+  let d: DiffDoc;
+  try {
+    d = parseDiffFolded(text);
+  } catch (e) {
+    clearLoaded("Diff could not be shown", e instanceof Error ? e.message : String(e));
+    return;
+  }
+  showError("");
+  loadTimes.parse = performance.now() - t0;
+  const frames: Frame[] = d.names.map((name) => ({ name, file: "", line: 0 }));
+  const profile: SampledProfile = { name: "new", unit: "samples", startValue: 0, endValue: d.newTotal, samples: d.stacks, weights: d.next };
+  const doc: SpeedscopeDoc = { name: "", activeProfileIndex: 0, frames, profiles: [profile] };
+  const functions = functionTable(frames);
+  loaded = {
+    summary: null,
+    doc,
+    palette: [],
+    paletteIndex: new Uint16Array(frames.length),
+    functions,
+    functionPaletteIndex: new Uint16Array(functions.functions.length),
+    fibers: null,
+    states: ["on-cpu"],
+    onCpu: [d.stacks.length],
+    selections: new Map(),
+    layouts: new Map(),
+    diff: d,
+    diffPalette: [],
+    diffColor: null,
+  };
+  header.textContent =
+    `diff \u00b7 base ${d.baseTotal} ${d.baseTotal === 1 ? "sample" : "samples"} \u00b7 new ${d.newTotal} ` +
+    `${d.newTotal === 1 ? "sample" : "samples"} \u00b7 ${d.stacks.length} ${d.stacks.length === 1 ? "stack" : "stacks"} \u00b7 red: more than in base, blue: less`;
+  setMode("diff");
+  buildChangesTable(d);
+  viewKind = "diff";
+  fiberChoice = 0;
+  view = FULL_VIEW;
+  hovered = -1;
+  hideTooltip();
+  flame.scrollTop = 0;
+  ensureLayout();
+  applySearch();
+}
+
+/** Shows the controls of a profile or of a diff. */
+function setMode(mode: "profile" | "diff"): void {
+  const diff = mode === "diff";
+  chips.hidden = diff;
+  viewsGroup.hidden = diff;
+  fiberLabel.hidden = diff;
+  onCpuLabel.hidden = diff;
+  functionLabel.hidden = diff || viewKind !== "sandwich";
+  hotTitle.textContent = diff ? "Changed functions (self share)" : "Hot functions";
+  hotTable.hidden = diff;
+  changesTable.hidden = !diff;
+  note.textContent = "";
+  sandwichInfo.hidden = true;
+  if (diff) chips.replaceChildren();
+}
+
+/**
+ * The selection shown first (§(l.10)): All fibers when more than one fiber has on-CPU samples,
+ * otherwise the fiber with the most on-CPU samples (the export's active profile on ties).
+ */
+function firstChoice(): FiberChoice {
+  if (!loaded) return 0;
+  const counts = loaded.onCpu;
+  const busy = counts.filter((c) => c !== 0).length;
+  if (loaded.doc.profiles.length > 1 && busy > 1) return "all";
+  let best = loaded.doc.activeProfileIndex;
+  for (let i = 0; i < counts.length; i++) if (counts[i] > counts[best]) best = i;
+  return best;
 }
 
 /**
@@ -150,7 +322,7 @@ function countText(n: number, noun: string): string {
 function buildChips(): void {
   if (!loaded) return;
   chips.replaceChildren();
-  const fibers = chipFibers(loaded.summary, loaded.doc);
+  const fibers = loaded.fibers;
   loaded.doc.profiles.forEach((p, i) => {
     const chip = document.createElement("button");
     chip.className = "chip";
@@ -161,11 +333,11 @@ function buildChips(): void {
     const label = f ? f.label : p.name;
     const detail = f
       ? f.oncpuSamples > 0
-        ? `${countText(f.samples, "sample")} · ${Math.round((100 * f.oncpuSamples) / f.samples)}% on-CPU`
-        : `${countText(f.samples, "sample")} · waiting`
+        ? `${countText(f.samples, "sample")} \u00b7 ${Math.round((100 * f.oncpuSamples) / f.samples)}% on-CPU`
+        : `${countText(f.samples, "sample")} \u00b7 waiting`
       : countText(p.samples.length, "sample");
-    chip.textContent = `${label} · ${detail}`;
-    chip.addEventListener("click", () => selectProfile(i));
+    chip.textContent = `${label} \u00b7 ${detail}`;
+    chip.addEventListener("click", () => selectFiber(i));
     chips.appendChild(chip);
   });
 }
@@ -173,6 +345,12 @@ function buildChips(): void {
 function buildFiberSelect(): void {
   if (!loaded) return;
   fiberSelect.replaceChildren();
+  if (loaded.doc.profiles.length > 1) {
+    const o = document.createElement("option");
+    o.value = "all";
+    o.textContent = "All fibers";
+    fiberSelect.appendChild(o);
+  }
   loaded.doc.profiles.forEach((p, i) => {
     const o = document.createElement("option");
     o.value = String(i);
@@ -182,7 +360,10 @@ function buildFiberSelect(): void {
 }
 
 function buildHotTable(): void {
-  if (!loaded) return;
+  if (!loaded || !loaded.summary) {
+    hotBody.replaceChildren();
+    return;
+  }
   hotBody.replaceChildren();
   for (const h of loaded.summary.hotFunctions) {
     const tr = document.createElement("tr");
@@ -202,34 +383,185 @@ function buildHotTable(): void {
   }
 }
 
+/** The 20 functions whose self share changed most, either way. */
+function buildChangesTable(d: DiffDoc): void {
+  const body = changesTable.tBodies[0];
+  body.replaceChildren();
+  for (const c of diffChanges(d).slice(0, 20)) {
+    const tr = document.createElement("tr");
+    const delta = (c.newSelf - c.baseSelf) * 100;
+    const cells = [formatPct(c.baseSelf), formatPct(c.newSelf), `${delta >= 0 ? "+" : "\u2212"}${Math.abs(delta).toFixed(1)}`, c.name];
+    cells.forEach((text, i) => {
+      const td = document.createElement("td");
+      td.textContent = text;
+      if (i < 3) td.className = "num";
+      tr.appendChild(td);
+    });
+    body.appendChild(tr);
+  }
+}
+
 // ---------------------------------------------------------------- state changes
 
-function currentStats(): FrameStats | null {
+function selectionKey(): string {
+  return `${fiberChoice}:${onCpuOnly ? "on-cpu" : "all"}`;
+}
+
+function selectionName(): string {
+  if (!loaded) return "";
+  if (loaded.diff) return "new";
+  return fiberChoice === "all" ? "all fibers" : loaded.doc.profiles[fiberChoice].name;
+}
+
+function currentSelection(): Selection | null {
   if (!loaded) return null;
-  let s = loaded.stats[profileIndex];
+  const key = selectionKey();
+  let s = loaded.selections.get(key);
   if (!s) {
-    s = frameStats(loaded.doc.profiles[profileIndex], loaded.doc.frames.length);
-    loaded.stats[profileIndex] = s;
+    const which = fiberChoice === "all" ? loaded.doc.profiles.map((_, i) => i) : [fiberChoice];
+    s = { profile: selectSamples(loaded.doc, which, onCpuOnly && !loaded.diff, loaded.states, selectionName()) };
+    loaded.selections.set(key, s);
   }
   return s;
 }
 
+/** Frame-level statistics of the selection (Left Heavy, Time Order). */
+function currentFrameStats(): FrameStats | null {
+  const s = currentSelection();
+  if (!loaded || !s) return null;
+  if (!s.frameStats) s.frameStats = frameStats(s.profile, loaded.doc.frames.length);
+  return s.frameStats;
+}
+
+/** Function-level statistics of the selection (Inverted, Sandwich). */
+function currentFunctionStats(): FrameStats | null {
+  const s = currentSelection();
+  if (!loaded || !s) return null;
+  if (!s.funcStats) s.funcStats = frameStats(s.profile, loaded.doc.frames.length, loaded.functions.funcOf, loaded.functions.functions.length);
+  return s.funcStats;
+}
+
+/** The function the Sandwich shows when none was picked: the one with the most self weight. */
+function defaultFocus(): number {
+  const st = currentFunctionStats();
+  if (!st) return -1;
+  let best = -1;
+  for (let f = 0; f < st.self.length; f++) if (st.total[f] > 0 && (best < 0 || st.self[f] > st.self[best])) best = f;
+  return best;
+}
+
 function ensureLayout(): void {
-  if (!loaded) {
+  const sel = currentSelection();
+  if (!loaded || !sel) {
     layout = null;
     return;
   }
-  const key = `${profileIndex}:${viewKind}`;
+  if (viewKind === "sandwich" && sandwichFocus < 0) sandwichFocus = defaultFocus();
+  const key = `${selectionKey()}:${viewKind}${viewKind === "sandwich" ? `:${sandwichFocus}` : ""}`;
   let l = loaded.layouts.get(key);
   if (!l) {
     const t0 = performance.now();
-    l = buildLayout(viewKind, loaded.doc.profiles[profileIndex], loaded.doc.frames.length);
+    const p = sel.profile;
+    if (viewKind === "diff" && loaded.diff) l = diffLayout(loaded.diff);
+    else if (viewKind === "inverted") l = invertedLayout(p, loaded.functions);
+    else if (viewKind === "sandwich") l = sandwichLayout(p, loaded.functions, Math.max(0, sandwichFocus));
+    else l = buildLayout(viewKind === "time-order" ? "time-order" : "left-heavy", p, loaded.doc.frames.length);
     loaded.layouts.set(key, l);
     loadTimes[`layout-${viewKind}`] = performance.now() - t0;
   }
   layout = l;
+  if (l.kind === "diff") prepareDiffColors(l);
   fitHeight();
-  empty.textContent = l.totalWeight > 0 && l.count > 0 ? "" : "No samples in this fiber";
+  updateNotes();
+  empty.textContent = l.totalWeight > 0 && l.count > 0 ? "" : emptyText();
+}
+
+function emptyText(): string {
+  if (!loaded) return "";
+  if (loaded.diff) return "No samples in the new profile";
+  if (viewKind === "sandwich" && sandwichFocus < 0) return "No function to show";
+  if (onCpuOnly) {
+    const all = selectSamples(loaded.doc, fiberChoice === "all" ? loaded.doc.profiles.map((_, i) => i) : [fiberChoice], false, loaded.states, "");
+    if (all.samples.length > 0) return "No on-CPU samples here: turn off On-CPU only to see the waiting ones";
+  }
+  return fiberChoice === "all" ? "No samples" : "No samples in this fiber";
+}
+
+/** The note under the toolbar (fibers whose waiting samples cannot be hidden) and the Sandwich line. */
+function updateNotes(): void {
+  if (!loaded || loaded.diff) {
+    note.textContent = "";
+    sandwichInfo.hidden = true;
+    return;
+  }
+  const which = fiberChoice === "all" ? loaded.doc.profiles.map((_, i) => i) : [fiberChoice];
+  const mixed = which.filter((i) => loaded && loaded.states[i] === "mixed").map((i) => loaded?.doc.profiles[i].name ?? "");
+  note.textContent =
+    onCpuOnly && mixed.length > 0
+      ? `This export does not mark which samples of ${mixed.join(", ")} were waiting, so they are all shown.`
+      : "";
+  functionLabel.hidden = viewKind !== "sandwich";
+  sandwichInfo.hidden = viewKind !== "sandwich";
+  if (viewKind === "sandwich") {
+    buildFunctionSelect();
+    const st = currentFunctionStats();
+    if (st && sandwichFocus >= 0) {
+      const fn = loaded.functions.functions[sandwichFocus];
+      const tw = st.totalWeight > 0 ? st.totalWeight : 1;
+      sandwichInfo.textContent =
+        `${fn.name} \u00b7 ${tooltipLocation(fn.file, fn.line)} \u00b7 self ${formatMs(st.self[sandwichFocus])} (${formatPct(st.self[sandwichFocus] / tw)}, ` +
+        `${countText(st.selfSamples[sandwichFocus], "sample")}) \u00b7 total ${formatMs(st.total[sandwichFocus])} (${formatPct(st.total[sandwichFocus] / tw)}, ` +
+        `${countText(st.samples[sandwichFocus], "sample")}) \u00b7 callers above, callees below`;
+    } else {
+      sandwichInfo.textContent = "";
+    }
+  }
+}
+
+/** The Sandwich function selector: the heaviest functions of the selection by total weight, and the focused one. */
+let functionSelectFor = "";
+function buildFunctionSelect(): void {
+  if (!loaded) return;
+  const key = `${selectionKey()}:${sandwichFocus}`;
+  if (functionSelectFor === key) return;
+  functionSelectFor = key;
+  const st = currentFunctionStats();
+  if (!st) return;
+  const ids: number[] = [];
+  for (let f = 0; f < st.total.length; f++) if (st.total[f] > 0) ids.push(f);
+  ids.sort((a, b) => st.total[b] - st.total[a] || a - b);
+  const shown = ids.slice(0, FUNCTION_CHOICES);
+  if (sandwichFocus >= 0 && !shown.includes(sandwichFocus)) shown.push(sandwichFocus);
+  functionSelect.replaceChildren();
+  const tw = st.totalWeight > 0 ? st.totalWeight : 1;
+  for (const f of shown) {
+    const fn = loaded.functions.functions[f];
+    const o = document.createElement("option");
+    o.value = String(f);
+    o.textContent = `${fn.name} \u2014 ${locationText(fn.file, fn.line)} \u00b7 ${formatPct(st.total[f] / tw)}`;
+    functionSelect.appendChild(o);
+  }
+  functionSelect.value = String(sandwichFocus);
+}
+
+/** Per-rectangle palette indices of a diff layout: the colour scale quantised to DIFF_STEPS per side. */
+function prepareDiffColors(l: FlameLayout): void {
+  if (!loaded || !l.base) return;
+  if (loaded.diffColor && loaded.diffColor.length === l.count) return;
+  const m = maxDelta(l);
+  const palette: string[] = [];
+  for (let i = -DIFF_STEPS; i <= DIFF_STEPS; i++) {
+    const [r, g, b] = diffRgb(i, DIFF_STEPS);
+    palette.push(`#${[r, g, b].map((v) => v.toString(16).padStart(2, "0")).join("")}`);
+  }
+  const idx = new Uint16Array(l.count);
+  for (let k = 0; k < l.count; k++) {
+    const delta = (l.x1[k] - l.x0[k]) * l.totalWeight - l.base[k];
+    const step = m > 0 ? Math.round((delta / m) * DIFF_STEPS) : 0;
+    idx[k] = step + DIFF_STEPS;
+  }
+  loaded.diffPalette = palette;
+  loaded.diffColor = idx;
 }
 
 /** Makes the graph as tall as its rows (plus a spare one), between 160 px and 65% of the window. */
@@ -241,45 +573,93 @@ function fitHeight(): void {
   spacer.style.height = `${Math.max(0, rows * ROW - canvasCssHeight())}px`;
 }
 
-/** Switches fiber: resets the zoom and re-applies the search (§(j) "Fiber filter"). */
-function selectProfile(i: number): void {
-  if (!loaded) return;
-  profileIndex = Math.max(0, Math.min(loaded.doc.profiles.length - 1, i));
-  fiberSelect.value = String(profileIndex);
-  for (const c of Array.from(chips.children)) {
-    c.classList.toggle("active", (c as HTMLElement).dataset.index === String(profileIndex));
-  }
+/** Resets the zoom, the hover and the vertical scroll (after the layout changed). */
+function resetViewState(): void {
   view = FULL_VIEW;
   hovered = -1;
   hideTooltip();
   flame.scrollTop = 0;
+}
+
+/** Switches fiber (or All fibers): resets the zoom and re-applies the search (§(j) "Fiber filter"). */
+function selectFiber(choice: FiberChoice): void {
+  if (!loaded) return;
+  fiberChoice = choice === "all" ? (loaded.doc.profiles.length > 1 ? "all" : 0) : Math.max(0, Math.min(loaded.doc.profiles.length - 1, choice));
+  fiberSelect.value = String(fiberChoice);
+  for (const c of Array.from(chips.children)) {
+    c.classList.toggle("active", (c as HTMLElement).dataset.index === String(fiberChoice));
+  }
+  resetViewState();
   ensureLayout();
   applySearch();
 }
 
+function pressViewButtons(): void {
+  for (const [k, b] of Object.entries(viewButtons)) b.setAttribute("aria-pressed", String(k === viewKind));
+}
+
 function setViewKind(k: ViewKind): void {
+  if (!loaded || loaded.diff) return;
   viewKind = k;
-  lhButton.setAttribute("aria-pressed", String(k === "left-heavy"));
-  toButton.setAttribute("aria-pressed", String(k === "time-order"));
-  view = FULL_VIEW;
-  hovered = -1;
+  pressViewButtons();
+  resetViewState();
   ensureLayout();
-  scheduleDraw();
+  applySearch();
+}
+
+function setOnCpuOnly(on: boolean): void {
+  onCpuOnly = on;
+  onCpuBox.checked = on;
+  if (!loaded || loaded.diff) return;
+  resetViewState();
+  ensureLayout();
+  applySearch();
+}
+
+/** Shows function `f` (index into the function table) in the Sandwich view. */
+function focusSandwich(f: number): void {
+  if (!loaded || loaded.diff || f < 0 || f >= loaded.functions.functions.length) return;
+  sandwichFocus = f;
+  if (viewKind !== "sandwich") {
+    setViewKind("sandwich");
+    return;
+  }
+  resetViewState();
+  ensureLayout();
+  applySearch();
+}
+
+/** The function of rectangle k of the current layout. */
+function functionOfRect(k: number): number {
+  if (!loaded || !layout) return -1;
+  const f = layout.frame[k];
+  return layout.table === "functions" ? f : loaded.functions.funcOf[f];
 }
 
 function applySearch(): void {
   query = search.value;
-  if (!loaded || query === "") {
-    mask = null;
+  const sel = currentSelection();
+  if (!loaded || !sel || query === "") {
+    frameMask = null;
+    functionMask = null;
     matches.textContent = "";
   } else {
-    mask = matchFrames(loaded.doc.frames, query);
-    const r = searchShare(loaded.doc.profiles[profileIndex], mask);
-    matches.textContent = `${r.frames} matching ${r.frames === 1 ? "frame" : "frames"} · ${formatPct(r.share)} of ${
-      loaded.doc.profiles[profileIndex].name
-    }`;
+    frameMask = matchFrames(loaded.doc.frames, query);
+    functionMask = matchFrames(loaded.functions.functions, query);
+    const r = searchShare(sel.profile, frameMask);
+    const n = layout && layout.table === "functions" ? countMatches(functionMask) : r.frames;
+    const noun = layout && layout.table === "functions" ? "function" : "frame";
+    matches.textContent = `${n} matching ${noun}${n === 1 ? "" : "s"} \u00b7 ${formatPct(r.share)} of ${selectionName()}`;
   }
   scheduleDraw();
+}
+
+/** Functions in `mask` that the selection contains. */
+function countMatches(mask: Uint8Array): number {
+  const st = currentFunctionStats();
+  let n = 0;
+  for (let f = 0; f < mask.length; f++) if (mask[f] === 1 && st && st.total[f] > 0) n++;
+  return n;
 }
 
 function resetZoom(): void {
@@ -420,24 +800,37 @@ function draw(): void {
     recordDraw(t0);
     return;
   }
-  const { palette, paletteIndex } = loaded;
+  const diffColor = l.kind === "diff" ? loaded.diffColor : null;
+  const palette = diffColor ? loaded.diffPalette : loaded.palette;
+  const paletteIndex = l.table === "functions" ? loaded.functionPaletteIndex : loaded.paletteIndex;
   ensurePackedPalette(palette);
-  const frames = loaded.doc.frames;
+  const names = l.table === "functions" ? loaded.functions.functions : loaded.doc.frames;
   const span = view.end - view.start;
   const scale = (cssWidth / span) * dpr; // device pixels per unit of x
   const top = flame.scrollTop;
   const firstRow = Math.max(0, Math.floor(top / ROW));
   const lastRow = Math.min(l.rows - 1, Math.floor((top + cssHeight) / ROW));
-  const m = mask;
+  const m = l.table === "functions" ? functionMask : frameMask;
   const minRect = MIN_RECT_PX * dpr;
   const labelMin = LABEL_MIN_PX * dpr;
   const gap = Math.max(1, Math.round(0.5 * dpr));
   const labels: number[] = [];
+  const blocks = widthBlocks(l);
   for (let d = firstRow; d <= lastRow; d++) {
     const end = l.rowStart[d + 1];
     let filledTo = 0;
     let any = false;
     for (let k = firstInRow(l, d, view.start); k < end; k++) {
+      // Whole blocks of rectangles too narrow to draw are skipped at once (exact: each of them
+      // would be skipped below).
+      if ((k & 1023) === 0 && blocks.wide1024[k >> 10] * scale < minRect) {
+        k += 1023;
+        continue;
+      }
+      if ((k & 31) === 0 && blocks.wide32[k >> 5] * scale < minRect) {
+        k += 31;
+        continue;
+      }
       const x0 = l.x0[k];
       if (x0 >= view.end) break;
       const w = (l.x1[k] - x0) * scale;
@@ -455,7 +848,8 @@ function draw(): void {
       }
       filledTo = b;
       const f = l.frame[k];
-      const color = packedPalette[2 * paletteIndex[f] + (m !== null && m[f] === 0 ? 1 : 0)];
+      const pi = diffColor ? diffColor[k] : paletteIndex[f];
+      const color = packedPalette[2 * pi + (m !== null && m[f] === 0 ? 1 : 0)];
       const stop = b - a >= 3 ? b - gap : b;
       if (stop - a < 16) for (let x = a; x < stop; x++) scanline[x] = color;
       else scanline.fill(color, a, stop);
@@ -478,13 +872,20 @@ function draw(): void {
   for (const k of labels) {
     const px0 = Math.max(0, (l.x0[k] - view.start) * cssScale);
     const px1 = Math.min(cssWidth, (l.x1[k] - view.start) * cssScale);
-    const text = elideMiddle(frames[l.frame[k]].name, px1 - px0 - 2 * LABEL_PAD, measure);
+    const text = elideMiddle(names[l.frame[k]].name, px1 - px0 - 2 * LABEL_PAD, measure);
     if (text === "") continue;
     const a = m !== null && m[l.frame[k]] === 0 ? DIM_ALPHA : 1;
     if (a !== alpha) ctx.globalAlpha = alpha = a;
     ctx.fillText(text, px0 + LABEL_PAD, l.depth[k] * ROW - top + (ROW - 1) / 2);
   }
   ctx.globalAlpha = 1;
+  if (l.kind === "sandwich") {
+    // The focused function's row: a rule above and below separates callers from callees.
+    const y = (l as FlameLayout & { focusRow: number }).focusRow * ROW - top;
+    ctx.fillStyle = highlight;
+    ctx.fillRect(0, y - 1, cssWidth, 1);
+    ctx.fillRect(0, y + ROW - 1, cssWidth, 1);
+  }
   if (hovered >= 0 && hovered < l.count) {
     const px0 = (l.x0[hovered] - view.start) * cssScale;
     const w = (l.x1[hovered] - l.x0[hovered]) * cssScale;
@@ -493,6 +894,33 @@ function draw(): void {
     ctx.strokeRect(Math.max(-1, px0) + 0.75, l.depth[hovered] * ROW - top + 0.75, Math.min(w, cssWidth + 2) - 1.5, ROW - 2.5);
   }
   recordDraw(t0);
+}
+
+/** Widest rectangle (normalised width) of each aligned block of 32 and of 1024 rectangles. */
+interface WidthBlocks {
+  wide32: Float64Array;
+  wide1024: Float64Array;
+}
+const widthBlockCache = new WeakMap<FlameLayout, WidthBlocks>();
+
+/**
+ * The block maxima of a layout (computed once per layout, O(count)): draw() skips a block whose
+ * widest rectangle is under the 0.3 px limit at the current zoom, so a row of millions of
+ * sub-pixel rectangles costs a few thousand checks, not millions.
+ */
+function widthBlocks(l: FlameLayout): WidthBlocks {
+  let b = widthBlockCache.get(l);
+  if (b) return b;
+  const wide32 = new Float64Array((l.count >> 5) + 1);
+  const wide1024 = new Float64Array((l.count >> 10) + 1);
+  for (let k = 0; k < l.count; k++) {
+    const w = l.x1[k] - l.x0[k];
+    if (w > wide32[k >> 5]) wide32[k >> 5] = w;
+    if (w > wide1024[k >> 10]) wide1024[k >> 10] = w;
+  }
+  b = { wide32, wide1024 };
+  widthBlockCache.set(l, b);
+  return b;
 }
 
 /** When set (benchmark), each draw is followed by a 1-pixel read so its time includes rasterising. */
@@ -522,23 +950,50 @@ function hideTooltip(): void {
   tooltip.style.display = "none";
 }
 
-function showTooltip(k: number, clientX: number, clientY: number): void {
-  const stats = currentStats();
-  if (!loaded || !layout || !stats) return;
+/** The frame (or function) shown by rectangle k of the current layout. */
+function frameOfRect(k: number): Frame | null {
+  if (!loaded || !layout) return null;
   const f = layout.frame[k];
-  const frame = loaded.doc.frames[f];
+  return layout.table === "functions" ? loaded.functions.functions[f] : loaded.doc.frames[f];
+}
+
+/** Tooltip lines of rectangle k: name, location, self and total, samples (diff: both shares). */
+function tooltipLines(k: number): string[] {
+  const frame = frameOfRect(k);
+  if (!loaded || !layout || !frame) return [];
+  if (layout.kind === "diff" && layout.base) {
+    const now = (layout.x1[k] - layout.x0[k]) * layout.totalWeight;
+    const was = layout.base[k];
+    const d = (now - was) * 100;
+    return [frame.name, `base ${formatPct(was)} \u00b7 new ${formatPct(now)} (${d >= 0 ? "+" : "\u2212"}${Math.abs(d).toFixed(1)} points)`];
+  }
+  const stats = layout.table === "functions" ? currentFunctionStats() : currentFrameStats();
+  if (!stats) return [];
+  const f = layout.frame[k];
   const tw = stats.totalWeight > 0 ? stats.totalWeight : 1;
+  const lines = [
+    frame.name,
+    tooltipLocation(frame.file, frame.line),
+    `self ${formatMs(stats.self[f])} (${formatPct(stats.self[f] / tw)}) \u00b7 total ${formatMs(stats.total[f])} (${formatPct(stats.total[f] / tw)})`,
+    `${stats.samples[f]} ${stats.samples[f] === 1 ? "sample" : "samples"}`,
+  ];
+  if (layout.kind === "inverted" || layout.kind === "sandwich") {
+    // What this rectangle itself stands for: a path through the function, not the whole function.
+    lines.push(`this path: ${formatMs(layout.weight[k])} (${formatPct(layout.weight[k] / tw)})`);
+  }
+  return lines;
+}
+
+function showTooltip(k: number, clientX: number, clientY: number): void {
+  const lines = tooltipLines(k);
+  if (lines.length === 0) return;
   tooltip.replaceChildren();
-  const line = (cls: string, text: string): void => {
+  lines.forEach((text, i) => {
     const div = document.createElement("div");
-    div.className = cls;
+    div.className = i === 0 ? "name" : i === 1 ? "loc" : "";
     div.textContent = text;
     tooltip.appendChild(div);
-  };
-  line("name", frame.name);
-  line("loc", tooltipLocation(frame.file, frame.line));
-  line("", `self ${formatMs(stats.self[f])} (${formatPct(stats.self[f] / tw)}) · total ${formatMs(stats.total[f])} (${formatPct(stats.total[f] / tw)})`);
-  line("", `${stats.samples[f]} ${stats.samples[f] === 1 ? "sample" : "samples"}`);
+  });
   tooltip.style.display = "block";
   const pad = 12;
   const w = tooltip.offsetWidth;
@@ -611,8 +1066,8 @@ window.addEventListener("mouseup", (e) => {
   if (wasDrag || e.target !== canvas || e.button !== 0 || e.detail > 1) return;
   const k = rectAt(e.clientX, e.clientY);
   if (k < 0 || !loaded || !layout) return;
-  const frame = loaded.doc.frames[layout.frame[k]];
-  if (frame.file !== "") vscode.postMessage({ type: "select", file: frame.file, line: frame.line });
+  const frame = frameOfRect(k);
+  if (frame && frame.file !== "") vscode.postMessage({ type: "select", file: frame.file, line: frame.line });
 });
 
 canvas.addEventListener("mouseleave", () => {
@@ -639,14 +1094,18 @@ window.addEventListener("keydown", (e) => {
     }
     return;
   }
-  if (e.key === "0" && document.activeElement !== search && !e.ctrlKey && !e.metaKey && !e.altKey) resetZoom();
+  if (document.activeElement === search || e.ctrlKey || e.metaKey || e.altKey) return;
+  if (e.key === "0") resetZoom();
+  // S: the Sandwich of the function under the pointer.
+  if ((e.key === "s" || e.key === "S") && hovered >= 0) focusSandwich(functionOfRect(hovered));
 });
 
 search.addEventListener("input", () => applySearch());
 resetButton.addEventListener("click", () => resetZoom());
-lhButton.addEventListener("click", () => setViewKind("left-heavy"));
-toButton.addEventListener("click", () => setViewKind("time-order"));
-fiberSelect.addEventListener("change", () => selectProfile(Number(fiberSelect.value)));
+for (const [k, b] of Object.entries(viewButtons)) b.addEventListener("click", () => setViewKind(k as ViewKind));
+fiberSelect.addEventListener("change", () => selectFiber(fiberSelect.value === "all" ? "all" : Number(fiberSelect.value)));
+onCpuBox.addEventListener("change", () => setOnCpuOnly(onCpuBox.checked));
+functionSelect.addEventListener("change", () => focusSandwich(Number(functionSelect.value)));
 
 window.addEventListener("resize", () => {
   fitHeight();
@@ -665,17 +1124,59 @@ new MutationObserver(() => {
 }).observe(document.body, { attributes: true, attributeFilter: ["class", "style"] });
 
 window.addEventListener("message", (e: MessageEvent) => {
-  const m = e.data as { type?: unknown; summary?: unknown; speedscope?: unknown; title?: unknown };
-  if (!m || m.type !== "profile") return;
-  load(m.summary, m.speedscope);
+  const m = e.data as { type?: unknown; summary?: unknown; speedscope?: unknown; text?: unknown; message?: unknown };
+  if (!m) return;
+  if (m.type === "profile") load(m.summary, m.speedscope);
+  else if (m.type === "diff" && typeof m.text === "string") loadDiff(m.text);
+  else if (m.type === "error" && typeof m.message === "string") clearLoaded("Profile could not be shown", m.message);
 });
 
 /** Read-only introspection for the browser tests and the benchmark. */
 (window as unknown as { ospreyProfiler: unknown }).ospreyProfiler = {
   view: (): View => ({ ...view }),
   viewKind: (): ViewKind => viewKind,
-  profileIndex: (): number => profileIndex,
-  profileName: (): string => (loaded ? loaded.doc.profiles[profileIndex].name : ""),
+  profileIndex: (): number => (fiberChoice === "all" ? -1 : fiberChoice),
+  profileName: (): string => selectionName(),
+  fiberChoice: (): string => String(fiberChoice),
+  onCpuOnly: (): boolean => onCpuOnly,
+  /** Weight and sample count of the current selection. */
+  selectionTotals: (): { weight: number; samples: number } => {
+    const s = currentSelection();
+    return s ? { weight: s.profile.weights.reduce((a, b) => a + b, 0), samples: s.profile.samples.length } : { weight: 0, samples: 0 };
+  },
+  /** Per-function statistics of the current selection, keyed `name\u0000file`, for functions present in it. */
+  functionStats: (): Record<string, { self: number; total: number; selfSamples: number; samples: number }> => {
+    const st = currentFunctionStats();
+    const out: Record<string, { self: number; total: number; selfSamples: number; samples: number }> = {};
+    if (!loaded || !st) return out;
+    loaded.functions.functions.forEach((fn, f) => {
+      if (st.total[f] > 0) out[`${fn.name}\u0000${fn.file}`] = { self: st.self[f], total: st.total[f], selfSamples: st.selfSamples[f], samples: st.samples[f] };
+    });
+    return out;
+  },
+  /** Rectangles of one row of the current layout: name, file and weight (layout units). */
+  row: (d: number): { name: string; file: string; weight: number; base?: number }[] => {
+    const out: { name: string; file: string; weight: number; base?: number }[] = [];
+    if (!layout || d < 0 || d >= layout.rows) return out;
+    for (let k = layout.rowStart[d]; k < layout.rowStart[d + 1]; k++) {
+      const fr = frameOfRect(k);
+      if (fr) out.push({ name: fr.name, file: fr.file, weight: layout.weight[k], ...(layout.base ? { base: layout.base[k] } : {}) });
+    }
+    return out;
+  },
+  sandwich: (): { focus: string; file: string; focusRow: number; info: string } | null => {
+    if (!loaded || !layout || layout.kind !== "sandwich") return null;
+    const fn = loaded.functions.functions[sandwichFocus];
+    return { focus: fn.name, file: fn.file, focusRow: (layout as unknown as { focusRow: number }).focusRow, info: sandwichInfo.textContent ?? "" };
+  },
+  /** Focuses the Sandwich on the function `name` in `file` (first match). */
+  sandwichOn: (name: string, file: string): boolean => {
+    if (!loaded) return false;
+    const f = loaded.functions.functions.findIndex((fn) => fn.name === name && fn.file === file);
+    if (f < 0) return false;
+    focusSandwich(f);
+    return true;
+  },
   rows: (): number => (layout ? layout.rows : 0),
   rectCount: (): number => (layout ? layout.count : 0),
   /** The first rectangle of `frameName` on the current layout, in client coordinates of its centre. */
@@ -684,8 +1185,8 @@ window.addEventListener("message", (e: MessageEvent) => {
     const r = canvas.getBoundingClientRect();
     const scale = cssWidth / (view.end - view.start);
     for (let k = 0; k < layout.count; k++) {
-      const frame = loaded.doc.frames[layout.frame[k]];
-      if (frame.name !== frameName) continue;
+      const frame = frameOfRect(k);
+      if (!frame || frame.name !== frameName) continue;
       const a = Math.max(view.start, layout.x0[k]);
       const b = Math.min(view.end, layout.x1[k]);
       if (b <= a) continue;

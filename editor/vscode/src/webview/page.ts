@@ -1,7 +1,8 @@
 /**
  * The webview's HTML (docs/spec/profiler.md §(j) "Panel"): strict content-security policy
  * `default-src 'none'` with a nonce for the one script and the one style element; no profile
- * data in the markup (it arrives by postMessage). Shared by the extension and the browser tests.
+ * data in the markup (it arrives by postMessage). Shared by the panel, the custom editor for
+ * profile files (§(l.10)) and the browser tests.
  */
 import { escapeHtml } from "../model/format";
 
@@ -47,6 +48,12 @@ select, input { background: var(--vscode-input-background, #3c3c3c); color: var(
   border: 1px solid var(--vscode-input-border, #555); font: inherit; padding: 2px 4px; }
 #search { width: 16em; }
 #matches { opacity: 0.85; min-width: 10em; }
+#views { display: inline-flex; gap: 2px; }
+#note { opacity: 0.85; font-size: 12px; margin-bottom: 4px; }
+#note:empty { display: none; }
+#sandwich-info { font-size: 12px; margin-bottom: 4px; }
+#function { max-width: 28em; }
+[hidden] { display: none !important; }
 #flame { position: relative; height: 160px; overflow-y: auto; overflow-x: hidden;
   border: 1px solid var(--vscode-panel-border, #444); }
 #canvas { position: sticky; top: 0; display: block; width: 100%; cursor: default; }
@@ -82,17 +89,26 @@ export function renderPage(o: PageOptions): string {
 <div id="error" role="alert"></div>
 <div id="chips" role="group" aria-label="Fibers"></div>
 <div id="toolbar">
-  <button class="tool" id="view-left-heavy" aria-pressed="true">Left Heavy</button>
-  <button class="tool" id="view-time-order" aria-pressed="false">Time Order</button>
-  <label>Fiber <select id="fiber"></select></label>
+  <span id="views" role="group" aria-label="View">
+  <button class="tool" id="view-left-heavy" aria-pressed="true" title="Identical stacks merged, heaviest first">Left Heavy</button>
+  <button class="tool" id="view-time-order" aria-pressed="false" title="Samples in the order they were taken">Time Order</button>
+  <button class="tool" id="view-inverted" aria-pressed="false" title="Bottom-up: the functions the time was spent in, their callers below">Inverted</button>
+  <button class="tool" id="view-sandwich" aria-pressed="false" title="One function: its callers above, its callees below (S on a frame)">Sandwich</button>
+  </span>
+  <label id="fiber-label">Fiber <select id="fiber"></select></label>
+  <label id="oncpu-label" title="Hide the samples taken while a thread was waiting"><input id="oncpu" type="checkbox" checked> On-CPU only</label>
+  <label id="function-label" hidden>Function <select id="function"></select></label>
   <input id="search" type="search" placeholder="Search frames" aria-label="Search frames" spellcheck="false">
   <span id="matches"></span>
   <button class="tool" id="reset" title="Reset zoom (0)">Reset zoom</button>
 </div>
+<div id="note"></div>
+<div id="sandwich-info" hidden></div>
 <div id="flame" tabindex="0"><canvas id="canvas"></canvas><div id="spacer"></div><div id="empty"></div></div>
 <div id="tooltip"></div>
-<h2>Hot functions</h2>
+<h2 id="hot-title">Hot functions</h2>
 <table id="hot"><thead><tr><th class="num">SELF%</th><th class="num">TOTAL%</th><th>FUNCTION</th><th>LOCATION</th></tr></thead><tbody></tbody></table>
+<table id="changes" hidden><thead><tr><th class="num">BASE SELF%</th><th class="num">NEW SELF%</th><th class="num">CHANGE</th><th>FUNCTION</th></tr></thead><tbody></tbody></table>
 <script nonce="${n}" src="${escapeHtml(o.scriptUri)}"></script>
 </body>
 </html>

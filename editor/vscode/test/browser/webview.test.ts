@@ -54,7 +54,10 @@ test("renders the running example: header, chips, selector, table, non-blank can
   await fresh();
   assert.equal(await text("#header"), "5 samples · 1000Hz · 0.0s wall · 0.0s CPU · 2 fibers");
   assert.deepEqual(await page.locator(".chip").allInnerTexts(), ["main · 3 samples · 100% on-CPU", "fiber-1 · 2 samples · waiting"]);
-  assert.deepEqual(await page.locator("#fiber option").allInnerTexts(), ["main", "fiber-1"]);
+  assert.deepEqual(await page.locator("#fiber option").allInnerTexts(), ["All fibers", "main", "fiber-1"]);
+  // One fiber has on-CPU samples: it is shown first, not All fibers (§(l.10)).
+  assert.equal(await page.locator("#fiber").inputValue(), "0");
+  assert.equal(await page.locator("#oncpu").isChecked(), true, "On-CPU only is on by default");
   const rows = await page.locator("#hot tbody tr").evaluateAll((trs) => trs.map((tr) => Array.from(tr.children).map((td) => td.textContent)));
   assert.deepEqual(rows, [
     ["100.0%", "100.0%", "crunch", "demo.osp:7"],
@@ -201,6 +204,11 @@ test("the fiber selector and chips switch profiles and reset the zoom", async ()
   await settle(page);
   assert.equal(await debug(page, "profileName"), "fiber-1");
   assert.deepEqual(await debug(page, "view"), { start: 0, end: 1 });
+  // fiber-1 only waited: with On-CPU only (the default) nothing is drawn, and the page says why.
+  assert.equal(await text("#matches"), "0 matching frames · 0.0% of fiber-1", "the search is re-applied");
+  assert.equal(await text("#empty"), "No on-CPU samples here: turn off On-CPU only to see the waiting ones");
+  await page.locator("#oncpu").uncheck();
+  await settle(page);
   assert.equal(await text("#matches"), "1 matching frame · 100.0% of fiber-1", "the search is re-applied");
   assert.deepEqual(await page.locator(".chip.active").allInnerTexts(), ["fiber-1 · 2 samples · waiting"]);
   assert.ok(await debug(page, "locate", "nap"));
@@ -290,10 +298,10 @@ test("an empty profile says so; a 20,000-frame profile renders", async () => {
 });
 
 test("a real driver export loads and renders", async () => {
-  // fixtures/driver/ is checked in (scripts/make-driver-fixture.sh writes it from
-  // `build/bin/osprey examples/demo.osp --profile`): its absence is a failure, never a skip.
+  // fixtures/driver/ is checked in (scripts/make-driver-fixture.mjs writes it from
+  // `build/bin/osprey examples/demo.osp` with --profile): its absence is a failure, never a skip.
   const dir = path.join(FIXTURES, "driver");
-  assert.ok(fs.existsSync(dir), `${dir} is missing: run editor/vscode/scripts/make-driver-fixture.sh after make build`);
+  assert.ok(fs.existsSync(dir), `${dir} is missing: run node editor/vscode/scripts/make-driver-fixture.mjs after make build`);
   const ss = fs.readdirSync(dir).find((f) => f.endsWith(".speedscope.json"));
   assert.ok(ss);
   const stem = ss.slice(0, -".speedscope.json".length);

@@ -15,10 +15,12 @@ test("vsce packages the extension into a .vsix without prompting", { timeout: 30
   const vsce = path.join(ROOT, "node_modules", "@vscode", "vsce", "vsce");
   const r = spawnSync(
     process.execPath,
-    [vsce, "package", "--no-dependencies", "--skip-license", "--allow-missing-repository", "-o", VSIX],
+    // No --skip-license, no --allow-missing-repository: the package is fit to publish.
+    [vsce, "package", "--no-dependencies", "-o", VSIX],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8", timeout: 280_000 },
   );
   assert.equal(r.status, 0, `vsce failed:\n${r.stdout}\n${r.stderr}`);
+  assert.doesNotMatch(`${r.stdout}\n${r.stderr}`, /WARNING/, "vsce has nothing to warn about");
   assert.ok(fs.existsSync(VSIX));
   const list = spawnSync("python3", ["-c", "import json,sys,zipfile; print(json.dumps(zipfile.ZipFile(sys.argv[1]).namelist()))", VSIX], {
     encoding: "utf8",
@@ -27,7 +29,18 @@ test("vsce packages the extension into a .vsix without prompting", { timeout: 30
   const names: string[] = JSON.parse(list.stdout);
   // vsce 2 keeps README.md as written, vsce 3 lower-cases it: compare without case
   const lower = names.map((n) => n.toLowerCase());
-  for (const n of ["extension.vsixmanifest", "[content_types].xml", "extension/package.json", "extension/readme.md", "extension/dist/extension.js", "extension/dist/webview.js"]) {
+  for (const n of [
+    "extension.vsixmanifest",
+    "[content_types].xml",
+    "extension/package.json",
+    "extension/readme.md",
+    "extension/license.txt",
+    "extension/images/icon.png",
+    "extension/syntaxes/osprey.tmlanguage.json",
+    "extension/language-configuration.json",
+    "extension/dist/extension.js",
+    "extension/dist/webview.js",
+  ]) {
     assert.ok(lower.includes(n), `${n} in ${names.join(", ")}`);
   }
   assert.deepEqual(
@@ -45,6 +58,7 @@ test("the bundled extension activates and registers its commands", () => {
   vscode.recorded.commands.clear();
   ext.activate(context);
   assert.deepEqual([...vscode.recorded.commands.keys()].sort(), ["osprey.profileCurrentFile", "osprey.profiler.openFile", "osprey.profiler.openLast"]);
+  assert.deepEqual([...vscode.recorded.customEditors.keys()], ["osprey.profileViewer"]);
   for (const d of context.subscriptions) d.dispose();
   ext.deactivate();
   // The webview bundle has no Node-only imports left in it.

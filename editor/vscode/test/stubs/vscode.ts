@@ -116,6 +116,7 @@ export class FakeWebviewPanel {
   private readonly disposeEmitter = new EventEmitter<void>();
   readonly webview = {
     html: "",
+    options: {} as unknown,
     cspSource: "vscode-webview://stub",
     postMessage: async (m: unknown): Promise<boolean> => {
       this.posted.push(m);
@@ -154,6 +155,7 @@ export interface Recorded {
   commands: Map<string, (...args: unknown[]) => unknown>;
   settings: Map<string, unknown>;
   openDialogResult: Uri[] | undefined;
+  customEditors: Map<string, { provider: unknown; options: unknown }>;
 }
 
 export const recorded: Recorded = {
@@ -169,6 +171,7 @@ export const recorded: Recorded = {
   commands: new Map(),
   settings: new Map(),
   openDialogResult: undefined,
+  customEditors: new Map(),
 };
 
 const visibleEditorsChanged = new EventEmitter<FakeEditor[]>();
@@ -234,9 +237,19 @@ export const window = {
   async showOpenDialog(): Promise<Uri[] | undefined> {
     return recorded.openDialogResult;
   },
+  registerCustomEditorProvider(viewType: string, provider: unknown, options: unknown) {
+    recorded.customEditors.set(viewType, { provider, options });
+    return { dispose: () => recorded.customEditors.delete(viewType) };
+  },
 };
 
 export const workspace = {
+  isTrusted: true,
+  /** Folders by path; getWorkspaceFolder finds the one containing a file. */
+  workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
+  getWorkspaceFolder(uri: Uri): { uri: Uri; name: string; index: number } | undefined {
+    return workspace.workspaceFolders.find((f) => uri.fsPath === f.uri.fsPath || uri.fsPath.startsWith(f.uri.fsPath + path.sep));
+  },
   getConfiguration() {
     return {
       get<T>(key: string, fallback: T): T {

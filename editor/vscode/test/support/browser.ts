@@ -116,6 +116,13 @@ export interface ProfilerDebug {
   viewKind(): string;
   profileIndex(): number;
   profileName(): string;
+  fiberChoice(): string;
+  onCpuOnly(): boolean;
+  selectionTotals(): { weight: number; samples: number };
+  functionStats(): Record<string, { self: number; total: number; selfSamples: number; samples: number }>;
+  row(d: number): { name: string; file: string; weight: number; base?: number }[];
+  sandwich(): { focus: string; file: string; focusRow: number; info: string } | null;
+  sandwichOn(name: string, file: string): boolean;
   rows(): number;
   rectCount(): number;
   locate(name: string): { x: number; y: number; file: string; line: number } | null;
