@@ -29,6 +29,7 @@
 #include "ospprof.h"
 #include "output.h"
 #include "process.h"
+#include "profiling.h"
 #include "xalloc.h"
 
 typedef enum Mode { MODE_DEFAULT, MODE_BUILD, MODE_RUN, MODE_EMIT_LLVM } Mode;
@@ -42,7 +43,11 @@ typedef struct Options {
     bool run_flag;
     const char *postprocess; /* --postprocess <raw.json> */
     const char *binary;      /* --binary <exe> */
-    bool report_to_stdout;   /* --report-to-stdout: the report on stdout instead of stderr */
+    bool record;             /* --record -- <program> [args...] */
+    const char *attach;      /* --attach <pid> */
+    const char *duration;    /* --duration <seconds> */
+    uint64_t duration_ns;
+    bool report_to_stdout; /* --report-to-stdout: the report on stdout instead of stderr */
     char **prog_args;
     int nprog_args;
 } Options;
@@ -61,17 +66,25 @@ static void usage(FILE *out) {
           "  --debug        build at -O0 with full debug info\n"
           "  --profile      build at -O2 with DWARF line tables and frame pointers and run the\n"
           "                 program under the sampling profiler (implies --run)\n"
+          "  --duration <s> with --profile, --record or --attach: stop after that many seconds\n"
+          "                 (the program gets SIGINT; the profile is kept)\n"
           "  --postprocess <raw.json> [--binary <exe>] [-o <out>]\n"
           "                 turn a raw profile into the five exports and the report\n"
           "  --report-to-stdout\n"
           "                 print the profile report on stdout (default: stderr, so the\n"
           "                 program's own output stays its own)\n"
+          "  --record [-o <out>] -- <program> [args...]\n"
+          "                 run any native program under the profiler (preloaded) and\n"
+          "                 post-process its profile\n"
+          "  --attach <pid> [--duration <s>] [-o <out>]\n"
+          "                 sample a running process from outside (ptrace) until the\n"
+          "                 duration, Ctrl-C or its exit, then post-process\n"
           "  --help         show this help\n"
           "  --version      show the version\n"
           "\n"
-          "environment: OSPREY_PROFILE_HZ (sampling rate for --profile, 10 to 10000 Hz,\n"
-          "             default 997), OSPREY_CC (link compiler, default " OSPREY_DEFAULT_CC
-          "), TMPDIR\n",
+          "environment: OSPREY_PROFILE_HZ (sampling rate for --profile and --record, 10 to\n"
+          "             10000 Hz, default 997; for --attach 10 to 1000 Hz, default 99),\n"
+          "             OSPREY_CC (link compiler, default " OSPREY_DEFAULT_CC "), TMPDIR\n",
           out);
 }
 
@@ -109,6 +122,14 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->debug = true;
         } else if (strcmp(a, "--profile") == 0) {
             o->profile = true;
+        } else if (strcmp(a, "--record") == 0) {
+            o->record = true;
+        } else if (strcmp(a, "--attach") == 0 || strcmp(a, "--duration") == 0) {
+            if (i + 1 >= argc) return usage_error("%s needs an argument", a);
+            if (strcmp(a, "--attach") == 0)
+                o->attach = argv[++i];
+            else
+                o->duration = argv[++i];
         } else if (strcmp(a, "--report-to-stdout") == 0) {
             o->report_to_stdout = true;
         } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
@@ -143,6 +164,24 @@ static int parse_args(int argc, char **argv, Options *o) {
             return 2;
         }
     }
+    if (o->duration && prof_parse_duration(o->duration, &o->duration_ns) != 0)
+        return usage_error("--duration '%s' is not a number of seconds greater than 0",
+                           o->duration);
+    if (o->record || o->attach) {
+        const char *m = o->record ? "--record" : "--attach";
+        if (o->record && o->attach) return usage_error("%s", "choose one of --record and --attach");
+        if (o->record && o->nprog_args == 0)
+            return usage_error("%s", "--record needs the program after --: osprey --record "
+                                     "[-o <out>] -- <program> [args...]");
+        if (o->input || o->run_flag || emit || build || o->debug || o->profile || o->postprocess ||
+            o->binary)
+            return usage_error("%s takes only --duration and -o", m);
+        if (o->attach && o->prog_args)
+            return usage_error("%s", "--attach takes no program arguments");
+        return -1;
+    }
+    if (o->duration && !o->profile)
+        return usage_error("%s", "--duration needs --profile, --record or --attach");
     if (o->postprocess) {
         if (o->input || o->run_flag || emit || build || o->debug || o->profile)
             return usage_error("%s", "--postprocess takes only --binary and -o");
@@ -431,8 +470,8 @@ static int postprocess_capture(ospprof_options *po, char **report, size_t *repor
  * is one warning line and never changes the exit status (nor does a closed stream); the
  * caller removes the raw file and the scratch directory whatever happens.
  */
-static void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
-                            const char *prefix, bool to_stdout) {
+void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
+                     const char *prefix, int interrupted_signal, bool to_stdout) {
     char *clash = export_clash(prefix, program);
     if (clash) {
         fprintf(stderr,
@@ -446,6 +485,7 @@ static void run_postprocess(const char *raw_path, const char *exe_path, const ch
     ospprof_options po = {
         .raw_path = raw_path, .binary = exe_path, .program = program, .output_prefix = prefix};
     report_style(&po, to_stdout);
+    po.interrupted_signal = interrupted_signal;
     char err[OSPPROF_ERR_MAX];
     char *report;
     size_t report_len;
@@ -529,7 +569,7 @@ static int postprocess_main(const Options *o) {
 
 /* One line when the program was killed by a signal, like a shell's job report (none for
  * SIGINT and SIGPIPE, which the user or the reader caused, as bash does). */
-static void report_signal(int sig) {
+void report_signal(int sig) {
     if (sig <= 0 || sig == SIGINT || sig == SIGPIPE) return;
     fflush(stdout);
     fprintf(stderr, "osprey: program terminated by signal %d (%s)\n", sig, strsignal(sig));
@@ -544,25 +584,8 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
         status = proc_run(argv, NULL, PROC_PROGRAM, &sig);
         report_signal(sig);
     } else {
-        char rnd[9];
-        random_hex(rnd);
-        char *raw = drv_xasprintf("%s/%s-%ld-%s.osprof.json", scratch, stem, (long)getpid(), rnd);
-        char **env = env_with("OSPREY_PROFILE", raw);
-        status = proc_run(argv, env, PROC_PROGRAM, &sig);
-        report_signal(sig);
-        env_free(env);
-        if (status >= 0) {
-            if (access(raw, F_OK) == 0) {
-                run_postprocess(raw, exe, o->input, o->output ? o->output : stem,
-                                o->report_to_stdout);
-                unlink(raw);
-            } else {
-                fputs(
-                    "osprey: warning: no profile was written (the program did not exit normally)\n",
-                    stderr);
-            }
-        }
-        free(raw);
+        status = prof_run_and_postprocess(argv, NULL, scratch, stem, o->duration_ns, exe, o->input,
+                                          o->output ? o->output : stem, NULL, o->report_to_stdout);
     }
     free(argv);
     return status < 0 ? 1 : status;
@@ -573,6 +596,10 @@ static int compile_main(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0) return rc;
     if (o.postprocess) return postprocess_main(&o);
+    if (o.record)
+        return prof_record_main(o.prog_args, o.nprog_args, o.output, o.duration_ns,
+                                o.report_to_stdout);
+    if (o.attach) return prof_attach_main(o.attach, o.output, o.duration_ns, o.report_to_stdout);
 
     size_t len = 0;
     char *src = read_file(o.input, OSP_SOURCE_MAX, &len);
@@ -596,6 +623,12 @@ static int compile_main(int argc, char **argv) {
     else if (!(run && (o.profile || !o.output)))
         dest = o.output ? o.output : stem;
     out_target out = {0};
+    /* docs/spec/profiler.md §(l.5): what can fail after the run is checked before it. */
+    if (run && o.profile && prof_check_export_dir(o.output ? o.output : stem) != 0) {
+        free(stem);
+        free(src);
+        return 2;
+    }
     if (dest) {
         char msg[PATH_MAX + 128];
         if (out_same_file(dest, o.input)) {

@@ -5,7 +5,9 @@
 #include "xalloc.h"
 
 #include <dirent.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,8 +40,11 @@ static char *g_temp;    /* registered temporary output outside the scratch direc
 static pid_t g_child;   /* the running child, 0 while none */
 static bool g_spawning; /* between "about to spawn" and g_child being known */
 static proc_kind g_child_kind;
-static int g_forward; /* SIGTERM/SIGHUP that arrived while spawning: forward it */
-static int g_pending; /* terminating signal to die of once the tool has exited */
+static int g_forward;    /* SIGTERM/SIGHUP that arrived while spawning: forward it */
+static int g_pending;    /* terminating signal to die of once the tool has exited */
+static int g_interrupt;  /* PROC_PROFILED: first SIGINT/SIGTERM/SIGHUP the driver received */
+static bool g_capturing; /* between proc_capture_begin and proc_capture_end */
+static _Atomic int g_capture_sig; /* first stopping signal received while capturing */
 
 static void signal_set(sigset_t *set) {
     sigemptyset(set);
@@ -81,17 +87,38 @@ _Noreturn void proc_exit_cleaned(int status) {
     _exit(status); /* keeps the lock, as die_by_signal does */
 }
 
+/* The signals a profiled run forwards and remembers (docs/spec/profiler.md §(l.5)). */
+static bool is_interrupt(int sig) {
+    return sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
+}
+
 static void *signal_thread(void *arg) {
     (void)arg;
     sigset_t set;
     signal_set(&set);
     for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0) continue;
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        int sig = sigwaitinfo(&set, &info);
+        if (sig < 0) continue;
         pthread_mutex_lock(&g_lock);
+        if (g_capturing) {
+            /* --attach: stop sampling and detach; the capture loop polls the flag. */
+            int none = 0;
+            if (sig != SIGPIPE) atomic_compare_exchange_strong(&g_capture_sig, &none, sig);
+            pthread_mutex_unlock(&g_lock);
+            continue;
+        }
         bool child = g_child > 0 || g_spawning;
         if (child) {
-            if (sig == SIGTERM || sig == SIGHUP) {
+            bool forward = sig == SIGTERM || sig == SIGHUP;
+            if (g_child_kind == PROC_PROFILED && is_interrupt(sig)) {
+                if (!g_interrupt) g_interrupt = sig;
+                /* A terminal's signal (Ctrl-C, hang-up) went to the whole foreground
+                 * process group, the program included: do not deliver it twice. */
+                forward = info.si_code != SI_KERNEL;
+            }
+            if (forward) {
                 if (g_child > 0)
                     kill(g_child, sig);
                 else
@@ -124,7 +151,57 @@ int proc_signals_init(void) {
     return 0;
 }
 
-int proc_run(char *const argv[], char *const envp[], proc_kind kind, int *termsig) {
+/* Wait for `pid`; with `duration_ns` > 0, send it SIGINT after that long and SIGKILL
+ * OSP_DURATION_KILL_NS later if it is still running (*expired set). Returns waitpid's
+ * result with the status in *ws. */
+static pid_t wait_child(pid_t pid, int *ws, uint64_t duration_ns, bool *expired) {
+    if (duration_ns > 0) {
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        uint64_t start_ns = (uint64_t)t0.tv_sec * 1000000000u + (uint64_t)t0.tv_nsec;
+        uint64_t deadline_ns = start_ns + duration_ns;
+        int stage = 0; /* 0: running, 1: SIGINT sent, 2: SIGKILL sent */
+#ifdef SYS_pidfd_open
+        int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+        int pfd = -1;
+#endif
+        for (;;) {
+            pid_t w = waitpid(pid, ws, WNOHANG);
+            if (w != 0 && !(w < 0 && errno == EINTR)) {
+                if (pfd >= 0) close(pfd);
+                return w;
+            }
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+            if (now_ns >= deadline_ns && stage < 2) {
+                kill(pid, stage == 0 ? SIGINT : SIGKILL);
+                if (stage == 0) *expired = true;
+                stage++;
+                deadline_ns = now_ns + OSP_DURATION_KILL_NS;
+                continue;
+            }
+            uint64_t left_ns = stage < 2 ? deadline_ns - now_ns : 1000000000u;
+            int ms = (int)(left_ns / 1000000u) + 1;
+            if (pfd >= 0) {
+                struct pollfd p = {.fd = pfd, .events = POLLIN};
+                poll(&p, 1, ms); /* readable when the child has ended */
+            } else {
+                struct timespec nap = {0, 10 * 1000 * 1000}; /* no pidfd: 10 ms polling */
+                if (ms < 10) nap.tv_nsec = (long)ms * 1000000;
+                nanosleep(&nap, NULL);
+            }
+        }
+    }
+    pid_t w;
+    do w = waitpid(pid, ws, 0);
+    while (w < 0 && errno == EINTR);
+    return w;
+}
+
+static int run_child(char *const argv[], char *const envp[], proc_kind kind, uint64_t duration_ns,
+                     int *termsig, int *interrupt_sig, bool *expired) {
     if (termsig) *termsig = 0;
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
@@ -139,6 +216,7 @@ int proc_run(char *const argv[], char *const envp[], proc_kind kind, int *termsi
     g_spawning = true;
     g_child_kind = kind;
     g_forward = 0;
+    g_interrupt = 0;
     pthread_mutex_unlock(&g_lock);
 
     pid_t pid;
@@ -156,13 +234,12 @@ int proc_run(char *const argv[], char *const envp[], proc_kind kind, int *termsi
     pthread_mutex_unlock(&g_lock);
 
     int status = -1;
+    bool exp = false;
     if (rc != 0) {
         fprintf(stderr, "osprey: error: cannot run '%s': %s\n", argv[0], strerror(rc));
     } else {
         int ws;
-        pid_t w;
-        do w = waitpid(pid, &ws, 0);
-        while (w < 0 && errno == EINTR);
+        pid_t w = wait_child(pid, &ws, duration_ns, &exp);
         if (w < 0) {
             fprintf(stderr, "osprey: error: waiting for '%s' failed: %s\n", argv[0],
                     strerror(errno));
@@ -177,9 +254,43 @@ int proc_run(char *const argv[], char *const envp[], proc_kind kind, int *termsi
     g_child = 0;
     int pending = g_pending;
     g_pending = 0;
+    if (interrupt_sig) *interrupt_sig = g_interrupt;
+    g_interrupt = 0;
     pthread_mutex_unlock(&g_lock);
+    if (expired) *expired = exp;
     if (pending) die_by_signal(pending);
     return status;
+}
+
+int proc_run(char *const argv[], char *const envp[], proc_kind kind, int *termsig) {
+    return run_child(argv, envp, kind, 0, termsig, NULL, NULL);
+}
+
+int proc_run_profiled(char *const argv[], char *const envp[], uint64_t duration_ns,
+                      proc_outcome *out) {
+    memset(out, 0, sizeof *out);
+    out->status = run_child(argv, envp, PROC_PROFILED, duration_ns, &out->termsig,
+                            &out->interrupt_sig, &out->duration_expired);
+    return out->status;
+}
+
+void proc_capture_begin(void) {
+    pthread_mutex_lock(&g_lock);
+    atomic_store(&g_capture_sig, 0);
+    g_capturing = true;
+    pthread_mutex_unlock(&g_lock);
+}
+
+int proc_capture_signal(void) {
+    return atomic_load(&g_capture_sig);
+}
+
+int proc_capture_end(void) {
+    pthread_mutex_lock(&g_lock);
+    g_capturing = false;
+    int sig = atomic_exchange(&g_capture_sig, 0);
+    pthread_mutex_unlock(&g_lock);
+    return sig;
 }
 
 char *scratch_create(void) {

@@ -45,6 +45,8 @@
 #define OSP_RAW_ENGINE_PERF_EVENT "perf_event"
 #define OSP_RAW_ENGINE_CPU_TIMER  "cpu_timer"
 #define OSP_RAW_ENGINE_SAMPLER    "sampler"
+/* written by `osprey --attach` (driver/attach.c), §(l.9) */
+#define OSP_RAW_ENGINE_ATTACH     "attach"
 /* {"chain_end":N,"root":N,"no_rule":N,"bad_stack":N,"cap":N,"blocked_reads":N,
  * "blocked_skips":N}: how the walks of the stored samples ended, how many blocked threads'
  * stacks were read without a signal, and how many on-CPU requests were not sent because

@@ -20,3 +20,15 @@ config.substitutions.append(("%golden", config.golden))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TMPDIR", "HOME", "PATH"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+config.substitutions.append(("%cc", getattr(config, "cc", "cc")))
+
+# A sanitizer build: the preload library is instrumented and cannot be preloaded into an
+# uninstrumented program (--record tests are unsupported there).
+if getattr(config, "sanitize", ""):
+    config.available_features.add("sanitizer")
+
+
+# Unprivileged users for the --attach permission refusal (setpriv from util-linux).
+import shutil
+if os.geteuid() == 0 and shutil.which("setpriv"):
+    config.available_features.add("root-setpriv")

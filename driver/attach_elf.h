@@ -1,0 +1,45 @@
+/*
+ * attach_elf.h — what `osprey --attach` reads from the ELF images mapped in the target
+ * (docs/spec/profiler.md §(e) "Images", §(l.9)): base, slide, executable range, machine,
+ * GNU build-id, and the vDSO's dynamic function symbols. The bytes come from another
+ * process (or its files) and are untrusted: every offset and size is checked, nothing is
+ * read through a cast pointer (memcpy only), and the fuzz target test/fuzz/fuzz_attach_elf.c
+ * feeds this module arbitrary bytes.
+ */
+#ifndef OSPREY_ATTACH_ELF_H
+#define OSPREY_ATTACH_ELF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Copy `len` bytes of the image: at target address `addr`, which is file offset `file_off`
+ * of the image. 0 on success, -1 if unreadable. */
+typedef int (*attach_elf_read_fn)(void *ctx, uint64_t addr, uint64_t file_off, void *buf,
+                                  size_t len);
+
+typedef struct attach_elf_info {
+    uint64_t base, slide, text, text_size; /* text_size 0: no executable segment known */
+    unsigned machine;                      /* e_machine (EM_X86_64, EM_AARCH64, ...) */
+    char build_id[129];                    /* lowercase hex, "" if none */
+} attach_elf_info;
+
+/*
+ * Describe the 64-bit ELF image whose file offset 0 is mapped at `base`: base = `base`,
+ * slide = base − the first PT_LOAD's page-aligned p_vaddr (that segment has p_offset 0),
+ * text = the span of the PF_X PT_LOAD segments, slid; build_id from a PT_NOTE (≤ 4 KiB).
+ * Returns false (out unspecified) when the header is not a 64-bit ELF header with
+ * 1..512 program headers of the right size, or they cannot be read.
+ */
+bool attach_elf_describe(attach_elf_read_fn read, void *ctx, uint64_t base, attach_elf_info *out);
+
+/*
+ * The dynamic function symbols of a complete ELF image copied into image[0..size) (the
+ * vDSO), as the JSON array of §(e) `images[].symbols`: `[{"name","addr","size"}, ...]`,
+ * `addr` as the image describes it. Names that are not plain identifiers ([A-Za-z0-9_.@])
+ * are skipped. Returns a malloc'd NUL-terminated string (free it), or NULL when the section
+ * headers are unusable or out of memory.
+ */
+char *attach_elf_symbols_json(const unsigned char *image, size_t size);
+
+#endif

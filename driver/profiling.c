@@ -1,0 +1,385 @@
+/* profiling.c — see profiling.h. */
+#include "profiling.h"
+
+#include "attach.h"
+#include "process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int prof_parse_duration(const char *text, uint64_t *duration_ns) {
+    /* digits [ "." digits ]: parsed by hand so "1e3", " 2", "0x10" and "inf" are refused */
+    uint64_t whole = 0, frac_ns = 0, scale = 100000000u;
+    const char *p = text;
+    if (!(*p >= '0' && *p <= '9') && !(*p == '.' && p[1] >= '0' && p[1] <= '9')) return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        whole = whole * 10 + (uint64_t)(*p - '0');
+        if (whole > 10000000u) return -1;
+    }
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) return -1;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            frac_ns += (uint64_t)(*p - '0') * scale;
+            scale /= 10;
+        }
+    }
+    if (*p) return -1;
+    uint64_t ns = whole * 1000000000u + frac_ns;
+    if (ns == 0) return -1;
+    *duration_ns = ns;
+    return 0;
+}
+
+int prof_check_export_dir(const char *prefix) {
+    const char *slash = strrchr(prefix, '/');
+    char *dir = slash ? strndup(prefix, (size_t)(slash - prefix) + 1) : strdup(".");
+    if (!dir) return -1;
+    struct stat st;
+    int e = 0;
+    if (stat(dir, &st) != 0)
+        e = errno;
+    else if (!S_ISDIR(st.st_mode))
+        e = ENOTDIR;
+    else if (access(dir, W_OK | X_OK) != 0)
+        e = errno;
+    if (e) {
+        bool has_slash = dir[strlen(dir) - 1] == '/';
+        fprintf(stderr, "osprey: error: cannot write the profile to '%s%s': %s\n", dir,
+                has_slash ? "" : "/", strerror(e));
+    }
+    free(dir);
+    return e ? -1 : 0;
+}
+
+/* The driver's environment plus name=value pairs (earlier definitions of those names
+ * removed). `pairs` is {name, value, name, value, ..., NULL}. Free with env_free_added. */
+static char **env_plus(const char *const *pairs, size_t *nadded) {
+    size_t n = 0, k = 0, np = 0;
+    while (environ[n]) n++;
+    while (pairs[2 * np]) np++;
+    char **env = calloc(n + np + 1, sizeof *env);
+    if (!env) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        bool replaced = false;
+        for (size_t j = 0; j < np && !replaced; j++) {
+            size_t nl = strlen(pairs[2 * j]);
+            replaced = strncmp(environ[i], pairs[2 * j], nl) == 0 && environ[i][nl] == '=';
+        }
+        if (!replaced) env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < np; j++) {
+        size_t len = strlen(pairs[2 * j]) + strlen(pairs[2 * j + 1]) + 2;
+        char *e = malloc(len);
+        if (!e) {
+            for (size_t m = 0; m < j; m++) free(env[k - 1 - m]);
+            free(env);
+            return NULL;
+        }
+        snprintf(e, len, "%s=%s", pairs[2 * j], pairs[2 * j + 1]);
+        env[k++] = e;
+    }
+    env[k] = NULL;
+    *nadded = np;
+    return env;
+}
+
+static void env_free_added(char **env, size_t nadded) {
+    if (!env) return;
+    size_t n = 0;
+    while (env[n]) n++;
+    for (size_t i = 0; i < nadded && i < n; i++) free(env[n - 1 - i]);
+    free(env);
+}
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    default: return "a signal";
+    }
+}
+
+int prof_run_and_postprocess(char *const argv[], const char *preload, const char *scratch,
+                             const char *stem, uint64_t duration_ns, const char *binary,
+                             const char *program, const char *prefix, const char *no_raw_hint,
+                             bool report_to_stdout) {
+    char rnd[9];
+    random_hex(rnd);
+    size_t len = strlen(scratch) + strlen(stem) + 64;
+    char *raw = malloc(len);
+    if (!raw) return 1;
+    snprintf(raw, len, "%s/%s-%ld-%s.osprof.json", scratch, stem, (long)getpid(), rnd);
+    /* §(l.5): the raw path can be created (probed and removed before the program starts). */
+    int fd = open(raw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "osprey: error: cannot create the raw profile '%s': %s\n", raw,
+                strerror(errno));
+        free(raw);
+        return 2;
+    }
+    close(fd);
+    unlink(raw);
+
+    char *ld_preload = NULL;
+    if (preload) {
+        const char *old = getenv("LD_PRELOAD");
+        size_t n = strlen(preload) + (old ? strlen(old) : 0) + 2;
+        ld_preload = malloc(n);
+        if (!ld_preload) {
+            free(raw);
+            return 1;
+        }
+        snprintf(ld_preload, n, "%s%s%s", preload, old && *old ? ":" : "", old ? old : "");
+    }
+    const char *pairs[] = {"OSPREY_PROFILE", raw, ld_preload ? "LD_PRELOAD" : NULL, ld_preload,
+                           NULL};
+    size_t nadded = 0;
+    char **env = env_plus(pairs, &nadded);
+    if (!env) {
+        fputs("osprey: error: out of memory\n", stderr);
+        free(ld_preload);
+        free(raw);
+        return 1;
+    }
+    proc_outcome out;
+    int status = proc_run_profiled(argv, env, duration_ns, &out);
+    env_free_added(env, nadded);
+    free(ld_preload);
+    report_signal(out.termsig);
+    /* What the report header says ended the run (§(l.5)). */
+    int interrupted = out.interrupt_sig;
+    if (!interrupted && out.duration_expired) interrupted = SIGINT;
+    if (!interrupted && (out.termsig == SIGINT || out.termsig == SIGTERM || out.termsig == SIGHUP))
+        interrupted = out.termsig;
+    if (status >= 0) {
+        if (access(raw, F_OK) == 0) {
+            run_postprocess(raw, binary, program, prefix, interrupted, report_to_stdout);
+            unlink(raw);
+        } else if (interrupted && out.termsig) {
+            fprintf(stderr,
+                    "osprey: warning: no profile was written (the program was ended by %s "
+                    "before its profiler wrote one)\n",
+                    signal_name(interrupted));
+        } else if (no_raw_hint && !out.termsig) {
+            fprintf(stderr, "osprey: warning: no profile was written (%s)\n", no_raw_hint);
+        } else {
+            fputs("osprey: warning: no profile was written (the program did not exit normally)\n",
+                  stderr);
+        }
+    }
+    free(raw);
+    if (status < 0) return 1;
+    return out.interrupt_sig ? 128 + out.interrupt_sig : status;
+}
+
+/* argv[0] resolved like posix_spawnp: a path as given, else the first executable in PATH.
+ * Returns a malloc'd path, or NULL with errno (ENOENT, EACCES). */
+static char *find_program(const char *prog) {
+    if (strchr(prog, '/')) {
+        if (access(prog, X_OK) != 0) return NULL;
+        struct stat st;
+        if (stat(prog, &st) == 0 && S_ISDIR(st.st_mode)) {
+            errno = EISDIR;
+            return NULL;
+        }
+        return strdup(prog);
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    int e = ENOENT;
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t n = end ? (size_t)(end - path) : strlen(path);
+        char buf[PATH_MAX];
+        if (n + strlen(prog) + 2 < sizeof buf) {
+            if (n == 0)
+                snprintf(buf, sizeof buf, "./%s", prog);
+            else
+                snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, prog);
+            struct stat st;
+            if (stat(buf, &st) == 0 && !S_ISDIR(st.st_mode)) {
+                if (access(buf, X_OK) == 0) return strdup(buf);
+                e = EACCES;
+            }
+        }
+        if (!end) break;
+        path = end + 1;
+    }
+    errno = e;
+    return NULL;
+}
+
+int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns,
+                     bool report_to_stdout) {
+    (void)nargs;
+    char *bindir = self_dir();
+    if (!bindir) {
+        fputs("osprey: error: cannot locate the osprey executable (needed to find its profiler "
+              "runtime)\n",
+              stderr);
+        return 1;
+    }
+    size_t n = strlen(bindir) + 64;
+    char *lib = malloc(n);
+    if (!lib) {
+        free(bindir);
+        return 1;
+    }
+    snprintf(lib, n, "%s/../lib/libosprey_prof.so", bindir);
+    free(bindir);
+    char *lib_abs = realpath(lib, NULL);
+    if (!lib_abs || access(lib_abs, R_OK) != 0) {
+        fprintf(stderr, "osprey: error: cannot find the profiler runtime '%s': %s\n", lib,
+                strerror(errno));
+        free(lib_abs);
+        free(lib);
+        return 1;
+    }
+    free(lib);
+    char *exe = find_program(args[0]);
+    if (!exe) {
+        fprintf(stderr, "osprey: error: %s: cannot run: %s\n", args[0],
+                errno == ENOENT && !strchr(args[0], '/') ? "command not found" : strerror(errno));
+        free(lib_abs);
+        return 127;
+    }
+    /* Default stem: the program's file name ("./bin/server" -> "server"). */
+    const char *base = strrchr(args[0], '/');
+    base = base ? base + 1 : args[0];
+    const char *prefix = output ? output : base;
+    if (prof_check_export_dir(prefix) != 0) {
+        free(exe);
+        free(lib_abs);
+        return 2;
+    }
+    char *scratch = scratch_create();
+    if (!scratch) {
+        free(exe);
+        free(lib_abs);
+        return 1;
+    }
+    char hint[PATH_MAX + 160];
+    snprintf(hint, sizeof hint,
+             "'%s' did not load the profiler: a static or setuid program cannot be preloaded",
+             args[0]);
+    int status = prof_run_and_postprocess(args, lib_abs, scratch, base, duration_ns, exe, args[0],
+                                          prefix, hint, report_to_stdout);
+    scratch_remove(scratch);
+    free(scratch);
+    free(exe);
+    free(lib_abs);
+    return status;
+}
+
+/* OSPREY_PROFILE_HZ for --attach: 99 by default, clamped to 10..1000 (§(l.9)). */
+static unsigned attach_rate_hz(void) {
+    const char *v = getenv("OSPREY_PROFILE_HZ");
+    if (!v || !*v) return OSP_ATTACH_DEFAULT_HZ;
+    char *end;
+    errno = 0;
+    long long hz = strtoll(v, &end, 10);
+    if (*end || end == v || v[0] == ' ') {
+        fprintf(stderr, "osprey: warning: OSPREY_PROFILE_HZ=\"%s\" is not an integer; using %d\n",
+                v, OSP_ATTACH_DEFAULT_HZ);
+        return OSP_ATTACH_DEFAULT_HZ;
+    }
+    if (errno == ERANGE || hz > OSP_ATTACH_MAX_HZ) return OSP_ATTACH_MAX_HZ;
+    if (hz < OSP_ATTACH_MIN_HZ) return OSP_ATTACH_MIN_HZ;
+    return (unsigned)hz;
+}
+
+int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,
+                     bool report_to_stdout) {
+    char *end;
+    errno = 0;
+    long pid = strtol(pid_text, &end, 10);
+    if (*pid_text < '0' || *pid_text > '9' || *end || errno || pid <= 0 || pid > INT_MAX) {
+        fprintf(stderr, "osprey: error: --attach '%s' is not a process id (see osprey --help)\n",
+                pid_text);
+        return 2;
+    }
+    unsigned hz = attach_rate_hz();
+    /* The export directory first: nothing is attached if the result could not be written. */
+    char comm[64] = "";
+    {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+        FILE *f = fopen(path, "re");
+        if (f) {
+            if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+            fclose(f);
+        }
+        comm[strcspn(comm, "\n")] = 0;
+        for (char *c = comm; *c; c++)
+            if (*c == '/' || *c == ' ' || (unsigned char)*c < 0x20) *c = '_';
+    }
+    char def_prefix[96];
+    snprintf(def_prefix, sizeof def_prefix, "%s-%ld", comm[0] ? comm : "process", pid);
+    const char *prefix = output ? output : def_prefix;
+    if (prof_check_export_dir(prefix) != 0) return 2;
+    char *scratch = scratch_create();
+    if (!scratch) return 1;
+
+    char err[PATH_MAX + 256];
+    /* From here until the threads are detached, SIGINT/SIGTERM/SIGHUP/SIGQUIT only stop the
+     * capture: the driver never exits with a thread of the target in an interrupt stop. */
+    proc_capture_begin();
+    osp_attach *a = osp_attach_open((pid_t)pid, err, sizeof err);
+    if (!a) {
+        proc_capture_end();
+        fprintf(stderr, "osprey: error: %s\n", err);
+        scratch_remove(scratch);
+        free(scratch);
+        return 2;
+    }
+    osp_attach_options opts = {.rate_hz = hz,
+                               .duration_ns = duration_ns,
+                               .stop_requested = proc_capture_signal,
+                               .progress = isatty(STDERR_FILENO) ? stderr : NULL};
+    osp_attach_end why = osp_attach_capture(a, &opts);
+    /* Detached: from here a signal ends the driver as usual (scratch removed). */
+    int sig = proc_capture_end();
+    osp_attach_stats st;
+    osp_attach_get_stats(a, &st);
+    if (why == OSP_ATTACH_END_EXITED)
+        fprintf(stderr, "osprey: process %ld exited after %.1fs; profiling stopped\n", pid,
+                (double)st.elapsed_ns / 1e9);
+    fprintf(stderr,
+            "osprey: sampled process %ld for %.1fs at %u Hz: %llu samples, %zu threads; "
+            "sampled threads were stopped %.2f%% of the time\n",
+            pid, (double)st.elapsed_ns / 1e9, hz, (unsigned long long)st.samples, st.threads_seen,
+            st.thread_ns ? 100.0 * (double)st.stopped_ns / (double)st.thread_ns : 0.0);
+    size_t n = strlen(scratch) + 64;
+    char *raw = malloc(n);
+    int status = sig ? 128 + sig : 0;
+    if (raw) {
+        snprintf(raw, n, "%s/attach-%ld.osprof.json", scratch, pid);
+        char werr[PATH_MAX + 128];
+        if (osp_attach_write_raw(a, raw, werr, sizeof werr) != 0) {
+            fprintf(stderr, "osprey: warning: profile not processed: %s\n", werr);
+        } else {
+            const char *exe = osp_attach_exe(a);
+            /* Ctrl-C ends the capture, not the program: the header does not say "interrupted". */
+            run_postprocess(raw, NULL, exe[0] ? exe : NULL, prefix, 0, report_to_stdout);
+        }
+        unlink(raw);
+        free(raw);
+    }
+    osp_attach_close(a);
+    scratch_remove(scratch);
+    free(scratch);
+    return status;
+}
