@@ -161,8 +161,7 @@ OSP_PROF_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigac
     struct sigaction copy;
     if (act != NULL && osp_prof__active()) {
         if (sig == SIGPROF) {
-            bool ours = (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == osp_prof__on_sigprof;
-            if (!ours) osp_prof__sigprof_replaced(&osp_prof__session);
+            if (!osp_prof__own_sigprof(act)) osp_prof__sigprof_replaced(&osp_prof__session);
         } else if ((act->sa_flags & SA_ONSTACK) && act->sa_handler != SIG_DFL &&
                    act->sa_handler != SIG_IGN) {
             copy = *act;

@@ -534,8 +534,7 @@ static void tick(struct osp_prof_session *ps) {
      * sigaction (a raw system call, a sanitizer build) is noticed here, within 16 ticks. */
     struct sigaction cur;
     if ((ps->ticks & 15) == 0 && !atomic_load_explicit(&ps->handler_lost, memory_order_relaxed) &&
-        osp_prof__real_sigaction(SIGPROF, NULL, &cur) == 0 &&
-        !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == osp_prof__on_sigprof))
+        osp_prof__real_sigaction(SIGPROF, NULL, &cur) == 0 && !osp_prof__own_sigprof(&cur))
         osp_prof__sigprof_replaced(ps);
     /* Images the program loaded (or unloaded) since the last tick get their CFI tables
      * before the walks that need them; a cheap check when nothing changed (§(l.1)). */

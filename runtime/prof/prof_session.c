@@ -36,6 +36,8 @@ struct osp_prof_session osp_prof__session = {
     .boot_once = PTHREAD_ONCE_INIT,
 };
 
+void (*osp_prof__sigprof_wrapper)(int sig, siginfo_t *si, void *ucv);
+
 /* ---- small helpers --------------------------------------------------------------------- */
 
 uint64_t osp_prof__mono_ns(void) {

@@ -351,6 +351,16 @@ OSP_PROF_HIDDEN void osp_prof__ucontext_regs(const void *uc, struct osp_prof_reg
 /* The SIGPROF action (SA_SIGINFO) of the "sampler" engine, §(b.3). Signals that are not
  * this process's directed requests are passed to the action it replaced. */
 OSP_PROF_HIDDEN void osp_prof__on_sigprof(int sig, siginfo_t *si, void *ucv);
+/* Tests only (test_handler_malloc): an action that wraps osp_prof__on_sigprof and calls it,
+ * accepted as the profiler's own by the replaced-handler checks (§(l.3)); NULL otherwise.
+ * Set before the wrapper is installed; never written by the runtime. */
+OSP_PROF_HIDDEN extern void (*osp_prof__sigprof_wrapper)(int sig, siginfo_t *si, void *ucv);
+/* True when `act` is the profiler's SIGPROF action (or the tests' accepted wrapper). */
+static inline bool osp_prof__own_sigprof(const struct sigaction *act) {
+    return (act->sa_flags & SA_SIGINFO) &&
+           (act->sa_sigaction == osp_prof__on_sigprof ||
+            (osp_prof__sigprof_wrapper != NULL && act->sa_sigaction == osp_prof__sigprof_wrapper));
+}
 
 /* ---- registry (prof_registry.c) -------------------------------------------------------- */
 

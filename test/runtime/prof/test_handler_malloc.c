@@ -16,6 +16,7 @@
 #include "support.h"
 
 #include "prof_cfi.h"
+#include "prof_session.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -132,6 +133,7 @@ static void test_no_malloc_in_handler_under_dlopen(void **state) {
     g_profiler_action = cur;
     struct sigaction w = cur;
     w.sa_sigaction = wrapped;
+    osp_prof__sigprof_wrapper = wrapped; /* the session keeps sampling through it */
     assert_int_equal(sigaction(SIGPROF, &w, NULL), 0);
 
     pthread_t t[4];
