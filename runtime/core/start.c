@@ -26,6 +26,13 @@ static void heap_init_once(void) {
      * pthread_atfork handlers so a child can keep allocating. Must precede GC_INIT. */
     GC_set_handle_fork(1);
     GC_INIT();
+    /* Start the collector's parallel marker threads now rather than at the first spawn (where
+     * the collector would start them from inside GC_pthread_create), so they are created
+     * here and labelled "gc" in profiles (§(l.2)) — also when libgc is linked statically and
+     * their start routine is in the executable, where nothing else tells them apart. */
+    osp_prof_label_created_threads("gc");
+    GC_start_mark_threads();
+    osp_prof_label_created_threads(NULL);
     /* Start with a 2 MiB heap unless GC_INITIAL_HEAP_SIZE says otherwise: the collector's
      * default (a few hundred KiB) makes a program that allocates steadily collect every
      * ~100 KiB, paying the fixed cost of a collection (roots, block headers) thousands of

@@ -55,6 +55,16 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label);
 void osp_prof_thread_unregister(void);
 
 /*
+ * Label the threads the calling thread creates from now on (`label`, a string with static
+ * lifetime, e.g. "gc"), until it calls this again with NULL; docs/spec/profiler.md §(l.2).
+ * For threads whose start routine does not say who made them: the runtime brackets the
+ * collector's start-up with it, so Boehm GC's marker threads are "gc" even when the
+ * collector is linked statically. Other threads get "gc" when their start routine lives in
+ * libgc, else "thread". Thread-local; never fails; no-op when inactive.
+ */
+void osp_prof_label_created_threads(const char *label);
+
+/*
  * Mark the start / end of a runtime wait (sleep, await, channel send/receive, the
  * continuation hand-off, any wait on a condition variable or join). begin captures the
  * caller's own stack (frame 0 is begin's return address - 1, the call site) as the

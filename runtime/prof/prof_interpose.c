@@ -47,6 +47,13 @@
 #define OSP_PROF_NO_INTERPOSE 1
 #endif
 
+/* The label osp_prof_label_created_threads set for this thread's new threads, or NULL. */
+static _Thread_local const char *created_label;
+
+OSP_PROF_PUBLIC void osp_prof_label_created_threads(const char *label) {
+    created_label = label;
+}
+
 #ifdef OSP_PROF_NO_INTERPOSE
 
 int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*start)(void *),
@@ -151,7 +158,7 @@ OSP_PROF_PUBLIC int pthread_create(pthread_t *thread, const pthread_attr_t *attr
     a->start = start;
     a->arg = arg;
     a->fiber = NEXT_FIBER();
-    a->label = in_collector(start) ? "gc" : "thread";
+    a->label = created_label ? created_label : in_collector(start) ? "gc" : "thread";
     int rc = osp_prof__real_pthread_create(thread, attr, start_trampoline, a);
     if (rc != 0) free(a);
     return rc;

@@ -14,6 +14,9 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label) {
     (void)label;
 }
 void osp_prof_thread_unregister(void) {}
+void osp_prof_label_created_threads(const char *label) {
+    (void)label;
+}
 void osp_prof_block_begin(void) {}
 void osp_prof_block_end(void) {}
 bool osp_prof_session_begin(const char *path, uint32_t rate_hz) {

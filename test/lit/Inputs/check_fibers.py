@@ -57,6 +57,10 @@ def load(ext):
 
 # --- profile.json -------------------------------------------------------------------
 prof = json.loads(load(".profile.json"))
+# The collector's marker threads (label gc-<n>, one per extra core, §(l.2)) run during
+# collections and wait otherwise: present or not, on-CPU or not, they are not the program's
+# fibers and are left out of the checks below.
+prof["fibers"] = [f for f in prof["fibers"] if not f["label"].startswith("gc-")]
 fibers = {f["label"]: f for f in prof["fibers"]}
 effect = [f for f in prof["fibers"] if f["id"] == -1]
 if len(effect) != 1 or not effect[0]["label"].startswith("effect-"):
@@ -78,7 +82,7 @@ if not failed:
 n = len(failed)
 sp = json.loads(load(".speedscope.json"))
 frames = [fr["name"] for fr in sp["shared"]["frames"]]
-profiles = {p["name"]: p for p in sp["profiles"]}
+profiles = {p["name"]: p for p in sp["profiles"] if not p["name"].startswith("gc-")}
 for label in ("main", "fiber-1", effect_label):
     p = profiles.get(label)
     if not p or not any(frames[s[-1]] == "fib" for s in p["samples"] if s):
@@ -95,6 +99,8 @@ by = {}
 for line in load(".folded").splitlines():
     stack, count = line.rsplit(" ", 1)
     parts = stack.split(";")
+    if parts[0].startswith("gc-"):
+        continue  # the collector's marker threads (see profile.json above)
     by.setdefault(parts[0], []).append((parts[1:], int(count)))
 for label in ("main", "fiber-1", effect_label):
     if not any(fr and fr[-1] == "fib" for fr, _ in by.get(label, [])):
@@ -155,7 +161,8 @@ if report_path:
         states = {}
         for part in lines[0][len("fibers: "):].split(" \u00b7 "):
             label, _, state = part.partition(" ")
-            states[label] = state
+            if not label.startswith("gc-"):
+                states[label] = state
         for label in ("main", "fiber-1", effect_label):
             st = states.get(label, "")
             if not (st.endswith("% on-cpu") and st[:-len("% on-cpu")].isdigit() and int(st[:-len("% on-cpu")]) > 0):
