@@ -42,6 +42,11 @@ typedef struct Options {
     const char *postprocess; /* --postprocess <raw.json> */
     const char *binary;      /* --binary <exe> */
     bool report_to_stdout;   /* --report-to-stdout: the report on stdout instead of stderr */
+    bool pprof;              /* --pprof: also <stem>.pb.gz */
+    const char *focus;       /* --focus <regex> */
+    const char *ignore;      /* --ignore <regex> */
+    const char **fibers;     /* --fiber <label>, repeatable (argc-sized array) */
+    size_t nfibers;
     char **prog_args;
     int nprog_args;
 } Options;
@@ -62,6 +67,10 @@ static void usage(FILE *out) {
           "                 program under the sampling profiler (implies --run)\n"
           "  --postprocess <raw.json> [--binary <exe>] [-o <out>]\n"
           "                 turn a raw profile into the five exports and the report\n"
+          "  --pprof        with --profile/--postprocess, also write <stem>.pb.gz (pprof)\n"
+          "  --focus <regex>, --ignore <regex>, --fiber <label> (repeatable)\n"
+          "                 with --profile/--postprocess: keep only samples with a frame (or\n"
+          "                 image) matching, drop those matching, keep only these fibers\n"
           "  --report-to-stdout\n"
           "                 print the profile report on stdout (default: stderr, so the\n"
           "                 program's own output stays its own)\n"
@@ -110,6 +119,20 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->profile = true;
         } else if (strcmp(a, "--report-to-stdout") == 0) {
             o->report_to_stdout = true;
+        } else if (strcmp(a, "--pprof") == 0) {
+            o->pprof = true;
+        } else if (strcmp(a, "--focus") == 0 || strcmp(a, "--ignore") == 0 ||
+                   strcmp(a, "--fiber") == 0) {
+            if (i + 1 >= argc) return usage_error("%s needs an argument", a);
+            if (a[2] == 'f' && a[3] == 'o')
+                o->focus = argv[++i];
+            else if (a[2] == 'i')
+                o->ignore = argv[++i];
+            else {
+                if (!o->fibers) o->fibers = calloc((size_t)argc, sizeof *o->fibers);
+                if (!o->fibers) return 1;
+                o->fibers[o->nfibers++] = argv[++i];
+            }
         } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
             if (strcmp(a, "--postprocess") == 0)
@@ -142,9 +165,23 @@ static int parse_args(int argc, char **argv, Options *o) {
             return 2;
         }
     }
+    bool post_opts = o->pprof || o->focus || o->ignore || o->nfibers;
+    if (post_opts && !o->postprocess && !o->profile)
+        return usage_error("%s", "--pprof, --focus, --ignore and --fiber need --profile or "
+                                 "--postprocess");
+    if (o->focus || o->ignore) {
+        /* docs/spec/profiler.md §(l.8): a bad pattern is refused before anything runs */
+        ospprof_options po = {.focus = o->focus, .ignore = o->ignore};
+        char err[OSPPROF_ERR_MAX];
+        if (ospprof_filter_check(&po, err, sizeof err) != 0) {
+            fprintf(stderr, "osprey: error: %s\n", err);
+            return 2;
+        }
+    }
     if (o->postprocess) {
         if (o->input || o->run_flag || emit || build || o->debug || o->profile)
-            return usage_error("%s", "--postprocess takes only --binary and -o");
+            return usage_error("%s", "--postprocess takes only --binary, -o, --pprof and the "
+                                     "filters");
         return -1;
     }
     if (o->binary) return usage_error("%s", "--binary needs --postprocess");
@@ -314,8 +351,9 @@ static char *export_path(const char *prefix, const char *ext) {
 /* The first export of `prefix` that is the file `protect` (malloc'd), or NULL. */
 static char *export_clash(const char *prefix, const char *protect) {
     if (!protect) return NULL;
-    for (int i = 0; i < OSPPROF_NEXPORTS; i++) {
-        char *p = export_path(prefix, ospprof_export_ext[i]);
+    for (int i = 0; i <= OSPPROF_NEXPORTS; i++) {
+        char *p =
+            export_path(prefix, i < OSPPROF_NEXPORTS ? ospprof_export_ext[i] : OSPPROF_PPROF_EXT);
         if (p && out_same_file(p, protect)) return p;
         free(p);
     }
@@ -357,8 +395,17 @@ static int postprocess_capture(ospprof_options *po, char **report, size_t *repor
  * is one warning line and never changes the exit status (nor does a closed stream); the
  * caller removes the raw file and the scratch directory whatever happens.
  */
-static void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
-                            const char *prefix, bool to_stdout) {
+/* The export and filter options of the command line (§(l.6), §(l.8)). */
+static void post_options(ospprof_options *po, const Options *o) {
+    po->pprof = o->pprof;
+    po->focus = o->focus;
+    po->ignore = o->ignore;
+    po->fibers = o->fibers;
+    po->nfibers = o->nfibers;
+}
+
+static void run_postprocess(const Options *o, const char *raw_path, const char *exe_path,
+                            const char *program, const char *prefix, bool to_stdout) {
     char *clash = export_clash(prefix, program);
     if (clash) {
         fprintf(stderr,
@@ -371,6 +418,7 @@ static void run_postprocess(const char *raw_path, const char *exe_path, const ch
     fflush(stdout); /* the program's output (none of ours) comes first */
     ospprof_options po = {
         .raw_path = raw_path, .binary = exe_path, .program = program, .output_prefix = prefix};
+    post_options(&po, o);
     report_style(&po, to_stdout);
     char err[OSPPROF_ERR_MAX];
     char *report;
@@ -432,6 +480,7 @@ static int postprocess_main(const Options *o) {
         }
     }
     ospprof_options po = {.raw_path = o->postprocess, .binary = o->binary, .output_prefix = prefix};
+    post_options(&po, o);
     report_style(&po, o->report_to_stdout);
     char err[OSPPROF_ERR_MAX];
     char *report;
@@ -483,7 +532,7 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
         env_free(env);
         if (status >= 0) {
             if (access(raw, F_OK) == 0) {
-                run_postprocess(raw, exe, o->input, o->output ? o->output : stem,
+                run_postprocess(o, raw, exe, o->input, o->output ? o->output : stem,
                                 o->report_to_stdout);
                 unlink(raw);
             } else {

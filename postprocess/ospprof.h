@@ -61,6 +61,16 @@ typedef struct ospprof_options {
     /* Symbolizer: "llvm", "none" or NULL (= the OSPREY_PROFILE_SYMBOLIZER environment
      * variable, default "llvm"). Unknown values behave as "llvm". */
     const char *symbolizer;
+    /* --pprof: also write <prefix>.pb.gz (§(l.6)) as a member of the set. */
+    bool pprof;
+    /* Filters (§(l.8)), applied to the model once, before every export and the report.
+     * focus: keep only samples with a frame whose name, or whose image basename, matches this
+     * POSIX extended regex; ignore: drop those samples; fibers[0..nfibers): keep only samples
+     * of rows whose display label is one of these. NULL / 0: no such filter. */
+    const char *focus;
+    const char *ignore;
+    const char *const *fibers;
+    size_t nfibers;
 } ospprof_options;
 
 /*
@@ -91,6 +101,9 @@ int ospprof_terminal_columns(FILE *out);
  * ".speedscope.json", ".cpuprofile", ".folded", ".profile.json", ".svg". */
 #define OSPPROF_NEXPORTS 5
 extern const char *const ospprof_export_ext[OSPPROF_NEXPORTS];
+
+/* Suffix of the optional pprof export (§(l.6)). */
+#define OSPPROF_PPROF_EXT ".pb.gz"
 
 /*
  * Remove the temporary files of exports being written at this moment (each export is
@@ -150,6 +163,26 @@ void ospprof_profile_free(ospprof_profile *prof);
 int ospprof_write_exports(const ospprof_profile *prof, const char *prefix, char *err,
                           size_t errlen);
 
+/*
+ * Check the §(l.8) filter patterns of `o` (focus, ignore) before any work: 0, or -1 with
+ * "--focus: bad regular expression '<pattern>': <regerror text>" in err (the CLI exits 2).
+ */
+int ospprof_filter_check(const ospprof_options *o, char *err, size_t errlen);
+
+/*
+ * Apply the §(l.8) filters of `o` (focus, ignore, fibers) to `prof` in place: samples are kept
+ * or dropped whole (their weights and stacks unchanged), then every total is recomputed from
+ * the kept samples, and the report's header names the filters and the share of on-CPU weight
+ * that remains. No filter set: nothing changes. 0, or -1 (a bad pattern, err as
+ * ospprof_filter_check; prof unchanged).
+ */
+int ospprof_profile_filter(ospprof_profile *prof, const ospprof_options *o, char *err,
+                           size_t errlen);
+
+/* ospprof_write_exports, plus <prefix>.pb.gz in the same set when `pprof` (§(l.6)). */
+int ospprof_write_exports_ex(const ospprof_profile *prof, const char *prefix, bool pprof, char *err,
+                             size_t errlen);
+
 /* Each export alone (§(g.2)–(g.5), §(l.6)), written to `path` through a temporary file in the
  * same directory and renamed. 0 on success, -1 with "cannot write <path>: <error>" in err.
  * ospprof_write_svg: the interactive flame graph (docs/profile-formats.md). */
@@ -160,6 +193,10 @@ int ospprof_write_cpuprofile(const ospprof_profile *prof, const char *path, char
 int ospprof_write_folded(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 int ospprof_write_summary(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 int ospprof_write_svg(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
+/* The pprof export (§(l.6)): gzip'd profile.proto, sample types samples/count and
+ * cpu/nanoseconds (default), on-CPU samples with a `fiber` label, one location per recorded
+ * address (its inline frames as lines, innermost first), one mapping per image. */
+int ospprof_write_pprof(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 
 /*
  * Print the terminal report (§(h) as revised by §(l.7)) to `out`: header, fiber split,

@@ -11,6 +11,8 @@ PACKAGES=(
   libcjson-dev libcmocka-dev libgc-dev zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev
   # editor extension and browser tests
   nodejs chromium
+  # pprof consumer for the --pprof test (go tool pprof)
+  golang-go
   # benchmarks
   linux-perf libgoogle-perftools-dev google-perftools valgrind
 )
