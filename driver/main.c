@@ -43,6 +43,7 @@ typedef struct Options {
     const char *binary;      /* --binary <exe> */
     bool report_to_stdout;   /* --report-to-stdout: the report on stdout instead of stderr */
     bool pprof;              /* --pprof: also <stem>.pb.gz */
+    const char *diff[2];     /* --diff <base> <new> */
     const char *focus;       /* --focus <regex> */
     const char *ignore;      /* --ignore <regex> */
     const char **fibers;     /* --fiber <label>, repeatable (argc-sized array) */
@@ -71,6 +72,9 @@ static void usage(FILE *out) {
           "  --focus <regex>, --ignore <regex>, --fiber <label> (repeatable)\n"
           "                 with --profile/--postprocess: keep only samples with a frame (or\n"
           "                 image) matching, drop those matching, keep only these fibers\n"
+          "  --diff <base> <new> [-o <out>]\n"
+          "                 compare two profiles (.folded or raw): <out>.diff.svg,\n"
+          "                 <out>.diff.folded and the largest changes in self/total share\n"
           "  --report-to-stdout\n"
           "                 print the profile report on stdout (default: stderr, so the\n"
           "                 program's own output stays its own)\n"
@@ -119,6 +123,10 @@ static int parse_args(int argc, char **argv, Options *o) {
             o->profile = true;
         } else if (strcmp(a, "--report-to-stdout") == 0) {
             o->report_to_stdout = true;
+        } else if (strcmp(a, "--diff") == 0) {
+            if (i + 2 >= argc) return usage_error("%s", "--diff needs two profiles: <base> <new>");
+            o->diff[0] = argv[++i];
+            o->diff[1] = argv[++i];
         } else if (strcmp(a, "--pprof") == 0) {
             o->pprof = true;
         } else if (strcmp(a, "--focus") == 0 || strcmp(a, "--ignore") == 0 ||
@@ -164,6 +172,12 @@ static int parse_args(int argc, char **argv, Options *o) {
                     o->output);
             return 2;
         }
+    }
+    if (o->diff[0]) {
+        if (o->input || o->postprocess || o->profile || o->run_flag || emit || build || o->debug ||
+            o->binary || o->pprof || o->focus || o->ignore || o->nfibers || o->nprog_args)
+            return usage_error("%s", "--diff takes only -o and --report-to-stdout");
+        return -1;
     }
     bool post_opts = o->pprof || o->focus || o->ignore || o->nfibers;
     if (post_opts && !o->postprocess && !o->profile)
@@ -503,6 +517,63 @@ static int postprocess_main(const Options *o) {
     return 0;
 }
 
+/* osprey --diff <base> <new> [-o <out>] (docs/spec/profiler.md §(l.8)): exit 0, or 1 with
+ * "osprey: error: <file>:<line>: <problem>". Default stem: the new file's name without
+ * .diff.folded/.folded/.osprof.json/.json, in the current directory. */
+static int diff_main(const Options *o) {
+    char *prefix;
+    if (o->output) {
+        prefix = strdup(o->output);
+    } else {
+        const char *slash = strrchr(o->diff[1], '/');
+        prefix = strdup(slash ? slash + 1 : o->diff[1]);
+        static const char *const sfx[] = {".diff.folded", ".folded", ".osprof.json", ".json"};
+        size_t n = prefix ? strlen(prefix) : 0;
+        for (size_t i = 0; prefix && i < sizeof sfx / sizeof *sfx; i++) {
+            size_t k = strlen(sfx[i]);
+            if (n > k && strcmp(prefix + n - k, sfx[i]) == 0) {
+                prefix[n - k] = 0;
+                break;
+            }
+        }
+    }
+    if (!prefix) return 1;
+    static const char *const ext[] = {".diff.svg", ".diff.folded"};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            char *p = export_path(prefix, ext[k]);
+            if (p && out_same_file(p, o->diff[i])) {
+                fprintf(stderr, "osprey: error: the output '%s' would overwrite the input '%s'\n",
+                        p, o->diff[i]);
+                free(p);
+                free(prefix);
+                return 2;
+            }
+            free(p);
+        }
+    char err[OSPPROF_ERR_MAX];
+    char *report = NULL;
+    size_t report_len = 0;
+    FILE *mem = open_memstream(&report, &report_len);
+    int rc = ospprof_diff_run(o->diff[0], o->diff[1], prefix, mem ? mem : stdout, err, sizeof err);
+    if (mem) fclose(mem);
+    free(prefix);
+    if (rc != 0) {
+        fprintf(stderr, "osprey: error: %s\n", err);
+        free(report);
+        return 1;
+    }
+    /* the report is the command's result: stdout */
+    int e = write_report(true, report ? report : "", report_len);
+    free(report);
+    if (e == EPIPE) die_by_signal(SIGPIPE);
+    if (e) {
+        fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
+        return 1;
+    }
+    return 0;
+}
+
 /* One line when the program was killed by a signal, like a shell's job report (none for
  * SIGINT and SIGPIPE, which the user or the reader caused, as bash does). */
 static void report_signal(int sig) {
@@ -552,6 +623,7 @@ static int compile_main(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0) return rc;
     if (o.postprocess) return postprocess_main(&o);
+    if (o.diff[0]) return diff_main(&o);
 
     size_t len = 0;
     char *src = read_file(o.input, OSP_SOURCE_MAX, &len);
