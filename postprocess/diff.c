@@ -62,17 +62,47 @@ void ospprof_diff_free(ospprof_diff *d) {
     free(d);
 }
 
+/* The node path of the previous stack added, so a stack sharing its first frames (sorted
+ * collapsed-stacks files share long prefixes) skips their lookups. frames point into text that
+ * lives while the cache is used. */
+typedef struct pathcache {
+    const char **frames;
+    size_t *lens;
+    uint32_t *nodes;
+    size_t n, cap;
+} pathcache;
+
 /* Add `count` to the stack frames[0..n) (root first) on `side`. */
 static void add_stack(ospprof_diff *d, int side, const char *const *frames, const size_t *lens,
-                      size_t n, uint64_t count) {
-    uint32_t cur = 0;
-    d->nodes[0].total[side] += count;
-    for (size_t i = 0; i < n; i++) {
-        cur = child(d, cur, ospprof_intern(&d->names, frames[i], lens[i]));
-        d->nodes[cur].total[side] += count;
+                      size_t n, uint64_t count, pathcache *pc) {
+    size_t k = 0;
+    while (k < pc->n && k < n && pc->lens[k] == lens[k] &&
+           memcmp(pc->frames[k], frames[k], lens[k]) == 0)
+        k++;
+    if (n > pc->cap) {
+        pc->cap = n * 2;
+        pc->frames = ospprof_xrealloc(pc->frames, pc->cap * sizeof *pc->frames);
+        pc->lens = ospprof_xrealloc(pc->lens, pc->cap * sizeof *pc->lens);
+        pc->nodes = ospprof_xrealloc(pc->nodes, pc->cap * sizeof *pc->nodes);
     }
+    uint32_t cur = k ? pc->nodes[k - 1] : 0;
+    for (size_t i = k; i < n; i++) {
+        cur = child(d, cur, ospprof_intern(&d->names, frames[i], lens[i]));
+        pc->frames[i] = frames[i];
+        pc->lens[i] = lens[i];
+        pc->nodes[i] = cur;
+    }
+    pc->n = n;
+    d->nodes[0].total[side] += count;
+    for (size_t i = 0; i < n; i++) d->nodes[pc->nodes[i]].total[side] += count;
     d->nodes[cur].self[side] += count;
     d->sum[side] += count;
+}
+
+static void pathcache_free(pathcache *pc) {
+    free(pc->frames);
+    free(pc->lens);
+    free(pc->nodes);
 }
 
 /* ---- the collapsed-stacks reader ---------------------------------------------------------- */
@@ -83,6 +113,7 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
     size_t *lens = NULL, cap = 0;
     size_t lineno = 0;
     int rc = 0;
+    pathcache pc = {0};
     for (size_t pos = 0; pos < len;) {
         const char *line = text + pos;
         const char *nl = memchr(line, '\n', len - pos);
@@ -140,8 +171,9 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
             s = fe + 1;
             if (!semi) break;
         }
-        if (count) add_stack(d, side, frames, lens, nf, count);
+        if (count) add_stack(d, side, frames, lens, nf, count, &pc);
     }
+    pathcache_free(&pc);
     free(frames);
     free(lens);
     return rc;
@@ -197,7 +229,9 @@ int ospprof_diff_add_profile(ospprof_diff *d, int side, const ospprof_profile *p
             lens[j + 1] = names.n - offs[j + 1];
         }
         for (size_t j = 0; j < nf; j++) frames[j] = names.p + offs[j];
-        add_stack(d, side, frames, lens, nf, keys[k].n);
+        pathcache pc = {0}; /* the names buffer is reused: no prefix sharing across stacks */
+        add_stack(d, side, frames, lens, nf, keys[k].n, &pc);
+        pathcache_free(&pc);
     }
     ospprof_buf_free(&names);
     free(frames);
