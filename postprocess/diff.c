@@ -204,39 +204,36 @@ int ospprof_diff_add_profile(ospprof_diff *d, int side, const ospprof_profile *p
         keys[*slot].n++;
     }
     ospprof_map_free(&counts);
-    const char **frames = NULL;
-    size_t *lens = NULL, cap = 0;
-    ospprof_buf names = {0};
-    size_t *offs = NULL;
+    /* each frame's and each row's sanitised name interned once (the same text as .folded) */
+    uint32_t *fname = ospprof_xcalloc(p->nframes, sizeof *fname);
+    uint32_t *rname = ospprof_xcalloc(p->nrows, sizeof *rname);
+    ospprof_buf t = {0};
+    for (size_t f = 0; f < p->nframes; f++) {
+        t.n = 0;
+        ospprof_folded_name(&t, p->strs.str[p->frames[f].name]);
+        fname[f] = ospprof_intern(&d->names, t.p ? t.p : "", t.n);
+    }
+    for (size_t r = 0; r < p->nrows; r++) {
+        t.n = 0;
+        ospprof_folded_name(&t, p->rows[r].label);
+        rname[r] = ospprof_intern(&d->names, t.p ? t.p : "", t.n);
+    }
+    ospprof_buf_free(&t);
     for (size_t k = 0; k < nk; k++) {
         const ospprof_stackinfo *si = &p->stacks[keys[k].stack];
-        size_t nf = si->n + 1;
-        if (nf > cap) {
-            cap = nf * 2;
-            frames = ospprof_xrealloc(frames, cap * sizeof *frames);
-            lens = ospprof_xrealloc(lens, cap * sizeof *lens);
-            offs = ospprof_xrealloc(offs, cap * sizeof *offs);
+        uint64_t count = keys[k].n;
+        uint32_t cur = child(d, 0, rname[keys[k].row]);
+        d->nodes[0].total[side] += count;
+        d->nodes[cur].total[side] += count;
+        for (size_t j = si->n; j-- > 0;) { /* root first */
+            cur = child(d, cur, fname[p->stack_frames[si->off + j]]);
+            d->nodes[cur].total[side] += count;
         }
-        /* the same frame text as .folded: the fiber label first, names sanitised */
-        names.n = 0;
-        offs[0] = 0;
-        ospprof_folded_name(&names, p->rows[keys[k].row].label);
-        lens[0] = names.n;
-        for (size_t j = 0; j < si->n; j++) {
-            offs[j + 1] = names.n;
-            uint32_t f = p->stack_frames[si->off + si->n - 1 - j];
-            ospprof_folded_name(&names, p->strs.str[p->frames[f].name]);
-            lens[j + 1] = names.n - offs[j + 1];
-        }
-        for (size_t j = 0; j < nf; j++) frames[j] = names.p + offs[j];
-        pathcache pc = {0}; /* the names buffer is reused: no prefix sharing across stacks */
-        add_stack(d, side, frames, lens, nf, keys[k].n, &pc);
-        pathcache_free(&pc);
+        d->nodes[cur].self[side] += count;
+        d->sum[side] += count;
     }
-    ospprof_buf_free(&names);
-    free(frames);
-    free(lens);
-    free(offs);
+    free(fname);
+    free(rname);
     free(keys);
     return 0;
 }
