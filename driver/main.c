@@ -618,10 +618,18 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
     return status < 0 ? 1 : status;
 }
 
+static int compile_with(Options *po);
+
 static int compile_main(int argc, char **argv) {
     Options o = {0};
     int rc = parse_args(argc, argv, &o);
-    if (rc >= 0) return rc;
+    if (rc < 0) rc = compile_with(&o);
+    free(o.fibers);
+    return rc;
+}
+
+static int compile_with(Options *po) {
+    Options o = *po;
     if (o.postprocess) return postprocess_main(&o);
     if (o.diff[0]) return diff_main(&o);
 
