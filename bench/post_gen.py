@@ -6,14 +6,14 @@ usage: post_gen.py <exe> <out.json> [samples] [stacks] [threads]
 Stacks are built from the executable's real function symbols (nm), each address at a
 random offset inside its function, as if the executable had been loaded PIE at the usual
 Linux x86-64 bias; so the post-processor really symbolizes them with LLVM against the
-file's DWARF and symbol table. Deterministic (fixed seed)."""
-import json, random, subprocess, sys
+file's DWARF and symbol table. Deterministic (seed 42, or POST_GEN_SEED)."""
+import json, os, random, subprocess, sys
 
 exe, out = sys.argv[1], sys.argv[2]
 nsamples = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
 nstacks = int(sys.argv[4]) if len(sys.argv) > 4 else 10_000
 nthreads = int(sys.argv[5]) if len(sys.argv) > 5 else 8
-rnd = random.Random(42)
+rnd = random.Random(int(os.environ.get("POST_GEN_SEED", "42")))
 
 funcs = []
 for line in subprocess.run(["nm", "--defined-only", "-S", exe], capture_output=True, text=True,

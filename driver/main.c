@@ -48,6 +48,12 @@ typedef struct Options {
     const char *duration;    /* --duration <seconds> */
     uint64_t duration_ns;
     bool report_to_stdout; /* --report-to-stdout: the report on stdout instead of stderr */
+    bool pprof;            /* --pprof: also <stem>.pb.gz */
+    const char *diff[2];   /* --diff <base> <new> */
+    const char *focus;     /* --focus <regex> */
+    const char *ignore;    /* --ignore <regex> */
+    const char **fibers;   /* --fiber <label>, repeatable (argc-sized array) */
+    size_t nfibers;
     char **prog_args;
     int nprog_args;
 } Options;
@@ -70,6 +76,13 @@ static void usage(FILE *out) {
           "                 (the program gets SIGINT; the profile is kept)\n"
           "  --postprocess <raw.json> [--binary <exe>] [-o <out>]\n"
           "                 turn a raw profile into the five exports and the report\n"
+          "  --pprof        with --profile/--postprocess, also write <stem>.pb.gz (pprof)\n"
+          "  --focus <regex>, --ignore <regex>, --fiber <label> (repeatable)\n"
+          "                 with --profile/--postprocess: keep only samples with a frame (or\n"
+          "                 image) matching, drop those matching, keep only these fibers\n"
+          "  --diff <base> <new> [-o <out>]\n"
+          "                 compare two profiles (.folded or raw): <out>.diff.svg,\n"
+          "                 <out>.diff.folded and the largest changes in self/total share\n"
           "  --report-to-stdout\n"
           "                 print the profile report on stdout (default: stderr, so the\n"
           "                 program's own output stays its own)\n"
@@ -132,6 +145,24 @@ static int parse_args(int argc, char **argv, Options *o) {
                 o->duration = argv[++i];
         } else if (strcmp(a, "--report-to-stdout") == 0) {
             o->report_to_stdout = true;
+        } else if (strcmp(a, "--diff") == 0) {
+            if (i + 2 >= argc) return usage_error("%s", "--diff needs two profiles: <base> <new>");
+            o->diff[0] = argv[++i];
+            o->diff[1] = argv[++i];
+        } else if (strcmp(a, "--pprof") == 0) {
+            o->pprof = true;
+        } else if (strcmp(a, "--focus") == 0 || strcmp(a, "--ignore") == 0 ||
+                   strcmp(a, "--fiber") == 0) {
+            if (i + 1 >= argc) return usage_error("%s needs an argument", a);
+            if (a[2] == 'f' && a[3] == 'o')
+                o->focus = argv[++i];
+            else if (a[2] == 'i')
+                o->ignore = argv[++i];
+            else {
+                if (!o->fibers) o->fibers = calloc((size_t)argc, sizeof *o->fibers);
+                if (!o->fibers) return 1;
+                o->fibers[o->nfibers++] = argv[++i];
+            }
         } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
             if (strcmp(a, "--postprocess") == 0)
@@ -164,6 +195,13 @@ static int parse_args(int argc, char **argv, Options *o) {
             return 2;
         }
     }
+    if (o->diff[0]) {
+        if (o->input || o->postprocess || o->profile || o->run_flag || emit || build || o->debug ||
+            o->binary || o->pprof || o->focus || o->ignore || o->nfibers || o->nprog_args ||
+            o->record || o->attach || o->duration)
+            return usage_error("%s", "--diff takes only -o and --report-to-stdout");
+        return -1;
+    }
     if (o->duration && prof_parse_duration(o->duration, &o->duration_ns) != 0)
         return usage_error("--duration '%s' is not a number of seconds greater than 0",
                            o->duration);
@@ -174,7 +212,7 @@ static int parse_args(int argc, char **argv, Options *o) {
             return usage_error("%s", "--record needs the program after --: osprey --record "
                                      "[-o <out>] -- <program> [args...]");
         if (o->input || o->run_flag || emit || build || o->debug || o->profile || o->postprocess ||
-            o->binary)
+            o->binary || o->pprof || o->focus || o->ignore || o->nfibers)
             return usage_error("%s takes only --duration and -o", m);
         if (o->attach && o->prog_args)
             return usage_error("%s", "--attach takes no program arguments");
@@ -182,9 +220,23 @@ static int parse_args(int argc, char **argv, Options *o) {
     }
     if (o->duration && !o->profile)
         return usage_error("%s", "--duration needs --profile, --record or --attach");
+    bool post_opts = o->pprof || o->focus || o->ignore || o->nfibers;
+    if (post_opts && !o->postprocess && !o->profile)
+        return usage_error("%s", "--pprof, --focus, --ignore and --fiber need --profile or "
+                                 "--postprocess");
+    if (o->focus || o->ignore) {
+        /* docs/spec/profiler.md §(l.8): a bad pattern is refused before anything runs */
+        ospprof_options po = {.focus = o->focus, .ignore = o->ignore};
+        char err[OSPPROF_ERR_MAX];
+        if (ospprof_filter_check(&po, err, sizeof err) != 0) {
+            fprintf(stderr, "osprey: error: %s\n", err);
+            return 2;
+        }
+    }
     if (o->postprocess) {
         if (o->input || o->run_flag || emit || build || o->debug || o->profile)
-            return usage_error("%s", "--postprocess takes only --binary and -o");
+            return usage_error("%s", "--postprocess takes only --binary, -o, --pprof and the "
+                                     "filters");
         return -1;
     }
     if (o->binary) return usage_error("%s", "--binary needs --postprocess");
@@ -427,9 +479,10 @@ static char *export_path(const char *prefix, const char *ext) {
 /* The first export of `prefix` that is the file `protect` (malloc'd), or NULL. */
 static char *export_clash(const char *prefix, const char *protect) {
     if (!protect) return NULL;
-    for (int i = 0; i < OSPPROF_NEXPORTS; i++) {
-        char *p = export_path(prefix, ospprof_export_ext[i]);
-        if (out_same_file(p, protect)) return p;
+    for (int i = 0; i <= OSPPROF_NEXPORTS; i++) {
+        char *p =
+            export_path(prefix, i < OSPPROF_NEXPORTS ? ospprof_export_ext[i] : OSPPROF_PPROF_EXT);
+        if (p && out_same_file(p, protect)) return p;
         free(p);
     }
     return NULL;
@@ -470,6 +523,19 @@ static int postprocess_capture(ospprof_options *po, char **report, size_t *repor
  * is one warning line and never changes the exit status (nor does a closed stream); the
  * caller removes the raw file and the scratch directory whatever happens.
  */
+/* The parsed command line, for the export and filter options (§(l.6), §(l.8)) of every
+ * post-processing the driver runs; set once by compile_main. */
+static const Options *cmdline;
+
+/* The export and filter options of the command line (§(l.6), §(l.8)). */
+static void post_options(ospprof_options *po, const Options *o) {
+    po->pprof = o->pprof;
+    po->focus = o->focus;
+    po->ignore = o->ignore;
+    po->fibers = o->fibers;
+    po->nfibers = o->nfibers;
+}
+
 void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
                      const char *prefix, int interrupted_signal, bool to_stdout) {
     char *clash = export_clash(prefix, program);
@@ -484,6 +550,7 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
     fflush(stdout); /* the program's output (none of ours) comes first */
     ospprof_options po = {
         .raw_path = raw_path, .binary = exe_path, .program = program, .output_prefix = prefix};
+    if (cmdline) post_options(&po, cmdline);
     report_style(&po, to_stdout);
     po.interrupted_signal = interrupted_signal;
     char err[OSPPROF_ERR_MAX];
@@ -545,6 +612,7 @@ static int postprocess_main(const Options *o) {
         }
     }
     ospprof_options po = {.raw_path = o->postprocess, .binary = o->binary, .output_prefix = prefix};
+    post_options(&po, o);
     report_style(&po, o->report_to_stdout);
     char err[OSPPROF_ERR_MAX];
     char *report;
@@ -562,6 +630,63 @@ static int postprocess_main(const Options *o) {
     if (e) {
         fprintf(stderr, "osprey: error: cannot write standard %s: %s\n",
                 o->report_to_stdout ? "output" : "error", strerror(e));
+        return 1;
+    }
+    return 0;
+}
+
+/* osprey --diff <base> <new> [-o <out>] (docs/spec/profiler.md §(l.8)): exit 0, or 1 with
+ * "osprey: error: <file>:<line>: <problem>". Default stem: the new file's name without
+ * .diff.folded/.folded/.osprof.json/.json, in the current directory. */
+static int diff_main(const Options *o) {
+    char *prefix;
+    if (o->output) {
+        prefix = strdup(o->output);
+    } else {
+        const char *slash = strrchr(o->diff[1], '/');
+        prefix = strdup(slash ? slash + 1 : o->diff[1]);
+        static const char *const sfx[] = {".diff.folded", ".folded", ".osprof.json", ".json"};
+        size_t n = prefix ? strlen(prefix) : 0;
+        for (size_t i = 0; prefix && i < sizeof sfx / sizeof *sfx; i++) {
+            size_t k = strlen(sfx[i]);
+            if (n > k && strcmp(prefix + n - k, sfx[i]) == 0) {
+                prefix[n - k] = 0;
+                break;
+            }
+        }
+    }
+    if (!prefix) return 1;
+    static const char *const ext[] = {".diff.svg", ".diff.folded"};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            char *p = export_path(prefix, ext[k]);
+            if (p && out_same_file(p, o->diff[i])) {
+                fprintf(stderr, "osprey: error: the output '%s' would overwrite the input '%s'\n",
+                        p, o->diff[i]);
+                free(p);
+                free(prefix);
+                return 2;
+            }
+            free(p);
+        }
+    char err[OSPPROF_ERR_MAX];
+    char *report = NULL;
+    size_t report_len = 0;
+    FILE *mem = open_memstream(&report, &report_len);
+    int rc = ospprof_diff_run(o->diff[0], o->diff[1], prefix, mem ? mem : stdout, err, sizeof err);
+    if (mem) fclose(mem);
+    free(prefix);
+    if (rc != 0) {
+        fprintf(stderr, "osprey: error: %s\n", err);
+        free(report);
+        return 1;
+    }
+    /* the report is the command's result: stdout */
+    int e = write_report(true, report ? report : "", report_len);
+    free(report);
+    if (e == EPIPE) die_by_signal(SIGPIPE);
+    if (e) {
+        fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
         return 1;
     }
     return 0;
@@ -591,15 +716,25 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
     return status < 0 ? 1 : status;
 }
 
+static int compile_with(Options *po);
+
 static int compile_main(int argc, char **argv) {
     Options o = {0};
     int rc = parse_args(argc, argv, &o);
-    if (rc >= 0) return rc;
+    cmdline = &o;
+    if (rc < 0) rc = compile_with(&o);
+    free(o.fibers);
+    return rc;
+}
+
+static int compile_with(Options *po) {
+    Options o = *po;
     if (o.postprocess) return postprocess_main(&o);
     if (o.record)
         return prof_record_main(o.prog_args, o.nprog_args, o.output, o.duration_ns,
                                 o.report_to_stdout);
     if (o.attach) return prof_attach_main(o.attach, o.output, o.duration_ns, o.report_to_stdout);
+    if (o.diff[0]) return diff_main(&o);
 
     size_t len = 0;
     char *src = read_file(o.input, OSP_SOURCE_MAX, &len);

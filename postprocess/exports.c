@@ -494,17 +494,25 @@ const char *const ospprof_export_ext[OSPPROF_NEXPORTS] = {".speedscope.json", ".
                                                           ".folded", ".profile.json", ".svg"};
 
 int ospprof_write_exports(const ospprof_profile *p, const char *prefix, char *err, size_t errlen) {
-    static const body_fn bodies[OSPPROF_NEXPORTS] = {speedscope_body, cpuprofile_body, folded_body,
-                                                     summary_body, ospprof_svg_body};
-    ospprof_out set[OSPPROF_NEXPORTS];
+    return ospprof_write_exports_ex(p, prefix, false, err, errlen);
+}
+
+int ospprof_write_exports_ex(const ospprof_profile *p, const char *prefix, bool pprof, char *err,
+                             size_t errlen) {
+    static const body_fn bodies[OSPPROF_NEXPORTS + 1] = {speedscope_body,  cpuprofile_body,
+                                                         folded_body,      summary_body,
+                                                         ospprof_svg_body, ospprof_pprof_body};
+    size_t nset = OSPPROF_NEXPORTS + (pprof ? 1 : 0);
+    ospprof_out set[OSPPROF_NEXPORTS + 1];
     size_t plen = strlen(prefix);
     char *path = ospprof_xrealloc(NULL, plen + 32);
     size_t opened = 0;
     int rc = 0;
     /* every temporary first ... */
-    for (; opened < OSPPROF_NEXPORTS; opened++) {
+    for (; opened < nset; opened++) {
         memcpy(path, prefix, plen);
-        strcpy(path + plen, ospprof_export_ext[opened]);
+        strcpy(path + plen,
+               opened < OSPPROF_NEXPORTS ? ospprof_export_ext[opened] : OSPPROF_PPROF_EXT);
         if (ospprof_out_open(&set[opened], path, err, errlen) != 0) {
             rc = -1;
             break;
@@ -524,5 +532,5 @@ int ospprof_write_exports(const ospprof_profile *p, const char *prefix, char *er
         return -1;
     }
     /* ... then the renames, all or none */
-    return ospprof_out_commit_set(set, OSPPROF_NEXPORTS, err, errlen);
+    return ospprof_out_commit_set(set, nset, err, errlen);
 }

@@ -112,6 +112,14 @@ typedef struct ospprof_rowinfo {
     uint64_t n, on_n, w, on_w;
 } ospprof_rowinfo;
 
+/* An image as the model keeps it: runtime text range and identity (§(e)). */
+typedef struct ospprof_pimage {
+    char *path;            /* owned */
+    const char *basename;  /* points into path */
+    char *build_id;        /* owned, NULL if not recorded */
+    uint64_t start, limit; /* runtime text range [start, limit); limit 0 when unknown */
+} ospprof_pimage;
+
 struct ospprof_profile {
     ospprof_strtab strs;
     char *program;     /* owned: as given (or exe) */
@@ -123,7 +131,15 @@ struct ospprof_profile {
     uint32_t *stack_frames; /* frame ids per stack, leaf first */
     uint32_t *stack_lines;  /* the line of each of those positions (0 = unknown): the
                                sampled line at the leaf, the call line above it */
+    uint64_t *stack_addrs;  /* the recorded address each position came from (inline frames of
+                               one address share it; 0 for the [truncated] frame) */
+    uint32_t *stack_groups; /* per position: index of its address within the raw stack, so
+                               consecutive positions with the same value are one location
+                               (one address, inline frames innermost first) */
+    int32_t *stack_images;  /* per position: image index (into images) or -1 */
     size_t nstack_frames;
+    ospprof_pimage *images; /* the raw profile's images (pprof mappings, filters) */
+    size_t nimages;
     bool any_user;   /* some function is Osprey code */
     char **warnings; /* owned: one-line messages from symbolization (e.g. an unusable
                         --binary), without the "osprey: warning: " prefix */
@@ -137,7 +153,12 @@ struct ospprof_profile {
     uint64_t rate_hz, dropped;
     uint64_t on_w, on_n; /* total on-CPU weight (ns) and samples */
     double wall_s;
+    char *filter_desc;        /* owned: what the §(l.8) filters kept, for the report; NULL: none */
+    uint64_t unfiltered_on_w; /* on-CPU weight before the filters */
 };
+
+/* Self / total weight and counts of every function from the stacks' on-CPU totals. */
+void ospprof_profile_totals(ospprof_profile *p);
 
 /* Kind rule §(f).8: file ends in .osp or .ospml, ASCII case-insensitive. */
 bool ospprof_is_user_file(const char *file);
@@ -328,6 +349,9 @@ void ospprof_svg_flame(const ospprof_flame *fg, ospprof_out *w);
 /* The profile's `<stem>.svg` body: every fiber's on-CPU samples, coloured by the editor's
  * rule. */
 void ospprof_svg_body(const ospprof_profile *p, ospprof_out *w);
+
+/* The `<stem>.pb.gz` body (pprof.c): gzip'd profile.proto; zlib failures mark w failed. */
+void ospprof_pprof_body(const ospprof_profile *p, ospprof_out *w);
 
 /* The editor's deterministic frame colours (docs/spec/profiler.md §(j) "Frame colours"):
  * out[i] is "#rrggbb" for frame i of p (the speedscope `shared.frames` order). */

@@ -61,6 +61,16 @@ typedef struct ospprof_options {
     /* Symbolizer: "llvm", "none" or NULL (= the OSPREY_PROFILE_SYMBOLIZER environment
      * variable, default "llvm"). Unknown values behave as "llvm". */
     const char *symbolizer;
+    /* --pprof: also write <prefix>.pb.gz (§(l.6)) as a member of the set. */
+    bool pprof;
+    /* Filters (§(l.8)), applied to the model once, before every export and the report.
+     * focus: keep only samples with a frame whose name, or whose image basename, matches this
+     * POSIX extended regex; ignore: drop those samples; fibers[0..nfibers): keep only samples
+     * of rows whose display label is one of these. NULL / 0: no such filter. */
+    const char *focus;
+    const char *ignore;
+    const char *const *fibers;
+    size_t nfibers;
 } ospprof_options;
 
 /*
@@ -91,6 +101,9 @@ int ospprof_terminal_columns(FILE *out);
  * ".speedscope.json", ".cpuprofile", ".folded", ".profile.json", ".svg". */
 #define OSPPROF_NEXPORTS 5
 extern const char *const ospprof_export_ext[OSPPROF_NEXPORTS];
+
+/* Suffix of the optional pprof export (§(l.6)). */
+#define OSPPROF_PPROF_EXT ".pb.gz"
 
 /*
  * Remove the temporary files of exports being written at this moment (each export is
@@ -150,6 +163,26 @@ void ospprof_profile_free(ospprof_profile *prof);
 int ospprof_write_exports(const ospprof_profile *prof, const char *prefix, char *err,
                           size_t errlen);
 
+/*
+ * Check the §(l.8) filter patterns of `o` (focus, ignore) before any work: 0, or -1 with
+ * "--focus: bad regular expression '<pattern>': <regerror text>" in err (the CLI exits 2).
+ */
+int ospprof_filter_check(const ospprof_options *o, char *err, size_t errlen);
+
+/*
+ * Apply the §(l.8) filters of `o` (focus, ignore, fibers) to `prof` in place: samples are kept
+ * or dropped whole (their weights and stacks unchanged), then every total is recomputed from
+ * the kept samples, and the report's header names the filters and the share of on-CPU weight
+ * that remains. No filter set: nothing changes. 0, or -1 (a bad pattern, err as
+ * ospprof_filter_check; prof unchanged).
+ */
+int ospprof_profile_filter(ospprof_profile *prof, const ospprof_options *o, char *err,
+                           size_t errlen);
+
+/* ospprof_write_exports, plus <prefix>.pb.gz in the same set when `pprof` (§(l.6)). */
+int ospprof_write_exports_ex(const ospprof_profile *prof, const char *prefix, bool pprof, char *err,
+                             size_t errlen);
+
 /* Each export alone (§(g.2)–(g.5), §(l.6)), written to `path` through a temporary file in the
  * same directory and renamed. 0 on success, -1 with "cannot write <path>: <error>" in err.
  * ospprof_write_svg: the interactive flame graph (docs/profile-formats.md). */
@@ -160,6 +193,10 @@ int ospprof_write_cpuprofile(const ospprof_profile *prof, const char *path, char
 int ospprof_write_folded(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 int ospprof_write_summary(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 int ospprof_write_svg(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
+/* The pprof export (§(l.6)): gzip'd profile.proto, sample types samples/count and
+ * cpu/nanoseconds (default), on-CPU samples with a `fiber` label, one location per recorded
+ * address (its inline frames as lines, innermost first), one mapping per image. */
+int ospprof_write_pprof(const ospprof_profile *prof, const char *path, char *err, size_t errlen);
 
 /*
  * Print the terminal report (§(h) as revised by §(l.7)) to `out`: header, fiber split,
@@ -176,6 +213,71 @@ int ospprof_report_ex(const ospprof_profile *prof, const char *output_prefix,
 /* One-line warnings the last ospprof_profile_build produced for `prof` (e.g. an unusable
  * --binary); borrowed, valid while prof lives. Returns the count, fills *out. */
 size_t ospprof_profile_warnings(const ospprof_profile *prof, const char *const **out);
+
+/* ---- Comparisons (docs/spec/profiler.md §(l.8)) ------------------------------------------ */
+
+/* Two profiles merged into one tree of stacks with a base (side 0) and a new (side 1) count
+ * per node; opaque. */
+typedef struct ospprof_diff ospprof_diff;
+
+ospprof_diff *ospprof_diff_new(void);
+void ospprof_diff_free(ospprof_diff *d);
+
+/*
+ * Add a collapsed-stacks document text[0..len) to `side` (0 base, 1 new): lines
+ * `<frame>;<frame>;… <count>` (root first, count a decimal integer after the last space or
+ * tab; blank lines and \r\n endings accepted; frames may contain spaces). `name` is the file
+ * name used in messages. 0, or -1 with "<name>:<line>: not a collapsed-stacks line (…)" (or
+ * "… a NUL byte", "… count too large") in err; lines before the bad one stay added.
+ */
+int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const char *text,
+                            size_t len, char *err, size_t errlen);
+
+/* Add a built profile's on-CPU samples to `side`, one count per sample, as its .folded counts
+ * them (fiber label first, names sanitised). Returns 0. */
+int ospprof_diff_add_profile(ospprof_diff *d, int side, const ospprof_profile *prof);
+
+/* Add the file at `path`: a raw profile (its first non-blank byte is '{'; read, validated and
+ * symbolized with `symbolizer` as in ospprof_options) or a collapsed-stacks file. 0, or -1
+ * with one line naming the file (and the line for collapsed stacks) in err. */
+int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const char *symbolizer,
+                          char *err, size_t errlen);
+
+/* Each side's total count (the normaliser of its shares). */
+void ospprof_diff_totals(const ospprof_diff *d, uint64_t *base, uint64_t *new_);
+
+/* One function (by name, merged over every stack) of a diff: counts and shares (percent of
+ * its side's total) on each side ([0] base, [1] new); deltas are new minus base, in points.
+ * A function's total counts each stack once however often it recurses. */
+typedef struct ospprof_diff_func {
+    const char *name; /* borrowed from the diff */
+    uint64_t self[2], total[2];
+    double self_pct[2], total_pct[2];
+    double self_delta, total_delta;
+} ospprof_diff_func;
+
+/* Every function with a count on either side into *out (malloc'd; free it); the count. */
+int ospprof_diff_functions(const ospprof_diff *d, ospprof_diff_func **out);
+
+/* "#rrggbb" for a change of `delta_points` when the largest change drawn is `max_points`:
+ * red for more, blue for less, white for none, saturation growing with |delta| / max. */
+void ospprof_diff_color(double delta_points, double max_points, char out[8]);
+
+/* <prefix>.diff.svg (differential flame graph of the new side, titled `title`) and
+ * <prefix>.diff.folded (`<stack> <base> <new>` lines sorted bytewise), replaced as a set.
+ * 0, or -1 with "cannot write <path>: <reason>" (no file changed). */
+int ospprof_diff_write(const ospprof_diff *d, const char *prefix, const char *title, char *err,
+                       size_t errlen);
+
+/* The comparison report: both totals, then the functions whose self share rose and fell most
+ * and the same for total share (10 each), then the files written. 0, or -1 on a write error. */
+int ospprof_diff_report(const ospprof_diff *d, const char *base_name, const char *new_name,
+                        const char *prefix, FILE *out);
+
+/* `osprey --diff`: read both inputs, write both files, print the report to `report` (NULL:
+ * none). 0, or -1 with one line in err (nothing written on an input error). */
+int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FILE *report,
+                     char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

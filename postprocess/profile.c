@@ -291,6 +291,12 @@ void ospprof_profile_free(ospprof_profile *p) {
     free(p->funcs);
     free(p->stack_frames);
     free(p->stack_lines);
+    free(p->filter_desc);
+    free(p->stack_addrs);
+    free(p->stack_groups);
+    free(p->stack_images);
+    for (size_t i = 0; i < p->nimages; i++) free(p->images[i].path), free(p->images[i].build_id);
+    free(p->images);
     for (size_t i = 0; i < p->nwarnings; i++) free(p->warnings[i]);
     free(p->warnings);
     for (size_t i = 0; i < p->nstacks; i++) free(p->stacks[i].ss_json);
@@ -299,6 +305,31 @@ void ospprof_profile_free(ospprof_profile *p) {
     free(p->rows);
     free(p->samples);
     free(p);
+}
+
+void ospprof_profile_totals(ospprof_profile *p) {
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        ospprof_func *f = &p->funcs[i];
+        f->self_w = f->total_w = f->self_n = f->total_n = 0;
+    }
+    /* self / total per function: once per stack, weighted by the stack's on-CPU totals */
+    uint32_t *stamp = ospprof_xcalloc(p->nfuncs, sizeof *stamp);
+    for (size_t k = 0; k < p->nstacks; k++) {
+        ospprof_stackinfo *si = &p->stacks[k];
+        if (!si->on_n || !si->n) continue;
+        const uint32_t *fr = &p->stack_frames[si->off];
+        ospprof_func *leaf = &p->funcs[p->frames[fr[0]].func];
+        leaf->self_w += si->on_w;
+        leaf->self_n += si->on_n;
+        for (size_t j = 0; j < si->n; j++) {
+            uint32_t fn = p->frames[fr[j]].func;
+            if (stamp[fn] == k + 1) continue;
+            stamp[fn] = (uint32_t)(k + 1);
+            p->funcs[fn].total_w += si->on_w;
+            p->funcs[fn].total_n += si->on_n;
+        }
+    }
+    free(stamp);
 }
 
 ospprof_profile *ospprof_profile_build(const ospprof_raw *raw, const char *program,
@@ -327,6 +358,18 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
     for (size_t i = 0; i < p->nrows; i++) {
         p->rows[i].fiber = raw->threads[i].fiber;
         p->rows[i].label = display_label(&raw->threads[i], i);
+    }
+    p->nimages = raw->nimages;
+    p->images = ospprof_xcalloc(raw->nimages, sizeof *p->images);
+    for (size_t i = 0; i < raw->nimages; i++) {
+        const ospprof_image *im = &raw->images[i];
+        ospprof_pimage *pi = &p->images[i];
+        pi->path = ospprof_xstrdup(im->path ? im->path : "");
+        const char *sl = strrchr(pi->path, '/');
+        pi->basename = sl ? sl + 1 : pi->path;
+        pi->build_id = im->build_id ? ospprof_xstrdup(im->build_id) : NULL;
+        pi->start = im->text_size ? im->text : im->base;
+        pi->limit = im->text_size ? im->text + im->text_size : 0;
     }
     p->nstacks = raw->nstacks;
     p->stacks = ospprof_xcalloc(p->nstacks, sizeof *p->stacks);
@@ -425,7 +468,17 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
                         ospprof_xrealloc(p->stack_frames, capsf * sizeof *p->stack_frames);
                     p->stack_lines =
                         ospprof_xrealloc(p->stack_lines, capsf * sizeof *p->stack_lines);
+                    p->stack_addrs =
+                        ospprof_xrealloc(p->stack_addrs, capsf * sizeof *p->stack_addrs);
+                    p->stack_groups =
+                        ospprof_xrealloc(p->stack_groups, capsf * sizeof *p->stack_groups);
+                    p->stack_images =
+                        ospprof_xrealloc(p->stack_images, capsf * sizeof *p->stack_images);
                 }
+                p->stack_addrs[p->nstack_frames] = j == a1 ? 0 : raw->addrs[j];
+                p->stack_groups[p->nstack_frames] = (uint32_t)(j - a0);
+                p->stack_images[p->nstack_frames] =
+                    j == a1 ? -1 : (int32_t)ospprof_image_for(raw, raw->addrs[j]);
                 p->stack_lines[p->nstack_frames] = t->line;
                 p->stack_frames[p->nstack_frames++] = *fid;
             }
@@ -450,24 +503,7 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
     ospprof_llvm_free(c.llvm);
     free(used);
 
-    /* self / total per function: once per stack, weighted by the stack's on-CPU totals */
-    uint32_t *stamp = ospprof_xcalloc(p->nfuncs, sizeof *stamp);
-    for (size_t k = 0; k < p->nstacks; k++) {
-        ospprof_stackinfo *si = &p->stacks[k];
-        if (!si->on_n || !si->n) continue;
-        const uint32_t *fr = &p->stack_frames[si->off];
-        ospprof_func *leaf = &p->funcs[p->frames[fr[0]].func];
-        leaf->self_w += si->on_w;
-        leaf->self_n += si->on_n;
-        for (size_t j = 0; j < si->n; j++) {
-            uint32_t fn = p->frames[fr[j]].func;
-            if (stamp[fn] == k + 1) continue;
-            stamp[fn] = (uint32_t)(k + 1);
-            p->funcs[fn].total_w += si->on_w;
-            p->funcs[fn].total_n += si->on_n;
-        }
-    }
-    free(stamp);
+    ospprof_profile_totals(p);
     return p;
 }
 

@@ -158,6 +158,10 @@ int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const osppro
         signal_name(&b, style->interrupted_signal);
         ospprof_buf_putc(&b, ')');
     }
+    if (p->filter_desc) {
+        ospprof_buf_puts(&b, "\nfiltered: ");
+        ospprof_buf_puts(&b, p->filter_desc);
+    }
     ospprof_buf_puts(&b, "\nfibers:");
     bool first = true;
     for (size_t r = 0; r < p->nrows; r++) {
@@ -250,6 +254,7 @@ int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const osppro
     ospprof_buf_puts(&b, "\nprofile: ");
     for (int i = 0; i < OSPPROF_NEXPORTS; i++)
         ospprof_buf_printf(&b, "%s%s%s", i ? " · " : "", sp, ospprof_export_ext[i]);
+    if (style && style->pprof) ospprof_buf_printf(&b, " · %s%s", sp, OSPPROF_PPROF_EXT);
     ospprof_buf_printf(&b,
                        "\nview: open %s.svg in a browser, drag %s.speedscope.json onto "
                        "https://www.speedscope.app or open %s.cpuprofile in VS Code\n",

@@ -17,12 +17,17 @@ int ospprof_run(const ospprof_options *o, char *err, size_t errlen) {
         ospprof_seterr(err, errlen, "no raw profile or output given");
         return -1;
     }
+    if (ospprof_filter_check(o, err, errlen) != 0) return -1;
     ospprof_raw *raw = ospprof_raw_load(o->raw_path, err, errlen);
     if (!raw) return -1;
     ospprof_profile *p =
         ospprof_profile_build(raw, o->program, o->binary, o->symbolizer, err, errlen);
     ospprof_raw_free(raw);
     if (!p) return -1;
+    if (ospprof_profile_filter(p, o, err, errlen) != 0) {
+        ospprof_profile_free(p);
+        return -1;
+    }
     FILE *wf = o->warnings ? o->warnings : stderr;
     for (size_t i = 0; i < p->nwarnings; i++) {
         ospprof_buf line = {0};
@@ -33,7 +38,7 @@ int ospprof_run(const ospprof_options *o, char *err, size_t errlen) {
         ospprof_buf_free(&line);
     }
     fflush(wf);
-    int rc = ospprof_write_exports(p, o->output_prefix, err, errlen);
+    int rc = ospprof_write_exports_ex(p, o->output_prefix, o->pprof, err, errlen);
     if (rc == 0 && o->report && ospprof_report_ex(p, o->output_prefix, o, o->report) != 0) {
         ospprof_seterr(err, errlen, "cannot write the report");
         rc = -1;

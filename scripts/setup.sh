@@ -20,6 +20,8 @@ PACKAGES=(
   libc6-dbg gdb
   # editor extension and browser tests
   nodejs chromium
+  # pprof consumer for the --pprof test (go tool pprof)
+  golang-go
   # benchmarks
   linux-perf libgoogle-perftools-dev google-perftools valgrind
 )

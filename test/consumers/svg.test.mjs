@@ -11,10 +11,14 @@
 //  4. A 200,000-frame profile (bench/post_svg_gen.py: every frame exactly 0.1 % wide, all
 //     drawn) loads, zooms, resets and searches; the times are printed (bench/post_svg.sh
 //     prints the same figures as a benchmark).
+//  5. The differential SVG of `osprey --diff` (docs/profile-formats.md "Comparing two
+//     profiles"): no console error; red frames grew, blue frames shrank; hover shows both
+//     shares; zoom and search work as in the flame graph.
 // Screenshots of the SVG (whole and zoomed) go to $OSPPROF_ARTIFACTS (ctest sets
 // build/test/postprocess/artifacts).
 //
-// Environment (set by ctest): OSPPROF_CLI, OSPPROF_FIXTURE, OSPPROF_GOLDEN, OSPPROF_ARTIFACTS.
+// Environment (set by ctest): OSPPROF_CLI, OSPPROF_FIXTURE, OSPPROF_GOLDEN, OSPPROF_ARTIFACTS,
+// OSPREY_BIN (the driver, for test 5; skipped without it).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -50,6 +54,14 @@ before(async () => {
   const many = path.join(work, 'many.osprof.json');
   execFileSync('python3', [path.join(here, '..', '..', 'bench', 'post_svg_gen.py'), many, '1000', '200']);
   generate(many, 'many', 'many.osp', { OSPREY_PROFILE_SYMBOLIZER: 'none' });
+  if (process.env.OSPREY_BIN) {
+    fs.writeFileSync(path.join(work, 'base.folded'),
+                     'main;work 40\nmain;helper;libfoo 20\nmain;std::sort(int*, int*) 40\n');
+    fs.writeFileSync(path.join(work, 'new.folded'),
+                     'main;work 10\nmain;helper;libfoo 60\nmain;helper 20\nmain;new_fn 10\n');
+    execFileSync(process.env.OSPREY_BIN, ['--diff', 'base.folded', 'new.folded', '-o', 'cmp'],
+                 { cwd: work, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
   profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ospprof-svg-chromium-'));
   browser = await chromium.launchPersistentContext(profileDir, {
     executablePath: '/usr/bin/chromium',
@@ -204,6 +216,48 @@ test('a 200,000-frame SVG stays interactive', { timeout: 600000 }, async () => {
   assert.ok(Math.abs(timing.share - 1) < 1e-6, `search share ${timing.share}`);
   console.log(`svg 200k frames: ${n} drawn, load ${loadMs.toFixed(0)} ms, zoom ${timing.zoomMs.toFixed(0)} ms, ` +
               `reset ${timing.resetMs.toFixed(0)} ms, search ${timing.searchMs.toFixed(0)} ms`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the differential SVG of osprey --diff', { timeout: 60000, skip: !process.env.OSPREY_BIN }, async () => {
+  const { page, problems } = await open('cmp.diff');
+  const title = await page.locator('#title').textContent();
+  assert.equal(title, 'new.folded vs base.folded · red: more than base, blue: less');
+  const names = await frameNames(page);
+  // the new profile's frames only: std::sort (base only) is not drawn
+  assert.ok(!names.includes('std::sort(int*, int*)'), `names ${names}`);
+  // a frame's colour: the fill of the frame path drawn under its middle
+  const rgb = async (i) => {
+    const b = await frameBox(page, i);
+    const y = await rowY(page, i);
+    const fill = await page.evaluate(([x, yy]) => {
+      const el = document.elementsFromPoint(x, yy).find((e) => e.matches('#frames path.f'));
+      return el ? el.getAttribute('fill') : null;
+    }, [b.x + b.w / 2, y]);
+    const m = /^#(..)(..)(..)$/.exec(fill || '');
+    assert.ok(m, `no frame colour at frame ${i} (${fill})`);
+    return m.slice(1).map((h) => parseInt(h, 16));
+  };
+  const [hr, hg, hb] = await rgb(names.indexOf('helper')); // 20% -> 80%: the largest growth, full red
+  assert.ok(hr === 255 && hg < 100 && hb < 100, `helper ${[hr, hg, hb]}`);
+  const [wr, wg, wb] = await rgb(names.indexOf('work')); // 40% -> 10%: blue, lighter than helper's red
+  assert.ok(wb === 255 && wr < 255 && wr > hg, `work ${[wr, wg, wb]}`);
+  assert.deepEqual(await rgb(names.indexOf('main')), [255, 255, 255]); // 100% -> 100%: white
+  // hover shows both shares
+  const h = names.indexOf('helper');
+  const hbx = await frameBox(page, h);
+  await page.mouse.move(hbx.x + hbx.w / 2, await rowY(page, h));
+  const status = await page.locator('#status').textContent();
+  assert.match(status, /^helper — base 20\.00% · new 80\.00% \(\+60\.00\) — 80 samples, self 20\.0%, total 80\.0%$/);
+  // zoom, reset, search
+  await page.mouse.click(hbx.x + hbx.w / 2, await rowY(page, h));
+  const z = await frameBox(page, h);
+  assert.ok(Math.abs(z.w - 1180) < 0.1, `zoomed helper width ${z.w}`);
+  await page.locator('#reset').click();
+  await page.locator('#search').fill('^libfoo$');
+  assert.equal(await page.locator('#matched').textContent(), 'matched: 60.0%');
+  if (artifacts) await page.screenshot({ path: path.join(artifacts, 'svg-diff.png') });
   assert.deepEqual(problems, []);
   await page.close();
 });
