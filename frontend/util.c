@@ -185,6 +185,17 @@ static int cp_width(const unsigned char *s, size_t n, size_t *used) {
     return 1;
 }
 
+static bool is_control(unsigned char c) {
+    return c < 0x20 || c == 0x7F;
+}
+
+/* Print a path or message with its control bytes shown as `?`, so a file name (or a quoted
+ * directive) holding a newline or an ESC still gives one plain diagnostic line. */
+static void print_plain(FILE *out, const char *text) {
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        fputc(is_control(*p) ? '?' : *p, out);
+}
+
 /* Echo the source line `ls` (`len` bytes) and a caret under byte column `col`. */
 static void print_source_line(FILE *out, const char *ls, size_t len, int col) {
     const unsigned char *s = (const unsigned char *)ls;
@@ -203,7 +214,10 @@ static void print_source_line(FILE *out, const char *ls, size_t len, int col) {
     }
     static const char ellipsis[] = "\xE2\x80\xA6"; /* … */
     if (from > 0) fputs(ellipsis, out);
-    for (size_t k = from; k < to; k++) fputc(s[k] == 0 ? ' ' : s[k], out);
+    /* A control byte (other than a tab) is echoed as `?`: the source is untrusted and an
+     * ESC or CR in it must not drive the terminal or break the line. */
+    for (size_t k = from; k < to; k++)
+        fputc(s[k] == 0 ? ' ' : s[k] == '\t' ? '\t' : is_control(s[k]) ? '?' : s[k], out);
     if (to < len) fputs(ellipsis, out);
     fputc('\n', out);
     if (from > 0) fputc(' ', out); /* under the `…` */
@@ -231,13 +245,16 @@ void diag_print(Diags *d, FILE *out) {
                 prev->warning == g->warning)
                 continue; /* one error per position */
         }
-        fprintf(out, "%s:%d:%d: %s: %s\n", d->path, g->pos.line, g->pos.col,
-                g->warning ? "warning" : "error", g->msg);
+        print_plain(out, d->path);
+        fprintf(out, ":%d:%d: %s: ", g->pos.line, g->pos.col, g->warning ? "warning" : "error");
+        print_plain(out, g->msg);
+        fputc('\n', out);
         size_t len = 0;
         const char *ls = line_start(d, g->pos.line, &len);
         if (ls) print_source_line(out, ls, len, g->pos.col);
     }
-    if (d->overflow)
-        fprintf(out, "%s: error: too many errors; only the first %d are shown\n", d->path,
-                d->items.len);
+    if (d->overflow) {
+        print_plain(out, d->path);
+        fprintf(out, ": error: too many errors; only the first %d are shown\n", d->items.len);
+    }
 }

@@ -1042,7 +1042,12 @@ ospprof_raw *ospprof_raw_load(const char *path, char *err, size_t errlen) {
             first++;
         if (!started && first < n + (size_t)k) {
             if (buf[first] != '{') {
-                ospprof_seterr(err, errlen, "%s: not valid JSON at byte %zu", path, first);
+                /* `[]`, `null`, `42` are JSON, just not a raw profile: say so, as the
+                 * parser does for a buffer */
+                if (buf[first] && strchr("[\"-0123456789tfn", buf[first]))
+                    ospprof_seterr(err, errlen, "%s: top level is not a JSON object", path);
+                else
+                    ospprof_seterr(err, errlen, "%s: not valid JSON at byte %zu", path, first);
                 free(buf);
                 close(fd);
                 return NULL;

@@ -51,9 +51,10 @@ wasm_core=()
 #   effects.c  pthread_attr_setguardsize and GC_pthread_create (absent from Win32 GC)
 #   stream.c   poll(2), writev(2) (<poll.h>, <sys/uio.h>)
 #   strings.c  getentropy(3)
+#   process.c  posix_spawn(3), pipe2(2), poll(2), waitpid(2) (<spawn.h>, <poll.h>, <sys/wait.h>)
 win_core=()
 for f in runtime/core/*.c; do
-  case "$(basename "$f")" in crash.c | fiber.c | effects.c | stream.c | strings.c) ;;
+  case "$(basename "$f")" in crash.c | fiber.c | effects.c | stream.c | strings.c | process.c) ;;
     *) win_core+=("$f") ;; esac
 done
 

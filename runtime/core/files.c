@@ -11,6 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0 /* Windows (mingw): no exec(2) for the descriptor to leak across */
+#endif
+
 static osp_rres fail(const char *op, const char *path, int err) {
     const char *why = strerror(err);
     size_t n = strlen(op) + strlen(path) + strlen(why) + 5;

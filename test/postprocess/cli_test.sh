@@ -21,4 +21,12 @@ printf '{"version":1,' > bad.json
 if "$cli" bad.json -o out/demo 2>err.txt >/dev/null; then echo "bad file accepted"; exit 1; fi
 test "$(cat err.txt)" = "ospprof-cli: error: bad.json: not valid JSON at byte 13"
 cmp out/demo.folded good.folded
+# valid JSON that is not an object is named as such, not as broken JSON
+printf '[]\n' > array.json
+if "$cli" array.json -o out/demo 2>err.txt >/dev/null; then echo "array accepted"; exit 1; fi
+test "$(cat err.txt)" = "ospprof-cli: error: array.json: top level is not a JSON object"
+{ yes || true; } | head -c 100000 > yes.json
+if "$cli" yes.json -o out/demo 2>err.txt >/dev/null; then echo "yes accepted"; exit 1; fi
+test "$(cat err.txt)" = "ospprof-cli: error: yes.json: not valid JSON at byte 0"
+cmp out/demo.folded good.folded
 echo "cli: ok"
