@@ -47,7 +47,9 @@ void osp_prof_thread_unregister(void) {
 }
 
 /* Thread labels are the profiler's business; the fake only has to link. */
-void osp_prof_label_created_threads(const char *label) { (void)label; }
+void osp_prof_label_created_threads(const char *label) {
+    (void)label;
+}
 
 void osp_prof_block_begin(void) {
     if (t_depth++ == 0) t_regions++;
