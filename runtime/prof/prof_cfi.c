@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "prof_cfi.h"
 
+#if OSP_PROF_SAMPLER /* Linux only; other targets use prof_stub.c */
 #include <link.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -1098,3 +1099,5 @@ void osp_prof__cfi_reset(void) {
     }
     g_scanned = false;
 }
+
+#endif /* OSP_PROF_SAMPLER */

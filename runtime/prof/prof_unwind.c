@@ -93,6 +93,7 @@ osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintpt
 
 /* ---- the hybrid walk: frame pointers + CFI, docs/spec/profiler.md §(l.1) ---------------- */
 
+#if OSP_PROF_SAMPLER /* the hybrid walk reads Linux signal contexts and CFI tables */
 #include "prof_cfi.h"
 
 #include <stdatomic.h>
@@ -453,3 +454,4 @@ size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unw
 }
 
 #endif
+#endif /* OSP_PROF_SAMPLER */
