@@ -9,8 +9,8 @@ at least 99 % of the samples.
    sampled; image bases from the inferior's /proc/<pid>/maps). At each hit, gdb's frames
    (inline and tail-call frames skipped: the profiler records physical frames), and the
    runtime's own
-   walk from the same pc, sp and rbp (osp_test_gdb_walk, called on the stopped thread with
-   scheduler-locking on), are recorded; each pc is checked at up to 3 hits. gdb's stops
+   walk from the same registers (a SIGUSR2 queued by gdb: the target's handler walks from
+   the interrupted context as the SIGPROF handler does), are recorded; each pc is checked at up to 3 hits. gdb's stops
    take the program's wall time, so it runs up to 30 s and is killed once every
    breakpoint is done.
 3. A pc agrees when every hit's two sequences are equal, address for address. Prints the
@@ -60,17 +60,21 @@ def record(pc):
             f = f.older()
         except gdb.error:
             break
-    sp = int(gdb.parse_and_eval("$sp"))
-    fp = int(gdb.parse_and_eval("$rbp"))
-    # The call runs with every breakpoint off (a signal handler could run meanwhile).
+    # The walk runs in the target's SIGUSR2 handler, from the registers the signal
+    # interrupted (here), with every breakpoint off meanwhile; gdb stops again in
+    # osp_test_gdb_walked and reads the result from memory.
     on = [bp for _, bp in bps.values() if bp.enabled]
     for x in on:
         x.enabled = False
-    gdb.execute("set scheduler-locking on")
-    n = int(gdb.parse_and_eval("osp_test_gdb_walk((unsigned long)0x%x, (unsigned long)0x%x, (unsigned long)0x%x)" % (pc, sp, fp)))
-    gdb.execute("set scheduler-locking off")
+    walked = gdb.Breakpoint("osp_test_gdb_walked", internal=True)
+    gdb.execute("queue-signal SIGUSR2")
+    gdb.execute("continue", to_string=True)
+    walked.delete()
     for x in on:
         x.enabled = True
+    if int(gdb.parse_and_eval("osp_test_gdb_pc")) != pc:
+        return  # the signal did not interrupt this pc; no comparison
+    n = int(gdb.parse_and_eval("osp_test_gdb_nframes"))
     ours = [int(gdb.parse_and_eval("osp_test_gdb_frames[%d]" % i)) for i in range(max(n, 0))]
     out.write(json.dumps({"key": key, "gdb": frames, "ours": ours}) + "\n")
     out.flush()
@@ -83,6 +87,7 @@ gdb.execute("set backtrace past-main on")
 gdb.execute("set backtrace past-entry on")
 gdb.execute("handle SIGALRM nostop noprint pass")
 gdb.execute("handle SIGPROF nostop noprint pass")
+gdb.execute("handle SIGUSR2 nostop noprint pass")
 start = gdb.Breakpoint("gdb_target_format", internal=True)  # after the setup in main
 gdb.execute("run " + os.environ["GDBV_ARGS"], to_string=True)
 start.delete()
@@ -150,8 +155,8 @@ def main():
     ofile = os.path.join(work, "hits.jsonl")
     genv = {k: v for k, v in os.environ.items() if not k.startswith("OSPREY_PROFILE")}
     genv.update(GDBV_TARGETS=tfile, GDBV_OUT=ofile, GDBV_HITS=str(HITS_PER_PC), GDBV_ARGS="30")
-    subprocess.run(["gdb", "-nx", "-batch", "-x", sfile, target], env=genv,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
+    g = subprocess.run(["gdb", "-nx", "-batch", "-x", sfile, target], env=genv,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
     results = collections.defaultdict(list)
     if os.path.exists(ofile):
         for line in open(ofile):
@@ -174,6 +179,8 @@ def main():
                 key, n, " ".join("%x" % a for a in h["gdb"]), " ".join("%x" % a for a in h["ours"])))
     print("gdb_validate: %d main-thread on-CPU samples, %d distinct leaf pcs; checked %d pcs "
           "covering %.1f %% of the samples" % (total, len(counts), len(results), 100.0 * checked / total))
+    if not results:  # gdb itself failed: show why
+        sys.stdout.write("gdb_validate: gdb's stderr ends:\n" + g.stderr.decode(errors="replace")[-2000:])
     share = agree / checked if checked else 0.0
     print("gdb_validate: our frame sequence equals gdb's backtrace for %.2f %% of the checked samples" % (100 * share))
     ok = checked >= 0.7 * total and share >= 0.99
