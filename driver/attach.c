@@ -20,6 +20,7 @@
 #include "attach_elf.h"
 #include "attach_unwind.h"
 #include "osp_raw_format.h"
+#include "prof_cfi.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -136,8 +137,9 @@ typedef struct aimage {
     char *path;
     uint64_t base, slide, text, text_size;
     unsigned machine;
-    char build_id[129]; /* lowercase hex, "" if none */
-    char *symbols_json; /* the vDSO's "symbols" array text, NULL for other images */
+    char build_id[129];       /* lowercase hex, "" if none */
+    char *symbols_json;       /* the vDSO's "symbols" array text, NULL for other images */
+    struct osp_cfi_table cfi; /* from its .eh_frame (x86-64); empty (nrows 0) if none */
 } aimage;
 
 struct osp_attach {
@@ -173,6 +175,10 @@ struct osp_attach {
     uint64_t thread_ns;  /* Σ per tick: tick length × threads sampled that tick */
     aimage *images;
     size_t nimages;
+    /* the images' CFI tables, sorted by address, for the walker (osp_unwind_cfi_step) */
+    const struct osp_cfi_table **cfi_tables;
+    size_t ncfi;
+    osp_unwind_cfi cfi;
     uint64_t rng;
     /* a memory-read cache of one page for the thread being walked */
     uint64_t cache_page;
@@ -225,7 +231,7 @@ static int walk_read(void *ctx, uint64_t addr, void *buf, size_t len) {
     return 0;
 }
 
-static int get_regs(pid_t tid, osp_unwind_regs *r) {
+static int get_regs(pid_t tid, osp_remote_regs *r) {
 #if defined(__x86_64__)
     struct user_regs_struct regs;
     struct iovec io = {&regs, sizeof regs};
@@ -490,14 +496,19 @@ static void add_sample(osp_attach *a, uint64_t t_ns, const athread *t, long stac
 static long capture_stack(osp_attach *a, athread *t) {
     if (send_interrupt(t) != 0 || wait_interrupt_stop(a, t) != 0) return -2;
     uint64_t stopped_at = now_ns(CLOCK_MONOTONIC);
-    osp_unwind_regs regs;
+    osp_remote_regs regs;
     uint64_t frames[MAX_FRAMES];
     size_t n = 0;
     bool truncated = false;
     if (get_regs(t->tid, &regs) == 0) {
         a->walk_tid = t->tid;
         a->cache_valid = false;
-        osp_unwinder u = {.read = walk_read, .read_ctx = a};
+        a->cfi.read = walk_read;
+        a->cfi.read_ctx = a;
+        osp_unwinder u = {.read = walk_read,
+                          .read_ctx = a,
+                          .step = a->ncfi ? osp_unwind_cfi_step : NULL,
+                          .step_ctx = &a->cfi};
         n = osp_unwind_walk(&u, &regs, frames, MAX_FRAMES, &truncated);
     }
     ptrace(PTRACE_CONT, t->tid, NULL, NULL);
@@ -589,6 +600,7 @@ static void free_images(aimage *v, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(v[i].path);
         free(v[i].symbols_json);
+        osp_prof__cfi_table_free(&v[i].cfi);
     }
     free(v);
 }
@@ -610,6 +622,103 @@ static int image_bytes(void *ctx, uint64_t addr, uint64_t file_off, void *buf, s
     return n == (ssize_t)len ? 0 : -1;
 }
 
+/* attach_elf_read_fn over an open file (`ctx` points at its descriptor): file offsets. */
+static int file_bytes(void *ctx, uint64_t addr, uint64_t file_off, void *buf, size_t len) {
+    (void)addr;
+    ssize_t n = pread(*(const int *)ctx, buf, len, (off_t)file_off);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+/* attach_elf_read_fn over a copy of an image (the vDSO): file offsets into the copy. */
+struct mem_image {
+    const unsigned char *p;
+    size_t size;
+};
+
+static int mem_bytes(void *ctx, uint64_t addr, uint64_t file_off, void *buf, size_t len) {
+    (void)addr;
+    const struct mem_image *m = ctx;
+    if (file_off > m->size || len > m->size - file_off) return -1;
+    memcpy(buf, m->p + file_off, len);
+    return 0;
+}
+
+/*
+ * The CFI table of an image (§(l.1), §(l.9)): its `.eh_frame` decoded by the runtime's table
+ * builder (runtime/prof/prof_cfi.c) into im->cfi, at the image's run-time addresses (the
+ * section's link-time address plus the slide). `vdso`: the vDSO's bytes, copied from the
+ * target. Otherwise the file is read, through /proc/<pid>/root so that a process in another
+ * mount namespace is read from its own files, and only when its build-id is the mapped
+ * image's (a library replaced on disk since it was loaded gets no table rather than a wrong
+ * one). Without a table the image's frames are walked by frame pointers.
+ */
+static void build_cfi(pid_t pid, aimage *im, const char *path, const unsigned char *vdso,
+                      size_t vdso_size) {
+#if defined(__x86_64__)
+    attach_elf_section sec;
+    if (vdso) {
+        struct mem_image m = {vdso, vdso_size};
+        if (attach_elf_eh_frame(mem_bytes, &m, &sec) && sec.offset <= vdso_size &&
+            sec.size <= vdso_size - sec.offset)
+            osp_prof__cfi_build(vdso + sec.offset, (size_t)sec.size,
+                                (uintptr_t)(im->slide + sec.addr), (uintptr_t)im->slide, &im->cfi,
+                                NULL);
+        return;
+    }
+    char file[PATH_MAX + 32];
+    snprintf(file, sizeof file, "/proc/%d/root%s", (int)pid, path);
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    attach_elf_info info;
+    if (im->build_id[0] && (!attach_elf_describe(file_bytes, &fd, 0, &info) ||
+                            strcmp(info.build_id, im->build_id) != 0)) {
+        close(fd);
+        return;
+    }
+    if (attach_elf_eh_frame(file_bytes, &fd, &sec)) {
+        uint8_t *buf = malloc((size_t)sec.size);
+        if (buf && file_bytes(&fd, sec.offset, sec.offset, buf, (size_t)sec.size) == 0)
+            osp_prof__cfi_build(buf, (size_t)sec.size, (uintptr_t)(im->slide + sec.addr),
+                                (uintptr_t)im->slide, &im->cfi, NULL);
+        free(buf);
+    }
+    close(fd);
+#else
+    (void)pid, (void)im, (void)path, (void)vdso, (void)vdso_size; /* frame records suffice */
+#endif
+}
+
+static int table_cmp(const void *x, const void *y) {
+    const struct osp_cfi_table *a = *(const struct osp_cfi_table *const *)x;
+    const struct osp_cfi_table *b = *(const struct osp_cfi_table *const *)y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : 0;
+}
+
+/* Point the walker at the tables of a->images: sorted, overlaps (impossible for real
+ * images) dropped. Called whenever a->images changes. */
+static void index_cfi(osp_attach *a) {
+    free(a->cfi_tables);
+    a->cfi_tables = NULL;
+    a->ncfi = 0;
+    a->cfi.tables = NULL;
+    a->cfi.ntables = 0;
+    const struct osp_cfi_table **v = a->nimages ? malloc(a->nimages * sizeof *v) : NULL;
+    if (!v) return;
+    size_t n = 0;
+    for (size_t i = 0; i < a->nimages; i++)
+        if (a->images[i].cfi.nrows > 0) v[n++] = &a->images[i].cfi;
+    qsort(v, n, sizeof *v, table_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || v[i]->lo >= v[m - 1]->hi) v[m++] = v[i];
+    a->cfi_tables = v;
+    a->ncfi = m;
+    a->cfi.tables = v;
+    a->cfi.ntables = m;
+    a->cfi.last = 0;
+}
+
 /* Describe the ELF image whose file offset 0 is mapped at `base` (§(e) "Images"). */
 static bool describe_image(pid_t pid, const char *path, uint64_t base, uint64_t map_end,
                            aimage *im) {
@@ -625,8 +734,10 @@ static bool describe_image(pid_t pid, const char *path, uint64_t base, uint64_t 
     if (strcmp(path, "[vdso]") == 0 && map_end > base && map_end - base <= (1u << 20)) {
         size_t size = (size_t)(map_end - base);
         unsigned char *copy = malloc(size);
-        if (copy && remote_read(pid, base, copy, size) == 0)
+        if (copy && remote_read(pid, base, copy, size) == 0) {
             im->symbols_json = attach_elf_symbols_json(copy, size);
+            build_cfi(pid, im, path, copy, size);
+        }
         free(copy);
     }
     return true;
@@ -669,8 +780,24 @@ static void read_images(osp_attach *a) {
         if (!describe_image(a->pid, name, lo, hi, &v[n])) continue;
         v[n].path = strdup(name);
         if (!v[n].path) {
+            osp_prof__cfi_table_free(&v[n].cfi);
+            free(v[n].symbols_json);
             failed = true;
             break;
+        }
+        if (strcmp(name, "[vdso]") != 0) {
+            /* An image seen before keeps its table (or its lack of one); a new one is read. */
+            aimage *old = NULL;
+            for (size_t j = 0; j < a->nimages && !old; j++)
+                if (a->images[j].base == v[n].base && strcmp(a->images[j].path, name) == 0 &&
+                    strcmp(a->images[j].build_id, v[n].build_id) == 0)
+                    old = &a->images[j];
+            if (old) {
+                v[n].cfi = old->cfi;
+                memset(&old->cfi, 0, sizeof old->cfi);
+            } else {
+                build_cfi(a->pid, &v[n], name, NULL, 0);
+            }
         }
         n++;
     }
@@ -679,11 +806,13 @@ static void read_images(osp_attach *a) {
     fclose(f);
     if (failed || n == 0) {
         free_images(v, n);
+        index_cfi(a); /* tables moved into v are gone with it */
         return;
     }
     free_images(a->images, a->nimages);
     a->images = v;
     a->nimages = n;
+    index_cfi(a);
 }
 
 /* ---- open, refusals, detach ---------------------------------------------------------------- */
@@ -1183,6 +1312,7 @@ void osp_attach_close(osp_attach *a) {
     free(a->samples);
     free(a->plans);
     free_images(a->images, a->nimages);
+    free(a->cfi_tables);
     free(a);
 }
 
