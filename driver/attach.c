@@ -11,7 +11,7 @@
  *   group stop       — PTRACE_EVENT_STOP with a stop signal: PTRACE_LISTEN (stays stopped,
  *                      as unprofiled); its end is reported as another event stop → CONT.
  * The capture loop reaps every event with waitpid(-1, WNOHANG | __WALL) whenever SIGCHLD
- * wakes it (a self-pipe), so a signal for the target is delayed by microseconds, not a tick.
+ * wakes it (a signalfd), so a signal for the target is delayed by microseconds, not a tick.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -36,6 +36,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -145,6 +146,7 @@ typedef struct aimage {
 struct osp_attach {
     pid_t pid;
     char exe[PATH_MAX];
+    int proc_stat_fd; /* /proc/<pid>/stat, kept open: its thread count, read every tick */
     unsigned rate_hz;
     bool attached;
     athread *th;
@@ -173,6 +175,7 @@ struct osp_attach {
     uint64_t drop_alloc, drop_no_answer, drop_store_full, drop_thread_gone;
     uint64_t stopped_ns; /* Σ per sample: stop seen → thread continued */
     uint64_t thread_ns;  /* Σ per tick: tick length × threads sampled that tick */
+    uint64_t cpu_ns;     /* the capturing thread's CPU time during the capture */
     aimage *images;
     size_t nimages;
     /* the images' CFI tables, sorted by address, for the walker (osp_unwind_cfi_step) */
@@ -314,7 +317,8 @@ static int seize_thread(osp_attach *a, pid_t tid) {
 }
 
 /* Re-read /proc/<pid>/task: seize new threads, mark vanished ones gone. Returns the number
- * of threads alive. */
+ * of threads alive. About ten syscalls; osp_attach_capture calls it only when the thread
+ * count changed (threads_changed) or every SCAN_NS as a backstop. */
 static size_t scan_threads(osp_attach *a) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)a->pid);
@@ -334,6 +338,28 @@ static size_t scan_threads(osp_attach *a) {
     }
     closedir(d);
     return alive;
+}
+
+/* The backstop period of the thread scan (a thread that started while another exited, so
+ * that the count looked unchanged, is seen within this time). */
+#define SCAN_NS 200000000u
+
+/* Whether the process's thread count (/proc/<pid>/stat field 20, one pread) differs from the
+ * threads alive here; true also when it cannot be read (the scan then finds out why). */
+static bool threads_changed(osp_attach *a) {
+    char buf[1024];
+    if (pread_small(a->proc_stat_fd, buf, sizeof buf) <= 0) return true;
+    const char *p = strrchr(buf, ')');
+    if (!p) return true;
+    /* after the name: field 3 (state) ... field 20 (num_threads) */
+    int field = 2;
+    for (; *p && field < 20; p++)
+        if (*p == ' ') field++;
+    if (field != 20) return true;
+    long n = strtol(p, NULL, 10);
+    size_t alive = 0;
+    for (size_t i = 0; i < a->nth; i++) alive += !a->th[i].gone;
+    return n <= 0 || (size_t)n != alive;
 }
 
 /* ---- ptrace events ------------------------------------------------------------------------ */
@@ -950,6 +976,7 @@ osp_attach *osp_attach_open(pid_t pid, char *err, size_t errlen) {
         return NULL;
     }
     a->pid = pid;
+    a->proc_stat_fd = -1;
     /* The main thread first: its refusal is the process's. */
     int e = seize_thread(a, pid);
     if (e != 0) {
@@ -997,25 +1024,14 @@ osp_attach *osp_attach_open(pid_t pid, char *err, size_t errlen) {
         }
         close(fd);
     }
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    a->proc_stat_fd = open(path, O_RDONLY | O_CLOEXEC);
     scan_threads(a);
     read_images(a);
     return a;
 }
 
 /* ---- capture --------------------------------------------------------------------------------- */
-
-static int g_wake_pipe[2] = {-1, -1};
-
-static void on_sigchld(int sig) {
-    (void)sig;
-    int saved = errno;
-    if (g_wake_pipe[1] >= 0) {
-        char c = 0;
-        ssize_t r = write(g_wake_pipe[1], &c, 1); /* full pipe: a wake-up is pending anyway */
-        (void)r;
-    }
-    errno = saved;
-}
 
 static uint64_t next_random(osp_attach *a) {
     a->rng ^= a->rng << 13;
@@ -1046,20 +1062,20 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
     a->rng = now_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
     if (!a->rng) a->rng = 1;
 
-    struct sigaction sa, old_sa;
-    bool handler = false;
-    if (pipe2(g_wake_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_sigchld;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        handler = sigaction(SIGCHLD, &sa, &old_sa) == 0;
-    }
+    /* Tracee events wake the loop through a signalfd for SIGCHLD (blocked meanwhile): the
+     * stops of one tick's samples coalesce into one pending signal, read once, instead of
+     * a handler run per stop. Without it the loop polls at 20 Hz. */
+    sigset_t chld, old_mask;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    bool masked = sigprocmask(SIG_BLOCK, &chld, &old_mask) == 0;
+    int sfd = masked ? signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC) : -1;
 
     a->start_unix_ns = now_ns(CLOCK_REALTIME);
     a->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+    uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t deadline = a->start_mono_ns, last_tick = a->start_mono_ns;
-    uint64_t last_maps = a->start_mono_ns, last_progress = 0;
+    uint64_t last_maps = a->start_mono_ns, last_progress = 0, last_scan = a->start_mono_ns;
     osp_attach_end end = OSP_ATTACH_END_REQUESTED;
     for (;;) {
         reap_events(a);
@@ -1074,9 +1090,12 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
         }
         if (now >= deadline) {
             /* One tick: follow threads, then sample each live one. */
-            if (scan_threads(a) == 0) {
-                end = OSP_ATTACH_END_EXITED;
-                break;
+            if (now - last_scan >= SCAN_NS || threads_changed(a)) {
+                last_scan = now;
+                if (scan_threads(a) == 0) {
+                    end = OSP_ATTACH_END_EXITED;
+                    break;
+                }
             }
             a->ticks++;
             uint64_t tick_ns = now - last_tick > 0 ? now - last_tick : period_ns;
@@ -1124,11 +1143,11 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
         uint64_t left = wake > now ? wake - now : 0;
         if (left > 50000000u) left = 50000000u; /* poll stop_requested at least at 20 Hz */
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-        struct pollfd p = {.fd = g_wake_pipe[0], .events = POLLIN};
-        if (g_wake_pipe[0] >= 0) {
+        struct pollfd p = {.fd = sfd, .events = POLLIN};
+        if (sfd >= 0) {
             if (ppoll(&p, 1, &ts, NULL) > 0) {
-                char drain[64];
-                while (read(g_wake_pipe[0], drain, sizeof drain) > 0) {
+                struct signalfd_siginfo si[8];
+                while (read(sfd, si, sizeof si) > 0) {
                 }
             }
         } else {
@@ -1138,13 +1157,15 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
     a->elapsed_ns = now_ns(CLOCK_MONOTONIC) - a->start_mono_ns;
     if (end != OSP_ATTACH_END_EXITED) read_images(a); /* the process still exists */
     detach_all(a);
+    a->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     a->end_unix_ns = now_ns(CLOCK_REALTIME);
-    if (handler) sigaction(SIGCHLD, &old_sa, NULL);
-    if (g_wake_pipe[0] >= 0) {
-        close(g_wake_pipe[0]);
-        close(g_wake_pipe[1]);
-        g_wake_pipe[0] = g_wake_pipe[1] = -1;
+    if (sfd >= 0) {
+        struct signalfd_siginfo si[8];
+        while (read(sfd, si, sizeof si) > 0) { /* our tracees' reports: nothing to deliver */
+        }
+        close(sfd);
     }
+    if (masked) sigprocmask(SIG_SETMASK, &old_mask, NULL);
     if (opts->progress) progress_line(a, opts->progress, 0, true);
     return end;
 }
@@ -1159,6 +1180,7 @@ void osp_attach_get_stats(const osp_attach *a, osp_attach_stats *out) {
     out->threads_seen = a->nrows;
     out->stopped_ns = a->stopped_ns;
     out->thread_ns = a->thread_ns;
+    out->cpu_ns = a->cpu_ns;
 }
 
 pid_t osp_attach_pid(const osp_attach *a) {
@@ -1302,6 +1324,7 @@ void osp_attach_close(osp_attach *a) {
     if (!a) return;
     detach_all(a);
     for (size_t i = 0; i < a->nth; i++) thread_close_fds(&a->th[i]);
+    if (a->proc_stat_fd >= 0) close(a->proc_stat_fd);
     free(a->th);
     free(a->rows);
     free(a->frames);

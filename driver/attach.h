@@ -86,6 +86,9 @@ typedef struct osp_attach_stats {
      * length times the threads sampled in it. stopped_ns / thread_ns is the share of its
      * time a sampled thread spent stopped by osprey. */
     uint64_t stopped_ns, thread_ns;
+    /* CPU time (user + system) the capturing thread used between the capture's start and its
+     * detach: what sampling cost the machine besides the stops. */
+    uint64_t cpu_ns;
 } osp_attach_stats;
 void osp_attach_get_stats(const osp_attach *a, osp_attach_stats *out);
 
