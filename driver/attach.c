@@ -193,6 +193,8 @@ struct osp_attach {
         int plan;
         uint64_t pc;
         char syscall_line[160];
+        bool interrupted; /* PTRACE_INTERRUPT sent, its stop not collected yet */
+        long stack;       /* the captured stack (walk_stopped's result); -2: none */
     } *plans;
     size_t cap_plans;
 };
@@ -411,32 +413,6 @@ static int send_interrupt(athread *t) {
     return 0;
 }
 
-/* Wait for the interrupt stop asked by send_interrupt, handling other reports on the way.
- * Returns 0 with the thread in its interrupt stop (the caller continues it), or -1 (the
- * thread is gone or group-stopped). */
-static int wait_interrupt_stop(osp_attach *a, athread *t) {
-    /* The stop follows the interrupt within microseconds (an IPI). Poll for it first:
-     * sleeping in waitpid would give up the CPU, and on a busy machine getting it back can
-     * take milliseconds, all of them with the target thread stopped. */
-    uint64_t spin_until = now_ns(CLOCK_MONOTONIC) + 200 * 1000;
-    for (;;) {
-        int st;
-        bool spin = now_ns(CLOCK_MONOTONIC) < spin_until;
-        pid_t w = waitpid(t->tid, &st, __WALL | (spin ? WNOHANG : 0));
-        if (w == 0) continue; /* not stopped yet: poll again */
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            thread_gone(t);
-            return -1;
-        }
-        if (WIFSTOPPED(st) && ((unsigned)st >> 16) == PTRACE_EVENT_STOP &&
-            !is_stop_signal(WSTOPSIG(st)))
-            return 0;
-        handle_event(a, w, st);
-        if (t->gone || t->group_stopped) return -1;
-    }
-}
-
 /* ---- samples ------------------------------------------------------------------------------- */
 
 static uint64_t hash_frames(const uint64_t *f, size_t n) {
@@ -516,12 +492,10 @@ static void add_sample(osp_attach *a, uint64_t t_ns, const athread *t, long stac
         (struct asample){t_ns, weight_ns, (uint32_t)t->row, (uint32_t)stack, (uint8_t)state};
 }
 
-/* Stop `t` (PTRACE_INTERRUPT), walk its stack, continue it; one thread at a time, so each
- * is stopped only for its own register read and walk. The stack
- * index, -1 when out of memory, or -2 (not sampled: gone or group-stopped meanwhile). */
-static long capture_stack(osp_attach *a, athread *t) {
-    if (send_interrupt(t) != 0 || wait_interrupt_stop(a, t) != 0) return -2;
-    uint64_t stopped_at = now_ns(CLOCK_MONOTONIC);
+/* Walk the stack of `t`, in its interrupt stop, and continue it. `held_from`: when the
+ * stop is counted from (see capture_tick). The stack index, -1 when out of memory, -2
+ * when nothing could be read. */
+static long walk_stopped(osp_attach *a, athread *t, uint64_t held_from) {
     osp_remote_regs regs;
     uint64_t frames[MAX_FRAMES];
     size_t n = 0;
@@ -538,7 +512,7 @@ static long capture_stack(osp_attach *a, athread *t) {
         n = osp_unwind_walk(&u, &regs, frames, MAX_FRAMES, &truncated);
     }
     ptrace(PTRACE_CONT, t->tid, NULL, NULL);
-    a->stopped_ns += now_ns(CLOCK_MONOTONIC) - stopped_at;
+    a->stopped_ns += now_ns(CLOCK_MONOTONIC) - held_from;
     if (n == 0) return -2;
     return intern_stack(a, frames, n, truncated);
 }
@@ -579,14 +553,77 @@ static enum plan plan_thread(athread *t, char *syscall_line, size_t cap, uint64_
     return PLAN_WAIT_CAPTURE;
 }
 
-/* Second half: collect the stop, record the sample. */
-static void finish_thread(osp_attach *a, athread *t, enum plan plan, const char *syscall_line,
-                          uint64_t pc, uint64_t t_ns, uint64_t tick_ns) {
+/*
+ * Second step of a tick: every thread whose plan needs its stack is sent PTRACE_INTERRUPT
+ * (one each), then the stops are collected in the order they come (waitpid(-1)): each is
+ * walked and continued at once, other reports are handled on the way. The interrupts of
+ * one tick overlap, so osprey waits for one stop latency per tick, not one per thread.
+ * Reports are polled for up to 200 µs before sleeping in waitpid: sleeping would give up
+ * the CPU, and on a busy machine getting it back can take milliseconds, all of them with a
+ * target thread stopped. A thread's held-stopped time counts from when its stop was seen,
+ * or, when its report was already waiting as the previous walk ended, from when the previous
+ * stop was seen (it may have stopped at any time during that walk): an upper bound.
+ */
+static void capture_tick(osp_attach *a) {
+    size_t pending = 0;
+    for (size_t i = 0; i < a->nth && i < a->cap_plans; i++) {
+        struct tick_plan *tp = &a->plans[i];
+        tp->interrupted = false;
+        tp->stack = -2;
+        if (tp->plan != PLAN_ON_CPU && tp->plan != PLAN_WAIT_CAPTURE) continue;
+        if (send_interrupt(&a->th[i]) == 0) {
+            tp->interrupted = true;
+            pending++;
+        }
+    }
+    uint64_t spin_until = now_ns(CLOCK_MONOTONIC) + 200 * 1000, prev_seen = 0;
+    bool after_walk = false; /* no poll came back empty since the last walk */
+    while (pending > 0) {
+        int st;
+        /* Right after a walk, always poll first: a report waiting already is told apart
+         * from one that a sleeping waitpid would bring later. */
+        bool spin = after_walk || now_ns(CLOCK_MONOTONIC) < spin_until;
+        pid_t w = waitpid(-1, &st, __WALL | (spin ? WNOHANG : 0));
+        if (w == 0) {
+            after_walk = false;
+            continue; /* nothing yet: poll again */
+        }
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            break; /* ECHILD: no tracee left */
+        }
+        size_t i = 0;
+        while (i < a->nth && i < a->cap_plans && !(a->th[i].tid == w && !a->th[i].gone)) i++;
+        struct tick_plan *tp = i < a->nth && i < a->cap_plans ? &a->plans[i] : NULL;
+        if (tp && tp->interrupted && WIFSTOPPED(st) && ((unsigned)st >> 16) == PTRACE_EVENT_STOP &&
+            !is_stop_signal(WSTOPSIG(st))) {
+            uint64_t seen = now_ns(CLOCK_MONOTONIC);
+            tp->stack = walk_stopped(a, &a->th[i], after_walk ? prev_seen : seen);
+            prev_seen = seen;
+            after_walk = true;
+            tp->interrupted = false;
+            pending--;
+            continue;
+        }
+        handle_event(a, w, st);
+        if (tp && tp->interrupted && (a->th[i].gone || a->th[i].group_stopped)) {
+            tp->interrupted = false; /* exited, or stopped by a signal: not sampled */
+            pending--;
+        }
+    }
+}
+
+/* Last step: record the sample. */
+static void finish_thread(osp_attach *a, athread *t, const struct tick_plan *tp, uint64_t t_ns,
+                          uint64_t tick_ns) {
     long k = -1;
+    enum plan plan = (enum plan)tp->plan;
+    const char *syscall_line = tp->syscall_line;
+    uint64_t pc = tp->pc;
     switch (plan) {
     case PLAN_NONE: return;
     case PLAN_ON_CPU: {
-        k = capture_stack(a, t);
+        k = tp->stack;
         if (k == -2) {
             if (t->gone) a->drop_thread_gone++;
             return;
@@ -604,7 +641,7 @@ static void finish_thread(osp_attach *a, athread *t, enum plan plan, const char 
         return;
     }
     case PLAN_WAIT_CAPTURE:
-        k = capture_stack(a, t);
+        k = tp->stack;
         if (k == -2) {
             if (t->gone) a->drop_thread_gone++;
             return;
@@ -1116,9 +1153,9 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
             }
             for (size_t i = 0; i < a->nth && i < a->cap_plans; i++)
                 if (a->plans[i].plan != PLAN_NONE) a->thread_ns += tick_ns;
+            capture_tick(a);
             for (size_t i = 0; i < a->nth && i < a->cap_plans; i++)
-                finish_thread(a, &a->th[i], a->plans[i].plan, a->plans[i].syscall_line,
-                              a->plans[i].pc, now - a->start_mono_ns, tick_ns);
+                finish_thread(a, &a->th[i], &a->plans[i], now - a->start_mono_ns, tick_ns);
             if (now - last_maps >= 1000000000u) { /* dlopen'd libraries appear */
                 read_images(a);
                 last_maps = now;

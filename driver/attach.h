@@ -10,8 +10,10 @@
  * with "engine":"attach"; osp_attach_close frees (detaching first if still attached).
  *
  * One sample of a thread: its state from /proc/<pid>/task/<tid>/stat. A running thread
- * ('R') is stopped with PTRACE_INTERRUPT, its registers read (PTRACE_GETREGSET), its frame
- * pointers walked through process_vm_readv (attach_unwind.h), and it is continued at once:
+ * ('R') is stopped with PTRACE_INTERRUPT (the threads of one tick are interrupted together
+ * and collected as their stops come), its registers read (PTRACE_GETREGSET), its stack
+ * walked through process_vm_readv by frame pointers and the CFI of the process's images
+ * (attach_unwind.h), and it is continued at once:
  * an on-CPU sample weighted by the CPU time it used since its previous on-CPU sample
  * (/proc/.../schedstat). A thread blocked in a system call ('S') is a waiting sample,
  * weighted by the wall time since the previous tick; its stack is captured the same way
