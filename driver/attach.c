@@ -11,7 +11,7 @@
  *   group stop       — PTRACE_EVENT_STOP with a stop signal: PTRACE_LISTEN (stays stopped,
  *                      as unprofiled); its end is reported as another event stop → CONT.
  * The capture loop reaps every event with waitpid(-1, WNOHANG | __WALL) whenever SIGCHLD
- * wakes it (a self-pipe), so a signal for the target is delayed by microseconds, not a tick.
+ * wakes it (a signalfd), so a signal for the target is delayed by microseconds, not a tick.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,6 +20,7 @@
 #include "attach_elf.h"
 #include "attach_unwind.h"
 #include "osp_raw_format.h"
+#include "prof_cfi.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -136,13 +138,15 @@ typedef struct aimage {
     char *path;
     uint64_t base, slide, text, text_size;
     unsigned machine;
-    char build_id[129]; /* lowercase hex, "" if none */
-    char *symbols_json; /* the vDSO's "symbols" array text, NULL for other images */
+    char build_id[129];       /* lowercase hex, "" if none */
+    char *symbols_json;       /* the vDSO's "symbols" array text, NULL for other images */
+    struct osp_cfi_table cfi; /* from its .eh_frame (x86-64); empty (nrows 0) if none */
 } aimage;
 
 struct osp_attach {
     pid_t pid;
     char exe[PATH_MAX];
+    int proc_stat_fd; /* /proc/<pid>/stat, kept open: its thread count, read every tick */
     unsigned rate_hz;
     bool attached;
     athread *th;
@@ -171,8 +175,13 @@ struct osp_attach {
     uint64_t drop_alloc, drop_no_answer, drop_store_full, drop_thread_gone;
     uint64_t stopped_ns; /* Σ per sample: stop seen → thread continued */
     uint64_t thread_ns;  /* Σ per tick: tick length × threads sampled that tick */
+    uint64_t cpu_ns;     /* the capturing thread's CPU time during the capture */
     aimage *images;
     size_t nimages;
+    /* the images' CFI tables, sorted by address, for the walker (osp_unwind_cfi_step) */
+    const struct osp_cfi_table **cfi_tables;
+    size_t ncfi;
+    osp_unwind_cfi cfi;
     uint64_t rng;
     /* a memory-read cache of one page for the thread being walked */
     uint64_t cache_page;
@@ -184,6 +193,8 @@ struct osp_attach {
         int plan;
         uint64_t pc;
         char syscall_line[160];
+        bool interrupted; /* PTRACE_INTERRUPT sent, its stop not collected yet */
+        long stack;       /* the captured stack (walk_stopped's result); -2: none */
     } *plans;
     size_t cap_plans;
 };
@@ -225,7 +236,7 @@ static int walk_read(void *ctx, uint64_t addr, void *buf, size_t len) {
     return 0;
 }
 
-static int get_regs(pid_t tid, osp_unwind_regs *r) {
+static int get_regs(pid_t tid, osp_remote_regs *r) {
 #if defined(__x86_64__)
     struct user_regs_struct regs;
     struct iovec io = {&regs, sizeof regs};
@@ -308,7 +319,8 @@ static int seize_thread(osp_attach *a, pid_t tid) {
 }
 
 /* Re-read /proc/<pid>/task: seize new threads, mark vanished ones gone. Returns the number
- * of threads alive. */
+ * of threads alive. About ten syscalls; osp_attach_capture calls it only when the thread
+ * count changed (threads_changed) or every SCAN_NS as a backstop. */
 static size_t scan_threads(osp_attach *a) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)a->pid);
@@ -328,6 +340,28 @@ static size_t scan_threads(osp_attach *a) {
     }
     closedir(d);
     return alive;
+}
+
+/* The backstop period of the thread scan (a thread that started while another exited, so
+ * that the count looked unchanged, is seen within this time). */
+#define SCAN_NS 200000000u
+
+/* Whether the process's thread count (/proc/<pid>/stat field 20, one pread) differs from the
+ * threads alive here; true also when it cannot be read (the scan then finds out why). */
+static bool threads_changed(osp_attach *a) {
+    char buf[1024];
+    if (pread_small(a->proc_stat_fd, buf, sizeof buf) <= 0) return true;
+    const char *p = strrchr(buf, ')');
+    if (!p) return true;
+    /* after the name: field 3 (state) ... field 20 (num_threads) */
+    int field = 2;
+    for (; *p && field < 20; p++)
+        if (*p == ' ') field++;
+    if (field != 20) return true;
+    long n = strtol(p, NULL, 10);
+    size_t alive = 0;
+    for (size_t i = 0; i < a->nth; i++) alive += !a->th[i].gone;
+    return n <= 0 || (size_t)n != alive;
 }
 
 /* ---- ptrace events ------------------------------------------------------------------------ */
@@ -377,32 +411,6 @@ static int send_interrupt(athread *t) {
         return -1;
     }
     return 0;
-}
-
-/* Wait for the interrupt stop asked by send_interrupt, handling other reports on the way.
- * Returns 0 with the thread in its interrupt stop (the caller continues it), or -1 (the
- * thread is gone or group-stopped). */
-static int wait_interrupt_stop(osp_attach *a, athread *t) {
-    /* The stop follows the interrupt within microseconds (an IPI). Poll for it first:
-     * sleeping in waitpid would give up the CPU, and on a busy machine getting it back can
-     * take milliseconds, all of them with the target thread stopped. */
-    uint64_t spin_until = now_ns(CLOCK_MONOTONIC) + 200 * 1000;
-    for (;;) {
-        int st;
-        bool spin = now_ns(CLOCK_MONOTONIC) < spin_until;
-        pid_t w = waitpid(t->tid, &st, __WALL | (spin ? WNOHANG : 0));
-        if (w == 0) continue; /* not stopped yet: poll again */
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            thread_gone(t);
-            return -1;
-        }
-        if (WIFSTOPPED(st) && ((unsigned)st >> 16) == PTRACE_EVENT_STOP &&
-            !is_stop_signal(WSTOPSIG(st)))
-            return 0;
-        handle_event(a, w, st);
-        if (t->gone || t->group_stopped) return -1;
-    }
 }
 
 /* ---- samples ------------------------------------------------------------------------------- */
@@ -484,24 +492,27 @@ static void add_sample(osp_attach *a, uint64_t t_ns, const athread *t, long stac
         (struct asample){t_ns, weight_ns, (uint32_t)t->row, (uint32_t)stack, (uint8_t)state};
 }
 
-/* Stop `t` (PTRACE_INTERRUPT), walk its stack, continue it; one thread at a time, so each
- * is stopped only for its own register read and walk. The stack
- * index, -1 when out of memory, or -2 (not sampled: gone or group-stopped meanwhile). */
-static long capture_stack(osp_attach *a, athread *t) {
-    if (send_interrupt(t) != 0 || wait_interrupt_stop(a, t) != 0) return -2;
-    uint64_t stopped_at = now_ns(CLOCK_MONOTONIC);
-    osp_unwind_regs regs;
+/* Walk the stack of `t`, in its interrupt stop, and continue it. `held_from`: when the
+ * stop is counted from (see capture_tick). The stack index, -1 when out of memory, -2
+ * when nothing could be read. */
+static long walk_stopped(osp_attach *a, athread *t, uint64_t held_from) {
+    osp_remote_regs regs;
     uint64_t frames[MAX_FRAMES];
     size_t n = 0;
     bool truncated = false;
     if (get_regs(t->tid, &regs) == 0) {
         a->walk_tid = t->tid;
         a->cache_valid = false;
-        osp_unwinder u = {.read = walk_read, .read_ctx = a};
+        a->cfi.read = walk_read;
+        a->cfi.read_ctx = a;
+        osp_unwinder u = {.read = walk_read,
+                          .read_ctx = a,
+                          .step = a->ncfi ? osp_unwind_cfi_step : NULL,
+                          .step_ctx = &a->cfi};
         n = osp_unwind_walk(&u, &regs, frames, MAX_FRAMES, &truncated);
     }
     ptrace(PTRACE_CONT, t->tid, NULL, NULL);
-    a->stopped_ns += now_ns(CLOCK_MONOTONIC) - stopped_at;
+    a->stopped_ns += now_ns(CLOCK_MONOTONIC) - held_from;
     if (n == 0) return -2;
     return intern_stack(a, frames, n, truncated);
 }
@@ -542,14 +553,77 @@ static enum plan plan_thread(athread *t, char *syscall_line, size_t cap, uint64_
     return PLAN_WAIT_CAPTURE;
 }
 
-/* Second half: collect the stop, record the sample. */
-static void finish_thread(osp_attach *a, athread *t, enum plan plan, const char *syscall_line,
-                          uint64_t pc, uint64_t t_ns, uint64_t tick_ns) {
+/*
+ * Second step of a tick: every thread whose plan needs its stack is sent PTRACE_INTERRUPT
+ * (one each), then the stops are collected in the order they come (waitpid(-1)): each is
+ * walked and continued at once, other reports are handled on the way. The interrupts of
+ * one tick overlap, so osprey waits for one stop latency per tick, not one per thread.
+ * Reports are polled for up to 200 µs before sleeping in waitpid: sleeping would give up
+ * the CPU, and on a busy machine getting it back can take milliseconds, all of them with a
+ * target thread stopped. A thread's held-stopped time counts from when its stop was seen,
+ * or, when its report was already waiting as the previous walk ended, from when the previous
+ * stop was seen (it may have stopped at any time during that walk): an upper bound.
+ */
+static void capture_tick(osp_attach *a) {
+    size_t pending = 0;
+    for (size_t i = 0; i < a->nth && i < a->cap_plans; i++) {
+        struct tick_plan *tp = &a->plans[i];
+        tp->interrupted = false;
+        tp->stack = -2;
+        if (tp->plan != PLAN_ON_CPU && tp->plan != PLAN_WAIT_CAPTURE) continue;
+        if (send_interrupt(&a->th[i]) == 0) {
+            tp->interrupted = true;
+            pending++;
+        }
+    }
+    uint64_t spin_until = now_ns(CLOCK_MONOTONIC) + 200 * 1000, prev_seen = 0;
+    bool after_walk = false; /* no poll came back empty since the last walk */
+    while (pending > 0) {
+        int st;
+        /* Right after a walk, always poll first: a report waiting already is told apart
+         * from one that a sleeping waitpid would bring later. */
+        bool spin = after_walk || now_ns(CLOCK_MONOTONIC) < spin_until;
+        pid_t w = waitpid(-1, &st, __WALL | (spin ? WNOHANG : 0));
+        if (w == 0) {
+            after_walk = false;
+            continue; /* nothing yet: poll again */
+        }
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            break; /* ECHILD: no tracee left */
+        }
+        size_t i = 0;
+        while (i < a->nth && i < a->cap_plans && !(a->th[i].tid == w && !a->th[i].gone)) i++;
+        struct tick_plan *tp = i < a->nth && i < a->cap_plans ? &a->plans[i] : NULL;
+        if (tp && tp->interrupted && WIFSTOPPED(st) && ((unsigned)st >> 16) == PTRACE_EVENT_STOP &&
+            !is_stop_signal(WSTOPSIG(st))) {
+            uint64_t seen = now_ns(CLOCK_MONOTONIC);
+            tp->stack = walk_stopped(a, &a->th[i], after_walk ? prev_seen : seen);
+            prev_seen = seen;
+            after_walk = true;
+            tp->interrupted = false;
+            pending--;
+            continue;
+        }
+        handle_event(a, w, st);
+        if (tp && tp->interrupted && (a->th[i].gone || a->th[i].group_stopped)) {
+            tp->interrupted = false; /* exited, or stopped by a signal: not sampled */
+            pending--;
+        }
+    }
+}
+
+/* Last step: record the sample. */
+static void finish_thread(osp_attach *a, athread *t, const struct tick_plan *tp, uint64_t t_ns,
+                          uint64_t tick_ns) {
     long k = -1;
+    enum plan plan = (enum plan)tp->plan;
+    const char *syscall_line = tp->syscall_line;
+    uint64_t pc = tp->pc;
     switch (plan) {
     case PLAN_NONE: return;
     case PLAN_ON_CPU: {
-        k = capture_stack(a, t);
+        k = tp->stack;
         if (k == -2) {
             if (t->gone) a->drop_thread_gone++;
             return;
@@ -567,7 +641,7 @@ static void finish_thread(osp_attach *a, athread *t, enum plan plan, const char 
         return;
     }
     case PLAN_WAIT_CAPTURE:
-        k = capture_stack(a, t);
+        k = tp->stack;
         if (k == -2) {
             if (t->gone) a->drop_thread_gone++;
             return;
@@ -589,6 +663,7 @@ static void free_images(aimage *v, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(v[i].path);
         free(v[i].symbols_json);
+        osp_prof__cfi_table_free(&v[i].cfi);
     }
     free(v);
 }
@@ -610,6 +685,103 @@ static int image_bytes(void *ctx, uint64_t addr, uint64_t file_off, void *buf, s
     return n == (ssize_t)len ? 0 : -1;
 }
 
+/* attach_elf_read_fn over an open file (`ctx` points at its descriptor): file offsets. */
+static int file_bytes(void *ctx, uint64_t addr, uint64_t file_off, void *buf, size_t len) {
+    (void)addr;
+    ssize_t n = pread(*(const int *)ctx, buf, len, (off_t)file_off);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+/* attach_elf_read_fn over a copy of an image (the vDSO): file offsets into the copy. */
+struct mem_image {
+    const unsigned char *p;
+    size_t size;
+};
+
+static int mem_bytes(void *ctx, uint64_t addr, uint64_t file_off, void *buf, size_t len) {
+    (void)addr;
+    const struct mem_image *m = ctx;
+    if (file_off > m->size || len > m->size - file_off) return -1;
+    memcpy(buf, m->p + file_off, len);
+    return 0;
+}
+
+/*
+ * The CFI table of an image (§(l.1), §(l.9)): its `.eh_frame` decoded by the runtime's table
+ * builder (runtime/prof/prof_cfi.c) into im->cfi, at the image's run-time addresses (the
+ * section's link-time address plus the slide). `vdso`: the vDSO's bytes, copied from the
+ * target. Otherwise the file is read, through /proc/<pid>/root so that a process in another
+ * mount namespace is read from its own files, and only when its build-id is the mapped
+ * image's (a library replaced on disk since it was loaded gets no table rather than a wrong
+ * one). Without a table the image's frames are walked by frame pointers.
+ */
+static void build_cfi(pid_t pid, aimage *im, const char *path, const unsigned char *vdso,
+                      size_t vdso_size) {
+#if defined(__x86_64__)
+    attach_elf_section sec;
+    if (vdso) {
+        struct mem_image m = {vdso, vdso_size};
+        if (attach_elf_eh_frame(mem_bytes, &m, &sec) && sec.offset <= vdso_size &&
+            sec.size <= vdso_size - sec.offset)
+            osp_prof__cfi_build(vdso + sec.offset, (size_t)sec.size,
+                                (uintptr_t)(im->slide + sec.addr), (uintptr_t)im->slide, &im->cfi,
+                                NULL);
+        return;
+    }
+    char file[PATH_MAX + 32];
+    snprintf(file, sizeof file, "/proc/%d/root%s", (int)pid, path);
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    attach_elf_info info;
+    if (im->build_id[0] && (!attach_elf_describe(file_bytes, &fd, 0, &info) ||
+                            strcmp(info.build_id, im->build_id) != 0)) {
+        close(fd);
+        return;
+    }
+    if (attach_elf_eh_frame(file_bytes, &fd, &sec)) {
+        uint8_t *buf = malloc((size_t)sec.size);
+        if (buf && file_bytes(&fd, sec.offset, sec.offset, buf, (size_t)sec.size) == 0)
+            osp_prof__cfi_build(buf, (size_t)sec.size, (uintptr_t)(im->slide + sec.addr),
+                                (uintptr_t)im->slide, &im->cfi, NULL);
+        free(buf);
+    }
+    close(fd);
+#else
+    (void)pid, (void)im, (void)path, (void)vdso, (void)vdso_size; /* frame records suffice */
+#endif
+}
+
+static int table_cmp(const void *x, const void *y) {
+    const struct osp_cfi_table *a = *(const struct osp_cfi_table *const *)x;
+    const struct osp_cfi_table *b = *(const struct osp_cfi_table *const *)y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : 0;
+}
+
+/* Point the walker at the tables of a->images: sorted, overlaps (impossible for real
+ * images) dropped. Called whenever a->images changes. */
+static void index_cfi(osp_attach *a) {
+    free(a->cfi_tables);
+    a->cfi_tables = NULL;
+    a->ncfi = 0;
+    a->cfi.tables = NULL;
+    a->cfi.ntables = 0;
+    const struct osp_cfi_table **v = a->nimages ? malloc(a->nimages * sizeof *v) : NULL;
+    if (!v) return;
+    size_t n = 0;
+    for (size_t i = 0; i < a->nimages; i++)
+        if (a->images[i].cfi.nrows > 0) v[n++] = &a->images[i].cfi;
+    qsort(v, n, sizeof *v, table_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || v[i]->lo >= v[m - 1]->hi) v[m++] = v[i];
+    a->cfi_tables = v;
+    a->ncfi = m;
+    a->cfi.tables = v;
+    a->cfi.ntables = m;
+    a->cfi.last = 0;
+}
+
 /* Describe the ELF image whose file offset 0 is mapped at `base` (§(e) "Images"). */
 static bool describe_image(pid_t pid, const char *path, uint64_t base, uint64_t map_end,
                            aimage *im) {
@@ -625,8 +797,10 @@ static bool describe_image(pid_t pid, const char *path, uint64_t base, uint64_t 
     if (strcmp(path, "[vdso]") == 0 && map_end > base && map_end - base <= (1u << 20)) {
         size_t size = (size_t)(map_end - base);
         unsigned char *copy = malloc(size);
-        if (copy && remote_read(pid, base, copy, size) == 0)
+        if (copy && remote_read(pid, base, copy, size) == 0) {
             im->symbols_json = attach_elf_symbols_json(copy, size);
+            build_cfi(pid, im, path, copy, size);
+        }
         free(copy);
     }
     return true;
@@ -669,8 +843,24 @@ static void read_images(osp_attach *a) {
         if (!describe_image(a->pid, name, lo, hi, &v[n])) continue;
         v[n].path = strdup(name);
         if (!v[n].path) {
+            osp_prof__cfi_table_free(&v[n].cfi);
+            free(v[n].symbols_json);
             failed = true;
             break;
+        }
+        if (strcmp(name, "[vdso]") != 0) {
+            /* An image seen before keeps its table (or its lack of one); a new one is read. */
+            aimage *old = NULL;
+            for (size_t j = 0; j < a->nimages && !old; j++)
+                if (a->images[j].base == v[n].base && strcmp(a->images[j].path, name) == 0 &&
+                    strcmp(a->images[j].build_id, v[n].build_id) == 0)
+                    old = &a->images[j];
+            if (old) {
+                v[n].cfi = old->cfi;
+                memset(&old->cfi, 0, sizeof old->cfi);
+            } else {
+                build_cfi(a->pid, &v[n], name, NULL, 0);
+            }
         }
         n++;
     }
@@ -679,11 +869,13 @@ static void read_images(osp_attach *a) {
     fclose(f);
     if (failed || n == 0) {
         free_images(v, n);
+        index_cfi(a); /* tables moved into v are gone with it */
         return;
     }
     free_images(a->images, a->nimages);
     a->images = v;
     a->nimages = n;
+    index_cfi(a);
 }
 
 /* ---- open, refusals, detach ---------------------------------------------------------------- */
@@ -821,6 +1013,7 @@ osp_attach *osp_attach_open(pid_t pid, char *err, size_t errlen) {
         return NULL;
     }
     a->pid = pid;
+    a->proc_stat_fd = -1;
     /* The main thread first: its refusal is the process's. */
     int e = seize_thread(a, pid);
     if (e != 0) {
@@ -868,25 +1061,14 @@ osp_attach *osp_attach_open(pid_t pid, char *err, size_t errlen) {
         }
         close(fd);
     }
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    a->proc_stat_fd = open(path, O_RDONLY | O_CLOEXEC);
     scan_threads(a);
     read_images(a);
     return a;
 }
 
 /* ---- capture --------------------------------------------------------------------------------- */
-
-static int g_wake_pipe[2] = {-1, -1};
-
-static void on_sigchld(int sig) {
-    (void)sig;
-    int saved = errno;
-    if (g_wake_pipe[1] >= 0) {
-        char c = 0;
-        ssize_t r = write(g_wake_pipe[1], &c, 1); /* full pipe: a wake-up is pending anyway */
-        (void)r;
-    }
-    errno = saved;
-}
 
 static uint64_t next_random(osp_attach *a) {
     a->rng ^= a->rng << 13;
@@ -917,20 +1099,20 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
     a->rng = now_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
     if (!a->rng) a->rng = 1;
 
-    struct sigaction sa, old_sa;
-    bool handler = false;
-    if (pipe2(g_wake_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_sigchld;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        handler = sigaction(SIGCHLD, &sa, &old_sa) == 0;
-    }
+    /* Tracee events wake the loop through a signalfd for SIGCHLD (blocked meanwhile): the
+     * stops of one tick's samples coalesce into one pending signal, read once, instead of
+     * a handler run per stop. Without it the loop polls at 20 Hz. */
+    sigset_t chld, old_mask;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    bool masked = sigprocmask(SIG_BLOCK, &chld, &old_mask) == 0;
+    int sfd = masked ? signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC) : -1;
 
     a->start_unix_ns = now_ns(CLOCK_REALTIME);
     a->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+    uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t deadline = a->start_mono_ns, last_tick = a->start_mono_ns;
-    uint64_t last_maps = a->start_mono_ns, last_progress = 0;
+    uint64_t last_maps = a->start_mono_ns, last_progress = 0, last_scan = a->start_mono_ns;
     osp_attach_end end = OSP_ATTACH_END_REQUESTED;
     for (;;) {
         reap_events(a);
@@ -945,9 +1127,12 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
         }
         if (now >= deadline) {
             /* One tick: follow threads, then sample each live one. */
-            if (scan_threads(a) == 0) {
-                end = OSP_ATTACH_END_EXITED;
-                break;
+            if (now - last_scan >= SCAN_NS || threads_changed(a)) {
+                last_scan = now;
+                if (scan_threads(a) == 0) {
+                    end = OSP_ATTACH_END_EXITED;
+                    break;
+                }
             }
             a->ticks++;
             uint64_t tick_ns = now - last_tick > 0 ? now - last_tick : period_ns;
@@ -968,9 +1153,9 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
             }
             for (size_t i = 0; i < a->nth && i < a->cap_plans; i++)
                 if (a->plans[i].plan != PLAN_NONE) a->thread_ns += tick_ns;
+            capture_tick(a);
             for (size_t i = 0; i < a->nth && i < a->cap_plans; i++)
-                finish_thread(a, &a->th[i], a->plans[i].plan, a->plans[i].syscall_line,
-                              a->plans[i].pc, now - a->start_mono_ns, tick_ns);
+                finish_thread(a, &a->th[i], &a->plans[i], now - a->start_mono_ns, tick_ns);
             if (now - last_maps >= 1000000000u) { /* dlopen'd libraries appear */
                 read_images(a);
                 last_maps = now;
@@ -995,11 +1180,11 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
         uint64_t left = wake > now ? wake - now : 0;
         if (left > 50000000u) left = 50000000u; /* poll stop_requested at least at 20 Hz */
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-        struct pollfd p = {.fd = g_wake_pipe[0], .events = POLLIN};
-        if (g_wake_pipe[0] >= 0) {
+        struct pollfd p = {.fd = sfd, .events = POLLIN};
+        if (sfd >= 0) {
             if (ppoll(&p, 1, &ts, NULL) > 0) {
-                char drain[64];
-                while (read(g_wake_pipe[0], drain, sizeof drain) > 0) {
+                struct signalfd_siginfo si[8];
+                while (read(sfd, si, sizeof si) > 0) {
                 }
             }
         } else {
@@ -1009,13 +1194,15 @@ osp_attach_end osp_attach_capture(osp_attach *a, const osp_attach_options *opts)
     a->elapsed_ns = now_ns(CLOCK_MONOTONIC) - a->start_mono_ns;
     if (end != OSP_ATTACH_END_EXITED) read_images(a); /* the process still exists */
     detach_all(a);
+    a->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     a->end_unix_ns = now_ns(CLOCK_REALTIME);
-    if (handler) sigaction(SIGCHLD, &old_sa, NULL);
-    if (g_wake_pipe[0] >= 0) {
-        close(g_wake_pipe[0]);
-        close(g_wake_pipe[1]);
-        g_wake_pipe[0] = g_wake_pipe[1] = -1;
+    if (sfd >= 0) {
+        struct signalfd_siginfo si[8];
+        while (read(sfd, si, sizeof si) > 0) { /* our tracees' reports: nothing to deliver */
+        }
+        close(sfd);
     }
+    if (masked) sigprocmask(SIG_SETMASK, &old_mask, NULL);
     if (opts->progress) progress_line(a, opts->progress, 0, true);
     return end;
 }
@@ -1030,6 +1217,7 @@ void osp_attach_get_stats(const osp_attach *a, osp_attach_stats *out) {
     out->threads_seen = a->nrows;
     out->stopped_ns = a->stopped_ns;
     out->thread_ns = a->thread_ns;
+    out->cpu_ns = a->cpu_ns;
 }
 
 pid_t osp_attach_pid(const osp_attach *a) {
@@ -1173,6 +1361,7 @@ void osp_attach_close(osp_attach *a) {
     if (!a) return;
     detach_all(a);
     for (size_t i = 0; i < a->nth; i++) thread_close_fds(&a->th[i]);
+    if (a->proc_stat_fd >= 0) close(a->proc_stat_fd);
     free(a->th);
     free(a->rows);
     free(a->frames);
@@ -1183,6 +1372,7 @@ void osp_attach_close(osp_attach *a) {
     free(a->samples);
     free(a->plans);
     free_images(a->images, a->nimages);
+    free(a->cfi_tables);
     free(a);
 }
 

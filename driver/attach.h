@@ -10,8 +10,10 @@
  * with "engine":"attach"; osp_attach_close frees (detaching first if still attached).
  *
  * One sample of a thread: its state from /proc/<pid>/task/<tid>/stat. A running thread
- * ('R') is stopped with PTRACE_INTERRUPT, its registers read (PTRACE_GETREGSET), its frame
- * pointers walked through process_vm_readv (attach_unwind.h), and it is continued at once:
+ * ('R') is stopped with PTRACE_INTERRUPT (the threads of one tick are interrupted together
+ * and collected as their stops come), its registers read (PTRACE_GETREGSET), its stack
+ * walked through process_vm_readv by frame pointers and the CFI of the process's images
+ * (attach_unwind.h), and it is continued at once:
  * an on-CPU sample weighted by the CPU time it used since its previous on-CPU sample
  * (/proc/.../schedstat). A thread blocked in a system call ('S') is a waiting sample,
  * weighted by the wall time since the previous tick; its stack is captured the same way
@@ -86,6 +88,9 @@ typedef struct osp_attach_stats {
      * length times the threads sampled in it. stopped_ns / thread_ns is the share of its
      * time a sampled thread spent stopped by osprey. */
     uint64_t stopped_ns, thread_ns;
+    /* CPU time (user + system) the capturing thread used between the capture's start and its
+     * detach: what sampling cost the machine besides the stops. */
+    uint64_t cpu_ns;
 } osp_attach_stats;
 void osp_attach_get_stats(const osp_attach *a, osp_attach_stats *out);
 

@@ -6,7 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_PHDRS = 512, MAX_NOTE = 4096 };
+enum { MAX_PHDRS = 512, MAX_NOTE = 4096, MAX_SHDRS = 4096, MAX_SHSTR = 65536 };
+
+/* Largest .eh_frame read (libc's is about 100 KiB; a large C++ program's a few MiB). */
+#define MAX_EH_FRAME ((uint64_t)64 << 20)
+
+#ifndef SHT_X86_64_UNWIND
+#define SHT_X86_64_UNWIND 0x70000001
+#endif
 
 /* The GNU build-id note in notes[0..size), hex into out (2 * 64 + 1 bytes). */
 static void build_id_hex(const unsigned char *p, size_t size, char *out) {
@@ -135,4 +142,43 @@ char *attach_elf_symbols_json(const unsigned char *b, size_t size) {
         return NULL;
     }
     return out;
+}
+
+bool attach_elf_eh_frame(attach_elf_read_fn read, void *ctx, attach_elf_section *out) {
+    memset(out, 0, sizeof *out);
+    Elf64_Ehdr eh;
+    if (read(ctx, 0, 0, &eh, sizeof eh) != 0) return false;
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 || eh.e_shnum > MAX_SHDRS ||
+        eh.e_shstrndx >= eh.e_shnum || eh.e_shoff == 0 ||
+        eh.e_shoff > UINT64_MAX - (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr))
+        return false;
+    size_t nbytes = (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
+    Elf64_Shdr *sh = malloc(nbytes);
+    if (!sh) return false;
+    bool found = false;
+    char *names = NULL;
+    if (read(ctx, eh.e_shoff, eh.e_shoff, sh, nbytes) != 0) goto done;
+    const Elf64_Shdr *ss = &sh[eh.e_shstrndx];
+    if (ss->sh_type != SHT_STRTAB || ss->sh_size == 0 || ss->sh_size > MAX_SHSTR) goto done;
+    names = malloc((size_t)ss->sh_size + 1);
+    if (!names || read(ctx, ss->sh_offset, ss->sh_offset, names, (size_t)ss->sh_size) != 0)
+        goto done;
+    names[ss->sh_size] = 0; /* every name below is NUL-terminated inside the copy */
+    for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
+        const Elf64_Shdr *s = &sh[i];
+        if (s->sh_name >= ss->sh_size || strcmp(names + s->sh_name, ".eh_frame") != 0) continue;
+        if (s->sh_type != SHT_PROGBITS && s->sh_type != SHT_X86_64_UNWIND) continue;
+        if (!(s->sh_flags & SHF_ALLOC) || s->sh_size == 0 || s->sh_size > MAX_EH_FRAME ||
+            s->sh_offset > UINT64_MAX - s->sh_size || s->sh_addr > UINT64_MAX - s->sh_size)
+            continue;
+        out->addr = s->sh_addr;
+        out->offset = s->sh_offset;
+        out->size = s->sh_size;
+        found = true;
+    }
+done:
+    free(names);
+    free(sh);
+    return found;
 }

@@ -42,4 +42,19 @@ bool attach_elf_describe(attach_elf_read_fn read, void *ctx, uint64_t base, atta
  */
 char *attach_elf_symbols_json(const unsigned char *image, size_t size);
 
+/* Where an image's `.eh_frame` section is (docs/spec/profiler.md §(l.1)): its link-time
+ * address, file offset and size. */
+typedef struct attach_elf_section {
+    uint64_t addr, offset, size;
+} attach_elf_section;
+
+/*
+ * Find the `.eh_frame` section (SHT_PROGBITS or SHT_X86_64_UNWIND, allocated, 1 byte to
+ * 64 MiB) of a 64-bit ELF image through its section headers, read with `read` at file
+ * offsets (`addr` is passed equal to the offset). At most 4096 section headers and 64 KiB of
+ * section names are read. Returns false when the image has no such section or its headers
+ * are unusable (an image without section headers: no CFI from the file).
+ */
+bool attach_elf_eh_frame(attach_elf_read_fn read, void *ctx, attach_elf_section *out);
+
 #endif

@@ -95,6 +95,13 @@ static bool is_interrupt(int sig) {
 static void *signal_thread(void *arg) {
     (void)arg;
     sigset_t set;
+    /* SIGCHLD is never taken here: --attach reads its tracees' reports through a signalfd
+     * on the capturing thread (driver/attach.c), which only sees a SIGCHLD that no other
+     * thread could take (and drop: its default action is to ignore it). This thread never
+     * starts programs, so the blocked signal is inherited by none. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal_set(&set);
     for (;;) {
         siginfo_t info;

@@ -359,9 +359,10 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
                 (double)st.elapsed_ns / 1e9);
     fprintf(stderr,
             "osprey: sampled process %ld for %.1fs at %u Hz: %llu samples, %zu threads; "
-            "sampled threads were stopped %.2f%% of the time\n",
+            "sampled threads were stopped %.2f%% of the time; sampling used %.2f%% of a CPU\n",
             pid, (double)st.elapsed_ns / 1e9, hz, (unsigned long long)st.samples, st.threads_seen,
-            st.thread_ns ? 100.0 * (double)st.stopped_ns / (double)st.thread_ns : 0.0);
+            st.thread_ns ? 100.0 * (double)st.stopped_ns / (double)st.thread_ns : 0.0,
+            st.elapsed_ns ? 100.0 * (double)st.cpu_ns / (double)st.elapsed_ns : 0.0);
     size_t n = strlen(scratch) + 64;
     char *raw = malloc(n);
     int status = sig ? 128 + sig : 0;

@@ -13,7 +13,9 @@
  * goes through a cursor bounded by the buffer, every length and offset is checked before
  * use, and a program the table cannot express marks its range OSP_CFI_NONE.
  */
+#ifndef _GNU_SOURCE /* also compiled into the driver (driver/CMakeLists.txt), which sets it */
 #define _GNU_SOURCE
+#endif
 #include "prof_cfi.h"
 
 #if OSP_PROF_SAMPLER /* Linux only; other targets use prof_stub.c */

@@ -10,6 +10,7 @@
 #include "attach.h"
 #include "attach_unwind.h"
 #include "ospprof.h"
+#include "prof_cfi.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -51,7 +52,7 @@ static void walk_follows_the_chain_to_its_end(void **state) {
     uint64_t f2 = rec(&s, 12, f3, 0x4002);
     uint64_t f1 = rec(&s, 4, f2, 0x4001);
     osp_unwinder u = {.read = fake_read, .read_ctx = &s};
-    osp_unwind_regs r = {.pc = 0x4000, .sp = FAKE_BASE, .fp = f1};
+    osp_remote_regs r = {.pc = 0x4000, .sp = FAKE_BASE, .fp = f1};
     uint64_t out[16];
     bool trunc = true;
     size_t n = osp_unwind_walk(&u, &r, out, 16, &trunc);
@@ -70,7 +71,7 @@ static void walk_stops_at_bad_records(void **state) {
     uint64_t out[16];
     /* a frame pointer that does not move toward the stack base: two frames, then stop */
     uint64_t f1 = rec(&s, 8, FAKE_BASE + 8 * 2, 0x5001);
-    osp_unwind_regs r = {.pc = 0x5000, .sp = FAKE_BASE, .fp = f1};
+    osp_remote_regs r = {.pc = 0x5000, .sp = FAKE_BASE, .fp = f1};
     assert_int_equal(osp_unwind_walk(&u, &r, out, 16, NULL), 2);
     /* misaligned fp: only the PC */
     r.fp = FAKE_BASE + 3;
@@ -96,7 +97,7 @@ static void walk_truncates_at_max(void **state) {
     uint64_t next = 0;
     for (int i = 40; i >= 2; i -= 2) next = rec(&s, i, next, 0x6000 + (uint64_t)i);
     osp_unwinder u = {.read = fake_read, .read_ctx = &s};
-    osp_unwind_regs r = {.pc = 0x6000, .sp = FAKE_BASE, .fp = next};
+    osp_remote_regs r = {.pc = 0x6000, .sp = FAKE_BASE, .fp = next};
     uint64_t out[5];
     bool trunc = false;
     assert_int_equal(osp_unwind_walk(&u, &r, out, 5, &trunc), 5);
@@ -107,12 +108,13 @@ static void walk_truncates_at_max(void **state) {
 }
 
 /* A CFI step that recovers frame 0's caller itself, then declines. */
-static int step_once(void *ctx, osp_unwind_regs *regs, bool is_leaf) {
+static int step_once(void *ctx, osp_remote_regs *regs) {
     int *calls = ctx;
     (*calls)++;
-    if (!is_leaf) return 0;
+    if (!regs->precise) return OSP_STEP_FP;
     regs->pc = 0x7777;
-    return 1; /* fp unchanged: the chain continues from the same record */
+    regs->precise = false;
+    return OSP_STEP_CALLER; /* fp unchanged: the chain continues from the same record */
 }
 
 static void walk_asks_the_cfi_step_first(void **state) {
@@ -121,7 +123,7 @@ static void walk_asks_the_cfi_step_first(void **state) {
     uint64_t f1 = rec(&s, 4, 0, 0x4001);
     int calls = 0;
     osp_unwinder u = {.read = fake_read, .read_ctx = &s, .step = step_once, .step_ctx = &calls};
-    osp_unwind_regs r = {.pc = 0x4000, .sp = FAKE_BASE, .fp = f1};
+    osp_remote_regs r = {.pc = 0x4000, .sp = FAKE_BASE, .fp = f1};
     uint64_t out[8];
     size_t n = osp_unwind_walk(&u, &r, out, 8, NULL);
     assert_int_equal(n, 3);
@@ -129,6 +131,72 @@ static void walk_asks_the_cfi_step_first(void **state) {
     assert_int_equal(out[2], 0x4001); /* then frame pointers */
     assert_true(calls >= 2);
 }
+
+#if defined(__x86_64__)
+/* CFI rows over [0x1000, 0x3000): [0x1000, 0x2000) CFA = rsp + 16 (a function without a
+ * frame pointer), [0x2000, 0x3000) the frame-pointer rule. */
+static struct osp_cfi_row g_rows[3];
+static struct osp_cfi_table g_table = {.lo = 0x1000, .hi = 0x3000, .rows = g_rows, .nrows = 3};
+
+static void set_rows(uint8_t kind0, int32_t cfa_off0) {
+    memset(g_rows, 0, sizeof g_rows);
+    g_rows[0] = (struct osp_cfi_row){
+        .pc_off = 0, .cfa_off = cfa_off0, .ra_off = -8, .kind = kind0, .cfa_reg = OSP_CFI_REG_SP};
+    g_rows[1] = (struct osp_cfi_row){.pc_off = 0x1000,
+                                     .cfa_off = 16,
+                                     .ra_off = -8,
+                                     .fp_off = -16,
+                                     .kind = OSP_CFI_STEP,
+                                     .cfa_reg = OSP_CFI_REG_FP,
+                                     .fp_rule = OSP_CFI_FP_OFFSET};
+    g_rows[2] = (struct osp_cfi_row){.pc_off = 0x2000, .kind = OSP_CFI_GAP};
+}
+
+static void walk_steps_with_cfi_rows(void **state) {
+    (void)state;
+    fake_stack s = {0};
+    s.w[1] = 0x2100;                    /* frame 0's return address at CFA - 8 = sp + 8 */
+    uint64_t f = rec(&s, 4, 0, 0x5000); /* the caller (frame-pointer rule): its record */
+    const struct osp_cfi_table *tables[] = {&g_table};
+    osp_unwind_cfi cfi = {.tables = tables, .ntables = 1, .read = fake_read, .read_ctx = &s};
+    osp_unwinder u = {
+        .read = fake_read, .read_ctx = &s, .step = osp_unwind_cfi_step, .step_ctx = &cfi};
+    /* fp holds a value that is no frame record (code without frame pointers): CFI steps */
+    osp_remote_regs r = {.pc = 0x1100, .sp = FAKE_BASE, .fp = f};
+    uint64_t out[8];
+    bool trunc = true;
+    set_rows(OSP_CFI_STEP, 16);
+    size_t n = osp_unwind_walk(&u, &r, out, 8, &trunc);
+    assert_int_equal(n, 3);
+    assert_int_equal(out[1], 0x2100); /* by CFI */
+    assert_int_equal(out[2], 0x5000); /* by the frame chain, fp unchanged by frame 0 */
+    assert_false(trunc);
+    /* a rule the table cannot express: the walk ends there, the stack is truncated */
+    set_rows(OSP_CFI_NONE, 16);
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 8, &trunc), 1);
+    assert_true(trunc);
+    /* the outermost frame: complete */
+    set_rows(OSP_CFI_ROOT, 16);
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 8, &trunc), 1);
+    assert_false(trunc);
+    /* a CFA that does not move up, or one outside readable memory: truncated, no fault */
+    set_rows(OSP_CFI_STEP, 0);
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 8, &trunc), 1);
+    assert_true(trunc);
+    set_rows(OSP_CFI_STEP, 1 << 20);
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 8, &trunc), 1);
+    assert_true(trunc);
+    /* a return address (not precise): looked up at pc - 1, so 0x1000 is the end of the
+     * previous range (none here: the frame chain) */
+    set_rows(OSP_CFI_STEP, 16);
+    osp_remote_regs caller = {.pc = 0x1000, .sp = FAKE_BASE, .fp = f, .precise = false};
+    assert_int_equal(osp_unwind_cfi_step(&cfi, &caller), OSP_STEP_FP);
+    caller.precise = true;
+    assert_int_equal(osp_unwind_cfi_step(&cfi, &caller), OSP_STEP_CALLER);
+    assert_int_equal(caller.pc, 0x2100);
+    assert_int_equal(caller.sp, FAKE_BASE + 16);
+}
+#endif
 
 /* ---- attaching to a child ----------------------------------------------------------------- */
 
@@ -256,6 +324,9 @@ int main(void) {
         cmocka_unit_test(walk_stops_at_bad_records),
         cmocka_unit_test(walk_truncates_at_max),
         cmocka_unit_test(walk_asks_the_cfi_step_first),
+#if defined(__x86_64__)
+        cmocka_unit_test(walk_steps_with_cfi_rows),
+#endif
         cmocka_unit_test(attach_samples_and_writes_a_valid_raw_profile),
         cmocka_unit_test(attach_stops_on_request_and_on_exit),
         cmocka_unit_test(attach_refusals),

@@ -14,6 +14,8 @@ config.substitutions.append(("%osprey_libdir", os.path.join(os.path.dirname(os.p
 config.substitutions.append(("%osprey", config.osprey))
 config.substitutions.append(("%FileCheck", config.filecheck))
 config.substitutions.append(("%python", sys.executable))
+# the C compiler of test programs that are not Osprey (attach-cfi.test)
+config.substitutions.append(("%cc", "cc"))
 config.substitutions.append(("%not", os.path.join(config.llvm_tools_dir, "not")))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TMPDIR", "HOME", "PATH"):
     if var in os.environ:
