@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,32 +91,42 @@ typedef struct dview {
     size_t n, maxlen;
 } dview;
 
-static int upath_id_cmp(const void *a, const void *b) {
-    const upath *x = a, *y = b;
+static int upath_id_cmp(const upath *x, const upath *y) {
     uint32_t n = x->len < y->len ? x->len : y->len;
     for (uint32_t i = 0; i < n; i++)
         if (x->ids[i] != y->ids[i]) return x->ids[i] < y->ids[i] ? -1 : 1;
     return x->len < y->len ? -1 : x->len > y->len;
 }
 
+static int upath_ptr_id_cmp(const void *a, const void *b) {
+    return upath_id_cmp(*(const upath *const *)a, *(const upath *const *)b);
+}
+
 static void view_build(const ospprof_diff *d, dview *v) {
-    upath *u = ospprof_xcalloc(d->np ? d->np : 1, sizeof *u);
-    for (size_t i = 0; i < d->np; i++) {
+    /* sorted as pointers (qsort moves 8 bytes, not a whole upath), then merged in order */
+    size_t np = d->np;
+    upath *all = ospprof_xcalloc(np ? np : 1, sizeof *all);
+    const upath **ord = ospprof_xcalloc(np ? np : 1, sizeof *ord);
+    for (size_t i = 0; i < np; i++) {
         const dpath *p = &d->paths[i];
-        u[i] = (upath){d->ids + p->off, p->len, &d->names, {0, 0}};
-        u[i].n[p->side] = p->count;
+        all[i] = (upath){d->ids + p->off, p->len, &d->names, {0, 0}};
+        all[i].n[p->side] = p->count;
+        ord[i] = &all[i];
     }
-    if (d->np > 1) qsort(u, d->np, sizeof *u, upath_id_cmp);
+    if (np > 1) qsort(ord, np, sizeof *ord, upath_ptr_id_cmp);
+    upath *u = ospprof_xcalloc(np ? np : 1, sizeof *u);
     size_t k = 0, maxlen = 0;
-    for (size_t i = 0; i < d->np; i++) {
-        if (k && upath_id_cmp(&u[k - 1], &u[i]) == 0) {
-            u[k - 1].n[0] += u[i].n[0];
-            u[k - 1].n[1] += u[i].n[1];
+    for (size_t i = 0; i < np; i++) {
+        if (k && upath_id_cmp(&u[k - 1], ord[i]) == 0) {
+            u[k - 1].n[0] += ord[i]->n[0];
+            u[k - 1].n[1] += ord[i]->n[1];
             continue;
         }
-        u[k++] = u[i];
-        if (u[i].len > maxlen) maxlen = u[i].len;
+        u[k++] = *ord[i];
+        if (ord[i]->len > maxlen) maxlen = ord[i]->len;
     }
+    free(ord);
+    free(all);
     v->u = u;
     v->n = k;
     v->maxlen = maxlen;
@@ -417,7 +428,7 @@ static void diff_svg(const ospprof_diff *d, const dview *v, const char *title, o
 /* The bytewise order of the two stacks' lines `frame;frame;…` (what sorting the joined
  * strings with memcmp gives), without joining them: equal frames are skipped whole. */
 static int upath_text_cmp(const void *a, const void *b) {
-    const upath *x = a, *y = b;
+    const upath *x = *(const upath *const *)a, *y = *(const upath *const *)b;
     const ospprof_strtab *t = x->names;
     size_t i = 0, j = 0, oi = 0, oj = 0; /* frame and byte offset in it, on each side */
     for (;;) {
@@ -452,19 +463,19 @@ static int upath_text_cmp(const void *a, const void *b) {
 }
 
 static void diff_folded(const ospprof_diff *d, const dview *v, ospprof_out *w) {
-    upath *u = ospprof_xcalloc(v->n ? v->n : 1, sizeof *u);
-    memcpy(u, v->u, v->n * sizeof *u);
+    const upath **u = ospprof_xcalloc(v->n ? v->n : 1, sizeof *u);
+    for (size_t i = 0; i < v->n; i++) u[i] = &v->u[i];
     if (v->n > 1) qsort(u, v->n, sizeof *u, upath_text_cmp);
     for (size_t i = 0; i < v->n; i++) {
-        for (uint32_t k = 0; k < u[i].len; k++) {
+        for (uint32_t k = 0; k < u[i]->len; k++) {
             if (k) ospprof_buf_putc(&w->b, ';');
-            uint32_t id = u[i].ids[k];
+            uint32_t id = u[i]->ids[k];
             ospprof_buf_put(&w->b, d->names.str[id], d->names.len[id]);
         }
         ospprof_buf_putc(&w->b, ' ');
-        ospprof_buf_u64(&w->b, u[i].n[0]);
+        ospprof_buf_u64(&w->b, u[i]->n[0]);
         ospprof_buf_putc(&w->b, ' ');
-        ospprof_buf_u64(&w->b, u[i].n[1]);
+        ospprof_buf_u64(&w->b, u[i]->n[1]);
         ospprof_buf_putc(&w->b, '\n');
         ospprof_out_maybe_flush(w);
     }
@@ -698,11 +709,58 @@ int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const cha
     return rc;
 }
 
+/* Append `from` to `into`: its names interned into `into` in `from`'s id order (so the ids
+ * come out as if `from`'s file had been added to `into` directly), its stacks remapped. */
+static void diff_merge(ospprof_diff *into, const ospprof_diff *from) {
+    uint32_t *map = ospprof_xcalloc(from->names.n ? from->names.n : 1, sizeof *map);
+    for (size_t i = 0; i < from->names.n; i++)
+        map[i] = ospprof_intern(&into->names, from->names.str[i], from->names.len[i]);
+    for (size_t i = 0; i < from->np; i++) {
+        const dpath *p = &from->paths[i];
+        uint32_t *ids = ids_reserve(into, p->len);
+        for (uint32_t k = 0; k < p->len; k++) ids[k] = map[from->ids[p->off + k]];
+        add_path(into, p->side, p->len, p->count);
+    }
+    free(map);
+}
+
+/* One input of ospprof_diff_run, read (and for a raw profile symbolized) on its own. */
+typedef struct diff_job {
+    const char *path;
+    int side, rc;
+    ospprof_diff *d;
+    char err[OSPPROF_ERR_MAX];
+} diff_job;
+
+static void *diff_job_run(void *arg) {
+    diff_job *j = arg;
+    j->d = ospprof_diff_new();
+    j->err[0] = 0;
+    j->rc = ospprof_diff_add_file(j->d, j->side, j->path, NULL, j->err, sizeof j->err);
+    return NULL;
+}
+
 int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FILE *report,
                      char *err, size_t errlen) {
-    ospprof_diff *d = ospprof_diff_new();
-    int rc = ospprof_diff_add_file(d, 0, base, NULL, err, errlen);
-    if (rc == 0) rc = ospprof_diff_add_file(d, 1, new_, NULL, err, errlen);
+    /* The two inputs are independent until they are merged: the base is read on a second
+     * thread while this one reads the new (both symbolized at once when they are raw
+     * profiles, each with its own symbolizer). Then the new is appended to the base, which
+     * gives the same diff as adding the two files in turn. */
+    diff_job job[2] = {{.path = base, .side = 0}, {.path = new_, .side = 1}};
+    pthread_t th;
+    bool threaded = pthread_create(&th, NULL, diff_job_run, &job[0]) == 0;
+    if (!threaded) diff_job_run(&job[0]);
+    diff_job_run(&job[1]);
+    if (threaded) pthread_join(th, NULL);
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++)
+        if (job[k].rc != 0) {
+            ospprof_seterr(err, errlen, "%s", job[k].err);
+            rc = -1;
+        }
+    ospprof_diff *d = job[0].d;
+    if (rc == 0) diff_merge(d, job[1].d);
+    ospprof_diff_free(job[1].d);
     dview v = {0};
     if (rc == 0) view_build(d, &v);
     if (rc == 0) {
