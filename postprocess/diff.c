@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* One stack added to a side: frames d->ids[off .. off+len) (string ids, root first). The
  * same stack may be added many times (by either side, or by a file that repeats a line):
@@ -657,6 +658,10 @@ static char *slurp(const char *path, size_t *len, char *err, size_t errlen) {
         return NULL;
     }
     size_t max = ospprof_raw_max_bytes(), n = 0, cap = 1 << 16;
+    struct stat st; /* a regular file: read in one piece (the loop still sees it grow) */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size < max)
+        cap = (size_t)st.st_size + 1;
     char *buf = ospprof_xrealloc(NULL, cap);
     for (;;) {
         if (n == cap) {
@@ -697,7 +702,8 @@ int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const cha
         ospprof_raw *raw = ospprof_raw_parse(path, text, len, err, errlen);
         free(text);
         if (!raw) return -1;
-        ospprof_profile *p = ospprof_profile_build(raw, NULL, NULL, symbolizer, err, errlen);
+        /* names only: the diff's stacks are frame names, so no line table is read */
+        ospprof_profile *p = ospprof_profile_build_names(raw, symbolizer);
         ospprof_raw_free(raw);
         if (!p) return -1;
         rc = ospprof_diff_add_profile(d, side, p);
