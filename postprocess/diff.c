@@ -468,15 +468,23 @@ static void diff_folded(const ospprof_diff *d, const dview *v, ospprof_out *w) {
     for (size_t i = 0; i < v->n; i++) u[i] = &v->u[i];
     if (v->n > 1) qsort(u, v->n, sizeof *u, upath_text_cmp);
     for (size_t i = 0; i < v->n; i++) {
-        for (uint32_t k = 0; k < u[i]->len; k++) {
-            if (k) ospprof_buf_putc(&w->b, ';');
-            uint32_t id = u[i]->ids[k];
-            ospprof_buf_put(&w->b, d->names.str[id], d->names.len[id]);
+        /* the line's length first, then its bytes copied straight into the buffer */
+        const upath *p = u[i];
+        size_t len = p->len + 2 * 21 + 2;
+        for (uint32_t k = 0; k < p->len; k++) len += d->names.len[p->ids[k]];
+        ospprof_buf_reserve(&w->b, len);
+        char *o = w->b.p + w->b.n;
+        for (uint32_t k = 0; k < p->len; k++) {
+            uint32_t id = p->ids[k];
+            if (k) *o++ = ';';
+            memcpy(o, d->names.str[id], d->names.len[id]);
+            o += d->names.len[id];
         }
+        w->b.n = (size_t)(o - w->b.p);
         ospprof_buf_putc(&w->b, ' ');
-        ospprof_buf_u64(&w->b, u[i]->n[0]);
+        ospprof_buf_u64(&w->b, p->n[0]);
         ospprof_buf_putc(&w->b, ' ');
-        ospprof_buf_u64(&w->b, u[i]->n[1]);
+        ospprof_buf_u64(&w->b, p->n[1]);
         ospprof_buf_putc(&w->b, '\n');
         ospprof_out_maybe_flush(w);
     }
@@ -605,37 +613,54 @@ int ospprof_diff_report(const ospprof_diff *d, const char *base_name, const char
     return rc;
 }
 
+/* The folded file, written on a second thread while the first draws the SVG. */
+typedef struct folded_job {
+    const ospprof_diff *d;
+    const dview *v;
+    ospprof_out *w;
+} folded_job;
+
+static void *folded_job_run(void *arg) {
+    folded_job *j = arg;
+    diff_folded(j->d, j->v, j->w);
+    ospprof_out_flush(j->w);
+    return NULL;
+}
+
 static int write_of(const ospprof_diff *d, const dview *v, const char *prefix, const char *title,
                     char *err, size_t errlen) {
     static const char *const ext[2] = {".diff.svg", ".diff.folded"};
     ospprof_out set[2];
-    size_t plen = strlen(prefix), opened = 0;
+    size_t plen = strlen(prefix);
     char *path = ospprof_xrealloc(NULL, plen + 16);
-    int rc = 0;
-    for (; opened < 2; opened++) {
+    for (size_t k = 0; k < 2; k++) {
         memcpy(path, prefix, plen);
-        strcpy(path + plen, ext[opened]);
-        if (ospprof_out_open(&set[opened], path, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        if (opened == 0)
-            diff_svg(d, v, title, &set[0]);
-        else
-            diff_folded(d, v, &set[1]);
-        ospprof_out_flush(&set[opened]);
-        if (set[opened].failed) {
-            ospprof_seterr(err, errlen, "cannot write %s: %s", path, set[opened].reason);
-            opened++;
-            rc = -1;
-            break;
+        strcpy(path + plen, ext[k]);
+        if (ospprof_out_open(&set[k], path, err, errlen) != 0) {
+            if (k) ospprof_out_abort(&set[0]);
+            free(path);
+            return -1;
         }
     }
     free(path);
-    if (rc != 0) {
-        for (size_t i = 0; i < opened; i++) ospprof_out_abort(&set[i]);
-        return -1;
-    }
+    /* the two files are independent: the folded one (every stack's text, by far the larger)
+     * on a second thread, the SVG on this one */
+    folded_job fj = {d, v, &set[1]};
+    pthread_t th;
+    bool threaded = pthread_create(&th, NULL, folded_job_run, &fj) == 0;
+    diff_svg(d, v, title, &set[0]);
+    ospprof_out_flush(&set[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        folded_job_run(&fj);
+    for (size_t k = 0; k < 2; k++)
+        if (set[k].failed) {
+            ospprof_seterr(err, errlen, "cannot write %s: %s", set[k].path, set[k].reason);
+            ospprof_out_abort(&set[0]);
+            ospprof_out_abort(&set[1]);
+            return -1;
+        }
     return ospprof_out_commit_set(set, 2, err, errlen);
 }
 
