@@ -523,21 +523,19 @@ static int postprocess_capture(ospprof_options *po, char **report, size_t *repor
  * is one warning line and never changes the exit status (nor does a closed stream); the
  * caller removes the raw file and the scratch directory whatever happens.
  */
-/* The parsed command line, for the export and filter options (§(l.6), §(l.8)) of every
- * post-processing the driver runs; set once by compile_main. */
-static const Options *cmdline;
-
-/* The export and filter options of the command line (§(l.6), §(l.8)). */
-static void post_options(ospprof_options *po, const Options *o) {
-    po->pprof = o->pprof;
-    po->focus = o->focus;
-    po->ignore = o->ignore;
-    po->fibers = o->fibers;
-    po->nfibers = o->nfibers;
+/* The post-processing options of the command line (profiling.h). */
+static prof_post_options post_options_of(const Options *o) {
+    return (prof_post_options){.report_to_stdout = o->report_to_stdout,
+                               .pprof = o->pprof,
+                               .focus = o->focus,
+                               .ignore = o->ignore,
+                               .fibers = o->fibers,
+                               .nfibers = o->nfibers};
 }
 
 void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
-                     const char *prefix, int interrupted_signal, bool to_stdout) {
+                     const char *prefix, int interrupted_signal, const prof_post_options *post) {
+    bool to_stdout = post->report_to_stdout;
     char *clash = export_clash(prefix, program);
     if (clash) {
         fprintf(stderr,
@@ -548,9 +546,15 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
         return;
     }
     fflush(stdout); /* the program's output (none of ours) comes first */
-    ospprof_options po = {
-        .raw_path = raw_path, .binary = exe_path, .program = program, .output_prefix = prefix};
-    if (cmdline) post_options(&po, cmdline);
+    ospprof_options po = {.raw_path = raw_path,
+                          .binary = exe_path,
+                          .program = program,
+                          .output_prefix = prefix,
+                          .pprof = post->pprof,
+                          .focus = post->focus,
+                          .ignore = post->ignore,
+                          .fibers = post->fibers,
+                          .nfibers = post->nfibers};
     report_style(&po, to_stdout);
     po.interrupted_signal = interrupted_signal;
     char err[OSPPROF_ERR_MAX];
@@ -611,8 +615,14 @@ static int postprocess_main(const Options *o) {
             return 2;
         }
     }
-    ospprof_options po = {.raw_path = o->postprocess, .binary = o->binary, .output_prefix = prefix};
-    post_options(&po, o);
+    ospprof_options po = {.raw_path = o->postprocess,
+                          .binary = o->binary,
+                          .output_prefix = prefix,
+                          .pprof = o->pprof,
+                          .focus = o->focus,
+                          .ignore = o->ignore,
+                          .fibers = o->fibers,
+                          .nfibers = o->nfibers};
     report_style(&po, o->report_to_stdout);
     char err[OSPPROF_ERR_MAX];
     char *report;
@@ -709,8 +719,9 @@ static int run_program(const Options *o, const char *exe, const char *scratch, c
         status = proc_run(argv, NULL, PROC_PROGRAM, &sig);
         report_signal(sig);
     } else {
+        prof_post_options post = post_options_of(o);
         status = prof_run_and_postprocess(argv, NULL, scratch, stem, o->duration_ns, exe, o->input,
-                                          o->output ? o->output : stem, NULL, o->report_to_stdout);
+                                          o->output ? o->output : stem, NULL, &post);
     }
     free(argv);
     return status < 0 ? 1 : status;
@@ -721,7 +732,6 @@ static int compile_with(Options *po);
 static int compile_main(int argc, char **argv) {
     Options o = {0};
     int rc = parse_args(argc, argv, &o);
-    cmdline = &o;
     if (rc < 0) rc = compile_with(&o);
     free(o.fibers);
     return rc;
@@ -730,10 +740,10 @@ static int compile_main(int argc, char **argv) {
 static int compile_with(Options *po) {
     Options o = *po;
     if (o.postprocess) return postprocess_main(&o);
+    prof_post_options post = post_options_of(&o);
     if (o.record)
-        return prof_record_main(o.prog_args, o.nprog_args, o.output, o.duration_ns,
-                                o.report_to_stdout);
-    if (o.attach) return prof_attach_main(o.attach, o.output, o.duration_ns, o.report_to_stdout);
+        return prof_record_main(o.prog_args, o.nprog_args, o.output, o.duration_ns, &post);
+    if (o.attach) return prof_attach_main(o.attach, o.output, o.duration_ns, &post);
     if (o.diff[0]) return diff_main(&o);
 
     size_t len = 0;

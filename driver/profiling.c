@@ -115,7 +115,7 @@ static const char *signal_name(int sig) {
 int prof_run_and_postprocess(char *const argv[], const char *preload, const char *scratch,
                              const char *stem, uint64_t duration_ns, const char *binary,
                              const char *program, const char *prefix, const char *no_raw_hint,
-                             bool report_to_stdout) {
+                             const prof_post_options *post) {
     char rnd[9];
     random_hex(rnd);
     size_t len = strlen(scratch) + strlen(stem) + 64;
@@ -166,7 +166,7 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
         interrupted = out.termsig;
     if (status >= 0) {
         if (access(raw, F_OK) == 0) {
-            run_postprocess(raw, binary, program, prefix, interrupted, report_to_stdout);
+            run_postprocess(raw, binary, program, prefix, interrupted, post);
             unlink(raw);
         } else if (interrupted && out.termsig) {
             fprintf(stderr,
@@ -223,7 +223,7 @@ static char *find_program(const char *prog) {
 }
 
 int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns,
-                     bool report_to_stdout) {
+                     const prof_post_options *post) {
     (void)nargs;
     char *bindir = self_dir();
     if (!bindir) {
@@ -276,7 +276,7 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
              "'%s' did not load the profiler: a static or setuid program cannot be preloaded",
              args[0]);
     int status = prof_run_and_postprocess(args, lib_abs, scratch, base, duration_ns, exe, args[0],
-                                          prefix, hint, report_to_stdout);
+                                          prefix, hint, post);
     scratch_remove(scratch);
     free(scratch);
     free(exe);
@@ -302,7 +302,7 @@ static unsigned attach_rate_hz(void) {
 }
 
 int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,
-                     bool report_to_stdout) {
+                     const prof_post_options *post) {
     char *end;
     errno = 0;
     long pid = strtol(pid_text, &end, 10);
@@ -374,7 +374,7 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
         } else {
             const char *exe = osp_attach_exe(a);
             /* Ctrl-C ends the capture, not the program: the header does not say "interrupted". */
-            run_postprocess(raw, NULL, exe[0] ? exe : NULL, prefix, 0, report_to_stdout);
+            run_postprocess(raw, NULL, exe[0] ? exe : NULL, prefix, 0, post);
         }
         unlink(raw);
         free(raw);

@@ -13,6 +13,7 @@
 #define OSPREY_PROFILING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -30,6 +31,19 @@ int prof_parse_duration(const char *text, uint64_t *duration_ns);
  */
 int prof_check_export_dir(const char *prefix);
 
+/* What the command line asks of every post-processing the driver runs: the report's stream
+ * (--report-to-stdout) and the export and filter options (docs/spec/profiler.md §(l.6)
+ * --pprof, §(l.8) --focus/--ignore/--fiber). The strings and the fibers array are borrowed
+ * (argv) and outlive the run. --record and --attach pass only the report's stream. */
+typedef struct prof_post_options {
+    bool report_to_stdout;     /* the report on stdout instead of stderr */
+    bool pprof;                /* also write <prefix>.pb.gz */
+    const char *focus;         /* NULL: no --focus */
+    const char *ignore;        /* NULL: no --ignore */
+    const char *const *fibers; /* --fiber labels, nfibers of them */
+    size_t nfibers;
+} prof_post_options;
+
 /*
  * Run argv (argv[0] a path or a name searched in PATH) as a profiled program and
  * post-process what it wrote (docs/spec/profiler.md §(i), §(l.5)): the raw profile goes to
@@ -38,15 +52,15 @@ int prof_check_export_dir(const char *prefix);
  * of any LD_PRELOAD the driver has). `duration_ns` > 0: SIGINT after that long (process.h).
  * `binary` stands in for the main image (may be NULL), `program` names the profile in the
  * report, `prefix` is the export prefix, `no_raw_hint` (may be NULL) replaces the reason in
- * the warning printed when a program that exited normally left no raw profile;
- * `report_to_stdout` puts the report on stdout instead of stderr (--report-to-stdout). The raw file
+ * the warning printed when a program that exited normally left no raw profile; `post`
+ * carries the command line's report stream, exports and filters. The raw file
  * is removed afterwards; the scratch directory is the caller's. Returns the exit status per
  * the rule above (1 if the program could not be started).
  */
 int prof_run_and_postprocess(char *const argv[], const char *preload, const char *scratch,
                              const char *stem, uint64_t duration_ns, const char *binary,
                              const char *program, const char *prefix, const char *no_raw_hint,
-                             bool report_to_stdout);
+                             const prof_post_options *post);
 
 /*
  * osprey --record [-o <out>] [--duration <s>] -- <program> [args...] (docs/spec/profiler.md
@@ -56,7 +70,7 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
  * runtime (<bindir>/../lib/libosprey_prof.so) is missing.
  */
 int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns,
-                     bool report_to_stdout);
+                     const prof_post_options *post);
 
 /*
  * osprey --attach <pid> [--duration <s>] [-o <out>] (docs/spec/profiler.md §(l.9)): sample the
@@ -66,15 +80,16 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
  * 128 + N when a signal N stopped it, or 2 for a refusal (one line naming cause and fix).
  */
 int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,
-                     bool report_to_stdout);
+                     const prof_post_options *post);
 
 /* Defined in main.c, shared with these commands. */
 
 /* Post-process `raw_path` into the exports at `prefix` and print the report; a problem is
  * one warning line (docs/spec/profiler.md §(i)). `interrupted_signal` (0: none) is passed to
- * the report header (§(l.5)); the report goes to stdout with `to_stdout`, else stderr. */
+ * the report header (§(l.5)); `post` gives the report's stream (stdout or stderr), --pprof
+ * and the filters. */
 void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
-                     const char *prefix, int interrupted_signal, bool to_stdout);
+                     const char *prefix, int interrupted_signal, const prof_post_options *post);
 
 /* One line when the program was killed by signal `sig` (none for 0, SIGINT and SIGPIPE). */
 void report_signal(int sig);

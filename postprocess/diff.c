@@ -1,8 +1,11 @@
 /*
  * diff.c — `osprey --diff <base> <new>` (docs/spec/profiler.md §(l.8)): two profiles, each a
  * collapsed-stacks file (`frame;frame;… <count>` lines: ours or any other tool's) or a raw
- * profile (symbolized first, on-CPU samples as our `.folded` counts them), merged into one
- * tree of stacks with a base and a new count per node. Shares are normalised by each side's
+ * profile (symbolized first, on-CPU samples as our `.folded` counts them). Each stack is kept
+ * as a sequence of interned frame names; the outputs are built from one sorted view in which
+ * every distinct stack appears once with a base and a new count. The merged tree of stacks is
+ * never built whole: the SVG merges the sorted stacks depth-first and keeps only the nodes it
+ * draws, the report sums per function over the stacks. Shares are normalised by each side's
  * total, so profiles of different lengths compare.
  *
  * Outputs, replaced as a set: `<stem>.diff.svg` (the new profile's flame graph, coloured red
@@ -15,105 +18,135 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-/* One node of the merged tree: node 0 is the root; a parent precedes its children. */
-typedef struct dnode {
-    uint32_t parent, name;      /* name: string id */
-    uint64_t self[2], total[2]; /* [0] base, [1] new */
-} dnode;
+/* One stack added to a side: frames d->ids[off .. off+len) (string ids, root first). The
+ * same stack may be added many times (by either side, or by a file that repeats a line):
+ * identical stacks are merged once, when the outputs are built (dview). */
+typedef struct dpath {
+    size_t off;
+    uint32_t len;
+    int side;
+    uint64_t count;
+} dpath;
 
 struct ospprof_diff {
     ospprof_strtab names;
-    dnode *nodes;
-    size_t n, cap;
-    ospprof_map edges; /* (parent, name) → node */
-    uint64_t sum[2];   /* each side's total count */
+    uint32_t *ids; /* every stack's frames, back to back */
+    size_t nids, capids;
+    dpath *paths;
+    size_t np, capp;
+    uint64_t sum[2]; /* each side's total count */
 };
-
-static uint32_t child(ospprof_diff *d, uint32_t parent, uint32_t name) {
-    bool ins;
-    uint32_t *slot = ospprof_map_put(&d->edges, parent, name, (uint32_t)d->n, &ins);
-    if (ins) {
-        if (d->n == d->cap) {
-            d->cap = d->cap ? d->cap * 2 : 1024;
-            d->nodes = ospprof_xrealloc(d->nodes, d->cap * sizeof *d->nodes);
-        }
-        d->nodes[d->n++] = (dnode){parent, name, {0, 0}, {0, 0}};
-    }
-    return *slot;
-}
 
 ospprof_diff *ospprof_diff_new(void) {
     ospprof_diff *d = ospprof_xcalloc(1, sizeof *d);
-    d->nodes = ospprof_xcalloc(1024, sizeof *d->nodes);
-    d->cap = 1024;
-    d->nodes[0] = (dnode){UINT32_MAX, ospprof_intern(&d->names, "all", 3), {0, 0}, {0, 0}};
-    d->n = 1;
+    ospprof_intern(&d->names, "all", 3); /* id 0: the root's name */
     return d;
 }
 
 void ospprof_diff_free(ospprof_diff *d) {
     if (!d) return;
     ospprof_strtab_free(&d->names);
-    ospprof_map_free(&d->edges);
-    free(d->nodes);
+    free(d->ids);
+    free(d->paths);
     free(d);
 }
 
-/* The node path of the previous stack added, so a stack sharing its first frames (sorted
- * collapsed-stacks files share long prefixes) skips their lookups. frames point into text that
- * lives while the cache is used. */
-typedef struct pathcache {
-    const char **frames;
-    size_t *lens;
-    uint32_t *nodes;
-    size_t n, cap;
-} pathcache;
+/* Room for n more frame ids; returns where they go. */
+static uint32_t *ids_reserve(ospprof_diff *d, size_t n) {
+    if (d->nids + n > d->capids) {
+        size_t cap = d->capids ? d->capids * 2 : 1 << 16;
+        while (cap < d->nids + n) cap *= 2;
+        d->ids = ospprof_xrealloc(d->ids, cap * sizeof *d->ids);
+        d->capids = cap;
+    }
+    return d->ids + d->nids;
+}
 
-/* Add `count` to the stack frames[0..n) (root first) on `side`. */
-static void add_stack(ospprof_diff *d, int side, const char *const *frames, const size_t *lens,
-                      size_t n, uint64_t count, pathcache *pc) {
-    size_t k = 0;
-    while (k < pc->n && k < n && pc->lens[k] == lens[k] &&
-           memcmp(pc->frames[k], frames[k], lens[k]) == 0)
-        k++;
-    if (n > pc->cap) {
-        pc->cap = n * 2;
-        pc->frames = ospprof_xrealloc(pc->frames, pc->cap * sizeof *pc->frames);
-        pc->lens = ospprof_xrealloc(pc->lens, pc->cap * sizeof *pc->lens);
-        pc->nodes = ospprof_xrealloc(pc->nodes, pc->cap * sizeof *pc->nodes);
+/* Add `count` to the stack whose n frame ids were just written at ids_reserve(d, n). */
+static void add_path(ospprof_diff *d, int side, size_t n, uint64_t count) {
+    if (d->np == d->capp) {
+        d->capp = d->capp ? d->capp * 2 : 1024;
+        d->paths = ospprof_xrealloc(d->paths, d->capp * sizeof *d->paths);
     }
-    uint32_t cur = k ? pc->nodes[k - 1] : 0;
-    for (size_t i = k; i < n; i++) {
-        cur = child(d, cur, ospprof_intern(&d->names, frames[i], lens[i]));
-        pc->frames[i] = frames[i];
-        pc->lens[i] = lens[i];
-        pc->nodes[i] = cur;
-    }
-    pc->n = n;
-    d->nodes[0].total[side] += count;
-    for (size_t i = 0; i < n; i++) d->nodes[pc->nodes[i]].total[side] += count;
-    d->nodes[cur].self[side] += count;
+    d->paths[d->np++] = (dpath){d->nids, (uint32_t)n, side, count};
+    d->nids += n;
     d->sum[side] += count;
 }
 
-static void pathcache_free(pathcache *pc) {
-    free(pc->frames);
-    free(pc->lens);
-    free(pc->nodes);
+/* The merged view the outputs are built from: every distinct stack once, with both counts,
+ * sorted by frame ids (so the stacks under any prefix are one contiguous run). */
+typedef struct upath {
+    const uint32_t *ids;
+    uint32_t len;
+    const ospprof_strtab *names; /* for the bytewise order of the folded file */
+    uint64_t n[2];
+} upath;
+
+typedef struct dview {
+    upath *u;
+    size_t n, maxlen;
+} dview;
+
+static int upath_id_cmp(const upath *x, const upath *y) {
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    for (uint32_t i = 0; i < n; i++)
+        if (x->ids[i] != y->ids[i]) return x->ids[i] < y->ids[i] ? -1 : 1;
+    return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static int upath_ptr_id_cmp(const void *a, const void *b) {
+    return upath_id_cmp(*(const upath *const *)a, *(const upath *const *)b);
+}
+
+static void view_build(const ospprof_diff *d, dview *v) {
+    /* sorted as pointers (qsort moves 8 bytes, not a whole upath), then merged in order */
+    size_t np = d->np;
+    upath *all = ospprof_xcalloc(np ? np : 1, sizeof *all);
+    const upath **ord = ospprof_xcalloc(np ? np : 1, sizeof *ord);
+    for (size_t i = 0; i < np; i++) {
+        const dpath *p = &d->paths[i];
+        all[i] = (upath){d->ids + p->off, p->len, &d->names, {0, 0}};
+        all[i].n[p->side] = p->count;
+        ord[i] = &all[i];
+    }
+    if (np > 1) qsort(ord, np, sizeof *ord, upath_ptr_id_cmp);
+    upath *u = ospprof_xcalloc(np ? np : 1, sizeof *u);
+    size_t k = 0, maxlen = 0;
+    for (size_t i = 0; i < np; i++) {
+        if (k && upath_id_cmp(&u[k - 1], ord[i]) == 0) {
+            u[k - 1].n[0] += ord[i]->n[0];
+            u[k - 1].n[1] += ord[i]->n[1];
+            continue;
+        }
+        u[k++] = *ord[i];
+        if (ord[i]->len > maxlen) maxlen = ord[i]->len;
+    }
+    free(ord);
+    free(all);
+    v->u = u;
+    v->n = k;
+    v->maxlen = maxlen;
+}
+
+static void view_free(dview *v) {
+    free(v->u);
 }
 
 /* ---- the collapsed-stacks reader ---------------------------------------------------------- */
 
 int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const char *text,
                             size_t len, char *err, size_t errlen) {
-    const char **frames = NULL;
-    size_t *lens = NULL, cap = 0;
+    /* this line's frames, and the previous line's (a sorted collapsed-stacks file repeats
+     * long prefixes: their ids are copied, not looked up again) */
+    const char **frames = NULL, **pframes = NULL;
+    size_t *lens = NULL, *plens = NULL, cap = 0, pn = 0, poff = 0;
     size_t lineno = 0;
     int rc = 0;
-    pathcache pc = {0};
     for (size_t pos = 0; pos < len;) {
         const char *line = text + pos;
         const char *nl = memchr(line, '\n', len - pos);
@@ -165,17 +198,32 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
                 cap = cap ? cap * 2 : 64;
                 frames = ospprof_xrealloc(frames, cap * sizeof *frames);
                 lens = ospprof_xrealloc(lens, cap * sizeof *lens);
+                pframes = ospprof_xrealloc(pframes, cap * sizeof *pframes);
+                plens = ospprof_xrealloc(plens, cap * sizeof *plens);
             }
             frames[nf] = line + s;
             lens[nf++] = fe - s;
             s = fe + 1;
             if (!semi) break;
         }
-        if (count) add_stack(d, side, frames, lens, nf, count, &pc);
+        if (!count) continue;
+        size_t k = 0;
+        while (k < pn && k < nf && plens[k] == lens[k] &&
+               memcmp(pframes[k], frames[k], lens[k]) == 0)
+            k++;
+        uint32_t *ids = ids_reserve(d, nf);
+        for (size_t i = 0; i < k; i++) ids[i] = d->ids[poff + i];
+        for (size_t i = k; i < nf; i++) ids[i] = ospprof_intern(&d->names, frames[i], lens[i]);
+        memcpy(pframes, frames, nf * sizeof *frames);
+        memcpy(plens, lens, nf * sizeof *lens);
+        pn = nf;
+        poff = d->nids;
+        add_path(d, side, nf, count);
     }
-    pathcache_free(&pc);
     free(frames);
     free(lens);
+    free(pframes);
+    free(plens);
     return rc;
 }
 
@@ -221,16 +269,11 @@ int ospprof_diff_add_profile(ospprof_diff *d, int side, const ospprof_profile *p
     ospprof_buf_free(&t);
     for (size_t k = 0; k < nk; k++) {
         const ospprof_stackinfo *si = &p->stacks[keys[k].stack];
-        uint64_t count = keys[k].n;
-        uint32_t cur = child(d, 0, rname[keys[k].row]);
-        d->nodes[0].total[side] += count;
-        d->nodes[cur].total[side] += count;
-        for (size_t j = si->n; j-- > 0;) { /* root first */
-            cur = child(d, cur, fname[p->stack_frames[si->off + j]]);
-            d->nodes[cur].total[side] += count;
-        }
-        d->nodes[cur].self[side] += count;
-        d->sum[side] += count;
+        uint32_t *ids = ids_reserve(d, si->n + 1);
+        ids[0] = rname[keys[k].row];
+        for (size_t j = 0; j < si->n; j++) /* root first */
+            ids[j + 1] = fname[p->stack_frames[si->off + si->n - 1 - j]];
+        add_path(d, side, si->n + 1, keys[k].n);
     }
     free(fname);
     free(rname);
@@ -244,29 +287,33 @@ static double share(const ospprof_diff *d, int side, uint64_t v) {
     return d->sum[side] ? (double)v * 100.0 / (double)d->sum[side] : 0.0;
 }
 
-/* Change of a node's total share, new minus base, in points. */
-static double delta(const ospprof_diff *d, const dnode *nd) {
-    return share(d, 1, nd->total[1]) - share(d, 0, nd->total[0]);
+/* Change of a total share, new minus base, in points. */
+static double delta(const ospprof_diff *d, uint64_t base, uint64_t new_) {
+    return share(d, 1, new_) - share(d, 0, base);
 }
 
 /* ---- the differential SVG ----------------------------------------------------------------- */
 
+/* The drawn tree: the new profile's nodes at least min_fraction of its total wide. */
 typedef struct svgctx {
     const ospprof_diff *d;
-    const uint32_t *src; /* drawn node → tree node */
-    double max_delta;
+    ospprof_flame_node *fn; /* weight, self and samples: the new side's counts */
+    uint32_t *name;         /* per node: string id */
+    uint64_t *base;         /* per node: the base side's total */
+    size_t n, cap;
+    double max_delta; /* largest |change| of any node with new weight, drawn or not */
 } svgctx;
 
 static const char *svg_name(void *ctx, size_t node) {
     svgctx *c = ctx;
-    return c->d->names.str[c->d->nodes[c->src[node]].name];
+    return c->d->names.str[c->name[node]];
 }
 
 static void svg_detail(void *ctx, size_t node, ospprof_buf *out) {
     svgctx *c = ctx;
-    const dnode *nd = &c->d->nodes[c->src[node]];
-    ospprof_buf_printf(out, "base %.2f%% · new %.2f%% (%+.2f)", share(c->d, 0, nd->total[0]),
-                       share(c->d, 1, nd->total[1]), delta(c->d, nd));
+    uint64_t b = c->base[node], n = c->fn[node].weight;
+    ospprof_buf_printf(out, "base %.2f%% · new %.2f%% (%+.2f)", share(c->d, 0, b),
+                       share(c->d, 1, n), delta(c->d, b, n));
 }
 
 void ospprof_diff_color(double delta_points, double max_points, char out[8]) {
@@ -284,107 +331,184 @@ void ospprof_diff_color(double delta_points, double max_points, char out[8]) {
 
 static void svg_color(void *ctx, size_t node, char out[8]) {
     svgctx *c = ctx;
-    ospprof_diff_color(delta(c->d, &c->d->nodes[c->src[node]]), c->max_delta, out);
+    ospprof_diff_color(delta(c->d, c->base[node], c->fn[node].weight), c->max_delta, out);
 }
 
-static void diff_svg(const ospprof_diff *d, const char *title, ospprof_out *w) {
-    /* the new profile's tree: nodes with new weight (their parents have it too) */
-    uint32_t *map = ospprof_xcalloc(d->n, sizeof *map);
-    uint32_t *src = ospprof_xcalloc(d->n, sizeof *src);
-    ospprof_flame_node *fn = ospprof_xcalloc(d->n, sizeof *fn);
-    size_t m = 0;
-    double maxd = 0;
-    for (size_t i = 0; i < d->n; i++) {
-        const dnode *nd = &d->nodes[i];
-        if (i && !nd->total[1]) continue;
-        map[i] = (uint32_t)m;
-        src[m] = (uint32_t)i;
-        fn[m] = (ospprof_flame_node){i ? map[nd->parent] : UINT32_MAX, nd->total[1], nd->self[1],
-                                     nd->total[1]};
-        double dl = fabs(delta(d, nd));
-        if (i && dl > maxd) maxd = dl;
-        m++;
+static uint32_t svg_add(svgctx *c, uint32_t parent, uint32_t name) {
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 1024;
+        c->fn = ospprof_xrealloc(c->fn, c->cap * sizeof *c->fn);
+        c->name = ospprof_xrealloc(c->name, c->cap * sizeof *c->name);
+        c->base = ospprof_xrealloc(c->base, c->cap * sizeof *c->base);
     }
-    svgctx c = {d, src, maxd};
-    ospprof_flame fg = {.nodes = fn,
-                        .nnodes = m,
+    c->fn[c->n] = (ospprof_flame_node){parent, 0, 0, 0};
+    c->name[c->n] = name;
+    c->base[c->n] = 0;
+    return (uint32_t)c->n++;
+}
+
+/* One open node of the depth-first merge: its index and its subtree's counts so far. */
+typedef struct open_node {
+    uint32_t node;
+    uint64_t total[2], self1;
+} open_node;
+
+/* Close the open nodes at depths >= keep, deepest first: each one's counts are final, so its
+ * change counts towards the largest, its counts go to its parent, and it is dropped with its
+ * subtree (which depth-first order placed right after it) when it is narrower than `thr` or
+ * has no new weight, as the flame-graph writer would not draw it. */
+static void svg_close(svgctx *c, open_node *open, size_t *nopen, size_t keep, double thr) {
+    while (*nopen > keep) {
+        open_node *o = &open[--*nopen];
+        if (o->total[1]) {
+            double dl = fabs(delta(c->d, o->total[0], o->total[1]));
+            if (dl > c->max_delta) c->max_delta = dl;
+        }
+        if (*nopen) {
+            open[*nopen - 1].total[0] += o->total[0];
+            open[*nopen - 1].total[1] += o->total[1];
+        }
+        if (!o->total[1] || (double)o->total[1] < thr) {
+            c->n = o->node;
+            continue;
+        }
+        c->fn[o->node].weight = c->fn[o->node].samples = o->total[1];
+        c->fn[o->node].self = o->self1;
+        c->base[o->node] = o->total[0];
+    }
+}
+
+static void diff_svg(const ospprof_diff *d, const dview *v, const char *title, ospprof_out *w) {
+    /* The merged tree is never built whole: the stacks, in id order, are merged depth-first
+     * (every prefix one contiguous run), and a node is kept only if it is drawn; memory
+     * stays near the drawn tree (svg_profile.c does the same for <stem>.svg). */
+    const double min_fraction = 0.001, thr = min_fraction * (double)d->sum[1];
+    svgctx c = {.d = d};
+    svg_add(&c, UINT32_MAX, 0);
+    c.fn[0] = (ospprof_flame_node){UINT32_MAX, d->sum[1], 0, d->sum[1]};
+    c.base[0] = d->sum[0];
+    open_node *open = ospprof_xcalloc(v->maxlen ? v->maxlen : 1, sizeof *open);
+    size_t nopen = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        const upath *p = &v->u[i];
+        size_t common = 0;
+        if (i > 0) {
+            const upath *q = &v->u[i - 1];
+            while (common < nopen && common < p->len && common < q->len &&
+                   q->ids[common] == p->ids[common])
+                common++;
+        }
+        svg_close(&c, open, &nopen, common, thr);
+        for (size_t k = nopen; k < p->len; k++) {
+            uint32_t parent = k ? open[k - 1].node : 0;
+            open[nopen++] = (open_node){svg_add(&c, parent, p->ids[k]), {0, 0}, 0};
+        }
+        open_node *leaf = &open[p->len - 1];
+        leaf->total[0] += p->n[0];
+        leaf->total[1] += p->n[1];
+        leaf->self1 += p->n[1];
+    }
+    svg_close(&c, open, &nopen, 0, thr);
+    free(open);
+    ospprof_flame fg = {.nodes = c.fn,
+                        .nnodes = c.n,
                         .title = title,
                         .name = svg_name,
                         .detail = svg_detail,
                         .color = svg_color,
                         .ctx = &c,
-                        .min_fraction = 0.001};
+                        .min_fraction = min_fraction};
     ospprof_svg_flame(&fg, w);
-    free(map);
-    free(src);
-    free(fn);
+    free(c.fn);
+    free(c.name);
+    free(c.base);
 }
 
 /* ---- the three-column folded file --------------------------------------------------------- */
 
-typedef struct dline {
-    char *stack;
-    size_t len;
-    uint64_t base, new_;
-} dline;
-
-static int dline_cmp(const void *a, const void *b) {
-    const dline *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->stack, y->stack, n);
-    if (c) return c;
-    return x->len < y->len ? -1 : x->len > y->len;
+/* The bytewise order of the two stacks' lines `frame;frame;…` (what sorting the joined
+ * strings with memcmp gives), without joining them: equal frames are skipped whole. */
+static int upath_text_cmp(const void *a, const void *b) {
+    const upath *x = *(const upath *const *)a, *y = *(const upath *const *)b;
+    const ospprof_strtab *t = x->names;
+    size_t i = 0, j = 0, oi = 0, oj = 0; /* frame and byte offset in it, on each side */
+    for (;;) {
+        if (oi == 0 && oj == 0 && i < x->len && j < y->len && x->ids[i] == y->ids[j]) {
+            oi = t->len[x->ids[i]];
+            oj = t->len[y->ids[j]];
+        }
+        size_t li = t->len[x->ids[i]], lj = t->len[y->ids[j]];
+        if (oi < li && oj < lj) { /* inside a frame on both sides */
+            size_t m = li - oi < lj - oj ? li - oi : lj - oj;
+            int c = memcmp(t->str[x->ids[i]] + oi, t->str[y->ids[j]] + oj, m);
+            if (c) return c;
+            oi += m;
+            oj += m;
+            continue;
+        }
+        /* at least one side is at the end of a frame: a ';', or the end of its line */
+        bool ei = oi == li && i + 1 == x->len, ej = oj == lj && j + 1 == y->len;
+        if (ei || ej) return ei && ej ? 0 : ei ? -1 : 1;
+        unsigned char ci = oi == li ? ';' : (unsigned char)t->str[x->ids[i]][oi];
+        unsigned char cj = oj == lj ? ';' : (unsigned char)t->str[y->ids[j]][oj];
+        if (ci != cj) return ci < cj ? -1 : 1;
+        if (oi == li)
+            i++, oi = 0;
+        else
+            oi++;
+        if (oj == lj)
+            j++, oj = 0;
+        else
+            oj++;
+    }
 }
 
-static void diff_folded(const ospprof_diff *d, ospprof_out *w) {
-    dline *lines = NULL;
-    size_t nl = 0, cap = 0;
-    uint32_t *path = ospprof_xcalloc(d->n, sizeof *path);
-    for (size_t i = 1; i < d->n; i++) {
-        const dnode *nd = &d->nodes[i];
-        if (!nd->self[0] && !nd->self[1]) continue;
-        size_t depth = 0;
-        for (uint32_t v = (uint32_t)i; v != 0; v = d->nodes[v].parent) path[depth++] = v;
-        ospprof_buf b = {0};
-        for (size_t k = depth; k-- > 0;) {
-            ospprof_buf_puts(&b, d->names.str[d->nodes[path[k]].name]);
-            if (k) ospprof_buf_putc(&b, ';');
+static void diff_folded(const ospprof_diff *d, const dview *v, ospprof_out *w) {
+    const upath **u = ospprof_xcalloc(v->n ? v->n : 1, sizeof *u);
+    for (size_t i = 0; i < v->n; i++) u[i] = &v->u[i];
+    if (v->n > 1) qsort(u, v->n, sizeof *u, upath_text_cmp);
+    for (size_t i = 0; i < v->n; i++) {
+        /* the line's length first, then its bytes copied straight into the buffer */
+        const upath *p = u[i];
+        size_t len = p->len + 2 * 21 + 2;
+        for (uint32_t k = 0; k < p->len; k++) len += d->names.len[p->ids[k]];
+        ospprof_buf_reserve(&w->b, len);
+        char *o = w->b.p + w->b.n;
+        for (uint32_t k = 0; k < p->len; k++) {
+            uint32_t id = p->ids[k];
+            if (k) *o++ = ';';
+            memcpy(o, d->names.str[id], d->names.len[id]);
+            o += d->names.len[id];
         }
-        if (nl == cap) {
-            cap = cap ? cap * 2 : 256;
-            lines = ospprof_xrealloc(lines, cap * sizeof *lines);
-        }
-        lines[nl++] = (dline){b.p ? b.p : ospprof_xstrdup(""), b.n, nd->self[0], nd->self[1]};
-    }
-    free(path);
-    if (nl > 1) qsort(lines, nl, sizeof *lines, dline_cmp);
-    for (size_t i = 0; i < nl; i++) {
-        ospprof_buf_put(&w->b, lines[i].stack, lines[i].len);
-        ospprof_buf_printf(&w->b, " %" PRIu64 " %" PRIu64 "\n", lines[i].base, lines[i].new_);
+        w->b.n = (size_t)(o - w->b.p);
+        ospprof_buf_putc(&w->b, ' ');
+        ospprof_buf_u64(&w->b, p->n[0]);
+        ospprof_buf_putc(&w->b, ' ');
+        ospprof_buf_u64(&w->b, p->n[1]);
+        ospprof_buf_putc(&w->b, '\n');
         ospprof_out_maybe_flush(w);
-        free(lines[i].stack);
     }
-    free(lines);
+    free(u);
 }
 
 /* ---- per-function changes ----------------------------------------------------------------- */
 
-int ospprof_diff_functions(const ospprof_diff *d, ospprof_diff_func **out) {
+static int functions_of(const ospprof_diff *d, const dview *v, ospprof_diff_func **out) {
     /* per name: self and total on each side; total counted once per stack */
     size_t nn = d->names.n;
     ospprof_diff_func *f = ospprof_xcalloc(nn, sizeof *f);
-    uint32_t *stamp = ospprof_xcalloc(nn, sizeof *stamp);
-    for (size_t i = 1; i < d->n; i++) {
-        const dnode *nd = &d->nodes[i];
-        if (!nd->self[0] && !nd->self[1]) continue;
-        f[nd->name].self[0] += nd->self[0];
-        f[nd->name].self[1] += nd->self[1];
-        for (uint32_t v = (uint32_t)i; v != 0; v = d->nodes[v].parent) {
-            uint32_t nm = d->nodes[v].name;
-            if (stamp[nm] == i) continue;
-            stamp[nm] = (uint32_t)i;
-            f[nm].total[0] += nd->self[0];
-            f[nm].total[1] += nd->self[1];
+    size_t *stamp = ospprof_xcalloc(nn, sizeof *stamp);
+    for (size_t i = 0; i < v->n; i++) {
+        const upath *p = &v->u[i];
+        uint32_t leaf = p->ids[p->len - 1];
+        f[leaf].self[0] += p->n[0];
+        f[leaf].self[1] += p->n[1];
+        for (uint32_t k = 0; k < p->len; k++) {
+            uint32_t nm = p->ids[k];
+            if (stamp[nm] == i + 1) continue;
+            stamp[nm] = i + 1;
+            f[nm].total[0] += p->n[0];
+            f[nm].total[1] += p->n[1];
         }
     }
     free(stamp);
@@ -405,32 +529,40 @@ int ospprof_diff_functions(const ospprof_diff *d, ospprof_diff_func **out) {
     return (int)k;
 }
 
+int ospprof_diff_functions(const ospprof_diff *d, ospprof_diff_func **out) {
+    dview v;
+    view_build(d, &v);
+    int n = functions_of(d, &v, out);
+    view_free(&v);
+    return n;
+}
+
 void ospprof_diff_totals(const ospprof_diff *d, uint64_t *base, uint64_t *new_) {
     *base = d->sum[0];
     *new_ = d->sum[1];
 }
 
-static const ospprof_diff_func *sort_base;
+/* Orders of the report: by change, largest first, then by name (names are unique). */
 static int by_self(const void *a, const void *b) {
-    const ospprof_diff_func *x = &sort_base[*(const uint32_t *)a],
-                            *y = &sort_base[*(const uint32_t *)b];
+    const ospprof_diff_func *x = *(const ospprof_diff_func *const *)a,
+                            *y = *(const ospprof_diff_func *const *)b;
     if (x->self_delta != y->self_delta) return x->self_delta > y->self_delta ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 static int by_total(const void *a, const void *b) {
-    const ospprof_diff_func *x = &sort_base[*(const uint32_t *)a],
-                            *y = &sort_base[*(const uint32_t *)b];
+    const ospprof_diff_func *x = *(const ospprof_diff_func *const *)a,
+                            *y = *(const ospprof_diff_func *const *)b;
     if (x->total_delta != y->total_delta) return x->total_delta > y->total_delta ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
-static void report_part(ospprof_buf *b, const ospprof_diff_func *f, const uint32_t *ord, size_t n,
-                        bool self, bool up) {
+static void report_part(ospprof_buf *b, const ospprof_diff_func *const *ord, size_t n, bool self,
+                        bool up) {
     ospprof_buf_printf(b, "\n%s share, largest %s:\n", self ? "self" : "total",
                        up ? "increases" : "decreases");
     size_t shown = 0;
     for (size_t i = 0; i < n && shown < 10; i++) {
-        const ospprof_diff_func *x = &f[ord[up ? i : n - 1 - i]];
+        const ospprof_diff_func *x = ord[up ? i : n - 1 - i];
         double dl = self ? x->self_delta : x->total_delta;
         if (up ? dl < 0.005 : dl > -0.005) break; /* no change at 0.01-point resolution */
         const double *pc = self ? x->self_pct : x->total_pct;
@@ -442,25 +574,23 @@ static void report_part(ospprof_buf *b, const ospprof_diff_func *f, const uint32
     if (!shown) ospprof_buf_puts(b, "  (none)\n");
 }
 
-int ospprof_diff_report(const ospprof_diff *d, const char *base_name, const char *new_name,
-                        const char *prefix, FILE *out) {
+static int report_of(const ospprof_diff *d, const dview *v, const char *base_name,
+                     const char *new_name, const char *prefix, FILE *out) {
     ospprof_diff_func *f;
-    size_t n = (size_t)ospprof_diff_functions(d, &f);
-    uint32_t *ord = ospprof_xcalloc(n, sizeof *ord);
+    size_t n = (size_t)functions_of(d, v, &f);
+    const ospprof_diff_func **ord = ospprof_xcalloc(n ? n : 1, sizeof *ord);
     ospprof_buf b = {0};
     ospprof_buf_puts(&b, "diff: base ");
     ospprof_term_text(&b, base_name);
     ospprof_buf_printf(&b, " (%" PRIu64 ") → new ", d->sum[0]);
     ospprof_term_text(&b, new_name);
     ospprof_buf_printf(&b, " (%" PRIu64 "); shares of each side's total, in points\n", d->sum[1]);
-    sort_base = f;
     for (int part = 0; part < 2; part++) {
-        for (size_t i = 0; i < n; i++) ord[i] = (uint32_t)i;
+        for (size_t i = 0; i < n; i++) ord[i] = &f[i];
         if (n > 1) qsort(ord, n, sizeof *ord, part == 0 ? by_self : by_total);
-        report_part(&b, f, ord, n, part == 0, true);
-        report_part(&b, f, ord, n, part == 0, false);
+        report_part(&b, ord, n, part == 0, true);
+        report_part(&b, ord, n, part == 0, false);
     }
-    sort_base = NULL;
     ospprof_buf_puts(&b, "\ndiff: ");
     ospprof_term_text(&b, prefix);
     ospprof_buf_puts(&b, ".diff.svg · ");
@@ -474,38 +604,73 @@ int ospprof_diff_report(const ospprof_diff *d, const char *base_name, const char
     return rc;
 }
 
-int ospprof_diff_write(const ospprof_diff *d, const char *prefix, const char *title, char *err,
-                       size_t errlen) {
+int ospprof_diff_report(const ospprof_diff *d, const char *base_name, const char *new_name,
+                        const char *prefix, FILE *out) {
+    dview v;
+    view_build(d, &v);
+    int rc = report_of(d, &v, base_name, new_name, prefix, out);
+    view_free(&v);
+    return rc;
+}
+
+/* The folded file, written on a second thread while the first draws the SVG. */
+typedef struct folded_job {
+    const ospprof_diff *d;
+    const dview *v;
+    ospprof_out *w;
+} folded_job;
+
+static void *folded_job_run(void *arg) {
+    folded_job *j = arg;
+    diff_folded(j->d, j->v, j->w);
+    ospprof_out_flush(j->w);
+    return NULL;
+}
+
+static int write_of(const ospprof_diff *d, const dview *v, const char *prefix, const char *title,
+                    char *err, size_t errlen) {
     static const char *const ext[2] = {".diff.svg", ".diff.folded"};
     ospprof_out set[2];
-    size_t plen = strlen(prefix), opened = 0;
+    size_t plen = strlen(prefix);
     char *path = ospprof_xrealloc(NULL, plen + 16);
-    int rc = 0;
-    for (; opened < 2; opened++) {
+    for (size_t k = 0; k < 2; k++) {
         memcpy(path, prefix, plen);
-        strcpy(path + plen, ext[opened]);
-        if (ospprof_out_open(&set[opened], path, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        if (opened == 0)
-            diff_svg(d, title, &set[0]);
-        else
-            diff_folded(d, &set[1]);
-        ospprof_out_flush(&set[opened]);
-        if (set[opened].failed) {
-            ospprof_seterr(err, errlen, "cannot write %s: %s", path, set[opened].reason);
-            opened++;
-            rc = -1;
-            break;
+        strcpy(path + plen, ext[k]);
+        if (ospprof_out_open(&set[k], path, err, errlen) != 0) {
+            if (k) ospprof_out_abort(&set[0]);
+            free(path);
+            return -1;
         }
     }
     free(path);
-    if (rc != 0) {
-        for (size_t i = 0; i < opened; i++) ospprof_out_abort(&set[i]);
-        return -1;
-    }
+    /* the two files are independent: the folded one (every stack's text, by far the larger)
+     * on a second thread, the SVG on this one */
+    folded_job fj = {d, v, &set[1]};
+    pthread_t th;
+    bool threaded = pthread_create(&th, NULL, folded_job_run, &fj) == 0;
+    diff_svg(d, v, title, &set[0]);
+    ospprof_out_flush(&set[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        folded_job_run(&fj);
+    for (size_t k = 0; k < 2; k++)
+        if (set[k].failed) {
+            ospprof_seterr(err, errlen, "cannot write %s: %s", set[k].path, set[k].reason);
+            ospprof_out_abort(&set[0]);
+            ospprof_out_abort(&set[1]);
+            return -1;
+        }
     return ospprof_out_commit_set(set, 2, err, errlen);
+}
+
+int ospprof_diff_write(const ospprof_diff *d, const char *prefix, const char *title, char *err,
+                       size_t errlen) {
+    dview v;
+    view_build(d, &v);
+    int rc = write_of(d, &v, prefix, title, err, errlen);
+    view_free(&v);
+    return rc;
 }
 
 /* ---- the whole command -------------------------------------------------------------------- */
@@ -518,6 +683,10 @@ static char *slurp(const char *path, size_t *len, char *err, size_t errlen) {
         return NULL;
     }
     size_t max = ospprof_raw_max_bytes(), n = 0, cap = 1 << 16;
+    struct stat st; /* a regular file: read in one piece (the loop still sees it grow) */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size < max)
+        cap = (size_t)st.st_size + 1;
     char *buf = ospprof_xrealloc(NULL, cap);
     for (;;) {
         if (n == cap) {
@@ -558,7 +727,8 @@ int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const cha
         ospprof_raw *raw = ospprof_raw_parse(path, text, len, err, errlen);
         free(text);
         if (!raw) return -1;
-        ospprof_profile *p = ospprof_profile_build(raw, NULL, NULL, symbolizer, err, errlen);
+        /* names only: the diff's stacks are frame names, so no line table is read */
+        ospprof_profile *p = ospprof_profile_build_names(raw, symbolizer);
         ospprof_raw_free(raw);
         if (!p) return -1;
         rc = ospprof_diff_add_profile(d, side, p);
@@ -570,23 +740,73 @@ int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const cha
     return rc;
 }
 
+/* Append `from` to `into`: its names interned into `into` in `from`'s id order (so the ids
+ * come out as if `from`'s file had been added to `into` directly), its stacks remapped. */
+static void diff_merge(ospprof_diff *into, const ospprof_diff *from) {
+    uint32_t *map = ospprof_xcalloc(from->names.n ? from->names.n : 1, sizeof *map);
+    for (size_t i = 0; i < from->names.n; i++)
+        map[i] = ospprof_intern(&into->names, from->names.str[i], from->names.len[i]);
+    for (size_t i = 0; i < from->np; i++) {
+        const dpath *p = &from->paths[i];
+        uint32_t *ids = ids_reserve(into, p->len);
+        for (uint32_t k = 0; k < p->len; k++) ids[k] = map[from->ids[p->off + k]];
+        add_path(into, p->side, p->len, p->count);
+    }
+    free(map);
+}
+
+/* One input of ospprof_diff_run, read (and for a raw profile symbolized) on its own. */
+typedef struct diff_job {
+    const char *path;
+    int side, rc;
+    ospprof_diff *d;
+    char err[OSPPROF_ERR_MAX];
+} diff_job;
+
+static void *diff_job_run(void *arg) {
+    diff_job *j = arg;
+    j->d = ospprof_diff_new();
+    j->err[0] = 0;
+    j->rc = ospprof_diff_add_file(j->d, j->side, j->path, NULL, j->err, sizeof j->err);
+    return NULL;
+}
+
 int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FILE *report,
                      char *err, size_t errlen) {
-    ospprof_diff *d = ospprof_diff_new();
-    int rc = ospprof_diff_add_file(d, 0, base, NULL, err, errlen);
-    if (rc == 0) rc = ospprof_diff_add_file(d, 1, new_, NULL, err, errlen);
+    /* The two inputs are independent until they are merged: the base is read on a second
+     * thread while this one reads the new (both symbolized at once when they are raw
+     * profiles, each with its own symbolizer). Then the new is appended to the base, which
+     * gives the same diff as adding the two files in turn. */
+    diff_job job[2] = {{.path = base, .side = 0}, {.path = new_, .side = 1}};
+    pthread_t th;
+    bool threaded = pthread_create(&th, NULL, diff_job_run, &job[0]) == 0;
+    if (!threaded) diff_job_run(&job[0]);
+    diff_job_run(&job[1]);
+    if (threaded) pthread_join(th, NULL);
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++)
+        if (job[k].rc != 0) {
+            ospprof_seterr(err, errlen, "%s", job[k].err);
+            rc = -1;
+        }
+    ospprof_diff *d = job[0].d;
+    if (rc == 0) diff_merge(d, job[1].d);
+    ospprof_diff_free(job[1].d);
+    dview v = {0};
+    if (rc == 0) view_build(d, &v);
     if (rc == 0) {
         ospprof_buf title = {0};
         const char *bs = strrchr(base, '/'), *ns = strrchr(new_, '/');
         ospprof_buf_printf(&title, "%s vs %s · red: more than base, blue: less", ns ? ns + 1 : new_,
                            bs ? bs + 1 : base);
-        rc = ospprof_diff_write(d, prefix, title.p, err, errlen);
+        rc = write_of(d, &v, prefix, title.p, err, errlen);
         ospprof_buf_free(&title);
     }
-    if (rc == 0 && report && ospprof_diff_report(d, base, new_, prefix, report) != 0) {
+    if (rc == 0 && report && report_of(d, &v, base, new_, prefix, report) != 0) {
         ospprof_seterr(err, errlen, "cannot write the report");
         rc = -1;
     }
+    view_free(&v);
     ospprof_diff_free(d);
     return rc;
 }

@@ -175,6 +175,9 @@ typedef struct ospprof_llvm ospprof_llvm;
 
 /* One LLVM symbolizer for the whole run. NULL if it cannot be created. */
 ospprof_llvm *ospprof_llvm_new(void);
+/* The same; `lines` false: frames get names only (file NULL, line 0), which skips the line
+ * tables (for `--diff`, whose stacks are names). */
+ospprof_llvm *ospprof_llvm_new_ex(bool lines);
 void ospprof_llvm_free(ospprof_llvm *s);
 /* Resolve `addr` (as the object describes it) in the object file `object`: frames
  * innermost first into *out (malloc'd array, free with ospprof_symframes_free). Returns
@@ -221,6 +224,11 @@ typedef int (*ospprof_resolver_fn)(void *ctx, const ospprof_image *im, uint64_t 
 ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *program,
                                           const char *binary, const char *symbolizer,
                                           ospprof_resolver_fn resolver, void *ctx);
+
+/* ospprof_profile_build for a consumer that needs the frames' names only (`--diff`): no
+ * file or line is looked up, so frames of one name are one frame and every line is 0;
+ * names, stacks and counts are those ospprof_profile_build gives. */
+ospprof_profile *ospprof_profile_build_names(const ospprof_raw *raw, const char *symbolizer);
 
 /* Function indices with on-CPU samples, in hotFunctions order (§(g.5)); *out malloc'd. */
 size_t ospprof_hot_functions(const ospprof_profile *p, uint32_t **out);

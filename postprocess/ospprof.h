@@ -216,8 +216,8 @@ size_t ospprof_profile_warnings(const ospprof_profile *prof, const char *const *
 
 /* ---- Comparisons (docs/spec/profiler.md §(l.8)) ------------------------------------------ */
 
-/* Two profiles merged into one tree of stacks with a base (side 0) and a new (side 1) count
- * per node; opaque. */
+/* Two profiles' stacks, each with a base (side 0) and a new (side 1) count, compared as one
+ * tree of stacks; opaque. */
 typedef struct ospprof_diff ospprof_diff;
 
 ospprof_diff *ospprof_diff_new(void);

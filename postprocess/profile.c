@@ -339,9 +339,23 @@ ospprof_profile *ospprof_profile_build(const ospprof_raw *raw, const char *progr
     return ospprof_profile_build_ex(raw, program, binary, symbolizer, NULL, NULL);
 }
 
+static ospprof_profile *build(const ospprof_raw *raw, const char *program, const char *binary,
+                              const char *symbolizer, ospprof_resolver_fn resolver, void *rctx,
+                              bool lines);
+
 ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *program,
                                           const char *binary, const char *symbolizer,
                                           ospprof_resolver_fn resolver, void *rctx) {
+    return build(raw, program, binary, symbolizer, resolver, rctx, true);
+}
+
+ospprof_profile *ospprof_profile_build_names(const ospprof_raw *raw, const char *symbolizer) {
+    return build(raw, NULL, NULL, symbolizer, NULL, NULL, false);
+}
+
+static ospprof_profile *build(const ospprof_raw *raw, const char *program, const char *binary,
+                              const char *symbolizer, ospprof_resolver_fn resolver, void *rctx,
+                              bool lines) {
     ospprof_profile *p = ospprof_xcalloc(1, sizeof *p);
     p->program = ospprof_xstrdup(program ? program : raw->exe ? raw->exe : "");
     const char *slash = strrchr(p->program, '/');
@@ -415,7 +429,7 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
             c.main_image = (long)i;
             break;
         }
-    if (c.enabled && !resolver) c.llvm = ospprof_llvm_new();
+    if (c.enabled && !resolver) c.llvm = ospprof_llvm_new_ex(lines);
     uint32_t truncated_name = ospprof_intern(&p->strs, "[truncated]", 11);
 
     ospprof_map frame_ids = {0};

@@ -193,14 +193,20 @@ static char *dup_known(const std::string &s) {
     return c;
 }
 
-extern "C" ospprof_llvm *ospprof_llvm_new(void) {
+extern "C" ospprof_llvm *ospprof_llvm_new_ex(bool lines) {
     llvm::symbolize::LLVMSymbolizer::Options o;
     o.PrintFunctions = llvm::symbolize::FunctionNameKind::LinkageName;
-    o.PathStyle = llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath;
+    // FileLineInfoKind::None: the inlining chain's names without its line-table lookups
+    o.PathStyle = lines ? llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath
+                        : llvm::DILineInfoSpecifier::FileLineInfoKind::None;
     o.UseSymbolTable = true;
     o.Demangle = false; // §(f).5: the linkage name
     o.RelativeAddresses = false;
     return new (std::nothrow) ospprof_llvm(o);
+}
+
+extern "C" ospprof_llvm *ospprof_llvm_new(void) {
+    return ospprof_llvm_new_ex(true);
 }
 
 extern "C" void ospprof_llvm_free(ospprof_llvm *s) {

@@ -8,13 +8,13 @@
  *
  * Built two ways:
  *  - with -fsanitize=fuzzer,address,undefined by test/fuzz/cfi_fuzz.sh (the fuzzing run);
- *  - as a plain program with -DOSPPROF_REPLAY_MAIN (ctest "cfi_fuzz_corpus"), which
- *    replays the kept corpus test/fuzz/cfi_corpus in every build, sanitizers included.
+ *  - linked with replay_main.c (ctest "runtime_prof_cfi_fuzz_corpus"), which replays the
+ *    kept corpus test/fuzz/cfi_corpus in every build, sanitizers included.
  */
 #define _GNU_SOURCE
 #include "prof_cfi.h"
+#include "replay_main.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +42,6 @@ static void check_table(const struct osp_cfi_table *t) {
 
 static size_t g_built; /* inputs that produced a table (reported by the replay) */
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* An exact-size copy, so ASan sees any read past the input. */
     uint8_t *buf = malloc(size ? size : 1);
@@ -87,36 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifdef OSPPROF_REPLAY_MAIN
-/* Replay: ./cfi_fuzz_replay <corpus-dir>... ; prints how many inputs ran and built. */
-int main(int argc, char **argv) {
-    size_t n = 0;
-    for (int a = 1; a < argc; a++) {
-        DIR *d = opendir(argv[a]);
-        if (!d) {
-            fprintf(stderr, "cannot open %s\n", argv[a]);
-            return 1;
-        }
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (e->d_name[0] == '.') continue;
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", argv[a], e->d_name);
-            FILE *f = fopen(path, "rb");
-            if (!f) continue;
-            fseek(f, 0, SEEK_END);
-            long len = ftell(f);
-            fseek(f, 0, SEEK_SET);
-            uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-            size_t got = buf ? fread(buf, 1, (size_t)(len > 0 ? len : 0), f) : 0;
-            fclose(f);
-            if (buf) LLVMFuzzerTestOneInput(buf, got);
-            free(buf);
-            n++;
-        }
-        closedir(d);
-    }
-    printf("replayed %zu inputs, %zu built a table\n", n, g_built);
-    return n ? 0 : 1;
+/* The replay's summary: how many inputs produced a table. */
+int fuzz_replay_finish(FILE *out) {
+    fprintf(out, ", %zu built a table", g_built);
+    return 0;
 }
-#endif

@@ -9,7 +9,7 @@ secs=${1:-300}
 out=build-fuzz-folded
 mkdir -p "$out"
 CFLAGS=(-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
-        -Ipostprocess -Icommon -D_GNU_SOURCE -std=gnu17)
+        -Ipostprocess -Icommon -Iruntime/prof -D_GNU_SOURCE -std=gnu17)
 objs=()
 for f in postprocess/*.c common/atomic_output.c; do
   o="$out/$(basename "$f" .c).o"

@@ -7,13 +7,13 @@
  * --attach does, and the table drives walks (driver/attach_unwind.c) over a stack made of
  * the input's own bytes: corrupt tables and stacks end walks, never fault. Fuzzing: test/fuzz/attach_elf_fuzz.sh; the
  * kept corpus test/fuzz/attach_elf_corpus is replayed by ctest (driver_attach_elf_corpus)
- * through the plain main below (ATTACH_ELF_REPLAY_MAIN) in every build.
+ * through replay_main.c in every build.
  */
 #include "attach_elf.h"
 #include "attach_unwind.h"
 #include "prof_cfi.h"
+#include "replay_main.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +79,6 @@ static void walk_cfi(struct image *im) {
     osp_prof__cfi_table_free(&t);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     struct image im = {data, size};
     attach_elf_info info;
@@ -93,37 +92,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     walk_cfi(&im);
     return 0;
 }
-
-#ifdef ATTACH_ELF_REPLAY_MAIN
-/* Replay: ./fuzz_attach_elf_replay <corpus-dir>... ; prints how many inputs ran. */
-int main(int argc, char **argv) {
-    size_t n = 0;
-    for (int a = 1; a < argc; a++) {
-        DIR *d = opendir(argv[a]);
-        if (!d) {
-            fprintf(stderr, "cannot open %s\n", argv[a]);
-            return 1;
-        }
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (e->d_name[0] == '.') continue;
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", argv[a], e->d_name);
-            FILE *f = fopen(path, "rb");
-            if (!f) continue;
-            fseek(f, 0, SEEK_END);
-            long len = ftell(f);
-            fseek(f, 0, SEEK_SET);
-            uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-            size_t got = buf ? fread(buf, 1, (size_t)(len > 0 ? len : 0), f) : 0;
-            fclose(f);
-            if (buf) LLVMFuzzerTestOneInput(buf, got);
-            free(buf);
-            n++;
-        }
-        closedir(d);
-    }
-    printf("replayed %zu inputs\n", n);
-    return n ? 0 : 1;
-}
-#endif

@@ -5,12 +5,12 @@
  *
  * Built two ways:
  *  - with -fsanitize=fuzzer,address by test/fuzz/postprocess_fuzz.sh (the fuzzing run);
- *  - as a plain program with -DOSPPROF_REPLAY_MAIN (ctest "postprocess_fuzz_corpus"),
+ *  - linked with replay_main.c (ctest "postprocess_fuzz_corpus"),
  *    which replays every file of the kept corpus in every build, sanitizers included.
  */
 #include "internal.h"
+#include "replay_main.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,7 +24,6 @@ static void setup(void) {
     if (!mkdtemp(outdir)) abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     setup();
     char err[OSPPROF_ERR_MAX];
@@ -60,41 +59,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifdef OSPPROF_REPLAY_MAIN
-/* Replay: ./postprocess_fuzz_replay <corpus-dir>... ; prints how many inputs ran. */
-int main(int argc, char **argv) {
-    size_t n = 0;
-    for (int a = 1; a < argc; a++) {
-        DIR *d = opendir(argv[a]);
-        if (!d) {
-            fprintf(stderr, "cannot open %s\n", argv[a]);
-            return 1;
-        }
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (e->d_name[0] == '.') continue;
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", argv[a], e->d_name);
-            FILE *f = fopen(path, "rb");
-            if (!f) continue;
-            fseek(f, 0, SEEK_END);
-            long len = ftell(f);
-            fseek(f, 0, SEEK_SET);
-            uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-            size_t got = fread(buf, 1, (size_t)(len > 0 ? len : 0), f);
-            fclose(f);
-            LLVMFuzzerTestOneInput(buf, got);
-            free(buf);
-            n++;
-        }
-        closedir(d);
-    }
-    if (outdir[0]) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
-        if (system(cmd) != 0) return 1;
-    }
-    printf("replayed %zu inputs\n", n);
-    return n ? 0 : 1;
+/* After the replay: remove the temporary output directory. */
+int fuzz_replay_finish(FILE *out) {
+    (void)out;
+    if (!outdir[0]) return 0;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
+    return system(cmd) != 0;
 }
-#endif

@@ -8,21 +8,21 @@ cd "$(dirname "$0")/../.."
 secs=${1:-600}
 out=build-fuzz
 mkdir -p "$out"
-CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-        -Ipostprocess -D_GNU_SOURCE -std=gnu17)
+CFLAGS=(-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+        -Ipostprocess -Icommon -Iruntime/prof -D_GNU_SOURCE -std=gnu17)
+# the whole post-processor (the reader's callers reach every file of it) and its output helper
 objs=()
-for f in postprocess/util.c postprocess/reader.c postprocess/profile.c postprocess/exports.c \
-         postprocess/report.c; do
+for f in postprocess/*.c common/atomic_output.c; do
   o="$out/$(basename "$f" .c).o"
   clang-19 "${CFLAGS[@]}" -c "$f" -o "$o"
   objs+=("$o")
 done
-clang++-19 -g -O1 -fsanitize=address -fno-rtti -fno-exceptions -Ipostprocess \
+clang++-19 -g -O1 -fsanitize=address -fno-rtti -fno-exceptions -Ipostprocess -Icommon \
   -isystem /usr/lib/llvm-19/include -D__STDC_CONSTANT_MACROS -D__STDC_LIMIT_MACROS \
   -c postprocess/symbolizer.cpp -o "$out/symbolizer.o"
-clang-19 "${CFLAGS[@]}" -c test/fuzz/postprocess_fuzz.c -o "$out/postprocess_fuzz.o"
+clang-19 "${CFLAGS[@]}" -fsanitize=fuzzer -c test/fuzz/postprocess_fuzz.c -o "$out/postprocess_fuzz.o"
 clang++-19 -fsanitize=fuzzer,address,undefined "$out/postprocess_fuzz.o" "${objs[@]}" \
-  "$out/symbolizer.o" -L/usr/lib/llvm-19/lib -lLLVM-19 -lcjson -lm \
+  "$out/symbolizer.o" -L/usr/lib/llvm-19/lib -lLLVM-19 -lcjson -lz -lm -lpthread \
   -Wl,-rpath,/usr/lib/llvm-19/lib -o "$out/postprocess_fuzz"
 mkdir -p "$out/new-corpus"
 (cd "$out" && ASAN_OPTIONS=detect_leaks=1 ./postprocess_fuzz -jobs=1 -workers=1 \

@@ -9,7 +9,8 @@
  * line, the call line in main, the dynamic loader and libc named from their symbol
  * tables, the moved main image substituted by the given binary only, build-id,
  * architecture and text-size checks with their one warning, image frames for unnamed code
- * (docs/spec/profiler.md §(l.6)), and OSPREY_PROFILE_SYMBOLIZER=none.
+ * (docs/spec/profiler.md §(l.6)), OSPREY_PROFILE_SYMBOLIZER=none, and the names-only build
+ * of `--diff` (the same names per stack, no file or line).
  */
 #include "testutil.h"
 
@@ -218,6 +219,26 @@ static void test_fixture_inline_chain(void **st) {
     assert_string_equal(frame_name(p, 1, 0), "__tls_get_addr");
     const char *gp = frame_name(p, 2, 0);
     if (!strstr(gp, "getpid")) fail_msg("libc frame named %s", gp);
+
+    /* names only (what `--diff` builds): the same names in the same stacks (the inline
+     * chain, symbol-table names and image frames included), with no file or line */
+    ospprof_raw *r = parse(text);
+    ospprof_profile *q = ospprof_profile_build_names(r, "llvm");
+    ospprof_raw_free(r);
+    assert_non_null(q);
+    assert_int_equal(q->nstacks, p->nstacks);
+    for (size_t k = 0; k < p->nstacks; k++) {
+        assert_int_equal(q->stacks[k].n, p->stacks[k].n);
+        for (size_t j = 0; j < p->stacks[k].n; j++) {
+            assert_string_equal(frame_name(q, k, j), frame_name(p, k, j));
+            const ospprof_frame *f = &q->frames[q->stack_frames[q->stacks[k].off + j]];
+            const char *file = q->strs.str[f->file];
+            /* an image frame keeps its image path as its file; a named frame has none */
+            if (frame_name(q, k, j)[0] != '[') assert_string_equal(file, "");
+            if (frame_name(q, k, j)[0] != '[') assert_int_equal(f->line, 0);
+        }
+    }
+    ospprof_profile_free(q);
     ospprof_profile_free(p);
 
     /* OSPREY_PROFILE_SYMBOLIZER=none: every frame is hex */
