@@ -306,12 +306,7 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
             }
             default: break;
             }
-            if (fp_row(r)) {
-                /* Remembered for the walk's inline fast path (osp_prof__hybrid_walk). */
-                atomic_store_explicit(&((struct osp_cfi_set *)set)->fp_cache[cache_slot(q)], q,
-                                      memory_order_relaxed);
-                goto fp_step;
-            }
+            if (fp_row(r)) goto fp_step;
             uintptr_t base;
             if (r->cfa_reg == OSP_CFI_REG_SP) {
                 base = u->sp;
@@ -389,6 +384,35 @@ fp_step:
     return true;
 }
 
+/* The image the walk's fast path last used: its table's range, fast-path map and longest
+ * run of return-address-safe code, kept in registers across frames (most frames of a
+ * stack lie in one or two images, and most of those in the run). */
+struct fast_img {
+    uintptr_t base, span; /* the map covers [base, base + span); span 0: none */
+    uintptr_t run_lo, run_len;
+    const uint64_t *map;
+};
+
+/* The fast-path bits (OSP_CFI_FPMAP_*) of lookup address q, switching `f` to q's image
+ * when q is outside the current one (a binary search over the set's few images). */
+static inline unsigned fast_bits(const struct osp_cfi_set *set, struct fast_img *f, uintptr_t q) {
+    if (q - f->base >= f->span) {
+        const struct osp_cfi_image *img = osp_prof__cfi_find(set, q);
+        if (img == NULL) {
+            f->span = f->run_len = 0;
+            return 0;
+        }
+        const struct osp_cfi_fast *x = &set->fast[img - set->images];
+        f->base = x->lo & ~(OSP_CFI_FP_CHUNK - 1);
+        f->span = x->hi - f->base;
+        f->map = x->fpmap;
+        f->run_lo = x->run_lo;
+        f->run_len = x->run_hi - x->run_lo;
+    }
+    size_t c = (size_t)((q - f->base) >> OSP_CFI_FP_CHUNK_SHIFT);
+    return (unsigned)(f->map[c / 32] >> (2 * (c % 32))) & 3u;
+}
+
 NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
                                     uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
                                     bool *truncated, struct osp_unwind_info *info) {
@@ -402,32 +426,68 @@ NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct 
     out[n++] = r->pc_is_return ? r->pc - 1 : r->pc;
     struct ustate u = {r->pc, r->sp, r->fp, !r->pc_is_return, r->fp_known};
     uint8_t end = OSP_UNWIND_CHAIN_END;
+    struct fast_img f = {0, 0, 0, 0, NULL};
+    /* The fast path's bound: a frame record [fp, fp + 16) must lie inside [lo, hi). */
+    bool fast = set != NULL && hi >= lo && hi - lo >= 16;
+    uintptr_t hi16 = hi - 16;
     for (;;) {
-        /* Fast path: a frame whose CFI is known to be the frame-pointer rule (one load and
-         * a compare) takes the chain step inline, as osp_prof__fp_walk does. */
-        if (set != NULL && u.fp_known) {
-            uintptr_t q = u.precise ? u.pc : u.pc - 1;
-            if (atomic_load_explicit(&set->fp_cache[cache_slot(q)], memory_order_relaxed) == q) {
-                if (!frame_ok(u.fp, lo, hi) || u.fp + 16 <= u.sp ||
-                    u.fp - u.sp > OSP_PROF_MAX_FRAME_BYTES) {
-                    end = OSP_UNWIND_CHAIN_END;
+        /* Fast path (§(l.1) "frame pointers stay the fast path"): while the fpmap says the
+         * frame chain is the frame's right step — a return address into a function whose
+         * call sites keep the chain, or an interrupted pc in a frame-pointer row — and the
+         * chain is plausible (the checks of osp_prof__fp_walk: an aligned record inside the
+         * stack, above sp, at most OSP_PROF_MAX_FRAME_BYTES up, a code address), step by
+         * the chain with no row lookup, in registers. Anything else (a chain that looks
+         * broken here included) takes hybrid_step, which decides from the frame's row. */
+        if (fast && u.fp_known) {
+            uintptr_t pc = u.pc, sp = u.sp, fp = u.fp;
+            unsigned need = u.precise ? OSP_CFI_FPMAP_PC : OSP_CFI_FPMAP_RET;
+            uintptr_t q = u.precise ? pc : pc - 1;
+            bool moved = false;
+            bool chain_end = false;
+            for (;;) {
+                /* Inside the image's run of safe code a return address needs no map read. */
+                if (!(need == OSP_CFI_FPMAP_RET && q - f.run_lo < f.run_len) &&
+                    !(fast_bits(set, &f, q) & need))
+                    break;
+                uintptr_t next = 0, ret = 0;
+                bool ok = (fp & 7u) == 0 && fp - lo <= hi16 - lo &&
+                          fp + 15 - sp < OSP_PROF_MAX_FRAME_BYTES + 16; /* sp < fp + 16 */
+                if (ok) {
+                    next = *(const uintptr_t *)fp;
+                    ret = *(const uintptr_t *)(fp + 8);
+                    ok = code_address(ret);
+                }
+                if (!ok) {
+                    /* A chain that ends in a chunk of frame-pointer rows (or no CFI) ends
+                     * the walk exactly as hybrid_step's frame-chain step would. */
+                    chain_end = (fast_bits(set, &f, q) & OSP_CFI_FPMAP_PC) != 0;
                     break;
                 }
-                uintptr_t next = *(const uintptr_t *)u.fp;
-                uintptr_t ret = *(const uintptr_t *)(u.fp + 8);
-                if (!code_address(ret)) {
-                    end = OSP_UNWIND_CHAIN_END;
-                    break;
+                sp = fp + 16;
+                pc = ret;
+                fp = next;
+                if (n >= cap) {
+                    *truncated = true;
+                    if (info) info->end = OSP_UNWIND_CAP;
+                    return n;
                 }
-                u.sp = u.fp + 16;
-                u.pc = ret;
-                u.fp = next;
+                out[n++] = pc;
+                moved = true;
+                need = OSP_CFI_FPMAP_RET;
+                q = pc - 1;
+            }
+            if (chain_end) {
+                end = OSP_UNWIND_CHAIN_END;
+                break;
+            }
+            if (moved) {
+                u.pc = pc;
+                u.sp = sp;
+                u.fp = fp;
                 u.precise = false;
-                goto record;
             }
         }
         if (!hybrid_step(set, &u, lo, hi, &end, info, true)) break;
-    record:
         if (n >= cap) {
             *truncated = true;
             end = OSP_UNWIND_CAP;
