@@ -872,12 +872,34 @@ static void fpmap_clear(uint64_t *map, uintptr_t a, uintptr_t z, unsigned bits) 
     for (size_t c = c0; c <= c1; c++) map[c / 32] &= ~((uint64_t)bits << (2 * (c % 32)));
 }
 
-/* Recompute a table's longest run of return-address-safe chunks (after the map changed). */
+/* Recompute a table's longest run of return-address-safe chunks (after the map changed).
+ * Word by word where a word is all safe or all not. */
 static void fpmap_run(struct osp_cfi_table *t) {
+    t->ret_run_lo = t->ret_run_hi = t->lo;
+    if (t->fpmap == NULL) return;
     uintptr_t base = t->lo & ~(OSP_CFI_FP_CHUNK - 1);
     size_t nchunks = (size_t)((t->hi - base + OSP_CFI_FP_CHUNK - 1) >> OSP_CFI_FP_CHUNK_SHIFT);
     size_t best_lo = 0, best_n = 0, cur_lo = 0, cur_n = 0;
+    const uint64_t ret_bits = 0x5555555555555555ull; /* OSP_CFI_FPMAP_RET of 32 chunks */
     for (size_t c = 0; c < nchunks; c++) {
+        if (c % 32 == 0 && nchunks - c >= 32) {
+            uint64_t w = t->fpmap[c / 32] & ret_bits;
+            if (w == ret_bits) {
+                if (cur_n == 0) cur_lo = c;
+                cur_n += 32;
+                if (cur_n > best_n) {
+                    best_n = cur_n;
+                    best_lo = cur_lo;
+                }
+                c += 31;
+                continue;
+            }
+            if (w == 0) {
+                cur_n = 0;
+                c += 31;
+                continue;
+            }
+        }
         if ((t->fpmap[c / 32] >> (2 * (c % 32))) & OSP_CFI_FPMAP_RET) {
             if (cur_n++ == 0) cur_lo = c;
             if (cur_n > best_n) {
@@ -960,7 +982,9 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     /* The fast-path map covers [tlo rounded down to a chunk, thi). */
     uintptr_t mbase = tlo & ~(OSP_CFI_FP_CHUNK - 1);
     size_t nchunks = (size_t)((thi - mbase + OSP_CFI_FP_CHUNK - 1) >> OSP_CFI_FP_CHUNK_SHIFT);
-    size_t nwords = (nchunks + 31) / 32;
+    /* No map (no fast path, every frame looked up) for a table spanning more code than any
+     * real image has: a corrupt one cannot make the build slow or large. */
+    size_t nwords = thi - mbase <= OSP_CFI_FPMAP_MAX_SPAN ? (nchunks + 31) / 32 : 0;
     size_t map_off = (k * sizeof(struct osp_cfi_row) + nu * sizeof(uint32_t) + 7) & ~(size_t)7;
     size_t bytes_out = page_round(map_off + nwords * sizeof(uint64_t));
     struct osp_cfi_row *rows = map_bytes(bytes_out);
@@ -974,9 +998,9 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     }
     uint32_t *starts = (uint32_t *)(void *)(rows + k);
     for (size_t i = 0; i < nu; i++) starts[i] = (uint32_t)st[i];
-    uint64_t *map = (uint64_t *)(void *)((char *)rows + map_off);
-    memset(map, 0xff, nwords * sizeof *map);
-    for (size_t i = 0; i + 1 < k; i++) {
+    uint64_t *map = nwords ? (uint64_t *)(void *)((char *)rows + map_off) : NULL;
+    if (map) memset(map, 0xff, nwords * sizeof *map);
+    for (size_t i = 0; map && i + 1 < k; i++) {
         if (w[i].r.kind == OSP_CFI_GAP) continue; /* no CFI: the frame chain anyway */
         uintptr_t za = w[i].pc - mbase, zz = w[i + 1].pc - mbase;
         unsigned clear = 0;
@@ -1052,7 +1076,8 @@ static void clip_to_segments(struct osp_cfi_image *img) {
         if (!inside) {
             t->rows[i].kind = OSP_CFI_NONE;
             uintptr_t base = t->lo & ~(OSP_CFI_FP_CHUNK - 1);
-            fpmap_clear(t->fpmap, a - base, z - base, OSP_CFI_FPMAP_RET | OSP_CFI_FPMAP_PC);
+            if (t->fpmap)
+                fpmap_clear(t->fpmap, a - base, z - base, OSP_CFI_FPMAP_RET | OSP_CFI_FPMAP_PC);
         }
     }
     fpmap_run(t);
@@ -1081,12 +1106,17 @@ static int image_cmp(const void *a, const void *b) {
 }
 
 struct osp_cfi_set *osp_prof__cfi_set_new(const struct osp_cfi_image *images, size_t n) {
-    size_t fast_off = sizeof(struct osp_cfi_set) + n * sizeof(struct osp_cfi_image);
-    fast_off = (fast_off + 63) & ~(size_t)63;
-    size_t bytes = page_round(fast_off + n * sizeof(struct osp_cfi_fast));
+    /* Layout: the header and `fast` (what every walk reads, first), then the images, then
+     * the lookup cache. */
+    size_t img_off =
+        (sizeof(struct osp_cfi_set) + n * sizeof(struct osp_cfi_fast) + 63) & ~(size_t)63;
+    size_t cache_off = (img_off + n * sizeof(struct osp_cfi_image) + 63) & ~(size_t)63;
+    size_t bytes = page_round(cache_off + OSP_CFI_CACHE_SIZE * sizeof(uint64_t));
     struct osp_cfi_set *set = map_bytes(bytes); /* zero-filled: an empty cache */
     if (set == NULL) return NULL;
     set->map_bytes = bytes;
+    set->images = (struct osp_cfi_image *)(void *)((char *)set + img_off);
+    set->cache = (_Atomic uint64_t *)(void *)((char *)set + cache_off);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (images[i].table.nrows > 0) set->images[k++] = images[i];
@@ -1101,13 +1131,11 @@ struct osp_cfi_set *osp_prof__cfi_set_new(const struct osp_cfi_image *images, si
         set->images[m++] = set->images[i];
     }
     set->nimages = m;
-    struct osp_cfi_fast *fast = (struct osp_cfi_fast *)(void *)((char *)set + fast_off);
     for (size_t i = 0; i < m; i++) {
         const struct osp_cfi_table *t = &set->images[i].table;
-        fast[i] = (struct osp_cfi_fast){set->images[i].lo, set->images[i].hi, t->ret_run_lo,
-                                        t->ret_run_hi, t->fpmap};
+        set->fast[i] = (struct osp_cfi_fast){set->images[i].lo, set->images[i].hi, t->ret_run_lo,
+                                             t->ret_run_hi, t->fpmap};
     }
-    set->fast = fast;
     return set;
 }
 
@@ -1139,69 +1167,35 @@ bool osp_prof__is_sigreturn(const struct osp_cfi_image *img, uintptr_t pc) {
 
 /* ---- the published set ------------------------------------------------------------------ */
 
-/* The published set and the membarrier flag, read by every walk: one cache line. */
-static struct {
-    _Atomic(struct osp_cfi_set *) set;
-    _Atomic bool membarrier; /* see below */
-} g_pub __attribute__((aligned(64)));
+struct osp_cfi_pub osp_prof__cfi_pub __attribute__((aligned(64)));
 static _Atomic unsigned long g_walkers; /* walks in progress through acquire (any thread) */
 static unsigned long long g_seen_adds, g_seen_subs;
 static bool g_scanned;
+struct osp_cfi_walker osp_prof__cfi_walkers[OSP_CFI_WALKERS] __attribute__((aligned(64)));
 
-/* Walks in progress per walker id (osp_prof__cfi_enter), one cache line each so that no
- * two threads write the same line. */
-static struct {
-    _Atomic unsigned long depth;
-    char pad[64 - sizeof(unsigned long)];
-} g_walker[OSP_CFI_WALKERS] __attribute__((aligned(64)));
-/* g_pub.membarrier: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is registered, so
- * enter need not fence. Set once, before the first set is published, by the refresh side. */
-
+/*
+ * Reclamation (docs/profiler-runtime.md "The unwinder"). Walks through acquire count
+ * themselves in a shared counter (seq_cst) before loading the set. Walks through
+ * osp_prof__cfi_enter announce themselves with a plain store to their own word, then
+ * load the set; with membarrier registered nothing orders that store before the load on
+ * the walker's side (x86-64 may delay the store), so the refresh side does it instead (an
+ * asymmetric fence): after unpublishing a set it calls membarrier(PRIVATE_EXPEDITED),
+ * which runs a full memory barrier on every CPU running a thread of the process, and only
+ * then reads the words. A walker whose store was not visible by then loads the set after
+ * that barrier, so it sees the new one; a walker counted in keeps every pending set
+ * alive. Without membarrier the walker issues the fence itself (still no shared line).
+ */
 const struct osp_cfi_set *osp_prof__cfi_acquire(void) {
     atomic_fetch_add_explicit(&g_walkers, 1, memory_order_seq_cst);
-    return atomic_load_explicit(&g_pub.set, memory_order_seq_cst);
+    return atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_seq_cst);
 }
 
 void osp_prof__cfi_release(void) {
     atomic_fetch_sub_explicit(&g_walkers, 1, memory_order_release);
 }
 
-/*
- * The walker announces itself with a plain store to its own word, then loads the set.
- * With membarrier registered nothing orders that store before the load on the walker's
- * side (x86-64 may delay the store); the refresh side does it instead (an asymmetric
- * fence): after unpublishing a set it calls membarrier(PRIVATE_EXPEDITED), which runs a
- * full memory barrier on every CPU running a thread of the process, and only then reads
- * the words. A walker whose store was not visible by then loads the set after that
- * barrier, so it sees the new one; a walker counted in keeps every pending set alive.
- * Without membarrier the walker issues the fence itself (still no shared cache line).
- * The increment is a load and a store, not a read-modify-write: the word is this
- * thread's, and a signal handler that interrupts between the two leaves it as it found
- * it.
- */
-const struct osp_cfi_set *osp_prof__cfi_enter(size_t walker) {
-    if (walker >= OSP_CFI_WALKERS) return osp_prof__cfi_acquire();
-    _Atomic unsigned long *d = &g_walker[walker].depth;
-    atomic_store_explicit(d, atomic_load_explicit(d, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    if (atomic_load_explicit(&g_pub.membarrier, memory_order_relaxed))
-        atomic_signal_fence(memory_order_seq_cst); /* the compiler keeps the order */
-    else
-        atomic_thread_fence(memory_order_seq_cst);
-    return atomic_load_explicit(&g_pub.set, memory_order_acquire);
-}
-
-void osp_prof__cfi_leave(size_t walker) {
-    if (walker >= OSP_CFI_WALKERS) {
-        osp_prof__cfi_release();
-        return;
-    }
-    _Atomic unsigned long *d = &g_walker[walker].depth;
-    /* release: the walk's reads of the set happen before the refresh side sees 0 */
-    atomic_store_explicit(d, atomic_load_explicit(d, memory_order_relaxed) - 1,
-                          memory_order_release);
-}
-
+/* Register this process for membarrier(PRIVATE_EXPEDITED); false where the kernel (or a
+ * sandbox) refuses it. */
 static bool membarrier_register(void) {
 #if defined(SYS_membarrier)
     return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
@@ -1212,14 +1206,15 @@ static bool membarrier_register(void) {
 
 /* Whether no walk of any kind is running now (see osp_prof__cfi_enter). */
 static bool no_walkers(void) {
-    if (atomic_load_explicit(&g_pub.membarrier, memory_order_relaxed)) {
+    if (atomic_load_explicit(&osp_prof__cfi_pub.membarrier, memory_order_relaxed)) {
 #if defined(SYS_membarrier)
         if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) return false;
 #endif
     }
     atomic_thread_fence(memory_order_seq_cst);
     for (size_t i = 0; i < OSP_CFI_WALKERS; i++)
-        if (atomic_load_explicit(&g_walker[i].depth, memory_order_acquire) != 0) return false;
+        if (atomic_load_explicit(&osp_prof__cfi_walkers[i].depth, memory_order_acquire) != 0)
+            return false;
     return atomic_load_explicit(&g_walkers, memory_order_seq_cst) == 0;
 }
 
@@ -1488,9 +1483,9 @@ bool osp_prof__cfi_refresh(void) {
     if (!tried) {
         tried = true;
         if (membarrier_register())
-            atomic_store_explicit(&g_pub.membarrier, true, memory_order_relaxed);
+            atomic_store_explicit(&osp_prof__cfi_pub.membarrier, true, memory_order_relaxed);
     }
-    free_pending(atomic_load_explicit(&g_pub.set, memory_order_acquire));
+    free_pending(atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_acquire));
     /* With the queue of replaced sets full (walks kept running, e.g. threads preempted
      * inside one on a loaded machine), nothing new is published until it drains: new
      * images are walked by frame pointers meanwhile, and the next tick tries again. The
@@ -1499,7 +1494,7 @@ bool osp_prof__cfi_refresh(void) {
     unsigned long long v[2] = {0, 0};
     dl_iterate_phdr(count_one, v);
     if (g_scanned && v[0] != ~0ull && v[0] == g_seen_adds && v[1] == g_seen_subs) return false;
-    struct osp_cfi_set *prev = atomic_load_explicit(&g_pub.set, memory_order_acquire);
+    struct osp_cfi_set *prev = atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_acquire);
     struct scan sc = {.prev = prev};
     dl_iterate_phdr(scan_one, &sc);
     if (sc.oom) {
@@ -1520,13 +1515,14 @@ bool osp_prof__cfi_refresh(void) {
     g_scanned = true;
     g_seen_adds = v[0];
     g_seen_subs = v[1];
-    atomic_store_explicit(&g_pub.set, set, memory_order_seq_cst);
+    atomic_store_explicit(&osp_prof__cfi_pub.set, set, memory_order_seq_cst);
     retire(prev, set);
     return true;
 }
 
 void osp_prof__cfi_reset(void) {
-    struct osp_cfi_set *prev = atomic_exchange_explicit(&g_pub.set, NULL, memory_order_seq_cst);
+    struct osp_cfi_set *prev =
+        atomic_exchange_explicit(&osp_prof__cfi_pub.set, NULL, memory_order_seq_cst);
     retire(prev, NULL);
     /* Walks are microseconds long: wait up to about a second for the last ones; a set a
      * stopped thread still reads stays pending (freed by a later refresh or reset). */

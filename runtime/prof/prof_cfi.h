@@ -23,6 +23,7 @@
 #ifndef OSP_PROF_CFI_H
 #define OSP_PROF_CFI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -85,10 +86,13 @@ enum osp_cfi_arch { OSP_CFI_ARCH_X86_64 = 0, OSP_CFI_ARCH_AARCH64 = 1 };
 #define OSP_CFI_FP_CHUNK       ((uintptr_t)1 << OSP_CFI_FP_CHUNK_SHIFT)
 #define OSP_CFI_FPMAP_RET      1u
 #define OSP_CFI_FPMAP_PC       2u
+/* Tables spanning more code than this have no fpmap (every frame takes a row lookup). */
+#define OSP_CFI_FPMAP_MAX_SPAN ((uintptr_t)256 << 20)
 
 /* Rows of one image: covers [lo, hi); rows[0].pc_off == 0, the last row is a GAP marker
  * at hi - lo. `starts` are the FDEs' start addresses (function entries) as offsets from
- * lo, ascending and distinct. `fpmap` has fpmap_words words (see OSP_CFI_FPMAP_RET).
+ * lo, ascending and distinct. `fpmap` has fpmap_words words (see OSP_CFI_FPMAP_RET); NULL
+ * (0 words) when the table spans more than OSP_CFI_FPMAP_MAX_SPAN.
  * Rows, starts and fpmap live in one mmap'd block of map_bytes bytes owned by the table. */
 struct osp_cfi_table {
     uintptr_t lo, hi;
@@ -202,10 +206,10 @@ struct osp_cfi_fast {
 
 struct osp_cfi_set {
     size_t nimages;
-    size_t map_bytes;                /* of this block (the tables are mapped separately) */
-    const struct osp_cfi_fast *fast; /* nimages entries, in this block after `images` */
-    _Atomic uint64_t cache[OSP_CFI_CACHE_SIZE];
-    struct osp_cfi_image images[];
+    size_t map_bytes;             /* of this block (the tables are mapped separately) */
+    struct osp_cfi_image *images; /* nimages, in this block after `fast` */
+    _Atomic uint64_t *cache;      /* OSP_CFI_CACHE_SIZE slots, in this block after `images` */
+    struct osp_cfi_fast fast[];   /* nimages: the header's cache line and the next */
 };
 
 /* The image whose table covers `pc`, or NULL. Async-signal-safe. */
@@ -245,18 +249,57 @@ OSP_PROF_HIDDEN void osp_prof__cfi_release(void);
 /* Walker identities for osp_prof__cfi_enter: one per registered thread slot. */
 #define OSP_CFI_WALKERS 1024 /* == OSP_PROF_NSLOTS, checked in prof_handler.c */
 
+/* The published set and whether membarrier(2) is registered (prof_cfi.c): one cache
+ * line, read by every walk. Internal to osp_prof__cfi_enter/leave and prof_cfi.c. */
+struct osp_cfi_pub {
+    _Atomic(struct osp_cfi_set *) set;
+    _Atomic bool membarrier;
+};
+OSP_PROF_HIDDEN extern struct osp_cfi_pub osp_prof__cfi_pub;
+/* Walks in progress per walker id, one cache line each (no two threads write a line). */
+struct osp_cfi_walker {
+    _Atomic unsigned long depth;
+    char pad[64 - sizeof(unsigned long)];
+};
+OSP_PROF_HIDDEN extern struct osp_cfi_walker osp_prof__cfi_walkers[OSP_CFI_WALKERS];
+
 /*
  * The sampling handler's way in (docs/profiler-runtime.md "The unwinder"): as
  * osp_prof__cfi_acquire, for a walker id `walker` < OSP_CFI_WALKERS that only the calling
  * thread uses (its registry slot index; a signal handler interrupting a walk of the same
  * thread with the same id is fine). Costs one acquire load of the published set and a
- * plain store to the walker's own cache line, no read-modify-write and no shared line:
- * the refresh side pairs it with membarrier(2). Where the kernel has no
- * MEMBARRIER_CMD_PRIVATE_EXPEDITED, falls back to osp_prof__cfi_acquire. Async-signal-safe;
- * leave with osp_prof__cfi_leave(walker).
+ * plain store to the walker's own cache line, no read-modify-write and no shared line
+ * written: the refresh side pairs it with membarrier(2) (see prof_cfi.c). Where the
+ * kernel has no MEMBARRIER_CMD_PRIVATE_EXPEDITED the walker fences itself (still no
+ * shared line). Inline, async-signal-safe; leave with osp_prof__cfi_leave(walker). An id
+ * out of range falls back to osp_prof__cfi_acquire/release.
+ *
+ * The increment is a load and a store, not a read-modify-write: the word is this
+ * thread's, and a signal handler that interrupts between the two leaves it as it found
+ * it.
  */
-OSP_PROF_HIDDEN const struct osp_cfi_set *osp_prof__cfi_enter(size_t walker);
-OSP_PROF_HIDDEN void osp_prof__cfi_leave(size_t walker);
+static inline const struct osp_cfi_set *osp_prof__cfi_enter(size_t walker) {
+    if (walker >= OSP_CFI_WALKERS) return osp_prof__cfi_acquire();
+    _Atomic unsigned long *d = &osp_prof__cfi_walkers[walker].depth;
+    atomic_store_explicit(d, atomic_load_explicit(d, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (atomic_load_explicit(&osp_prof__cfi_pub.membarrier, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst); /* the compiler keeps the order */
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_acquire);
+}
+
+static inline void osp_prof__cfi_leave(size_t walker) {
+    if (walker >= OSP_CFI_WALKERS) {
+        osp_prof__cfi_release();
+        return;
+    }
+    _Atomic unsigned long *d = &osp_prof__cfi_walkers[walker].depth;
+    /* release: the walk's reads of the set happen before the refresh side sees 0 */
+    atomic_store_explicit(d, atomic_load_explicit(d, memory_order_relaxed) - 1,
+                          memory_order_release);
+}
 
 /* ---- the hybrid walk (prof_unwind.c) --------------------------------------------------- */
 

@@ -409,6 +409,7 @@ static inline unsigned fast_bits(const struct osp_cfi_set *set, struct fast_img 
         f->run_lo = x->run_lo;
         f->run_len = x->run_hi - x->run_lo;
     }
+    if (f->map == NULL) return 0; /* a table without a map: every frame looked up */
     size_t c = (size_t)((q - f->base) >> OSP_CFI_FP_CHUNK_SHIFT);
     return (unsigned)(f->map[c / 32] >> (2 * (c % 32))) & 3u;
 }

@@ -41,10 +41,19 @@ static void check_table(const struct osp_cfi_table *t) {
     }
     if (t->lo > 0 && osp_prof__cfi_lookup(t, t->lo - 1) != NULL) abort();
     uintptr_t base = t->lo & ~(OSP_CFI_FP_CHUNK - 1);
-    if (t->fpmap == NULL || t->fpmap_words * 32 * OSP_CFI_FP_CHUNK < t->hi - base) abort();
     if (t->ret_run_lo > t->ret_run_hi || t->ret_run_lo < t->lo || t->ret_run_hi > t->hi) abort();
-    for (uintptr_t a = t->ret_run_lo; a < t->ret_run_hi; a += OSP_CFI_FP_CHUNK) {
-        size_t c = (size_t)((a - base) >> OSP_CFI_FP_CHUNK_SHIFT);
+    if (t->hi - base > OSP_CFI_FPMAP_MAX_SPAN) {
+        if (t->fpmap != NULL || t->ret_run_lo != t->ret_run_hi) abort();
+        return;
+    }
+    if (t->fpmap == NULL || t->fpmap_words * 32 * OSP_CFI_FP_CHUNK < t->hi - base) abort();
+    /* The safe run's first and last chunks (all of it when short) have the bit. */
+    size_t nrun =
+        (size_t)((t->ret_run_hi - t->ret_run_lo + OSP_CFI_FP_CHUNK - 1) >> OSP_CFI_FP_CHUNK_SHIFT);
+    for (size_t i = 0; i < nrun; i++) {
+        if (i == 256 && nrun > 512) i = nrun - 256;
+        size_t c =
+            (size_t)((t->ret_run_lo + i * OSP_CFI_FP_CHUNK - base) >> OSP_CFI_FP_CHUNK_SHIFT);
         if (!((t->fpmap[c / 32] >> (2 * (c % 32))) & OSP_CFI_FPMAP_RET)) abort();
     }
 }
