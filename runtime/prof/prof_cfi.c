@@ -869,7 +869,13 @@ static void builder_free(struct builder *b) {
 static void fpmap_clear(uint64_t *map, uintptr_t a, uintptr_t z, unsigned bits) {
     if (z <= a) return;
     size_t c0 = a >> OSP_CFI_FP_CHUNK_SHIFT, c1 = (z - 1) >> OSP_CFI_FP_CHUNK_SHIFT;
-    for (size_t c = c0; c <= c1; c++) map[c / 32] &= ~((uint64_t)bits << (2 * (c % 32)));
+    /* Whole words at once between the partial ones at either end. */
+    uint64_t all = 0;
+    for (int i = 0; i < 32; i++) all |= (uint64_t)bits << (2 * i);
+    size_t c = c0;
+    for (; c <= c1 && c % 32 != 0; c++) map[c / 32] &= ~((uint64_t)bits << (2 * (c % 32)));
+    for (; c + 31 <= c1; c += 32) map[c / 32] &= ~all;
+    for (; c <= c1; c++) map[c / 32] &= ~((uint64_t)bits << (2 * (c % 32)));
 }
 
 /* Recompute a table's longest run of return-address-safe chunks (after the map changed).
