@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <ucontext.h>
 
 #include "prof_cfi.h"
 
@@ -35,6 +36,30 @@ __attribute__((used, noinline)) int osp_test_gdb_walk(uintptr_t pc, uintptr_t sp
         osp_prof__hybrid_walk(set, &r, sp, hi, osp_test_gdb_frames, OSP_PROF_MAX_FRAMES, &tr, NULL);
     osp_prof__cfi_release();
     return (int)n;
+}
+
+/* The same walk from a signal: gdb_validate.py resumes the stopped thread with SIGUSR2
+ * (no inferior call, which some kernels' extended register state does not allow gdb to
+ * make), the handler walks from the interrupted registers — the stop's — and stops at
+ * osp_test_gdb_walked, where gdb reads osp_test_gdb_frames[0, osp_test_gdb_nframes). */
+int osp_test_gdb_nframes;
+
+__attribute__((used, noinline)) void osp_test_gdb_walked(void) {
+    __asm__ volatile("" ::: "memory");
+}
+
+static void on_walk_request(int sig, siginfo_t *si, void *ucv) {
+    (void)sig, (void)si;
+    const ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+    osp_test_gdb_nframes = osp_test_gdb_walk((uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
+                                             (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+                                             (uintptr_t)uc->uc_mcontext.gregs[REG_RBP]);
+#else
+    (void)uc;
+    osp_test_gdb_nframes = 0;
+#endif
+    osp_test_gdb_walked();
 }
 
 /* ---- the workload ----------------------------------------------------------------------- */
@@ -98,6 +123,13 @@ int main(int argc, char **argv) {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
+    struct sigaction wr;
+    memset(&wr, 0, sizeof wr);
+    wr.sa_sigaction = on_walk_request;
+    wr.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&wr.sa_mask);
+    sigaddset(&wr.sa_mask, SIGALRM);
+    sigaction(SIGUSR2, &wr, NULL);
     struct itimerval it = {{0, 20000}, {0, 20000}}; /* every 20 ms of real time */
     setitimer(ITIMER_REAL, &it, NULL);
     double end = now_s() + secs;
