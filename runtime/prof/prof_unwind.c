@@ -480,9 +480,10 @@ NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct 
                     ok = code_address(ret);
                 }
                 if (!ok) {
-                    /* A chain that ends in a chunk of frame-pointer rows (or no CFI) ends
-                     * the walk exactly as hybrid_step's frame-chain step would. */
-                    chain_end = (fast_bits(set, &f, q) & OSP_CFI_FPMAP_PC) != 0;
+                    /* The map says this frame's step is the frame chain (its row is the
+                     * frame-pointer rule, or a return address cannot lie in the rows
+                     * that are not), so hybrid_step would end the walk here too. */
+                    chain_end = true;
                     break;
                 }
                 sp = fp + 16;
