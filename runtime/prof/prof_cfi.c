@@ -1095,11 +1095,13 @@ const struct osp_cfi_image *osp_prof__cfi_find(const struct osp_cfi_set *set, ui
     size_t a = 0, z = set->nimages;
     const struct osp_cfi_fast *f = set->fast; /* compact: a few cache lines for all images */
     if (z <= 32) {
-        /* A typical process's few images: count the ones starting at or below pc, without
-         * a branch per image (a binary search's branches mispredict half the time). */
-        size_t k = 0;
-        for (size_t i = 0; i < z; i++) k += f[i].lo <= pc;
-        return k > 0 && pc < f[k - 1].hi ? &set->images[k - 1] : NULL;
+        /* A typical process's few images, in address order: the first whose end lies
+         * above pc is the only candidate. The program's own image usually comes first,
+         * so its frames read one entry (a binary search reads several, and its branches
+         * mispredict half the time). */
+        for (size_t i = 0; i < z; i++)
+            if (pc < f[i].hi) return pc >= f[i].lo ? &set->images[i] : NULL;
+        return NULL;
     }
     while (a < z) {
         size_t m = a + (z - a) / 2;
