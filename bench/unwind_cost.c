@@ -1,18 +1,26 @@
 /*
  * unwind_cost.c — the SIGPROF handler's stack walk, before and after the hybrid unwinder
- * (docs/spec/profiler.md §(l.1): frame-pointer stacks must not get slower by more than
- * 10 %). One process, one thread, a signal handler that does what the profiler's handler
- * does per sample (read pc/sp/fp from the ucontext, walk into a 128-entry buffer), in
- * three modes, alternated round by round so drift hits all alike:
+ * (docs/spec/profiler.md §(l.1), issue 11: frame-pointer stacks must not get slower by
+ * more than 10 %). One process, one thread, a signal handler that does what the
+ * profiler's handler does per sample (read pc/sp/fp from the ucontext, enter the CFI
+ * set, walk into a 128-entry buffer, leave), in three modes, alternated round by round
+ * so drift hits all alike:
+ *   empty   the same handler without a walk (the floor: the handler's timing itself)
  *   fp      osp_prof__fp_walk (the walk before: frame pointers only)
- *   hybrid  osp_prof__cfi_acquire + osp_prof__hybrid_walk + osp_prof__cfi_release over
- *           the process's own CFI tables (the walk now)
- *   empty   the same handler without a walk (the floor: delivery + sigreturn)
- * on two stacks: a 24-deep chain of frame-pointer functions (the fast path), and a
- * 24-deep chain under qsort's frameless merge sort (CFI steps; for information). Prints
- * the handler's own time per sample (TSC-free: CLOCK_MONOTONIC around the handler body,
- * its cost subtracted with the empty mode), the whole signal's round trip, frames per
- * walk, and one 'target ...: ok / MISSED' line.
+ *   hybrid  osp_prof__cfi_enter + osp_prof__hybrid_walk + osp_prof__cfi_leave over the
+ *           process's own CFI tables, as prof_handler.c does (the walk now)
+ * on three stacks, each the signal's target thread interrupted by a tgkill it issued
+ * itself (an inline syscall: the interrupted pc is in frame-pointer code):
+ *   fp      24 distinct frame-pointer functions, the walk bounded at the outermost one's
+ *           frame (both walks record exactly the same frames): the target;
+ *   fp+root the same stack walked to the thread's root (the hybrid walk also steps
+ *           through libc's frameless __libc_start_call_main/__libc_start_main to _start,
+ *           which the frame chain loses): for information;
+ *   qsort   12 frames under qsort's frameless merge sort (CFI steps): for information.
+ * Prints the handler's own time per sample (CLOCK_MONOTONIC around the handler body;
+ * `walk` is that minus the empty mode), the whole signal's round trip, frames per walk,
+ * and one 'target ...: ok / MISSED' line: hybrid handler time <= 1.10 x fp on the fp
+ * stack, with the same frames.
  * Usage: unwind_cost [signals-per-round] [rounds]    (default 20000 31)
  */
 #define _GNU_SOURCE
@@ -32,7 +40,7 @@ enum { MODE_EMPTY, MODE_FP, MODE_HYBRID, NMODES };
 static const char *const mode_names[NMODES] = {"empty", "fp", "hybrid"};
 
 static volatile int g_mode;
-static uintptr_t g_lo, g_hi;
+static uintptr_t g_lo, g_hi, g_stack_hi;
 static uintptr_t g_out[OSP_PROF_MAX_FRAMES];
 static uint64_t g_handler_ns, g_frames, g_count;
 
@@ -65,9 +73,9 @@ static void handler(int sig, siginfo_t *si, void *ucv) {
     } else if (g_mode == MODE_HYBRID) {
         struct osp_unwind_regs r = {.pc = pc, .sp = sp, .fp = fp, .lr = lr, .fp_known = true};
         struct osp_unwind_info info;
-        const struct osp_cfi_set *set = osp_prof__cfi_acquire();
+        const struct osp_cfi_set *set = osp_prof__cfi_enter(0);
         n = osp_prof__hybrid_walk(set, &r, lo, g_hi, g_out, OSP_PROF_MAX_FRAMES, &tr, &info);
-        osp_prof__cfi_release();
+        osp_prof__cfi_leave(0);
     }
     g_frames += n;
     g_count++;
@@ -75,19 +83,66 @@ static void handler(int sig, siginfo_t *si, void *ucv) {
 }
 
 static long g_per_round;
-static pid_t g_tid;
+static pid_t g_pid, g_tid;
 
-/* The bottom of each stack: send the round's signals to this thread. */
+/* The bottom of each stack: send the round's signals to this thread, with the syscall
+ * inline so the interrupted pc is this frame-pointer function's. */
 __attribute__((noinline)) static void fire(void) {
-    for (long i = 0; i < g_per_round; i++) syscall(SYS_tgkill, getpid(), g_tid, SIGUSR2);
+    for (long i = 0; i < g_per_round; i++) {
+#if defined(__x86_64__)
+        long ret;
+        __asm__ volatile("syscall"
+                         : "=a"(ret)
+                         : "0"((long)SYS_tgkill), "D"((long)g_pid), "S"((long)g_tid),
+                           "d"((long)SIGUSR2)
+                         : "rcx", "r11", "memory");
+        (void)ret;
+#else
+        syscall(SYS_tgkill, g_pid, g_tid, SIGUSR2);
+#endif
+    }
 }
 
-__attribute__((noinline)) int chain(int depth) {
-    if (depth == 0) {
-        fire();
-        return 0;
+/* 24 distinct frame-pointer functions f0 -> f1 -> ... -> f23 -> fire. f0 records its own
+ * frame record's end: the bound of the "fp" stack. */
+#define CHAIN_FN(i, next)                       \
+    __attribute__((noinline)) int f##i(int x) { \
+        int r = next(x + 1);                    \
+        __asm__ volatile("" ::: "memory");      \
+        return r + 1;                           \
     }
-    int r = chain(depth - 1);
+static int fire_fn(int x) {
+    fire();
+    return x;
+}
+CHAIN_FN(23, fire_fn)
+CHAIN_FN(22, f23)
+CHAIN_FN(21, f22)
+CHAIN_FN(20, f21)
+CHAIN_FN(19, f20)
+CHAIN_FN(18, f19)
+CHAIN_FN(17, f18)
+CHAIN_FN(16, f17)
+CHAIN_FN(15, f16)
+CHAIN_FN(14, f15)
+CHAIN_FN(13, f14)
+CHAIN_FN(12, f13)
+CHAIN_FN(11, f12)
+CHAIN_FN(10, f11)
+CHAIN_FN(9, f10)
+CHAIN_FN(8, f9)
+CHAIN_FN(7, f8)
+CHAIN_FN(6, f7)
+CHAIN_FN(5, f6)
+CHAIN_FN(4, f5)
+CHAIN_FN(3, f4)
+CHAIN_FN(2, f3)
+CHAIN_FN(1, f2)
+__attribute__((noinline)) int f0(int bounded) {
+    /* Bounded: the walk may read f0's frame record (its return address is the last frame)
+     * and nothing above it. */
+    g_hi = bounded ? (uintptr_t)__builtin_frame_address(0) + 16 : g_stack_hi;
+    int r = f1(1);
     __asm__ volatile("" ::: "memory");
     return r + 1;
 }
@@ -97,7 +152,7 @@ static int g_cmp_fired;
 static int cmp(const void *a, const void *b) {
     if (!g_cmp_fired) {
         g_cmp_fired = 1;
-        chain(12);
+        f12(0);
     }
     return *(const int *)a - *(const int *)b;
 }
@@ -123,6 +178,12 @@ struct figures {
     double handler_ns, round_trip_ns, frames;
 };
 
+enum { STACK_FP, STACK_FP_ROOT, STACK_QSORT, NSTACKS };
+static const char *const stack_names[NSTACKS] = {
+    "fp: 24 distinct frame-pointer functions, walk bounded at the outermost (same frames)",
+    "fp+root: the same stack walked to the thread's root (libc's frameless start frames)",
+    "qsort: 12 frames under qsort's frameless merge sort"};
+
 /* Median over rounds of each mode's handler time and round trip per signal. */
 static void measure(int rounds, int which, struct figures out[NMODES]) {
     double *h[NMODES], *rt[NMODES];
@@ -137,10 +198,12 @@ static void measure(int rounds, int which, struct figures out[NMODES]) {
             g_mode = m;
             g_handler_ns = g_frames = g_count = 0;
             uint64_t t0 = now_ns();
-            if (which == 0)
-                chain(24);
-            else
+            if (which == STACK_QSORT) {
+                g_hi = g_stack_hi;
                 sort_chain(12);
+            } else {
+                f0(which == STACK_FP);
+            }
             uint64_t t1 = now_ns();
             h[m][r] = (double)g_handler_ns / (double)g_count;
             rt[m][r] = (double)(t1 - t0) / (double)g_count;
@@ -160,6 +223,8 @@ static void measure(int rounds, int which, struct figures out[NMODES]) {
 int main(int argc, char **argv) {
     g_per_round = argc > 1 ? atol(argv[1]) : 20000;
     int rounds = argc > 2 ? atoi(argv[2]) : 31;
+    if (g_per_round < 1 || rounds < 1) return 2;
+    g_pid = getpid();
     g_tid = (pid_t)syscall(SYS_gettid);
     pthread_attr_t a;
     void *addr;
@@ -167,7 +232,7 @@ int main(int argc, char **argv) {
     if (pthread_getattr_np(pthread_self(), &a) != 0 || pthread_attr_getstack(&a, &addr, &size))
         return 1;
     g_lo = (uintptr_t)addr;
-    g_hi = (uintptr_t)addr + size;
+    g_stack_hi = (uintptr_t)addr + size;
     osp_prof__cfi_refresh();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -178,36 +243,31 @@ int main(int argc, char **argv) {
     printf("unwind_cost: %ld signals per round, %d rounds, medians (ns per sample)\n", g_per_round,
            rounds);
     int ok = 1;
-    for (int which = 0; which < 2; which++) {
+    for (int which = 0; which < NSTACKS; which++) {
         struct figures f[NMODES];
         measure(rounds, which, f);
-        const char *stack =
-            which == 0 ? "frame-pointer stack (24 deep)" : "under qsort (frameless libc frames)";
-        printf("%s\n", stack);
+        printf("%s\n", stack_names[which]);
         for (int m = 0; m < NMODES; m++)
             printf("  %-7s handler %8.1f ns  round trip %8.1f ns  %5.1f frames\n", mode_names[m],
                    f[m].handler_ns, f[m].round_trip_ns, f[m].frames);
-        double fp_h = f[MODE_FP].handler_ns - f[MODE_EMPTY].handler_ns;
-        double hy_h = f[MODE_HYBRID].handler_ns - f[MODE_EMPTY].handler_ns;
+        double fp_w = f[MODE_FP].handler_ns - f[MODE_EMPTY].handler_ns;
+        double hy_w = f[MODE_HYBRID].handler_ns - f[MODE_EMPTY].handler_ns;
         double ratio = f[MODE_HYBRID].handler_ns / f[MODE_FP].handler_ns;
         double rt_ratio = f[MODE_HYBRID].round_trip_ns / f[MODE_FP].round_trip_ns;
-        printf("  walk alone: fp %.1f ns, hybrid %.1f ns; handler hybrid/fp %.3f, signal round "
-               "trip hybrid/fp %.3f\n",
-               fp_h, hy_h, ratio, rt_ratio);
-        if (which == 0) {
-            /* The cost a sample adds to the program is the whole round trip (delivery,
-             * handler, sigreturn); the handler body alone is printed beside it. */
-            int good = rt_ratio <= 1.10 && f[MODE_HYBRID].frames >= f[MODE_FP].frames;
+        printf("  walk alone: fp %.1f ns, hybrid %.1f ns (%.3f); handler hybrid/fp %.3f; signal "
+               "round trip hybrid/fp %.3f\n",
+               fp_w, hy_w, fp_w > 0 ? hy_w / fp_w : 0.0, ratio, rt_ratio);
+        if (which == STACK_FP) {
+            /* The handler's time per sample, hybrid against frame pointers, on a stack both
+             * walk alike (the same frames). */
+            int good = ratio <= 1.10 && f[MODE_HYBRID].frames == f[MODE_FP].frames;
             ok &= good;
-            printf("target cost per sample on frame-pointer stacks (signal round trip), hybrid "
-                   "<= 1.10 x fp: %s (%.3f; handler body alone %.3f, +%.0f ns; %.1f vs %.1f "
-                   "frames)\n",
-                   good ? "ok" : "MISSED", rt_ratio, ratio, hy_h - fp_h, f[MODE_HYBRID].frames,
+            printf("target handler cost per sample on frame-pointer stacks, hybrid <= 1.10 x fp: "
+                   "%s (%.3f, %+.1f ns; %.1f vs %.1f frames)\n",
+                   good ? "ok" : "MISSED", ratio, hy_w - fp_w, f[MODE_HYBRID].frames,
                    f[MODE_FP].frames);
         } else {
-            printf("  (frameless stack: the fp walk loses frames, the hybrid walk keeps them: "
-                   "%.1f vs %.1f)\n",
-                   f[MODE_FP].frames, f[MODE_HYBRID].frames);
+            printf("  (frames: fp %.1f, hybrid %.1f)\n", f[MODE_FP].frames, f[MODE_HYBRID].frames);
         }
     }
     osp_prof__cfi_reset();

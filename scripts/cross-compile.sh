@@ -3,6 +3,8 @@
 # other than the Linux host, so code the host build never sees still compiles:
 #   wasm32-wasi          clang-19 + Debian's wasi-libc
 #   x86_64-w64-mingw32   clang-19 + Debian's mingw-w64 headers
+#   aarch64-linux-gnu    clang-19 + Debian's libc6-dev-arm64-cross headers: the whole
+#                        runtime with the real profiler (arm64 registers, CFI tables, walk)
 # Compile only: objects and an archive per target under build-cross/<target>/ (nothing is
 # linked or run). Warnings are errors, as in the host build. Exits non-zero on the first
 # file that does not compile. Run by scripts/test.sh; alone: scripts/cross-compile.sh
@@ -33,6 +35,10 @@ else
 fi
 [ -d /usr/x86_64-w64-mingw32/include ] ||
   { echo "cross-compile: error: /usr/x86_64-w64-mingw32/include: install mingw-w64 (scripts/setup.sh)" >&2; exit 1; }
+[ -f /usr/aarch64-linux-gnu/include/stdio.h ] ||
+  { echo "cross-compile: error: /usr/aarch64-linux-gnu/include: install libc6-dev-arm64-cross (scripts/setup.sh)" >&2; exit 1; }
+# Debian's cross headers, then clang's own (stddef.h, stdatomic.h, ...), nothing of the host.
+A64=(-nostdlibinc -isystem /usr/aarch64-linux-gnu/include -isystem "$(clang-19 -print-resource-dir)/include")
 
 # What each target compiles. runtime/prof: every source of the archive (on these targets
 # OSP_PROF_SAMPLER is 0: prof_stub.c provides the hooks and the sampler's files compile
@@ -90,3 +96,4 @@ compile_target() { # <target> <flags...> -- <sources...>
 
 compile_target wasm32-wasi "${WASI[@]}" -- "${prof_sources[@]}" "${wasm_core[@]}"
 compile_target x86_64-w64-mingw32 -- "${prof_sources[@]}" "${win_core[@]}"
+compile_target aarch64-linux-gnu "${A64[@]}" -- runtime/prof/*.c runtime/core/*.c

@@ -11,8 +11,9 @@ PACKAGES=(
   libcjson-dev libcmocka-dev libgc-dev zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev
   # format check (scripts/test.sh, make format)
   clang-format-19
-  # cross-compiling the runtime and the profiler stub (scripts/cross-compile.sh)
-  wasi-libc mingw-w64
+  # cross-compiling the runtime and the profiler stub (scripts/cross-compile.sh); the
+  # AArch64 Linux headers compile the profiler's arm64 code (CFI tables, walk, registers)
+  wasi-libc mingw-w64 libc6-dev-arm64-cross linux-libc-dev-arm64-cross
   # tests of `extern` and `// @link:` against a real C library (test/programs/ffi_sqlite.osp)
   libsqlite3-dev
   # profiler: libc's internal functions and thread entries named from their detached

@@ -19,23 +19,31 @@
 #include "prof_cfi.h"
 
 #if OSP_PROF_SAMPLER /* Linux only; other targets use prof_stub.c */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <link.h>
+#include <linux/membarrier.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
-/* DWARF register numbers of the CFA base registers and the return address column. */
-#if defined(__aarch64__)
-#define DW_REG_SP 31
-#define DW_REG_FP 29
-#define DW_REG_RA 30
-#else
-#define DW_REG_SP 7
-#define DW_REG_FP 6
-#define DW_REG_RA 16
-#endif
+/* DWARF register numbers of the CFA base registers and the return address column, per
+ * architecture (enum osp_cfi_arch). */
+struct arch {
+    uint8_t sp, fp, ra; /* DWARF numbers */
+    bool x86_64;        /* PLT expressions; DW_CFA 0x2d is not AArch64's negate_ra_state */
+    bool ra_in_lr;      /* the return address starts in a register (arm64 x30), not saved */
+};
+static const struct arch k_arch[] = {
+    [OSP_CFI_ARCH_X86_64] = {.sp = 7, .fp = 6, .ra = 16, .x86_64 = true, .ra_in_lr = false},
+    [OSP_CFI_ARCH_AARCH64] = {.sp = 31, .fp = 29, .ra = 30, .x86_64 = false, .ra_in_lr = true},
+};
 
 /* Rows of one build are bounded (a corrupt image cannot exhaust memory). */
 #define MAX_ROWS       (1u << 22)
@@ -205,6 +213,7 @@ struct rules {
 };
 
 struct cie {
+    const struct arch *a;
     uint64_t code_align;
     int64_t data_align;
     uint64_t ra_reg;
@@ -213,10 +222,12 @@ struct cie {
     const uint8_t *insns, *insns_end;
 };
 
-/* A row before compaction: absolute start address. */
+/* A row before compaction: absolute start address; `fp_fde`: the row belongs to an FDE
+ * whose call sites all keep the frame chain (fde_keeps_chain). */
 struct wide_row {
     uintptr_t pc;
     struct osp_cfi_row r;
+    uint8_t fp_fde;
 };
 
 struct builder {
@@ -224,11 +235,14 @@ struct builder {
     size_t nrows;
     struct mbuf starts; /* uintptr_t: each FDE's start */
     size_t nstarts;
+    struct mbuf eh; /* uintptr_t pairs [lo, hi): the .eh_frame FDEs' ranges */
+    size_t neh;
+    uintptr_t *eh_maxend; /* after the .eh_frame pass: running maximum of the sorted ends */
     bool oom;
     struct osp_cfi_build_stats *st;
 };
 
-static struct osp_cfi_row to_row(const struct rules *s, bool signal) {
+static struct osp_cfi_row to_row(const struct rules *s, bool signal, const struct arch *a) {
     struct osp_cfi_row r;
     memset(&r, 0, sizeof r);
     r.kind = OSP_CFI_NONE;
@@ -240,14 +254,20 @@ static struct osp_cfi_row to_row(const struct rules *s, bool signal) {
         r.kind = OSP_CFI_ROOT;
         return r;
     }
-    if (s->ra_rule != R_OFFSET || s->fp_rule == R_BAD || s->cfa_kind == CFA_BAD) return r;
-    if (s->ra_off < INT16_MIN || s->ra_off > INT16_MAX) return r;
+    /* The return address saved at CFA + offset, or (arm64) still in the link register:
+     * offset 0 in the row, which is therefore refused as a save slot. */
+    bool ra_lr = s->ra_rule == R_SAME && a->ra_in_lr;
+    if ((s->ra_rule != R_OFFSET && !ra_lr) || s->fp_rule == R_BAD || s->cfa_kind == CFA_BAD)
+        return r;
+    if (s->ra_rule == R_OFFSET &&
+        (s->ra_off < INT16_MIN || s->ra_off > INT16_MAX || s->ra_off == 0))
+        return r;
     if (s->fp_rule == R_OFFSET && (s->fp_off < INT16_MIN || s->fp_off > INT16_MAX)) return r;
     if (s->cfa_off < INT32_MIN || s->cfa_off > INT32_MAX) return r;
     if (s->cfa_kind == CFA_REG) {
-        if (s->cfa_reg_dw == DW_REG_SP)
+        if (s->cfa_reg_dw == a->sp)
             r.cfa_reg = OSP_CFI_REG_SP;
-        else if (s->cfa_reg_dw == DW_REG_FP)
+        else if (s->cfa_reg_dw == a->fp)
             r.cfa_reg = OSP_CFI_REG_FP;
         else
             return r; /* CFA from another register: not known after the first frame */
@@ -258,7 +278,7 @@ static struct osp_cfi_row to_row(const struct rules *s, bool signal) {
         r.plt_min = s->plt_min;
     }
     r.cfa_off = (int32_t)s->cfa_off;
-    r.ra_off = (int16_t)s->ra_off;
+    r.ra_off = ra_lr ? 0 : (int16_t)s->ra_off;
     r.fp_rule = s->fp_rule == R_OFFSET  ? OSP_CFI_FP_OFFSET
                 : s->fp_rule == R_UNDEF ? OSP_CFI_FP_UNDEF
                                         : OSP_CFI_FP_SAME;
@@ -273,7 +293,7 @@ static void emit(struct builder *b, uintptr_t pc, struct osp_cfi_row r) {
         return;
     }
     if (r.kind == OSP_CFI_NONE && b->st) b->st->rows_none++;
-    struct wide_row w = {pc, r};
+    struct wide_row w = {pc, r, 0};
     if (!mbuf_push(&b->rows, &w, sizeof w)) {
         b->oom = true;
         return;
@@ -285,8 +305,9 @@ static void emit(struct builder *b, uintptr_t pc, struct osp_cfi_row r) {
  *   DW_OP_breg7 (rsp) N; DW_OP_breg16 (rip) 0; DW_OP_lit15; DW_OP_and; DW_OP_lit11 (or
  *   DW_OP_lit10 with IBT/.plt.sec); DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus
  * i.e. CFA = rsp + N + ((rip & 15) >= 11 ? 8 : 0). Any other expression is refused. */
-static bool match_plt(const uint8_t *e, size_t n, int64_t *off, uint8_t *min) {
-#if defined(__x86_64__)
+static bool match_plt(const struct arch *a, const uint8_t *e, size_t n, int64_t *off,
+                      uint8_t *min) {
+    if (!a->x86_64) return false;
     struct cur c = {e, e + n, false};
     if (rd_u(&c, 1) != 0x77) return false; /* DW_OP_breg7 */
     int64_t o = rd_sleb(&c);
@@ -301,10 +322,6 @@ static bool match_plt(const uint8_t *e, size_t n, int64_t *off, uint8_t *min) {
     *off = o;
     *min = (uint8_t)(lit - 0x30);
     return true;
-#else
-    (void)e, (void)n, (void)off, (void)min;
-    return false;
-#endif
 }
 
 /* v * f, or INT64_MAX (an offset every later range check refuses) on overflow. */
@@ -317,21 +334,23 @@ static int64_t scale_u(uint64_t v, int64_t f) {
     return scale_s((int64_t)v, f);
 }
 
-static void set_reg_rule(struct rules *s, uint64_t reg, uint8_t rule, int64_t off) {
-    if (reg == DW_REG_RA) {
+static void set_reg_rule(struct rules *s, const struct arch *a, uint64_t reg, uint8_t rule,
+                         int64_t off) {
+    if (reg == a->ra) {
         s->ra_rule = rule;
         s->ra_off = off;
-    } else if (reg == DW_REG_FP) {
+    } else if (reg == a->fp) {
         s->fp_rule = rule;
         s->fp_off = off;
     }
 }
 
-static void restore_reg_rule(struct rules *s, const struct rules *init, uint64_t reg) {
-    if (reg == DW_REG_RA) {
+static void restore_reg_rule(struct rules *s, const struct arch *a, const struct rules *init,
+                             uint64_t reg) {
+    if (reg == a->ra) {
         s->ra_rule = init->ra_rule;
         s->ra_off = init->ra_off;
-    } else if (reg == DW_REG_FP) {
+    } else if (reg == a->fp) {
         s->fp_rule = init->fp_rule;
         s->fp_off = init->fp_off;
     }
@@ -359,7 +378,7 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
 #define ROW_AT(L)                                                   \
     do {                                                            \
         if (b) {                                                    \
-            struct osp_cfi_row r_ = to_row(s, ci->signal);          \
+            struct osp_cfi_row r_ = to_row(s, ci->signal, ci->a);   \
             if (!have_last || memcmp(&r_, &last, sizeof r_) != 0) { \
                 emit(b, (L), r_);                                   \
                 last = r_;                                          \
@@ -394,11 +413,11 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
         }
         if (hi2 == 0x80) { /* DW_CFA_offset */
             int64_t off = scale_u(rd_uleb(c), ci->data_align);
-            set_reg_rule(s, low, R_OFFSET, off);
+            set_reg_rule(s, ci->a, low, R_OFFSET, off);
             continue;
         }
         if (hi2 == 0xc0) { /* DW_CFA_restore */
-            restore_reg_rule(s, init, low);
+            restore_reg_rule(s, ci->a, init, low);
             continue;
         }
         switch (op) {
@@ -409,16 +428,16 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
         case 0x04: ADVANCE(rd_u(c, 4)); break;
         case 0x05: { /* offset_extended */
             uint64_t reg = rd_uleb(c);
-            set_reg_rule(s, reg, R_OFFSET, scale_u(rd_uleb(c), ci->data_align));
+            set_reg_rule(s, ci->a, reg, R_OFFSET, scale_u(rd_uleb(c), ci->data_align));
             break;
         }
-        case 0x06: restore_reg_rule(s, init, rd_uleb(c)); break; /* restore_extended */
-        case 0x07: set_reg_rule(s, rd_uleb(c), R_UNDEF, 0); break;
-        case 0x08: set_reg_rule(s, rd_uleb(c), R_SAME, 0); break;
+        case 0x06: restore_reg_rule(s, ci->a, init, rd_uleb(c)); break; /* restore_extended */
+        case 0x07: set_reg_rule(s, ci->a, rd_uleb(c), R_UNDEF, 0); break;
+        case 0x08: set_reg_rule(s, ci->a, rd_uleb(c), R_SAME, 0); break;
         case 0x09: { /* register: the value lives in another register */
             uint64_t reg = rd_uleb(c);
             (void)rd_uleb(c);
-            set_reg_rule(s, reg, R_BAD, 0);
+            set_reg_rule(s, ci->a, reg, R_BAD, 0);
             break;
         }
         case 0x0a: /* remember_state */
@@ -446,7 +465,7 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
             if (c->bad || n > (uint64_t)(c->end - c->p)) FAIL;
             int64_t off;
             uint8_t min;
-            if (match_plt(c->p, (size_t)n, &off, &min)) {
+            if (match_plt(ci->a, c->p, (size_t)n, &off, &min)) {
                 s->cfa_kind = CFA_PLT;
                 s->cfa_off = off;
                 s->plt_min = min;
@@ -462,12 +481,12 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
             uint64_t n = rd_uleb(c);
             if (c->bad || n > (uint64_t)(c->end - c->p)) FAIL;
             c->p += n;
-            set_reg_rule(s, reg, R_BAD, 0);
+            set_reg_rule(s, ci->a, reg, R_BAD, 0);
             break;
         }
         case 0x11: { /* offset_extended_sf */
             uint64_t reg = rd_uleb(c);
-            set_reg_rule(s, reg, R_OFFSET, scale_s(rd_sleb(c), ci->data_align));
+            set_reg_rule(s, ci->a, reg, R_OFFSET, scale_s(rd_sleb(c), ci->data_align));
             break;
         }
         case 0x12: /* def_cfa_sf */
@@ -483,20 +502,17 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
                 (void)rd_uleb(c);
             else
                 (void)rd_sleb(c);
-            set_reg_rule(s, reg, R_BAD, 0);
+            set_reg_rule(s, ci->a, reg, R_BAD, 0);
             break;
         }
-        case 0x2d: /* GNU_window_save / AARCH64_negate_ra_state */
-#if defined(__aarch64__)
-            break; /* the return address is signed: the walker strips nothing, see below */
-#else
-            FAIL;
-#endif
+        case 0x2d: /* GNU_window_save (SPARC) / AARCH64_negate_ra_state */
+            if (ci->a->x86_64) FAIL;
+            break; /* arm64: the saved return address is signed; the walker strips it */
         case 0x2e: (void)rd_uleb(c); break; /* GNU_args_size */
         case 0x2f: {                        /* GNU_negative_offset_extended */
             uint64_t reg = rd_uleb(c);
             int64_t off = scale_u(rd_uleb(c), ci->data_align);
-            set_reg_rule(s, reg, R_OFFSET, off == INT64_MAX ? INT64_MAX : -off);
+            set_reg_rule(s, ci->a, reg, R_OFFSET, off == INT64_MAX ? INT64_MAX : -off);
             break;
         }
         default: FAIL; /* unknown opcode: its operands cannot be skipped */
@@ -515,13 +531,15 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
 
 /* ---- CIE and FDE records ------------------------------------------------------------- */
 
-/* Read a record header at c->p: length (32 or 64 bit). On success `*body` is the record's
- * contents (after the length) and `*next` the following record. */
+/* Read a record header at p: length (32 bit, or 0xffffffff and 64 bit: the 64-bit DWARF
+ * format). On success `*body` is the record's contents (after the length), `*next` the
+ * following record and `*is64` the format. */
 static bool record(const uint8_t *p, const uint8_t *end, const uint8_t **body, const uint8_t **next,
-                   bool *terminator) {
+                   bool *terminator, bool *is64) {
     struct cur c = {p, end, false};
     uint64_t len = rd_u(&c, 4);
     *terminator = false;
+    *is64 = false;
     if (c.bad) return false;
     if (len == 0) {
         *terminator = true;
@@ -529,6 +547,7 @@ static bool record(const uint8_t *p, const uint8_t *end, const uint8_t **body, c
     }
     if (len == 0xffffffffu) {
         len = rd_u(&c, 8);
+        *is64 = true;
         if (c.bad) return false;
     }
     if (len > (uint64_t)(end - c.p)) return false;
@@ -537,26 +556,48 @@ static bool record(const uint8_t *p, const uint8_t *end, const uint8_t **body, c
     return true;
 }
 
+/* One section being read (struct osp_cfi_section, bounds as pointers). */
+struct sec {
+    const uint8_t *buf, *end;
+    uintptr_t addr, bias;
+    bool debug;
+};
+
+/* The CIE id field of a record in `x` (4 bytes in .eh_frame; 4 or 8 in .debug_frame by
+ * format) and whether it marks a CIE. */
+static bool is_cie_id(const struct sec *x, bool is64, uint64_t id) {
+    if (!x->debug) return id == 0;
+    return is64 ? id == UINT64_MAX : id == 0xffffffffu;
+}
+
 /* Parse the CIE whose record starts at `p`. */
-static bool parse_cie(const uint8_t *p, const uint8_t *buf, const uint8_t *end, struct cie *ci) {
+static bool parse_cie(const struct sec *x, const struct arch *a, const uint8_t *p, struct cie *ci) {
     const uint8_t *body, *next;
-    bool term;
-    if (!record(p, end, &body, &next, &term)) return false;
+    bool term, is64;
+    if (!record(p, x->end, &body, &next, &term, &is64)) return false;
     struct cur c = {body, next, false};
-    if (rd_u(&c, 4) != 0) return false; /* CIE id in .eh_frame */
+    uint64_t id = rd_u(&c, x->debug && is64 ? 8 : 4);
+    if (c.bad || !is_cie_id(x, is64, id)) return false;
     uint64_t version = rd_u(&c, 1);
-    if (version != 1 && version != 3) return false;
+    /* .eh_frame: 1 (and 3 from some compilers); .debug_frame: 1 (DWARF 2), 3, 4. */
+    if (version != 1 && version != 3 && !(x->debug && version == 4)) return false;
     const uint8_t *aug = c.p;
     while (c.p < c.end && *c.p) c.p++;
     if (c.p >= c.end) return false;
     size_t aug_len = (size_t)(c.p - aug);
     c.p++; /* NUL */
     memset(ci, 0, sizeof *ci);
+    ci->a = a;
     ci->fde_enc = PE_ABSPTR;
     size_t ai = 0;
     if (aug_len >= 2 && aug[0] == 'e' && aug[1] == 'h') {
         (void)rd_u(&c, sizeof(uintptr_t)); /* old GCC's eh_ptr */
         ai = 2;
+    }
+    if (version == 4) {
+        /* address_size, segment_selector_size: only the target's own addresses, flat. */
+        uint64_t asz = rd_u(&c, 1), ssz = rd_u(&c, 1);
+        if (c.bad || asz != sizeof(uintptr_t) || ssz != 0) return false;
     }
     ci->code_align = rd_uleb(&c);
     ci->data_align = rd_sleb(&c);
@@ -576,7 +617,7 @@ static bool parse_cie(const uint8_t *p, const uint8_t *buf, const uint8_t *end, 
             case 'P': {
                 uint8_t enc = (uint8_t)rd_u(&z, 1);
                 bool unsup = false;
-                (void)rd_encoded(&z, enc & 0x7f, buf, 0, 0, true, &unsup);
+                (void)rd_encoded(&z, enc & 0x7f, x->buf, 0, 0, true, &unsup);
                 if (unsup) i = aug_len; /* cannot size it; the rest is skipped by zlen */
                 break;
             }
@@ -589,16 +630,20 @@ static bool parse_cie(const uint8_t *p, const uint8_t *buf, const uint8_t *end, 
     } else if (ai < aug_len) {
         return false; /* an augmentation we cannot skip */
     }
-    if (ci->ra_reg != DW_REG_RA) return false; /* only the native return-address column */
+    if (ci->ra_reg != a->ra) return false; /* only the architecture's return-address column */
+    /* .debug_frame addresses are not relative to where the section happens to be read. */
+    if (x->debug && (ci->fde_enc & 0x70) == PE_PCREL) return false;
     ci->insns = c.p;
     ci->insns_end = next;
     return true;
 }
 
-static void initial_rules(struct rules *s) {
+static void initial_rules(struct rules *s, const struct arch *a) {
     memset(s, 0, sizeof *s);
     s->cfa_kind = CFA_BAD; /* until the CIE defines it */
-    s->ra_rule = R_BAD;
+    /* x86-64: the CIE says where the return address is. AArch64: it starts in x30 (the
+     * rule of a register the CIE leaves unspecified is "same value"). */
+    s->ra_rule = a->ra_in_lr ? R_SAME : R_BAD;
     s->fp_rule = R_SAME;
 }
 
@@ -617,6 +662,10 @@ static int start_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
+static int pair_cmp(const void *a, const void *b) {
+    return start_cmp(a, b); /* by the pair's first word */
+}
+
 static int wide_cmp(const void *a, const void *b) {
     const struct wide_row *x = a, *y = b;
     if (x->pc != y->pc) return x->pc < y->pc ? -1 : 1;
@@ -625,40 +674,101 @@ static int wide_cmp(const void *a, const void *b) {
     return kx - ky;
 }
 
-bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintptr_t bias,
-                         struct osp_cfi_table *out, struct osp_cfi_build_stats *stats) {
-    memset(out, 0, sizeof *out);
-    struct osp_cfi_build_stats dummy;
-    if (stats == NULL) stats = &dummy;
-    memset(stats, 0, sizeof *stats);
-    if (bytes == NULL || len == 0) return false;
-    struct builder b = {.st = stats};
-    const uint8_t *end = bytes + len;
-    const uint8_t *p = bytes;
-    while (p < end && !b.oom) {
+/* Exactly the frame-pointer rule: CFA = fp + 16, RA at CFA - 8, fp at CFA - 16. */
+static bool row_is_fp(const struct osp_cfi_row *r) {
+    return r->kind == OSP_CFI_STEP && r->cfa_reg == OSP_CFI_REG_FP && r->cfa_off == 16 &&
+           r->ra_off == -8 && r->fp_rule == OSP_CFI_FP_OFFSET && r->fp_off == -16;
+}
+
+/*
+ * Whether every call site of the function whose rows are `w[0, n)` keeps the frame chain,
+ * so that a return address into it is unwound by the frame chain exactly as by its CFI:
+ *  - a frame-pointer function: its rows are the frame-pointer rule (the body) and the
+ *    prologue/epilogue shapes around it (CFA = sp + 8 at entry and after the epilogue's
+ *    pop, sp + 16 between push and mov), with at least one frame-pointer row. Calls are
+ *    only made from the body: compiled code keeps sp 16-byte aligned at calls, which the
+ *    prologue rows are not (and a return address lies before the epilogue's pop);
+ *  - a function that never moves sp (every row CFA = sp + 8, fp unchanged): it cannot call
+ *    with an aligned stack, so no return address lies in it (a leaf, or a tail caller).
+ * Anything else (a frameless function that calls, a CFA from another register, rules the
+ * table cannot express, PLT stubs, signal trampolines, the outermost frame) is not.
+ */
+static bool fde_keeps_chain(const struct wide_row *w, size_t n) {
+    bool any_fp = false, all_leaf = true;
+    if (n == 0) return false;
+    for (size_t i = 0; i < n; i++) {
+        const struct osp_cfi_row *r = &w[i].r;
+        if (row_is_fp(r)) {
+            any_fp = true;
+            all_leaf = false;
+            continue;
+        }
+        if (r->kind != OSP_CFI_STEP || r->cfa_reg != OSP_CFI_REG_SP || r->ra_off != -8)
+            return false;
+        bool saved = r->fp_rule == OSP_CFI_FP_OFFSET && r->fp_off == -16;
+        if (r->cfa_off == 8 && r->fp_rule == OSP_CFI_FP_SAME) continue; /* entry, leaf */
+        all_leaf = false;
+        if ((r->cfa_off == 8 || r->cfa_off == 16) && saved) continue; /* around push/pop */
+        return false;
+    }
+    return any_fp || all_leaf;
+}
+
+/* Whether FDE range [lo, hi) of .debug_frame overlaps one of .eh_frame's (sorted, with
+ * b->eh_maxend the running maximum of their ends). */
+static bool eh_covers(const struct builder *b, uintptr_t lo, uintptr_t hi) {
+    const uintptr_t *r = b->eh.p;
+    size_t a = 0, z = b->neh; /* the number of ranges starting below hi */
+    while (a < z) {
+        size_t m = a + (z - a) / 2;
+        if (r[2 * m] < hi)
+            a = m + 1;
+        else
+            z = m;
+    }
+    return a > 0 && b->eh_maxend[a - 1] > lo;
+}
+
+/* Read every FDE of one section into the builder. */
+static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
+    struct osp_cfi_build_stats *stats = b->st;
+    const uint8_t *p = x->buf;
+    while (p < x->end && !b->oom) {
         const uint8_t *body, *next;
-        bool term;
-        if (!record(p, end, &body, &next, &term)) break; /* terminator or truncated */
+        bool term, is64;
+        if (!record(p, x->end, &body, &next, &term, &is64)) break; /* terminator or truncated */
         struct cur c = {body, next, false};
-        uint32_t id = (uint32_t)rd_u(&c, 4);
+        uint64_t id = rd_u(&c, x->debug && is64 ? 8 : 4);
         if (c.bad) break;
-        if (id == 0) {
+        if (is_cie_id(x, is64, id)) {
             stats->cies++;
             p = next;
             continue;
         }
         stats->fdes++;
-        /* The CIE pointer is the distance back from this field to the CIE. */
-        size_t field = (size_t)(body - bytes);
+        /* The CIE pointer: .eh_frame, the distance back from this field to the CIE;
+         * .debug_frame, the CIE's offset in the section. */
+        size_t field = (size_t)(body - x->buf);
+        const uint8_t *cie_at;
+        if (!x->debug)
+            cie_at = id > field ? NULL : body - id;
+        else
+            cie_at = id >= (uint64_t)(x->end - x->buf) ? NULL : x->buf + id;
         struct cie ci;
-        if ((size_t)id > field || !parse_cie(body - id, bytes, end, &ci)) {
+        if (cie_at == NULL || !parse_cie(x, a, cie_at, &ci)) {
             stats->fdes_skipped++;
             p = next;
             continue;
         }
         bool unsup = false;
-        uint64_t begin = rd_encoded(&c, ci.fde_enc, bytes, addr, bias, false, &unsup);
-        uint64_t range = rd_encoded(&c, ci.fde_enc & 0x0f, bytes, addr, bias, true, &unsup);
+        uint64_t begin, range;
+        if (x->debug && !ci.has_z) {
+            begin = rd_u(&c, sizeof(uintptr_t)) + x->bias; /* target addresses */
+            range = rd_u(&c, sizeof(uintptr_t));
+        } else {
+            begin = rd_encoded(&c, ci.fde_enc, x->buf, x->addr, x->bias, false, &unsup);
+            range = rd_encoded(&c, ci.fde_enc & 0x0f, x->buf, x->addr, x->bias, true, &unsup);
+        }
         uintptr_t lo, hi;
         if (c.bad || unsup || !sane_range(begin, range, &lo, &hi)) {
             stats->fdes_skipped++;
@@ -674,42 +784,170 @@ bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintp
             }
             c.p += zlen;
         }
-        if (!b.oom && b.nstarts < MAX_ROWS) {
-            if (mbuf_push(&b.starts, &lo, sizeof lo))
-                b.nstarts++;
+        if (x->debug) {
+            if (eh_covers(b, lo, hi)) { /* .eh_frame describes this code: it wins */
+                stats->debug_fdes_shadow++;
+                p = next;
+                continue;
+            }
+            stats->debug_fdes++;
+        } else {
+            uintptr_t pair[2] = {lo, hi};
+            if (mbuf_push(&b->eh, pair, sizeof pair))
+                b->neh++;
             else
-                b.oom = true;
+                b->oom = true;
+        }
+        if (!b->oom && b->nstarts < MAX_ROWS) {
+            if (mbuf_push(&b->starts, &lo, sizeof lo))
+                b->nstarts++;
+            else
+                b->oom = true;
         }
         struct rules init, s;
-        initial_rules(&init);
+        initial_rules(&init, a);
         struct cur ic = {ci.insns, ci.insns_end, false};
         bool dummy_emitted = false;
         uintptr_t dummy_loc;
         if (!run_program(NULL, &ci, &ic, &init, &init, lo, hi, &dummy_emitted, &dummy_loc)) {
             /* A CIE we cannot run: the whole range cannot be unwound. */
-            initial_rules(&init);
+            initial_rules(&init, a);
             init.cfa_kind = CFA_BAD;
         }
         s = init;
         bool emitted = false;
         uintptr_t loc = lo;
-        if (!run_program(&b, &ci, &c, &s, &init, lo, hi, &emitted, &loc)) {
+        size_t first = b->nrows;
+        if (!run_program(b, &ci, &c, &s, &init, lo, hi, &emitted, &loc)) {
             struct osp_cfi_row none;
             memset(&none, 0, sizeof none);
             if (loc < hi)
-                emit(&b, loc, none); /* from here on: cannot unwind */
+                emit(b, loc, none); /* from here on: cannot unwind */
             else if (!emitted)
-                emit(&b, lo, none);
+                emit(b, lo, none);
+        }
+        if (!b->oom) {
+            struct wide_row *w = b->rows.p;
+            if (fde_keeps_chain(w + first, b->nrows - first)) {
+                for (size_t i = first; i < b->nrows; i++) w[i].fp_fde = 1;
+                stats->fdes_fp++;
+            }
         }
         struct osp_cfi_row gap;
         memset(&gap, 0, sizeof gap);
         gap.kind = OSP_CFI_GAP;
-        emit(&b, hi, gap); /* end marker; replaced by a following FDE's first row */
+        emit(b, hi, gap); /* end marker; replaced by a following FDE's first row */
         p = next;
     }
+}
+
+/* Sort the .eh_frame ranges and their running maximum end, for eh_covers. */
+static void index_eh(struct builder *b) {
+    if (b->neh == 0 || b->oom) return;
+    uintptr_t *r = b->eh.p;
+    qsort(r, b->neh, 2 * sizeof *r, pair_cmp);
+    b->eh_maxend = map_bytes(page_round(b->neh * sizeof(uintptr_t)));
+    if (b->eh_maxend == NULL) {
+        b->oom = true;
+        return;
+    }
+    uintptr_t m = 0;
+    for (size_t i = 0; i < b->neh; i++) {
+        if (r[2 * i + 1] > m) m = r[2 * i + 1];
+        b->eh_maxend[i] = m;
+    }
+}
+
+static void builder_free(struct builder *b) {
+    mbuf_free(&b->rows);
+    mbuf_free(&b->starts);
+    mbuf_free(&b->eh);
+    if (b->eh_maxend) munmap(b->eh_maxend, page_round(b->neh * sizeof(uintptr_t)));
+    b->eh_maxend = NULL;
+}
+
+/* Set `bits` of every chunk of the fpmap overlapping [a, z) (offsets from the map's base)
+ * to zero. */
+static void fpmap_clear(uint64_t *map, uintptr_t a, uintptr_t z, unsigned bits) {
+    if (z <= a) return;
+    size_t c0 = a >> OSP_CFI_FP_CHUNK_SHIFT, c1 = (z - 1) >> OSP_CFI_FP_CHUNK_SHIFT;
+    /* Whole words at once between the partial ones at either end. */
+    uint64_t all = 0;
+    for (int i = 0; i < 32; i++) all |= (uint64_t)bits << (2 * i);
+    size_t c = c0;
+    for (; c <= c1 && c % 32 != 0; c++) map[c / 32] &= ~((uint64_t)bits << (2 * (c % 32)));
+    for (; c + 31 <= c1; c += 32) map[c / 32] &= ~all;
+    for (; c <= c1; c++) map[c / 32] &= ~((uint64_t)bits << (2 * (c % 32)));
+}
+
+/* Recompute a table's longest run of return-address-safe chunks (after the map changed).
+ * Word by word where a word is all safe or all not. */
+static void fpmap_run(struct osp_cfi_table *t) {
+    t->ret_run_lo = t->ret_run_hi = t->lo;
+    if (t->fpmap == NULL) return;
+    uintptr_t base = t->lo & ~(OSP_CFI_FP_CHUNK - 1);
+    size_t nchunks = (size_t)((t->hi - base + OSP_CFI_FP_CHUNK - 1) >> OSP_CFI_FP_CHUNK_SHIFT);
+    size_t best_lo = 0, best_n = 0, cur_lo = 0, cur_n = 0;
+    const uint64_t ret_bits = 0x5555555555555555ull; /* OSP_CFI_FPMAP_RET of 32 chunks */
+    for (size_t c = 0; c < nchunks; c++) {
+        if (c % 32 == 0 && nchunks - c >= 32) {
+            uint64_t w = t->fpmap[c / 32] & ret_bits;
+            if (w == ret_bits) {
+                if (cur_n == 0) cur_lo = c;
+                cur_n += 32;
+                if (cur_n > best_n) {
+                    best_n = cur_n;
+                    best_lo = cur_lo;
+                }
+                c += 31;
+                continue;
+            }
+            if (w == 0) {
+                cur_n = 0;
+                c += 31;
+                continue;
+            }
+        }
+        if ((t->fpmap[c / 32] >> (2 * (c % 32))) & OSP_CFI_FPMAP_RET) {
+            if (cur_n++ == 0) cur_lo = c;
+            if (cur_n > best_n) {
+                best_n = cur_n;
+                best_lo = cur_lo;
+            }
+        } else {
+            cur_n = 0;
+        }
+    }
+    /* Chunks are aligned; the run is clipped to [lo, hi). */
+    uintptr_t a = base + (best_lo << OSP_CFI_FP_CHUNK_SHIFT);
+    uintptr_t z = a + (best_n << OSP_CFI_FP_CHUNK_SHIFT);
+    if (a < t->lo) a = t->lo;
+    if (z > t->hi) z = t->hi;
+    t->ret_run_lo = a;
+    t->ret_run_hi = z > a ? z : a;
+}
+
+bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
+                                  const struct osp_cfi_section *dbg, enum osp_cfi_arch arch,
+                                  struct osp_cfi_table *out, struct osp_cfi_build_stats *stats) {
+    memset(out, 0, sizeof *out);
+    struct osp_cfi_build_stats dummy;
+    if (stats == NULL) stats = &dummy;
+    memset(stats, 0, sizeof *stats);
+    if ((unsigned)arch >= sizeof k_arch / sizeof k_arch[0]) return false;
+    const struct arch *a = &k_arch[arch];
+    struct builder b = {.st = stats};
+    if (eh != NULL && eh->bytes != NULL && eh->len > 0) {
+        struct sec x = {eh->bytes, eh->bytes + eh->len, eh->addr, eh->bias, eh->debug_frame};
+        feed(&b, &x, a);
+    }
+    if (dbg != NULL && dbg->bytes != NULL && dbg->len > 0) {
+        index_eh(&b);
+        struct sec x = {dbg->bytes, dbg->bytes + dbg->len, dbg->addr, dbg->bias, dbg->debug_frame};
+        if (!b.oom) feed(&b, &x, a);
+    }
     if (b.oom || b.nrows == 0) {
-        mbuf_free(&b.rows);
-        mbuf_free(&b.starts);
+        builder_free(&b);
         return false;
     }
     struct wide_row *w = b.rows.p;
@@ -719,24 +957,25 @@ bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintp
      * last row (the highest FDE end) is kept as the table's end marker. */
     uintptr_t tlo = w[0].pc, thi = w[b.nrows - 1].pc;
     if (thi - tlo > UINT32_MAX || thi == tlo) { /* no image spans 4 GiB of code */
-        mbuf_free(&b.rows);
-        mbuf_free(&b.starts);
+        builder_free(&b);
         return false;
     }
     size_t k = 0;
     for (size_t i = 0; i + 1 < b.nrows; i++) {
         if (k > 0 && w[i].pc == w[k - 1].pc) continue;
-        if (k > 0 && memcmp(&w[i].r, &w[k - 1].r, sizeof w[i].r) == 0) continue;
+        if (k > 0 && w[i].fp_fde == w[k - 1].fp_fde &&
+            memcmp(&w[i].r, &w[k - 1].r, sizeof w[i].r) == 0)
+            continue;
         w[k++] = w[i];
     }
     if (k > 0 && w[k - 1].pc == thi) k--;
     w[k].pc = thi;
     memset(&w[k].r, 0, sizeof w[k].r);
     w[k].r.kind = OSP_CFI_GAP;
+    w[k].fp_fde = 0;
     k++;
     if (k < 2) {
-        mbuf_free(&b.rows);
-        mbuf_free(&b.starts);
+        builder_free(&b);
         return false;
     }
     /* Function entries: the FDE starts as offsets, sorted and distinct. */
@@ -748,11 +987,17 @@ bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintp
     size_t nu = 0;
     for (size_t i = 0; i < ns; i++)
         if (nu == 0 || st[i] != st[nu - 1]) st[nu++] = st[i];
-    size_t bytes_out = page_round(k * sizeof(struct osp_cfi_row) + nu * sizeof(uint32_t));
+    /* The fast-path map covers [tlo rounded down to a chunk, thi). */
+    uintptr_t mbase = tlo & ~(OSP_CFI_FP_CHUNK - 1);
+    size_t nchunks = (size_t)((thi - mbase + OSP_CFI_FP_CHUNK - 1) >> OSP_CFI_FP_CHUNK_SHIFT);
+    /* No map (no fast path, every frame looked up) for a table spanning more code than any
+     * real image has: a corrupt one cannot make the build slow or large. */
+    size_t nwords = thi - mbase <= OSP_CFI_FPMAP_MAX_SPAN ? (nchunks + 31) / 32 : 0;
+    size_t map_off = (k * sizeof(struct osp_cfi_row) + nu * sizeof(uint32_t) + 7) & ~(size_t)7;
+    size_t bytes_out = page_round(map_off + nwords * sizeof(uint64_t));
     struct osp_cfi_row *rows = map_bytes(bytes_out);
     if (rows == NULL) {
-        mbuf_free(&b.rows);
-        mbuf_free(&b.starts);
+        builder_free(&b);
         return false;
     }
     for (size_t i = 0; i < k; i++) {
@@ -761,16 +1006,34 @@ bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintp
     }
     uint32_t *starts = (uint32_t *)(void *)(rows + k);
     for (size_t i = 0; i < nu; i++) starts[i] = (uint32_t)st[i];
+    uint64_t *map = nwords ? (uint64_t *)(void *)((char *)rows + map_off) : NULL;
+    if (map) memset(map, 0xff, nwords * sizeof *map);
+    for (size_t i = 0; map && i + 1 < k; i++) {
+        if (w[i].r.kind == OSP_CFI_GAP) continue; /* no CFI: the frame chain anyway */
+        uintptr_t za = w[i].pc - mbase, zz = w[i + 1].pc - mbase;
+        unsigned clear = 0;
+        if (!w[i].fp_fde) clear |= OSP_CFI_FPMAP_RET;
+        if (!row_is_fp(&w[i].r)) clear |= OSP_CFI_FPMAP_PC;
+        fpmap_clear(map, za, zz, clear);
+    }
     out->lo = tlo;
     out->hi = w[k - 1].pc;
     out->rows = rows;
     out->nrows = k;
     out->starts = starts;
     out->nstarts = nu;
+    out->fpmap = map;
+    out->fpmap_words = nwords;
     out->map_bytes = bytes_out;
-    mbuf_free(&b.rows);
-    mbuf_free(&b.starts);
+    fpmap_run(out);
+    builder_free(&b);
     return true;
+}
+
+bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintptr_t bias,
+                         struct osp_cfi_table *out, struct osp_cfi_build_stats *stats) {
+    struct osp_cfi_section eh = {bytes, len, addr, bias, false};
+    return osp_prof__cfi_build_sections(&eh, NULL, OSP_CFI_ARCH_NATIVE, out, stats);
 }
 
 void osp_prof__cfi_table_free(struct osp_cfi_table *t) {
@@ -818,23 +1081,38 @@ static void clip_to_segments(struct osp_cfi_image *img) {
         bool inside = false;
         for (size_t j = 0; j < img->nsegs; j++)
             if (a >= img->segs[j][0] && z <= img->segs[j][1]) inside = true;
-        if (!inside) t->rows[i].kind = OSP_CFI_NONE;
+        if (!inside) {
+            t->rows[i].kind = OSP_CFI_NONE;
+            uintptr_t base = t->lo & ~(OSP_CFI_FP_CHUNK - 1);
+            if (t->fpmap)
+                fpmap_clear(t->fpmap, a - base, z - base, OSP_CFI_FPMAP_RET | OSP_CFI_FPMAP_PC);
+        }
     }
+    fpmap_run(t);
 }
 
 /* ---- sets ------------------------------------------------------------------------------- */
 
 const struct osp_cfi_image *osp_prof__cfi_find(const struct osp_cfi_set *set, uintptr_t pc) {
     size_t a = 0, z = set->nimages;
+    const struct osp_cfi_fast *f = set->fast; /* compact: a few cache lines for all images */
+    if (z <= 32) {
+        /* A typical process's few images, in address order: the first whose end lies
+         * above pc is the only candidate. The program's own image usually comes first,
+         * so its frames read one entry (a binary search reads several, and its branches
+         * mispredict half the time). */
+        for (size_t i = 0; i < z; i++)
+            if (pc < f[i].hi) return pc >= f[i].lo ? &set->images[i] : NULL;
+        return NULL;
+    }
     while (a < z) {
         size_t m = a + (z - a) / 2;
-        const struct osp_cfi_image *img = &set->images[m];
-        if (pc < img->lo)
+        if (pc < f[m].lo)
             z = m;
-        else if (pc >= img->hi)
+        else if (pc >= f[m].hi)
             a = m + 1;
         else
-            return img;
+            return &set->images[m];
     }
     return NULL;
 }
@@ -845,10 +1123,17 @@ static int image_cmp(const void *a, const void *b) {
 }
 
 struct osp_cfi_set *osp_prof__cfi_set_new(const struct osp_cfi_image *images, size_t n) {
-    size_t bytes = page_round(sizeof(struct osp_cfi_set) + n * sizeof(struct osp_cfi_image));
+    /* Layout: the header and `fast` (what every walk reads, first), then the images, then
+     * the lookup cache. */
+    size_t img_off =
+        (sizeof(struct osp_cfi_set) + n * sizeof(struct osp_cfi_fast) + 63) & ~(size_t)63;
+    size_t cache_off = (img_off + n * sizeof(struct osp_cfi_image) + 63) & ~(size_t)63;
+    size_t bytes = page_round(cache_off + OSP_CFI_CACHE_SIZE * sizeof(uint64_t));
     struct osp_cfi_set *set = map_bytes(bytes); /* zero-filled: an empty cache */
     if (set == NULL) return NULL;
     set->map_bytes = bytes;
+    set->images = (struct osp_cfi_image *)(void *)((char *)set + img_off);
+    set->cache = (_Atomic uint64_t *)(void *)((char *)set + cache_off);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (images[i].table.nrows > 0) set->images[k++] = images[i];
@@ -863,6 +1148,11 @@ struct osp_cfi_set *osp_prof__cfi_set_new(const struct osp_cfi_image *images, si
         set->images[m++] = set->images[i];
     }
     set->nimages = m;
+    for (size_t i = 0; i < m; i++) {
+        const struct osp_cfi_table *t = &set->images[i].table;
+        set->fast[i] = (struct osp_cfi_fast){set->images[i].lo, set->images[i].hi, t->ret_run_lo,
+                                             t->ret_run_hi, t->fpmap};
+    }
     return set;
 }
 
@@ -894,18 +1184,55 @@ bool osp_prof__is_sigreturn(const struct osp_cfi_image *img, uintptr_t pc) {
 
 /* ---- the published set ------------------------------------------------------------------ */
 
-static _Atomic(struct osp_cfi_set *) g_set;
-static _Atomic unsigned long g_walkers; /* walks in progress (any thread, any set) */
+struct osp_cfi_pub osp_prof__cfi_pub __attribute__((aligned(64)));
+static _Atomic unsigned long g_walkers; /* walks in progress through acquire (any thread) */
 static unsigned long long g_seen_adds, g_seen_subs;
 static bool g_scanned;
+struct osp_cfi_walker osp_prof__cfi_walkers[OSP_CFI_WALKERS] __attribute__((aligned(64)));
 
+/*
+ * Reclamation (docs/profiler-runtime.md "The unwinder"). Walks through acquire count
+ * themselves in a shared counter (seq_cst) before loading the set. Walks through
+ * osp_prof__cfi_enter announce themselves with a plain store to their own word, then
+ * load the set; with membarrier registered nothing orders that store before the load on
+ * the walker's side (x86-64 may delay the store), so the refresh side does it instead (an
+ * asymmetric fence): after unpublishing a set it calls membarrier(PRIVATE_EXPEDITED),
+ * which runs a full memory barrier on every CPU running a thread of the process, and only
+ * then reads the words. A walker whose store was not visible by then loads the set after
+ * that barrier, so it sees the new one; a walker counted in keeps every pending set
+ * alive. Without membarrier the walker issues the fence itself (still no shared line).
+ */
 const struct osp_cfi_set *osp_prof__cfi_acquire(void) {
     atomic_fetch_add_explicit(&g_walkers, 1, memory_order_seq_cst);
-    return atomic_load_explicit(&g_set, memory_order_seq_cst);
+    return atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_seq_cst);
 }
 
 void osp_prof__cfi_release(void) {
     atomic_fetch_sub_explicit(&g_walkers, 1, memory_order_release);
+}
+
+/* Register this process for membarrier(PRIVATE_EXPEDITED); false where the kernel (or a
+ * sandbox) refuses it. */
+static bool membarrier_register(void) {
+#if defined(SYS_membarrier)
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#else
+    return false;
+#endif
+}
+
+/* Whether no walk of any kind is running now (see osp_prof__cfi_enter). */
+static bool no_walkers(void) {
+    if (atomic_load_explicit(&osp_prof__cfi_pub.membarrier, memory_order_relaxed)) {
+#if defined(SYS_membarrier)
+        if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) return false;
+#endif
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+    for (size_t i = 0; i < OSP_CFI_WALKERS; i++)
+        if (atomic_load_explicit(&osp_prof__cfi_walkers[i].depth, memory_order_acquire) != 0)
+            return false;
+    return atomic_load_explicit(&g_walkers, memory_order_seq_cst) == 0;
 }
 
 /* Replaced sets wait here until no walk can still read them. A walk counts itself in
@@ -927,7 +1254,7 @@ static bool table_in(const struct osp_cfi_set *set, const struct osp_cfi_row *ro
 /* Free every pending set if no walk is running now. `current` is the published set. */
 static void free_pending(const struct osp_cfi_set *current) {
     if (g_npending == 0) return;
-    if (atomic_load_explicit(&g_walkers, memory_order_seq_cst) != 0) return;
+    if (!no_walkers()) return;
     for (size_t i = 0; i < g_npending; i++) {
         struct osp_cfi_set *old = g_pending[i];
         for (size_t j = 0; j < old->nimages; j++) {
@@ -961,6 +1288,137 @@ struct scan {
     const struct osp_cfi_set *prev;
     bool oom;
 };
+
+/* The `.eh_frame` of a loaded image, from its PT_GNU_EH_FRAME header (`.eh_frame_hdr`:
+ * version, eh_frame_ptr encoding, fde_count encoding, table encoding, then the encoded
+ * pointer to `.eh_frame`), bounded by the readable PT_LOAD segments holding them. Leaves
+ * `*out` empty when the header is unusable. */
+static void eh_frame_of(const struct dl_phdr_info *info, const ElfW(Phdr) * eh,
+                        struct osp_cfi_section *out) {
+    uintptr_t hdr = info->dlpi_addr + eh->p_vaddr;
+    uintptr_t hdr_end = 0, ef_seg_end = 0;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr, z = a + ph->p_filesz;
+        if (hdr >= a && hdr < z) hdr_end = z;
+    }
+    if (hdr_end == 0 || hdr_end - hdr < 4) return;
+    const uint8_t *h = (const uint8_t *)hdr;
+    if (h[0] != 1) return;
+    struct cur c = {h + 4, (const uint8_t *)hdr_end, false};
+    bool unsup = false;
+    uint64_t ef = rd_encoded(&c, h[1], h, hdr, info->dlpi_addr, false, &unsup);
+    if (c.bad || unsup || ef == 0) return;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr, z = a + ph->p_filesz;
+        if (ef >= a && ef < z) ef_seg_end = z;
+    }
+    if (ef_seg_end == 0) return;
+    out->bytes = (const uint8_t *)(uintptr_t)ef;
+    out->len = ef_seg_end - (uintptr_t)ef;
+    out->addr = (uintptr_t)ef;
+    out->bias = info->dlpi_addr;
+}
+
+/* Read exactly n bytes at offset off; false on a short read or error. */
+static bool pread_all(int fd, void *buf, size_t n, off_t off) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+#define MAX_SHNUM       4096                /* sections of an image file we look through */
+#define MAX_SHSTRTAB    ((size_t)1 << 20)   /* bytes of section names */
+#define MAX_DEBUG_FRAME ((size_t)256 << 20) /* bytes of .debug_frame */
+
+/*
+ * The `.debug_frame` section of a loaded image's file (not loaded into memory: it is not
+ * in any PT_LOAD segment), read into an anonymous mapping of *map_len bytes, its size in
+ * *len; NULL when the image has none, it is compressed, or the file on disk is not the
+ * one loaded (its PT_LOAD headers differ from the loaded image's). The main program's
+ * file is /proc/self/exe. The file is untrusted: every size and offset is checked
+ * against the file's size and the limits above. Outside signal context; mmap only.
+ */
+static uint8_t *read_debug_frame(const struct dl_phdr_info *info, size_t *len, size_t *map_len) {
+    const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
+    *len = *map_len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    uint8_t *out = NULL;
+    void *scratch = NULL;
+    size_t scratch_len = 0;
+    struct stat st;
+    ElfW(Ehdr) eh;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !pread_all(fd, &eh, sizeof eh, 0)) goto done;
+    uint64_t fsize = (uint64_t)st.st_size;
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_shentsize != sizeof(ElfW(Shdr)) ||
+        eh.e_phnum != info->dlpi_phnum || eh.e_shnum == 0 || eh.e_shnum > MAX_SHNUM ||
+        eh.e_shstrndx >= eh.e_shnum)
+        goto done;
+    size_t ph_bytes = (size_t)eh.e_phnum * sizeof(ElfW(Phdr));
+    size_t sh_bytes = (size_t)eh.e_shnum * sizeof(ElfW(Shdr));
+    if (eh.e_phoff > fsize || ph_bytes > fsize - eh.e_phoff || eh.e_shoff > fsize ||
+        sh_bytes > fsize - eh.e_shoff)
+        goto done;
+    scratch_len = page_round(ph_bytes + sh_bytes + MAX_SHSTRTAB);
+    scratch = map_bytes(scratch_len);
+    if (scratch == NULL) goto done;
+    ElfW(Phdr) *ph = scratch;
+    ElfW(Shdr) *sh = (ElfW(Shdr) *)(void *)((char *)scratch + ph_bytes);
+    char *names = (char *)sh + sh_bytes;
+    if (!pread_all(fd, ph, ph_bytes, (off_t)eh.e_phoff) ||
+        !pread_all(fd, sh, sh_bytes, (off_t)eh.e_shoff))
+        goto done;
+    /* The file is the loaded image: the same loadable segments. */
+    for (size_t i = 0; i < eh.e_phnum; i++) {
+        const ElfW(Phdr) *m = &info->dlpi_phdr[i];
+        if (ph[i].p_type != m->p_type) goto done;
+        if (m->p_type == PT_LOAD && (ph[i].p_vaddr != m->p_vaddr || ph[i].p_memsz != m->p_memsz ||
+                                     ph[i].p_filesz != m->p_filesz ||
+                                     ph[i].p_offset != m->p_offset || ph[i].p_flags != m->p_flags))
+            goto done;
+    }
+    const ElfW(Shdr) *ns = &sh[eh.e_shstrndx];
+    if (ns->sh_size == 0 || ns->sh_size > MAX_SHSTRTAB || ns->sh_offset > fsize ||
+        ns->sh_size > fsize - ns->sh_offset)
+        goto done;
+    if (!pread_all(fd, names, (size_t)ns->sh_size, (off_t)ns->sh_offset)) goto done;
+    static const char want[] = ".debug_frame";
+    for (size_t i = 0; i < eh.e_shnum; i++) {
+        const ElfW(Shdr) *x = &sh[i];
+        if (x->sh_type != SHT_PROGBITS || x->sh_name >= ns->sh_size ||
+            ns->sh_size - x->sh_name < sizeof want ||
+            memcmp(names + x->sh_name, want, sizeof want) != 0)
+            continue;
+        if ((x->sh_flags & SHF_COMPRESSED) || x->sh_size == 0 || x->sh_size > MAX_DEBUG_FRAME ||
+            x->sh_offset > fsize || x->sh_size > fsize - x->sh_offset)
+            break;
+        size_t n = (size_t)x->sh_size;
+        out = map_bytes(page_round(n));
+        if (out == NULL) break;
+        if (!pread_all(fd, out, n, (off_t)x->sh_offset)) {
+            munmap(out, page_round(n));
+            out = NULL;
+            break;
+        }
+        *len = n;
+        *map_len = page_round(n);
+        break;
+    }
+done:
+    if (scratch) munmap(scratch, scratch_len);
+    close(fd);
+    return out;
+}
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
@@ -998,7 +1456,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
             img.nsegs++;
         }
     }
-    if (eh == NULL || img.nsegs == 0) return 0;
+    if (img.nsegs == 0) return 0;
     /* An image still loaded keeps its table. */
     if (sc->prev)
         for (size_t j = 0; j < sc->prev->nimages; j++)
@@ -1007,33 +1465,16 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
                 sc->imgs[sc->n++] = sc->prev->images[j];
                 return 0;
             }
-    /* .eh_frame_hdr: version, eh_frame_ptr encoding, fde_count encoding, table encoding,
-     * then the encoded pointer to .eh_frame. Bounded by the readable PT_LOAD holding it. */
-    uintptr_t hdr = info->dlpi_addr + eh->p_vaddr;
-    uintptr_t hdr_end = 0, ef_seg_end = 0;
-    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr, z = a + ph->p_filesz;
-        if (hdr >= a && hdr < z) hdr_end = z;
-    }
-    if (hdr_end == 0 || hdr_end - hdr < 4) return 0;
-    const uint8_t *h = (const uint8_t *)hdr;
-    if (h[0] != 1) return 0;
-    struct cur c = {h + 4, (const uint8_t *)hdr_end, false};
-    bool unsup = false;
-    uint64_t ef = rd_encoded(&c, h[1], h, hdr, info->dlpi_addr, false, &unsup);
-    if (c.bad || unsup || ef == 0) return 0;
-    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr, z = a + ph->p_filesz;
-        if (ef >= a && ef < z) ef_seg_end = z;
-    }
-    if (ef_seg_end == 0) return 0;
-    if (!osp_prof__cfi_build((const uint8_t *)(uintptr_t)ef, ef_seg_end - (uintptr_t)ef,
-                             (uintptr_t)ef, info->dlpi_addr, &img.table, NULL))
-        return 0;
+    struct osp_cfi_section ehs = {NULL, 0, 0, 0, false}, dbs = {NULL, 0, 0, 0, true};
+    if (eh != NULL) eh_frame_of(info, eh, &ehs);
+    size_t dbg_map = 0;
+    uint8_t *dbg = read_debug_frame(info, &dbs.len, &dbg_map);
+    dbs.bytes = dbg;
+    dbs.bias = info->dlpi_addr;
+    bool built = (ehs.bytes != NULL || dbg != NULL) &&
+                 osp_prof__cfi_build_sections(&ehs, &dbs, OSP_CFI_ARCH_NATIVE, &img.table, NULL);
+    if (dbg != NULL) munmap(dbg, dbg_map);
+    if (!built) return 0;
     clip_to_segments(&img);
     img.lo = img.table.lo;
     img.hi = img.table.hi;
@@ -1053,7 +1494,15 @@ static int count_one(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 bool osp_prof__cfi_refresh(void) {
-    free_pending(atomic_load_explicit(&g_set, memory_order_acquire));
+    /* Once per process, before anything is published: a kernel without the command (or a
+     * sandbox refusing it) leaves every walk on the shared counter. */
+    static bool tried;
+    if (!tried) {
+        tried = true;
+        if (membarrier_register())
+            atomic_store_explicit(&osp_prof__cfi_pub.membarrier, true, memory_order_relaxed);
+    }
+    free_pending(atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_acquire));
     /* With the queue of replaced sets full (walks kept running, e.g. threads preempted
      * inside one on a loaded machine), nothing new is published until it drains: new
      * images are walked by frame pointers meanwhile, and the next tick tries again. The
@@ -1062,7 +1511,7 @@ bool osp_prof__cfi_refresh(void) {
     unsigned long long v[2] = {0, 0};
     dl_iterate_phdr(count_one, v);
     if (g_scanned && v[0] != ~0ull && v[0] == g_seen_adds && v[1] == g_seen_subs) return false;
-    struct osp_cfi_set *prev = atomic_load_explicit(&g_set, memory_order_acquire);
+    struct osp_cfi_set *prev = atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_acquire);
     struct scan sc = {.prev = prev};
     dl_iterate_phdr(scan_one, &sc);
     if (sc.oom) {
@@ -1083,13 +1532,14 @@ bool osp_prof__cfi_refresh(void) {
     g_scanned = true;
     g_seen_adds = v[0];
     g_seen_subs = v[1];
-    atomic_store_explicit(&g_set, set, memory_order_seq_cst);
+    atomic_store_explicit(&osp_prof__cfi_pub.set, set, memory_order_seq_cst);
     retire(prev, set);
     return true;
 }
 
 void osp_prof__cfi_reset(void) {
-    struct osp_cfi_set *prev = atomic_exchange_explicit(&g_set, NULL, memory_order_seq_cst);
+    struct osp_cfi_set *prev =
+        atomic_exchange_explicit(&osp_prof__cfi_pub.set, NULL, memory_order_seq_cst);
     retire(prev, NULL);
     /* Walks are microseconds long: wait up to about a second for the last ones; a set a
      * stopped thread still reads stays pending (freed by a later refresh or reset). */

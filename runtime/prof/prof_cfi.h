@@ -6,11 +6,14 @@
  * Two sides, never mixed:
  *  - building (prof_cfi.c): outside signal context only (session start, the sampler
  *    thread). Parses `.eh_frame` of every loaded image found through dl_iterate_phdr
- *    (PT_GNU_EH_FRAME, read from the loaded image's memory), runs the CIE/FDE programs and
- *    keeps, per image, a sorted array of address ranges with the rules the walker needs:
- *    how to find the CFA (rsp/rbp + offset, or one of the two standard PLT expressions),
- *    where the return address and the caller's rbp are saved. Memory comes from mmap, so
- *    building never enters the program's allocator.
+ *    (PT_GNU_EH_FRAME, read from the loaded image's memory) and, where the image's file
+ *    has one, its `.debug_frame` for the ranges `.eh_frame` does not cover; runs the
+ *    CIE/FDE programs and keeps, per image, a sorted array of address ranges with the
+ *    rules the walker needs: how to find the CFA (sp/fp + offset, or one of the two
+ *    standard x86-64 PLT expressions), where the return address and the caller's frame
+ *    pointer are saved; and a bitmap saying where the frame chain alone is right (the
+ *    walk's fast path). Memory comes from mmap, so building never enters the program's
+ *    allocator.
  *  - reading (prof_unwind.c): the walk, called from the SIGPROF handler, from blocking
  *    hooks and from the sampler. Async-signal-safe: no allocation, no locks, reads stack
  *    memory only inside [lo, hi) and code bytes only inside an image's executable segment.
@@ -20,6 +23,7 @@
 #ifndef OSP_PROF_CFI_H
 #define OSP_PROF_CFI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,45 +54,106 @@ enum osp_cfi_fp_rule {
 struct osp_cfi_row {
     uint32_t pc_off; /* start, as an offset from the table's lo */
     int32_t cfa_off; /* bytes added to the CFA base register */
-    int16_t ra_off;  /* the return address is saved at CFA + ra_off */
-    int16_t fp_off;  /* with OSP_CFI_FP_OFFSET: rbp is saved at CFA + fp_off */
+    int16_t ra_off;  /* the return address is saved at CFA + ra_off; 0: it is still in the
+                      * link register (arm64 x30, only meaningful for an interrupted frame) */
+    int16_t fp_off;  /* with OSP_CFI_FP_OFFSET: the frame pointer is saved at CFA + fp_off */
     uint8_t kind;    /* enum osp_cfi_kind */
     uint8_t cfa_reg; /* enum osp_cfi_reg */
     uint8_t fp_rule; /* enum osp_cfi_fp_rule */
     uint8_t plt_min; /* with OSP_CFI_PLT: 10 or 11 (the two standard layouts) */
 };
 
+/* The architectures whose DWARF register numbers the builder knows (chosen at run time so
+ * the decoder is tested on every host): x86-64 (rsp 7, rbp 6, return address column 16)
+ * and AArch64 (sp 31, x29 29, return address column 30 = x30, the link register). */
+enum osp_cfi_arch { OSP_CFI_ARCH_X86_64 = 0, OSP_CFI_ARCH_AARCH64 = 1 };
+#if defined(__aarch64__)
+#define OSP_CFI_ARCH_NATIVE OSP_CFI_ARCH_AARCH64
+#else
+#define OSP_CFI_ARCH_NATIVE OSP_CFI_ARCH_X86_64
+#endif
+
+/* The fast-path bitmap (fpmap): 2 bits per OSP_CFI_FP_CHUNK-byte chunk of [lo, hi), 32
+ * chunks per word, chunk c at bits 2 * (c % 32) of word c / 32.
+ *   OSP_CFI_FPMAP_RET  a return address (looked up at ret - 1) in this chunk lies in a
+ *                      function whose call sites all keep the frame chain (its CFI is the
+ *                      frame-pointer rule wherever it can call), or in code without CFI:
+ *                      the frame chain is the right step, no row lookup needed;
+ *   OSP_CFI_FPMAP_PC   every row overlapping the chunk is exactly the frame-pointer rule
+ *                      (CFA = fp + 16, RA at CFA - 8, fp at CFA - 16) or has no CFI: the
+ *                      same for an interrupted pc. */
+#define OSP_CFI_FP_CHUNK_SHIFT 4
+#define OSP_CFI_FP_CHUNK       ((uintptr_t)1 << OSP_CFI_FP_CHUNK_SHIFT)
+#define OSP_CFI_FPMAP_RET      1u
+#define OSP_CFI_FPMAP_PC       2u
+/* Tables spanning more code than this have no fpmap (every frame takes a row lookup). */
+#define OSP_CFI_FPMAP_MAX_SPAN ((uintptr_t)256 << 20)
+
 /* Rows of one image: covers [lo, hi); rows[0].pc_off == 0, the last row is a GAP marker
  * at hi - lo. `starts` are the FDEs' start addresses (function entries) as offsets from
- * lo, ascending and distinct. Rows and starts live in one mmap'd block of map_bytes bytes
- * owned by the table. */
+ * lo, ascending and distinct. `fpmap` has fpmap_words words (see OSP_CFI_FPMAP_RET); NULL
+ * (0 words) when the table spans more than OSP_CFI_FPMAP_MAX_SPAN.
+ * Rows, starts and fpmap live in one mmap'd block of map_bytes bytes owned by the table. */
 struct osp_cfi_table {
     uintptr_t lo, hi;
     struct osp_cfi_row *rows;
     size_t nrows;
     const uint32_t *starts;
     size_t nstarts;
+    uint64_t *fpmap;
+    size_t fpmap_words;
+    /* The longest run of chunks whose OSP_CFI_FPMAP_RET bit is set, [ret_run_lo,
+     * ret_run_hi) (absolute; empty when lo == hi): the walk tests a return address
+     * against it before reading the map. */
+    uintptr_t ret_run_lo, ret_run_hi;
     size_t map_bytes;
 };
 
 /* Counters of one build, for tests and the fuzzer (nothing is reported to users). */
 struct osp_cfi_build_stats {
     size_t cies, fdes;
-    size_t fdes_skipped; /* unparseable or unsupported encodings: their range has no row */
-    size_t rows_none;    /* rows whose rules the table cannot express */
+    size_t fdes_skipped;      /* unparseable or unsupported encodings: their range has no row */
+    size_t rows_none;         /* rows whose rules the table cannot express */
+    size_t debug_fdes;        /* FDEs of .debug_frame used (ranges .eh_frame does not cover) */
+    size_t debug_fdes_shadow; /* FDEs of .debug_frame left out: .eh_frame covers their range */
+    size_t fdes_fp;           /* FDEs whose call sites keep the frame chain (fast path) */
+};
+
+/* One CFI section to build from. `addr` is the run-time address of bytes[0] (pc-relative
+ * encodings are relative to it; unused for .debug_frame, whose addresses are absolute),
+ * `bias` is added to absolute addresses (the image's load bias). `debug_frame`: the
+ * section is `.debug_frame` (CIE id 0xffffffff / 0xffffffffffffffff in 32/64-bit DWARF,
+ * CIE pointers are section offsets, CIE versions 1, 3 and 4, addresses of the target's
+ * size) rather than `.eh_frame` (CIE id 0, CIE pointers relative, augmentation-encoded
+ * addresses). */
+struct osp_cfi_section {
+    const uint8_t *bytes;
+    size_t len;
+    uintptr_t addr, bias;
+    bool debug_frame;
 };
 
 /*
- * Build a table from `len` bytes of `.eh_frame` at `bytes`. `addr` is the run-time
- * address of bytes[0] (pc-relative encodings are relative to it), `bias` is added to
- * absolute (DW_EH_PE_absptr) addresses. Reads only bytes[0, len); any length, encoding,
- * offset or program that runs outside that range or that the table cannot express
- * skips the FDE or marks its range OSP_CFI_NONE: it never reads out of bounds, never
- * loops forever, and never allocates with malloc (mmap only). The walk of `.eh_frame`
- * stops at a zero terminator or at `len`. On success returns true and fills `*out`
- * (release it with osp_prof__cfi_table_free); false when nothing usable was found or
- * memory ran out (`*out` is then empty and needs no release). `stats` may be NULL.
- * Not async-signal-safe. docs/spec/profiler.md §(l.1).
+ * Build one image's table from its `.eh_frame` (`eh`, may be NULL) and `.debug_frame`
+ * (`dbg`, may be NULL) for architecture `arch`. An FDE of `dbg` is used only where no FDE
+ * of `eh` overlaps its range (§(l.1): `.debug_frame` where `.eh_frame` has nothing).
+ * Reads only inside each section; any length, encoding, offset or program that runs
+ * outside it or that the table cannot express skips the FDE or marks its range
+ * OSP_CFI_NONE: it never reads out of bounds, never loops forever, and never allocates
+ * with malloc (mmap only). The walk of a section stops at a zero terminator or at its
+ * end. On success returns true and fills `*out` (release it with
+ * osp_prof__cfi_table_free); false when nothing usable was found or memory ran out
+ * (`*out` is then empty and needs no release). `stats` may be NULL. Not
+ * async-signal-safe. docs/spec/profiler.md §(l.1).
+ */
+OSP_PROF_HIDDEN bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
+                                                  const struct osp_cfi_section *dbg,
+                                                  enum osp_cfi_arch arch, struct osp_cfi_table *out,
+                                                  struct osp_cfi_build_stats *stats);
+
+/*
+ * osp_prof__cfi_build_sections for one `.eh_frame` of `len` bytes at `bytes` (run-time
+ * address `addr`, bias `bias`) of the host's architecture. Same rules and results.
  */
 OSP_PROF_HIDDEN bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr,
                                          uintptr_t bias, struct osp_cfi_table *out,
@@ -125,19 +190,26 @@ struct osp_cfi_image {
 
 /*
  * An immutable snapshot published to the walker: images sorted by lo, not overlapping.
- * `cache` remembers recent lookups (address -> image and row, packed in one word, see
- * prof_unwind.c), so a frame costs no table search after the first time its address is
- * seen; slots are written with relaxed atomic stores by any walker (a lost race only costs
- * a search). 0 = empty; the set is mapped zero-filled.
+ * `cache` remembers recent row lookups of the walk's slow path (address -> image and
+ * row, packed in one word, see prof_unwind.c), so a frame that is not on the fast path
+ * costs no table search after the first time its address is seen; slots are written
+ * with relaxed atomic stores by any walker (a lost race only costs a search). 0 = empty;
+ * the set is mapped zero-filled.
  */
+/* What the walk's fast path needs of one image, packed (the set's `fast`, in the order of
+ * `images`): the table's range, its fast-path map and longest safe run. */
+struct osp_cfi_fast {
+    uintptr_t lo, hi;
+    uintptr_t run_lo, run_hi;
+    const uint64_t *fpmap;
+};
+
 struct osp_cfi_set {
     size_t nimages;
-    size_t map_bytes; /* of this block (the images' tables are mapped separately) */
-    _Atomic uint64_t cache[OSP_CFI_CACHE_SIZE];
-    /* Lookup addresses whose rule is exactly the frame-pointer step (CFA = rbp + 16, RA at
-     * CFA - 8, rbp at CFA - 16): the walk's inline fast path. 0 = empty. */
-    _Atomic uintptr_t fp_cache[OSP_CFI_CACHE_SIZE];
-    struct osp_cfi_image images[];
+    size_t map_bytes;             /* of this block (the tables are mapped separately) */
+    struct osp_cfi_image *images; /* nimages, in this block after `fast` */
+    _Atomic uint64_t *cache;      /* OSP_CFI_CACHE_SIZE slots, in this block after `images` */
+    struct osp_cfi_fast fast[];   /* nimages: the header's cache line and the next */
 };
 
 /* The image whose table covers `pc`, or NULL. Async-signal-safe. */
@@ -169,9 +241,65 @@ OSP_PROF_HIDDEN bool osp_prof__cfi_refresh(void);
 OSP_PROF_HIDDEN void osp_prof__cfi_reset(void);
 
 /* Enter a walk: the published set (NULL when none), kept alive until the matching
- * osp_prof__cfi_release. Async-signal-safe (two atomic operations), may nest. */
+ * osp_prof__cfi_release. Any thread; async-signal-safe (two atomic read-modify-writes on
+ * one shared counter), may nest. */
 OSP_PROF_HIDDEN const struct osp_cfi_set *osp_prof__cfi_acquire(void);
 OSP_PROF_HIDDEN void osp_prof__cfi_release(void);
+
+/* Walker identities for osp_prof__cfi_enter: one per registered thread slot. */
+#define OSP_CFI_WALKERS 1024 /* == OSP_PROF_NSLOTS, checked in prof_handler.c */
+
+/* The published set and whether membarrier(2) is registered (prof_cfi.c): one cache
+ * line, read by every walk. Internal to osp_prof__cfi_enter/leave and prof_cfi.c. */
+struct osp_cfi_pub {
+    _Atomic(struct osp_cfi_set *) set;
+    _Atomic bool membarrier;
+};
+OSP_PROF_HIDDEN extern struct osp_cfi_pub osp_prof__cfi_pub;
+/* Walks in progress per walker id, one cache line each (no two threads write a line). */
+struct osp_cfi_walker {
+    _Atomic unsigned long depth;
+    char pad[64 - sizeof(unsigned long)];
+};
+OSP_PROF_HIDDEN extern struct osp_cfi_walker osp_prof__cfi_walkers[OSP_CFI_WALKERS];
+
+/*
+ * The sampling handler's way in (docs/profiler-runtime.md "The unwinder"): as
+ * osp_prof__cfi_acquire, for a walker id `walker` < OSP_CFI_WALKERS that only the calling
+ * thread uses (its registry slot index; a signal handler interrupting a walk of the same
+ * thread with the same id is fine). Costs one acquire load of the published set and a
+ * plain store to the walker's own cache line, no read-modify-write and no shared line
+ * written: the refresh side pairs it with membarrier(2) (see prof_cfi.c). Where the
+ * kernel has no MEMBARRIER_CMD_PRIVATE_EXPEDITED the walker fences itself (still no
+ * shared line). Inline, async-signal-safe; leave with osp_prof__cfi_leave(walker). An id
+ * out of range falls back to osp_prof__cfi_acquire/release.
+ *
+ * The increment is a load and a store, not a read-modify-write: the word is this
+ * thread's, and a signal handler that interrupts between the two leaves it as it found
+ * it.
+ */
+static inline const struct osp_cfi_set *osp_prof__cfi_enter(size_t walker) {
+    if (walker >= OSP_CFI_WALKERS) return osp_prof__cfi_acquire();
+    _Atomic unsigned long *d = &osp_prof__cfi_walkers[walker].depth;
+    atomic_store_explicit(d, atomic_load_explicit(d, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (atomic_load_explicit(&osp_prof__cfi_pub.membarrier, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst); /* the compiler keeps the order */
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_acquire);
+}
+
+static inline void osp_prof__cfi_leave(size_t walker) {
+    if (walker >= OSP_CFI_WALKERS) {
+        osp_prof__cfi_release();
+        return;
+    }
+    _Atomic unsigned long *d = &osp_prof__cfi_walkers[walker].depth;
+    /* release: the walk's reads of the set happen before the refresh side sees 0 */
+    atomic_store_explicit(d, atomic_load_explicit(d, memory_order_relaxed) - 1,
+                          memory_order_release);
+}
 
 /* ---- the hybrid walk (prof_unwind.c) --------------------------------------------------- */
 

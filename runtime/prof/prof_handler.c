@@ -19,6 +19,8 @@
 #include "prof_cfi.h"
 #include "prof_session.h"
 
+_Static_assert(OSP_CFI_WALKERS == OSP_PROF_NSLOTS, "one CFI walker id per registry slot");
+
 /* A SIGPROF that is not ours goes to the action the session replaced. One whose action
  * was the default (a program's setitimer(ITIMER_PROF) without a handler) ends the process
  * as it would unprofiled: default action restored, signal unblocked and re-raised
@@ -68,10 +70,12 @@ static struct osp_prof_ring_entry *ring_walk(struct osp_prof_slot *s, void *ucv,
     struct osp_unwind_regs ur = {
         .pc = regs.pc, .sp = regs.sp, .fp = regs.fp, .lr = regs.lr, .fp_known = true};
     struct osp_unwind_info info;
-    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
+    /* The slot's index is the walker id: one acquire load, no shared cache line written. */
+    size_t walker = (size_t)(s - osp_prof__session.slots);
+    const struct osp_cfi_set *set = osp_prof__cfi_enter(walker);
     e->n = (uint32_t)osp_prof__hybrid_walk(set, &ur, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES,
                                            &truncated, &info);
-    osp_prof__cfi_release();
+    osp_prof__cfi_leave(walker);
     e->truncated = truncated;
     e->unwind_end = info.end;
     /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)

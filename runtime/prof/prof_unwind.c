@@ -184,15 +184,22 @@ NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, ui
     return false;
 }
 
-/* Whether the instruction ending at `ret` (inside an executable segment of `img`) is a
- * call that can have entered the function whose entry is `entry` (0: unknown): a direct
- * call (e8 rel32) to that entry, or to a PLT stub or code without CFI (resolved elsewhere),
- * or an indirect call (ff /2 with a register, disp8, SIB or disp32 operand). A direct call
- * to another function cannot have: a frame record whose return address follows one is a
- * stale record of an earlier call, not this function's. Code bytes are read only inside
- * the image's executable segment. */
-NO_SAN static bool call_into(const struct osp_cfi_set *set, const struct osp_cfi_image *img,
-                             uintptr_t ret, uintptr_t entry) {
+/* How well the instruction ending at `ret` (inside an executable segment of `img`) shows
+ * a call that can have entered the function whose entry is `entry` (0: unknown):
+ *   CALL_DIRECT    a direct call (e8 rel32) to that entry, possibly through up to two
+ *                  jump trampolines (`jmp rel32` after an optional endbr64, as sanitizer
+ *                  interceptors and some thunks are);
+ *   CALL_RESOLVED  a direct call to a PLT stub or to code without CFI (resolved elsewhere),
+ *                  or any direct call when the entry is unknown;
+ *   CALL_INDIRECT  an indirect call (ff /2 with a register, disp8, SIB or disp32 operand):
+ *                  any function;
+ *   CALL_NONE      not a call, or a direct call to another function: a frame record whose
+ *                  return address follows one is a stale record of an earlier call.
+ * Code bytes are read only inside the image's executable segment. */
+enum { CALL_NONE = 0, CALL_INDIRECT, CALL_RESOLVED, CALL_DIRECT };
+
+NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_image *img,
+                            uintptr_t ret, uintptr_t entry) {
     for (size_t j = 0; j < img->nsegs; j++) {
         uintptr_t lo = img->segs[j][0], hi = img->segs[j][1];
         if (ret < lo + 7 || ret > hi) continue;
@@ -201,23 +208,23 @@ NO_SAN static bool call_into(const struct osp_cfi_set *set, const struct osp_cfi
             int32_t rel = (int32_t)((uint32_t)p[-4] | (uint32_t)p[-3] << 8 | (uint32_t)p[-2] << 16 |
                                     (uint32_t)p[-1] << 24);
             uintptr_t target = ret + (uintptr_t)(intptr_t)rel;
-            /* Follow up to two jump trampolines (`jmp rel32`, after an optional endbr64),
-             * as sanitizer interceptors and some thunks are. */
             for (int hop = 0; hop < 3; hop++) {
-                if (entry == 0 || target == entry) return true;
+                if (entry == 0) return CALL_RESOLVED;
+                if (target == entry) return CALL_DIRECT;
                 const struct osp_cfi_image *ti = osp_prof__cfi_find(set, target);
                 const struct osp_cfi_row *tr = ti ? osp_prof__cfi_lookup(&ti->table, target) : NULL;
-                if (tr == NULL || tr->kind == OSP_CFI_PLT || tr->kind == OSP_CFI_GAP) return true;
-                if (!jump_target(ti, target, &target)) return false;
+                if (tr == NULL || tr->kind == OSP_CFI_PLT || tr->kind == OSP_CFI_GAP)
+                    return CALL_RESOLVED;
+                if (!jump_target(ti, target, &target)) return CALL_NONE;
             }
-            return false;
+            return CALL_NONE;
         }
         static const int lens[] = {2, 3, 4, 6, 7};
         for (size_t k = 0; k < sizeof lens / sizeof *lens; k++)
-            if (p[-lens[k]] == 0xff && (p[-lens[k] + 1] & 0x38) == 0x10) return true;
-        return false;
+            if (p[-lens[k]] == 0xff && (p[-lens[k] + 1] & 0x38) == 0x10) return CALL_INDIRECT;
+        return CALL_NONE;
     }
-    return false;
+    return CALL_NONE;
 }
 
 /*
@@ -225,10 +232,12 @@ NO_SAN static bool call_into(const struct osp_cfi_set *set, const struct osp_cfi
  * reports sp and pc of a blocked thread, not rbp). Every frame below it left rbp alone
  * (a frame that changes rbp saves it, and its CFI says where, which would have made rbp
  * known), so rbp is still this function's frame record, which lies above sp. The first
- * word pair {next, ret} above sp where ret is a return address after a call instruction
- * in a known image, and next is 0 or a frame record above it, is taken; nothing else on
- * the way is recorded, so a wrong guess can at worst end the walk early or (when a local
- * variable looks exactly like a frame record) skip that function's own caller.
+ * word pair {next, ret} above sp where ret is a return address after a direct call that
+ * can have entered this function (or, failing any within FP_SEARCH_BYTES, after an
+ * indirect call) in a known image, next is 0 or a frame record above it, and the walk
+ * from it reaches the thread's root, is taken; nothing else on the way is recorded, so a
+ * wrong guess can at worst end the walk early or (when a local variable looks exactly
+ * like a frame record) skip that function's own caller.
  */
 NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, uintptr_t lo,
                                uintptr_t hi, uint8_t *end, struct osp_unwind_info *info,
@@ -242,11 +251,21 @@ NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q,
     if (fimg == NULL || !osp_prof__cfi_function_entry(&fimg->table, q, &entry)) entry = 0;
     uintptr_t a = (sp + 7) & ~(uintptr_t)7;
     uintptr_t stop = hi - a > FP_SEARCH_BYTES ? a + FP_SEARCH_BYTES : hi;
-    for (; a + 16 <= stop; a += 8) {
+    /* The lowest candidate after a direct call (to this function, a PLT stub or code
+     * without CFI) wins; failing that, the lowest after an indirect call. A stale record
+     * left in a function's uninitialised locals by an earlier call (a copy of a thread
+     * start's indirect call, say) can look like a frame record that reaches the root;
+     * one that follows a direct call into this very function is far rarer. */
+    int best = CALL_NONE;
+    uintptr_t best_at = 0;
+    for (; a + 16 <= stop && best < CALL_RESOLVED; a += 8) {
         uintptr_t next, ret;
         if (!stack_word(a + 8, lo, hi, &ret) || !code_address(ret)) continue;
         const struct osp_cfi_image *img = osp_prof__cfi_find(set, ret - 1);
-        if (img == NULL || !call_into(set, img, ret, entry)) continue;
+        if (img == NULL) continue;
+        int how = call_into(set, img, ret, entry);
+        if (how == CALL_DIRECT) how = CALL_RESOLVED; /* equally good evidence */
+        if (how <= best) continue;
         if (!stack_word(a, lo, hi, &next)) continue;
         if (next != 0 && (next <= a || (next & 7u) != 0 || next > hi - 16)) continue;
         /* Stale frame records of earlier, deeper calls lie in uninitialised locals: a
@@ -257,10 +276,12 @@ NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q,
         while (steps++ < OSP_PROF_MAX_FRAMES && hybrid_step(set, &t, lo, hi, &end, NULL, false)) {
         }
         if (end != OSP_UNWIND_ROOT) continue;
-        *fp_out = a;
-        return true;
+        best = how;
+        best_at = a;
     }
-    return false;
+    if (best == CALL_NONE) return false;
+    *fp_out = best_at;
+    return true;
 }
 
 /* One step to the caller. Returns true with `u` updated, or false with `*end` set.
@@ -306,12 +327,7 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
             }
             default: break;
             }
-            if (fp_row(r)) {
-                /* Remembered for the walk's inline fast path (osp_prof__hybrid_walk). */
-                atomic_store_explicit(&((struct osp_cfi_set *)set)->fp_cache[cache_slot(q)], q,
-                                      memory_order_relaxed);
-                goto fp_step;
-            }
+            if (fp_row(r)) goto fp_step;
             uintptr_t base;
             if (r->cfa_reg == OSP_CFI_REG_SP) {
                 base = u->sp;
@@ -389,6 +405,36 @@ fp_step:
     return true;
 }
 
+/* The image the walk's fast path last used: its table's range, fast-path map and longest
+ * run of return-address-safe code, kept in registers across frames (most frames of a
+ * stack lie in one or two images, and most of those in the run). */
+struct fast_img {
+    uintptr_t base, span; /* the map covers [base, base + span); span 0: none */
+    uintptr_t run_lo, run_len;
+    const uint64_t *map;
+};
+
+/* The fast-path bits (OSP_CFI_FPMAP_*) of lookup address q, switching `f` to q's image
+ * when q is outside the current one (a binary search over the set's few images). */
+static inline unsigned fast_bits(const struct osp_cfi_set *set, struct fast_img *f, uintptr_t q) {
+    if (q - f->base >= f->span) {
+        const struct osp_cfi_image *img = osp_prof__cfi_find(set, q);
+        if (img == NULL) {
+            f->span = f->run_len = 0;
+            return 0;
+        }
+        const struct osp_cfi_fast *x = &set->fast[img - set->images];
+        f->base = x->lo & ~(OSP_CFI_FP_CHUNK - 1);
+        f->span = x->hi - f->base;
+        f->map = x->fpmap;
+        f->run_lo = x->run_lo;
+        f->run_len = x->run_hi - x->run_lo;
+    }
+    if (f->map == NULL) return 0; /* a table without a map: every frame looked up */
+    size_t c = (size_t)((q - f->base) >> OSP_CFI_FP_CHUNK_SHIFT);
+    return (unsigned)(f->map[c / 32] >> (2 * (c % 32))) & 3u;
+}
+
 NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
                                     uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
                                     bool *truncated, struct osp_unwind_info *info) {
@@ -402,32 +448,69 @@ NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct 
     out[n++] = r->pc_is_return ? r->pc - 1 : r->pc;
     struct ustate u = {r->pc, r->sp, r->fp, !r->pc_is_return, r->fp_known};
     uint8_t end = OSP_UNWIND_CHAIN_END;
+    struct fast_img f = {0, 0, 0, 0, NULL};
+    /* The fast path's bound: a frame record [fp, fp + 16) must lie inside [lo, hi). */
+    bool fast = set != NULL && hi >= lo && hi - lo >= 16;
+    uintptr_t hi16 = hi - 16;
     for (;;) {
-        /* Fast path: a frame whose CFI is known to be the frame-pointer rule (one load and
-         * a compare) takes the chain step inline, as osp_prof__fp_walk does. */
-        if (set != NULL && u.fp_known) {
-            uintptr_t q = u.precise ? u.pc : u.pc - 1;
-            if (atomic_load_explicit(&set->fp_cache[cache_slot(q)], memory_order_relaxed) == q) {
-                if (!frame_ok(u.fp, lo, hi) || u.fp + 16 <= u.sp ||
-                    u.fp - u.sp > OSP_PROF_MAX_FRAME_BYTES) {
-                    end = OSP_UNWIND_CHAIN_END;
+        /* Fast path (§(l.1) "frame pointers stay the fast path"): while the fpmap says the
+         * frame chain is the frame's right step — a return address into a function whose
+         * call sites keep the chain, or an interrupted pc in a frame-pointer row — and the
+         * chain is plausible (the checks of osp_prof__fp_walk: an aligned record inside the
+         * stack, above sp, at most OSP_PROF_MAX_FRAME_BYTES up, a code address), step by
+         * the chain with no row lookup, in registers. Anything else (a chain that looks
+         * broken here included) takes hybrid_step, which decides from the frame's row. */
+        if (fast && u.fp_known) {
+            uintptr_t pc = u.pc, sp = u.sp, fp = u.fp;
+            unsigned need = u.precise ? OSP_CFI_FPMAP_PC : OSP_CFI_FPMAP_RET;
+            uintptr_t q = u.precise ? pc : pc - 1;
+            bool moved = false;
+            bool chain_end = false;
+            for (;;) {
+                /* Inside the image's run of safe code a return address needs no map read. */
+                if (!(need == OSP_CFI_FPMAP_RET && q - f.run_lo < f.run_len) &&
+                    !(fast_bits(set, &f, q) & need))
+                    break;
+                uintptr_t next = 0, ret = 0;
+                bool ok = (fp & 7u) == 0 && fp - lo <= hi16 - lo &&
+                          fp + 15 - sp < OSP_PROF_MAX_FRAME_BYTES + 16; /* sp < fp + 16 */
+                if (ok) {
+                    next = *(const uintptr_t *)fp;
+                    ret = *(const uintptr_t *)(fp + 8);
+                    ok = code_address(ret);
+                }
+                if (!ok) {
+                    /* The map says this frame's step is the frame chain (its row is the
+                     * frame-pointer rule, or a return address cannot lie in the rows
+                     * that are not), so hybrid_step would end the walk here too. */
+                    chain_end = true;
                     break;
                 }
-                uintptr_t next = *(const uintptr_t *)u.fp;
-                uintptr_t ret = *(const uintptr_t *)(u.fp + 8);
-                if (!code_address(ret)) {
-                    end = OSP_UNWIND_CHAIN_END;
-                    break;
+                sp = fp + 16;
+                pc = ret;
+                fp = next;
+                if (n >= cap) {
+                    *truncated = true;
+                    if (info) info->end = OSP_UNWIND_CAP;
+                    return n;
                 }
-                u.sp = u.fp + 16;
-                u.pc = ret;
-                u.fp = next;
+                out[n++] = pc;
+                moved = true;
+                need = OSP_CFI_FPMAP_RET;
+                q = pc - 1;
+            }
+            if (chain_end) {
+                end = OSP_UNWIND_CHAIN_END;
+                break;
+            }
+            if (moved) {
+                u.pc = pc;
+                u.sp = sp;
+                u.fp = fp;
                 u.precise = false;
-                goto record;
             }
         }
         if (!hybrid_step(set, &u, lo, hi, &end, info, true)) break;
-    record:
         if (n >= cap) {
             *truncated = true;
             end = OSP_UNWIND_CAP;

@@ -3,7 +3,7 @@
  * docs/spec/profiler.md §(l.1)): its time is in libc (qsort's merge sort and strcmp, which
  * keep no frame pointers, and snprintf), partly inside a signal handler, and it carries the
  * profiler runtime, so it can be profiled (OSPREY_PROFILE) and gdb can ask the runtime's
- * own walker for the stack at a breakpoint (SIGUSR2, see on_walk_signal).
+ * own walker for the stack at a breakpoint (osp_test_gdb_walk).
  * Usage: gdb_target [seconds]   (default 1.5)
  */
 #define _GNU_SOURCE
@@ -14,41 +14,51 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <ucontext.h>
 
 #include "prof_cfi.h"
-#include "prof_session.h"
 
-/* ---- the walk gdb asks for at a breakpoint (gdb_validate.py) ---------------------------- */
+/* ---- called by gdb at a breakpoint (gdb_validate.py) ------------------------------------ */
 
 uintptr_t osp_test_gdb_frames[OSP_PROF_MAX_FRAMES];
-int osp_test_gdb_nframes;
-uintptr_t osp_test_gdb_pc;   /* the interrupted pc the walk started from */
 static uintptr_t g_stack_hi; /* the main thread's stack top, taken at start */
 
-/* gdb stops here to read the result; its own breakpoint, so it is never inlined away. */
+/* Walk from the stopped thread's registers with the published tables, as the SIGPROF
+ * handler does; the frames go to osp_test_gdb_frames. Returns how many. gdb calls this
+ * on the stopped main thread: its dummy frame lies below sp, the stack above is untouched.
+ * Calls nothing in libc (gdb has breakpoints there). */
+__attribute__((used, noinline)) int osp_test_gdb_walk(uintptr_t pc, uintptr_t sp, uintptr_t fp) {
+    uintptr_t hi = g_stack_hi;
+    struct osp_unwind_regs r = {.pc = pc, .sp = sp, .fp = fp, .fp_known = true};
+    bool tr;
+    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
+    size_t n =
+        osp_prof__hybrid_walk(set, &r, sp, hi, osp_test_gdb_frames, OSP_PROF_MAX_FRAMES, &tr, NULL);
+    osp_prof__cfi_release();
+    return (int)n;
+}
+
+/* The same walk from a signal: gdb_validate.py resumes the stopped thread with SIGUSR2
+ * (no inferior call, which some kernels' extended register state does not allow gdb to
+ * make), the handler walks from the interrupted registers — the stop's — and stops at
+ * osp_test_gdb_walked, where gdb reads osp_test_gdb_frames[0, osp_test_gdb_nframes). */
+int osp_test_gdb_nframes;
+
 __attribute__((used, noinline)) void osp_test_gdb_walked(void) {
     __asm__ volatile("" ::: "memory");
 }
 
-/* SIGUSR2, queued by gdb at a breakpoint: walk from the interrupted registers with the
- * published tables, exactly as the SIGPROF handler does, then stop in osp_test_gdb_walked.
- * A signal rather than a function call made by gdb: calling into the inferior makes gdb
- * write the whole register state back, which gdb 13 cannot do on CPUs with AMX state
- * ("Couldn't write extended state status"). Calls nothing in libc. */
-static void on_walk_signal(int sig, siginfo_t *si, void *ucv) {
-    (void)sig;
-    (void)si;
-    struct osp_prof_regs regs;
-    osp_prof__ucontext_regs(ucv, &regs);
-    struct osp_unwind_regs r = {
-        .pc = regs.pc, .sp = regs.sp, .fp = regs.fp, .lr = regs.lr, .fp_known = true};
-    bool tr;
-    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
-    size_t n = osp_prof__hybrid_walk(set, &r, regs.sp, g_stack_hi, osp_test_gdb_frames,
-                                     OSP_PROF_MAX_FRAMES, &tr, NULL);
-    osp_prof__cfi_release();
-    osp_test_gdb_pc = regs.pc;
-    osp_test_gdb_nframes = (int)n;
+static void on_walk_request(int sig, siginfo_t *si, void *ucv) {
+    (void)sig, (void)si;
+    const ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+    osp_test_gdb_nframes = osp_test_gdb_walk((uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
+                                             (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+                                             (uintptr_t)uc->uc_mcontext.gregs[REG_RBP]);
+#else
+    (void)uc;
+    osp_test_gdb_nframes = 0;
+#endif
     osp_test_gdb_walked();
 }
 
@@ -109,15 +119,17 @@ int main(int argc, char **argv) {
     if (!osp_prof__active()) osp_prof__cfi_refresh();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_walk_signal;
-    sa.sa_flags = SA_SIGINFO;
-    sigfillset(&sa.sa_mask); /* no SIGALRM on top of the walk */
-    sigaction(SIGUSR2, &sa, NULL);
-    memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
+    struct sigaction wr;
+    memset(&wr, 0, sizeof wr);
+    wr.sa_sigaction = on_walk_request;
+    wr.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&wr.sa_mask);
+    sigaddset(&wr.sa_mask, SIGALRM);
+    sigaction(SIGUSR2, &wr, NULL);
     struct itimerval it = {{0, 20000}, {0, 20000}}; /* every 20 ms of real time */
     setitimer(ITIMER_REAL, &it, NULL);
     double end = now_s() + secs;

@@ -52,6 +52,7 @@ struct ebuf {
 };
 
 static void put(struct ebuf *e, const void *p, size_t n) {
+    if (n == 0) return;
     assert_true(e->n + n <= sizeof e->b);
     memcpy(e->b + e->n, p, n);
     e->n += n;
@@ -243,6 +244,281 @@ static void test_signal_cie(void **state) {
     struct osp_cfi_table t;
     assert_true(build(&e, &t));
     assert_int_equal(osp_prof__cfi_lookup(&t, 0x700001)->kind, OSP_CFI_SIGNAL);
+    osp_prof__cfi_table_free(&t);
+}
+
+/* The fast-path map (OSP_CFI_FPMAP_*): return addresses into a frame-pointer function and
+ * into code without CFI take the frame chain; into a frameless function that moves sp,
+ * not; interrupted pcs only in frame-pointer rows. */
+static unsigned fpmap_bits(const struct osp_cfi_table *t, uintptr_t pc) {
+    uintptr_t base = t->lo & ~(OSP_CFI_FP_CHUNK - 1);
+    size_t c = (size_t)((pc - base) >> OSP_CFI_FP_CHUNK_SHIFT);
+    assert_true(c / 32 < t->fpmap_words);
+    return (unsigned)(t->fpmap[c / 32] >> (2 * (c % 32))) & 3u;
+}
+
+static void test_fast_path_map(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    struct ebuf e = {.n = 0};
+    size_t c = cie(&e, "zR");
+    fde(&e, c, 0x401000, 0x30, fp_prog, sizeof fp_prog);   /* push; mov; body; epilogue */
+    static const uint8_t frameless[] = {0x44, 0x0e, 0x30}; /* advance 4, CFA = rsp + 48 */
+    fde(&e, c, 0x401100, 0x40, frameless, sizeof frameless);
+    fde(&e, c, 0x401200, 0x20, NULL, 0); /* a leaf: CFA = rsp + 8 throughout */
+    put4(&e, 0);
+    struct osp_cfi_table t;
+    struct osp_cfi_build_stats st;
+    assert_true(osp_prof__cfi_build(e.b, e.n, BASE, 0, &t, &st));
+    assert_int_equal(st.fdes_fp, 2); /* the frame-pointer function and the leaf */
+    /* Return addresses: anywhere in the frame-pointer function. */
+    assert_true(fpmap_bits(&t, 0x401000) & OSP_CFI_FPMAP_RET);
+    assert_true(fpmap_bits(&t, 0x401015) & OSP_CFI_FPMAP_RET);
+    assert_true(fpmap_bits(&t, 0x40102f) & OSP_CFI_FPMAP_RET);
+    /* Interrupted pcs: the chunk of the prologue and the one of the epilogue, not. */
+    assert_false(fpmap_bits(&t, 0x401001) & OSP_CFI_FPMAP_PC);
+    assert_true(fpmap_bits(&t, 0x401010) & OSP_CFI_FPMAP_PC);
+    assert_false(fpmap_bits(&t, 0x401024) & OSP_CFI_FPMAP_PC);
+    /* The gap between functions: no CFI, the frame chain as without tables. */
+    assert_int_equal(fpmap_bits(&t, 0x401080), OSP_CFI_FPMAP_RET | OSP_CFI_FPMAP_PC);
+    /* The frameless function: neither. */
+    assert_int_equal(fpmap_bits(&t, 0x401100), 0);
+    assert_int_equal(fpmap_bits(&t, 0x401130), 0);
+    /* The leaf: no call sites, so no return address can be in it; its pcs are not FP rows. */
+    assert_int_equal(fpmap_bits(&t, 0x401210), OSP_CFI_FPMAP_RET);
+    /* The longest safe run: from the first function through the gap, up to the frameless
+     * one. */
+    assert_int_equal(t.ret_run_lo, 0x401000);
+    assert_int_equal(t.ret_run_hi, 0x401100);
+    osp_prof__cfi_table_free(&t);
+}
+
+/* ---- hand-assembled .debug_frame (32- and 64-bit DWARF, CIE versions 1, 3, 4) -------- */
+
+static void put8(struct ebuf *e, uint64_t v) {
+    put(e, &v, 8);
+}
+
+/* A .debug_frame CIE: code align 1, data align -8, RA 16, CFA = rsp + 8, RA at CFA - 8.
+ * `is64`: the 64-bit DWARF format. Returns its offset. */
+static size_t dcie(struct ebuf *e, bool is64, int version, uint8_t addr_size) {
+    size_t at = e->n;
+    if (is64) {
+        put4(e, 0xffffffffu);
+        put8(e, 0); /* length, patched */
+        put8(e, UINT64_MAX);
+    } else {
+        put4(e, 0);
+        put4(e, 0xffffffffu);
+    }
+    put1(e, (uint8_t)version);
+    put1(e, 0); /* augmentation "" */
+    if (version == 4) {
+        put1(e, addr_size);
+        put1(e, 0); /* segment selector size */
+    }
+    put1(e, 1);
+    put1(e, 0x78);
+    put1(e, 16); /* RA column: a byte in version 1, ULEB128 after (the same byte here) */
+    static const uint8_t init[] = {0x0c, 0x07, 0x08, 0x90, 0x01};
+    put(e, init, sizeof init);
+    while ((e->n - at) % 4) put1(e, 0);
+    size_t len = e->n - at - (is64 ? 12 : 4);
+    if (is64) {
+        uint64_t l = len;
+        memcpy(e->b + at + 4, &l, 8);
+    } else {
+        patch4(e, at, (uint32_t)len);
+    }
+    return at;
+}
+
+/* A .debug_frame FDE for [pc, pc + len) (link-time addresses) under the CIE at `cie_at`. */
+static void dfde(struct ebuf *e, bool is64, size_t cie_at, uint64_t pc, uint64_t len,
+                 const uint8_t *ins, size_t nins) {
+    size_t at = e->n;
+    if (is64) {
+        put4(e, 0xffffffffu);
+        put8(e, 0);
+        put8(e, cie_at); /* the CIE's section offset */
+    } else {
+        put4(e, 0);
+        put4(e, (uint32_t)cie_at);
+    }
+    put8(e, pc);
+    put8(e, len);
+    put(e, ins, nins);
+    while ((e->n - at) % 4) put1(e, 0);
+    size_t l = e->n - at - (is64 ? 12 : 4);
+    if (is64) {
+        uint64_t v = l;
+        memcpy(e->b + at + 4, &v, 8);
+    } else {
+        patch4(e, at, (uint32_t)l);
+    }
+}
+
+static void test_debug_frame_formats(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    static const uint8_t frameless[] = {0x44, 0x0e, 0x30}; /* advance 4, CFA = rsp + 48 */
+    const uintptr_t bias = 0x7f0000000000;
+    for (int variant = 0; variant < 4; variant++) {
+        bool is64 = variant >= 2;
+        int version = variant == 0 ? 1 : variant == 1 ? 4 : variant == 2 ? 3 : 4;
+        struct ebuf d = {.n = 0};
+        size_t c = dcie(&d, is64, version, 8);
+        dfde(&d, is64, c, 0x1100, 0x40, frameless, sizeof frameless);
+        dfde(&d, is64, c, 0x1200, 0x30, fp_prog, sizeof fp_prog);
+        /* A version-4 CIE with 4-byte addresses (not this process's): refused. */
+        size_t c4 = dcie(&d, is64, 4, 4);
+        dfde(&d, is64, c4, 0x1300, 0x10, frameless, sizeof frameless);
+        struct osp_cfi_section dbg = {d.b, d.n, 0, bias, true};
+        struct osp_cfi_table t;
+        struct osp_cfi_build_stats st;
+        assert_true(osp_prof__cfi_build_sections(NULL, &dbg, OSP_CFI_ARCH_X86_64, &t, &st));
+        assert_int_equal(st.cies, 2);
+        assert_int_equal(st.debug_fdes, 2);
+        assert_int_equal(st.fdes_skipped, 1);
+        assert_int_equal(t.lo, bias + 0x1100);
+        assert_int_equal(t.hi, bias + 0x1230);
+        const struct osp_cfi_row *r = osp_prof__cfi_lookup(&t, bias + 0x1110);
+        assert_int_equal(r->kind, OSP_CFI_STEP);
+        assert_int_equal(r->cfa_reg, OSP_CFI_REG_SP);
+        assert_int_equal(r->cfa_off, 48);
+        r = osp_prof__cfi_lookup(&t, bias + 0x1210);
+        assert_int_equal(r->cfa_reg, OSP_CFI_REG_FP);
+        assert_int_equal(r->cfa_off, 16);
+        assert_int_equal(osp_prof__cfi_lookup(&t, bias + 0x1180)->kind, OSP_CFI_GAP);
+        osp_prof__cfi_table_free(&t);
+        /* Read as .eh_frame, the same bytes are not CIEs (their id is not 0). */
+        assert_false(osp_prof__cfi_build(d.b, d.n, BASE, bias, &t, &st));
+    }
+}
+
+/* .debug_frame only where .eh_frame has no FDE: an overlapping FDE is left out. */
+static void test_debug_frame_behind_eh_frame(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    struct ebuf e = {.n = 0};
+    size_t c = cie(&e, "zR");
+    fde(&e, c, 0x401000, 0x30, fp_prog, sizeof fp_prog);
+    put4(&e, 0);
+    static const uint8_t frameless[] = {0x44, 0x0e, 0x30};
+    struct ebuf d = {.n = 0};
+    size_t dc = dcie(&d, false, 1, 8);
+    dfde(&d, false, dc, 0x401010, 0x10, frameless, sizeof frameless); /* inside eh's FDE */
+    dfde(&d, false, dc, 0x401100, 0x40, frameless, sizeof frameless); /* nothing in eh */
+    struct osp_cfi_section eh = {e.b, e.n, BASE, 0, false}, dbg = {d.b, d.n, 0, 0, true};
+    struct osp_cfi_table t;
+    struct osp_cfi_build_stats st;
+    assert_true(osp_prof__cfi_build_sections(&eh, &dbg, OSP_CFI_ARCH_X86_64, &t, &st));
+    assert_int_equal(st.fdes, 3);
+    assert_int_equal(st.debug_fdes, 1);
+    assert_int_equal(st.debug_fdes_shadow, 1);
+    assert_int_equal(osp_prof__cfi_lookup(&t, 0x401018)->cfa_reg, OSP_CFI_REG_FP); /* eh's */
+    assert_int_equal(osp_prof__cfi_lookup(&t, 0x401120)->cfa_off, 48);             /* dbg's */
+    uintptr_t entry;
+    assert_true(osp_prof__cfi_function_entry(&t, 0x401120, &entry));
+    assert_int_equal(entry, 0x401100);
+    osp_prof__cfi_table_free(&t);
+}
+
+/* ---- AArch64 CFI (hand-assembled; decoded on any host) ---------------------------------- */
+
+/* An AArch64 .eh_frame CIE as GCC and clang emit it: "zR", code align 4, data align -8,
+ * RA column 30 (x30), CFA = sp + 0; x30 unspecified (the return address is in the link
+ * register). */
+static size_t cie_a64(struct ebuf *e) {
+    size_t at = e->n;
+    put4(e, 0);
+    put4(e, 0);
+    put1(e, 1);
+    put(e, "zR", 3);
+    put1(e, 4);    /* code align */
+    put1(e, 0x78); /* data align -8 */
+    put1(e, 30);   /* RA column */
+    put1(e, 1);
+    put1(e, 0x1b);
+    static const uint8_t init[] = {0x0c, 0x1f, 0x00}; /* def_cfa sp (31), 0 */
+    put(e, init, sizeof init);
+    while ((e->n - at) % 4) put1(e, 0);
+    patch4(e, at, (uint32_t)(e->n - at - 4));
+    return at;
+}
+
+static void test_aarch64_rules(void **state) {
+    (void)state;
+    struct ebuf e = {.n = 0};
+    size_t c = cie_a64(&e);
+    /* clang: stp x29, x30, [sp, #-16]!; mov x29, sp; ...; ldp; ret
+     *   advance 1 (4 bytes): def_cfa_offset 16; x29 at CFA - 16; x30 at CFA - 8
+     *   advance 1: def_cfa_register x29
+     *   advance 8: def_cfa sp + 0; restore x29, x30 */
+    static const uint8_t fp_a64[] = {0x41, 0x0e, 0x10, 0x9d, 0x02, 0x9e, 0x01, 0x41,
+                                     0x0d, 0x1d, 0x48, 0x0c, 0x1f, 0x00, 0xdd, 0xde};
+    fde(&e, c, 0x410000, 0x40, fp_a64, sizeof fp_a64);
+    /* A leaf: nothing saved, the return address stays in x30. */
+    fde(&e, c, 0x410100, 0x20, NULL, 0);
+    /* Signed return addresses (pointer authentication): negate_ra_state is accepted. */
+    static const uint8_t pac[] = {0x41, 0x2d, 0x41, 0x0e, 0x10, 0x9e, 0x01};
+    fde(&e, c, 0x410200, 0x20, pac, sizeof pac);
+    put4(&e, 0);
+    struct osp_cfi_section eh = {e.b, e.n, BASE, 0, false};
+    struct osp_cfi_table t;
+    struct osp_cfi_build_stats st;
+    assert_true(osp_prof__cfi_build_sections(&eh, NULL, OSP_CFI_ARCH_AARCH64, &t, &st));
+    assert_int_equal(st.fdes, 3);
+    assert_int_equal(st.fdes_skipped, 0);
+    const struct osp_cfi_row *r = osp_prof__cfi_lookup(&t, 0x410000); /* entry */
+    assert_int_equal(r->kind, OSP_CFI_STEP);
+    assert_int_equal(r->cfa_reg, OSP_CFI_REG_SP);
+    assert_int_equal(r->cfa_off, 0);
+    assert_int_equal(r->ra_off, 0); /* in the link register */
+    assert_int_equal(r->fp_rule, OSP_CFI_FP_SAME);
+    r = osp_prof__cfi_lookup(&t, 0x410004); /* after stp */
+    assert_int_equal(r->cfa_reg, OSP_CFI_REG_SP);
+    assert_int_equal(r->cfa_off, 16);
+    assert_int_equal(r->ra_off, -8);
+    assert_int_equal(r->fp_rule, OSP_CFI_FP_OFFSET);
+    assert_int_equal(r->fp_off, -16);
+    r = osp_prof__cfi_lookup(&t, 0x410008); /* after mov x29, sp: the frame record rule */
+    assert_int_equal(r->cfa_reg, OSP_CFI_REG_FP);
+    assert_int_equal(r->cfa_off, 16);
+    assert_int_equal(r->ra_off, -8);
+    assert_int_equal(r->fp_off, -16);
+    r = osp_prof__cfi_lookup(&t, 0x410028); /* epilogue: restored */
+    assert_int_equal(r->cfa_reg, OSP_CFI_REG_SP);
+    assert_int_equal(r->cfa_off, 0);
+    assert_int_equal(r->ra_off, 0);
+    assert_int_equal(r->fp_rule, OSP_CFI_FP_SAME);
+    r = osp_prof__cfi_lookup(&t, 0x410110); /* the leaf */
+    assert_int_equal(r->kind, OSP_CFI_STEP);
+    assert_int_equal(r->ra_off, 0);
+    r = osp_prof__cfi_lookup(&t, 0x410208); /* after the PAC prologue */
+    assert_int_equal(r->kind, OSP_CFI_STEP);
+    assert_int_equal(r->cfa_off, 16);
+    assert_int_equal(r->ra_off, -8);
+    assert_true(fpmap_bits(&t, 0x410010) & OSP_CFI_FPMAP_PC);
+    osp_prof__cfi_table_free(&t);
+    /* The same bytes for x86-64: RA column 30 is not x86-64's (16): every FDE refused. */
+    assert_false(osp_prof__cfi_build_sections(&eh, NULL, OSP_CFI_ARCH_X86_64, &t, &st));
+    assert_int_equal(st.fdes_skipped, 3);
+    /* And x86-64 CFI read as AArch64's: RA column 16 refused likewise. */
+    struct ebuf x = {.n = 0};
+    size_t xc = cie(&x, "zR");
+    fde(&x, xc, 0x401000, 0x30, fp_prog, sizeof fp_prog);
+    put4(&x, 0);
+    struct osp_cfi_section xe = {x.b, x.n, BASE, 0, false};
+    assert_false(osp_prof__cfi_build_sections(&xe, NULL, OSP_CFI_ARCH_AARCH64, &t, &st));
+    /* DW_CFA 0x2d on x86-64 is GNU_window_save (SPARC): cannot unwind from there. */
+    struct ebuf w = {.n = 0};
+    size_t wc = cie(&w, "zR");
+    static const uint8_t win[] = {0x41, 0x2d};
+    fde(&w, wc, 0x402000, 0x10, win, sizeof win);
+    put4(&w, 0);
+    assert_true(build(&w, &t));
+    assert_int_equal(osp_prof__cfi_lookup(&t, 0x402004)->kind, OSP_CFI_NONE);
     osp_prof__cfi_table_free(&t);
 }
 
@@ -537,6 +813,53 @@ static void test_real_frameless(void **state) {
     assert_int_equal(u.n, w.n);
     for (size_t i = 1; i < w.n; i++) assert_string_equal(name_of(u.pcs[i]), name_of(w.pcs[i]));
     assert_int_equal(u.info.end, OSP_UNWIND_ROOT);
+}
+
+/* A library whose only CFI is .debug_frame (debug_frame_lib.c, 32- and 64-bit DWARF):
+ * the refresh reads the section from the library's file, and the walk from a callback
+ * under two of its frameless functions finds both and their caller. */
+__attribute__((noinline)) void cfi_test_dbgframe_caller(int (*nested)(void (*)(void *), void *),
+                                                        struct walk_result *w) {
+    nested(cfi_test_leaf_capture, w);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void check_debug_frame_lib(const char *path) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    int (*nested)(void (*)(void *), void *) =
+        (int (*)(void (*)(void *), void *))dlsym(h, "osp_test_dbgframe_nested");
+    void *call = dlsym(h, "osp_test_dbgframe_call");
+    assert_non_null(nested);
+    assert_non_null(call);
+    assert_true(osp_prof__cfi_refresh());
+    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
+    const struct osp_cfi_image *img = osp_prof__cfi_find(set, (uintptr_t)call + 8);
+    assert_non_null(img); /* a table, from .debug_frame alone */
+    const struct osp_cfi_row *r = osp_prof__cfi_lookup(&img->table, (uintptr_t)call + 16);
+    assert_non_null(r);
+    assert_int_equal(r->kind, OSP_CFI_STEP);
+    assert_int_equal(r->cfa_reg, OSP_CFI_REG_SP);
+    assert_true(r->cfa_off >= 16); /* a frameless frame: CFA = rsp + its size */
+    osp_prof__cfi_release();
+    struct walk_result w = {.fp_unknown = false};
+    cfi_test_dbgframe_caller(nested, &w);
+    print_walk(path, &w);
+    assert_true(has_frame(w.pcs, w.n, "cfi_test_leaf_capture"));
+    assert_true(has_frame(w.pcs, w.n, "osp_test_dbgframe_call"));
+    assert_true(has_frame(w.pcs, w.n, "osp_test_dbgframe_nested"));
+    assert_true(has_frame(w.pcs, w.n, "cfi_test_dbgframe_caller"));
+    assert_true(has_frame(w.pcs, w.n, "main"));
+    assert_int_equal(w.info.end, OSP_UNWIND_ROOT);
+    dlclose(h);
+    osp_prof__cfi_refresh();
+}
+
+static void test_real_debug_frame(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    check_debug_frame_lib(DBGFRAME32_LIB);
+    check_debug_frame_lib(DBGFRAME64_LIB);
 }
 
 /* qsort's merge sort (libc, no frame pointers) calls back into frame-pointer code. */
@@ -877,10 +1200,15 @@ int main(void) {
         cmocka_unit_test(test_plt_and_expressions),
         cmocka_unit_test(test_signal_cie),
         cmocka_unit_test(test_truncated_and_corrupt),
+        cmocka_unit_test(test_fast_path_map),
+        cmocka_unit_test(test_debug_frame_formats),
+        cmocka_unit_test(test_debug_frame_behind_eh_frame),
+        cmocka_unit_test(test_aarch64_rules),
         cmocka_unit_test(test_no_tables_is_fp_walk),
         cmocka_unit_test(test_planted_cfi_steps),
         cmocka_unit_test(test_real_frameless),
         cmocka_unit_test(test_real_qsort),
+        cmocka_unit_test(test_real_debug_frame),
         cmocka_unit_test(test_real_signal_frame),
         cmocka_unit_test(test_real_thread_root),
         cmocka_unit_test(test_refresh_dlopen),
