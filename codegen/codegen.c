@@ -564,7 +564,7 @@ static Job *lambda_job(CG *g, Expr *lam, Job *encl) {
 
 /* ---- environment ---- */
 
-static Binding *bind(CG *g, Sym *s, BindKind k) {
+static Binding *bind_sym(CG *g, Sym *s, BindKind k) {
     Binding *b = arena_alloc(g->arena, sizeof *b);
     b->sym = s;
     b->kind = k;
@@ -679,9 +679,9 @@ static void bind_captures(CG *g, Unit *u, LLVMValueRef env, Binding *statics, bo
         if (is_static || s->static_kind == STATIC_ITER) continue;
         LLVMValueRef w = load_word(g, env, i + 1, s->name);
         if (by_ref_muts && s->is_mut)
-            bind(g, s, BIND_CELL)->v = LLVMBuildIntToPtr(g->b, w, g->ptr, s->name);
+            bind_sym(g, s, BIND_CELL)->v = LLVMBuildIntToPtr(g->b, w, g->ptr, s->name);
         else
-            bind(g, s, BIND_VALUE)->v = unbox(g, w, sty(g, s->type));
+            bind_sym(g, s, BIND_VALUE)->v = unbox(g, w, sty(g, s->type));
     }
 }
 
@@ -1618,7 +1618,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
     case PAT_WILD:
     case PAT_UNSUPPORTED: return true;
     case PAT_BIND:
-        if (p->sym) bind(g, p->sym, BIND_VALUE)->v = v;
+        if (p->sym) bind_sym(g, p->sym, BIND_VALUE)->v = v;
         return true;
     case PAT_INT: cond = LLVMBuildICmp(g->b, LLVMIntEQ, v, ci64(g, p->ival), ""); break;
     case PAT_FLOAT:
@@ -1636,10 +1636,10 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
                 /* never matches; the arm's code is unreachable */
                 LLVMBuildBr(g->b, fail);
                 LLVMPositionBuilderAtEnd(g->b, new_block(g, "never"));
-                if (p->sym) bind(g, p->sym, BIND_VALUE)->v = LLVMGetUndef(g->ptr);
+                if (p->sym) bind_sym(g, p->sym, BIND_VALUE)->v = LLVMGetUndef(g->ptr);
                 return false;
             }
-            if (p->sym) bind(g, p->sym, BIND_VALUE)->v = v;
+            if (p->sym) bind_sym(g, p->sym, BIND_VALUE)->v = v;
             return true;
         }
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "");
@@ -1659,7 +1659,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
                 bv = LLVMBuildSelect(g->b, none, cstr(g, "Error"),
                                      LLVMBuildIntToPtr(g->b, w, g->ptr, ""), "message");
             }
-            bind(g, p->sym, BIND_VALUE)->v = bv;
+            bind_sym(g, p->sym, BIND_VALUE)->v = bv;
         }
         return false;
     }
@@ -1682,7 +1682,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
                 unbox(g, load_word(g, v, slot + 1, var->named ? var->fields[slot] : "payload"), ft);
             if (!gen_pattern(g, p->subs[i], fv, ft, fail)) always = false;
         }
-        if (p->typed && p->sym) bind(g, p->sym, BIND_VALUE)->v = v; /* `d: Variant` */
+        if (p->typed && p->sym) bind_sym(g, p->sym, BIND_VALUE)->v = v; /* `d: Variant` */
         return always;
     }
     case PAT_LIST: {
@@ -1702,7 +1702,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
         if (p->rest_sym) {
             LLVMTypeRef pt[2] = {g->ptr, g->i64};
             LLVMValueRef a[2] = {v, ci64(g, p->nsubs)};
-            bind(g, p->rest_sym, BIND_VALUE)->v = call_rt(g, "osp_list_drop", g->ptr, pt, a, 2);
+            bind_sym(g, p->rest_sym, BIND_VALUE)->v = call_rt(g, "osp_list_drop", g->ptr, pt, a, 2);
         }
         return false;
     }
@@ -1845,7 +1845,7 @@ static LLVMValueRef effect_key(CG *g, EffectDecl *d, Type **inst) {
 }
 
 /* The concrete type of operation `opi` of `d` with concrete arguments `inst`. */
-static Type *op_type(CG *g, EffectDecl *d, int opi, Type **inst) {
+static Type *eff_op_type(CG *g, EffectDecl *d, int opi, Type **inst) {
     return ty_find(subst_vars(g, d->ops[opi].type, d->pvars, inst, d->nparams));
 }
 
@@ -1859,7 +1859,7 @@ static LLVMValueRef gen_perform(CG *g, Expr *e) {
         argt[i] = ety(g, e->u.perform.args[i]);
     }
     Type **inst = concrete_inst(g, d, e->u.perform.inst);
-    Type *ft = op_type(g, d, e->u.perform.opi, inst);
+    Type *ft = eff_op_type(g, d, e->u.perform.opi, inst);
     Type *rt = ft->ret;
     LLVMValueRef key = effect_key(g, d, inst), op = intern_string(g, e->u.perform.op);
     LLVMTypeRef fp[2] = {g->ptr, g->ptr};
@@ -1942,7 +1942,7 @@ static Job *arm_job(CG *g, Expr *h, HandleArm *arm) {
         j->llty = LLVMFunctionType(g->i64, p, 2, 0);
     } else {
         Type **inst = concrete_inst(g, h->u.handle.decl, h->u.handle.inst);
-        j->llty = closure_fn_type(g, op_type(g, h->u.handle.decl, arm->opi, inst));
+        j->llty = closure_fn_type(g, eff_op_type(g, h->u.handle.decl, arm->opi, inst));
     }
     j->llfn = LLVMAddFunction(g->mod, j->name, j->llty);
     LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
@@ -2286,20 +2286,20 @@ static void gen_stmt(CG *g, Stmt *s, LLVMValueRef *value) {
         LLVMMetadataRef prev = g->fs->loc;
         set_loc_line(g, s->pos.line, s->pos.col);
         if (sym->static_kind == STATIC_FN) {
-            Binding *b = bind(g, sym, BIND_CALLEE);
+            Binding *b = bind_sym(g, sym, BIND_CALLEE);
             b->callee = callee_of(g, s->u.let.init);
         } else if (sym->static_kind == STATIC_ITER) {
             IterDesc *d = gen_iter(g, s->u.let.init);
-            Binding *b = bind(g, sym, BIND_ITER);
+            Binding *b = bind_sym(g, sym, BIND_ITER);
             b->iter = d;
         } else if (sym->is_mut) {
             LLVMValueRef v = gen(g, s->u.let.init);
             LLVMValueRef cell = sym->is_global ? global_of(g, sym) : gc_alloc(g, 16);
             LLVMBuildStore(g->b, v, cell);
-            bind(g, sym, BIND_CELL)->v = cell;
+            bind_sym(g, sym, BIND_CELL)->v = cell;
         } else {
             LLVMValueRef v = gen(g, s->u.let.init);
-            Binding *b = bind(g, sym, BIND_VALUE);
+            Binding *b = bind_sym(g, sym, BIND_VALUE);
             b->v = v;
             if (sym->is_global) LLVMBuildStore(g->b, v, global_of(g, sym));
         }
@@ -2353,7 +2353,7 @@ static void emit_job(CG *g, Job *j) {
         begin_function(g, &fs, j->llfn, j->name, f->line, j, j);
         for (int i = 0; i < f->nparams; i++)
             if (f->params[i].sym)
-                bind(g, f->params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
+                bind_sym(g, f->params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
         LLVMValueRef v = gen(g, f->body);
         LLVMBuildRet(g->b, v);
         break;
@@ -2364,7 +2364,7 @@ static void emit_job(CG *g, Job *j) {
         bind_captures(g, lam->u.lambda.unit, LLVMGetParam(j->llfn, 0), j->static_caps, false);
         for (int i = 0; i < lam->u.lambda.nparams; i++)
             if (lam->u.lambda.params[i].sym)
-                bind(g, lam->u.lambda.params[i].sym, BIND_VALUE)->v =
+                bind_sym(g, lam->u.lambda.params[i].sym, BIND_VALUE)->v =
                     LLVMGetParam(j->llfn, (unsigned)i + 1);
         LLVMValueRef v = gen(g, lam->u.lambda.body);
         LLVMBuildRet(g->b, v);
@@ -2392,18 +2392,18 @@ static void emit_job(CG *g, Job *j) {
                 LLVMTypeRef pt[2] = {g->ptr, g->i64};
                 LLVMValueRef a[2] = {fs.cont_k, ci64(g, i)};
                 LLVMValueRef w = call_rt(g, "osp_cont_arg", g->i64, pt, a, 2);
-                bind(g, p->sym, BIND_VALUE)->v = unbox(g, w, sty(g, p->sym->type));
+                bind_sym(g, p->sym, BIND_VALUE)->v = unbox(g, w, sty(g, p->sym->type));
             }
             LLVMValueRef v = gen(g, arm->body);
             LLVMBuildRet(g->b, box(g, v, ety(g, arm->body)));
         } else {
             for (int i = 0; i < arm->nbinders; i++)
                 if (arm->binders[i].sym)
-                    bind(g, arm->binders[i].sym, BIND_VALUE)->v =
+                    bind_sym(g, arm->binders[i].sym, BIND_VALUE)->v =
                         LLVMGetParam(j->llfn, (unsigned)i + 1);
             LLVMValueRef v = gen(g, arm->body);
             Type **inst = concrete_inst(g, h->u.handle.decl, h->u.handle.inst);
-            Type *opt = ty_find(op_type(g, h->u.handle.decl, arm->opi, inst));
+            Type *opt = ty_find(eff_op_type(g, h->u.handle.decl, arm->opi, inst));
             /* docs/spec/language.md §12.3: an arm of a Unit operation may have any type but a
              * Result; its value is discarded */
             if (ty_find(opt->ret)->kind == TY_UNIT && ty_find(ety(g, arm->body))->kind != TY_UNIT)
