@@ -49,7 +49,8 @@ static void check_extern_signature(Checker *c, FnDecl *f) {
 void check_scc(Checker *c, int id) {
     PtrVec *members = &c->sccs[id];
     TypeCtx *tc = c->tc;
-    for (int i = 0; i < members->len; i++) ((FnDecl *)members->items[i])->check_state = 1;
+    for (int i = 0; i < members->len; i++)
+        c->fn_state[((FnDecl *)members->items[i])->id] = FN_CHECKING;
     int outer = tc->level;
     tc->level = outer + 1;
     PtrVec save_handles = c->handles;
@@ -105,7 +106,8 @@ void check_scc(Checker *c, int id) {
     c->handles = save_handles;
     tc->level = outer;
     generalise(c, members, outer);
-    for (int i = 0; i < members->len; i++) ((FnDecl *)members->items[i])->check_state = 2;
+    for (int i = 0; i < members->len; i++)
+        c->fn_state[((FnDecl *)members->items[i])->id] = FN_CHECKED;
 }
 
 /* ---- strongly connected components (Tarjan) ---- */
@@ -117,26 +119,27 @@ typedef struct Tarjan {
 } Tarjan;
 
 static void tarjan(Tarjan *t, FnDecl *f) {
-    f->t_index = f->t_low = ++t->index;
-    vec_push(t->c->a, &t->stack, f);
-    f->t_onstack = true;
+    Checker *c = t->c;
+    c->tj_index[f->id] = c->tj_low[f->id] = ++t->index;
+    vec_push(c->scratch, &t->stack, f);
+    c->tj_onstack[f->id] = true;
     for (int i = 0; i < f->callees.len; i++) {
         FnDecl *g = f->callees.items[i];
-        if (!g->t_index) {
+        if (!c->tj_index[g->id]) {
             tarjan(t, g);
-            if (g->t_low < f->t_low) f->t_low = g->t_low;
-        } else if (g->t_onstack && g->t_index < f->t_low) {
-            f->t_low = g->t_index;
+            if (c->tj_low[g->id] < c->tj_low[f->id]) c->tj_low[f->id] = c->tj_low[g->id];
+        } else if (c->tj_onstack[g->id] && c->tj_index[g->id] < c->tj_low[f->id]) {
+            c->tj_low[f->id] = c->tj_index[g->id];
         }
     }
-    if (f->t_low == f->t_index) {
-        int id = t->c->nsccs++;
+    if (c->tj_low[f->id] == c->tj_index[f->id]) {
+        int id = c->nsccs++;
         FnDecl *g;
         do {
             g = t->stack.items[--t->stack.len];
-            g->t_onstack = false;
+            c->tj_onstack[g->id] = false;
             g->scc = id;
-            vec_push(t->c->a, &t->c->sccs[id], g);
+            vec_push(c->scratch, &c->sccs[id], g);
         } while (g != f);
     }
 }
@@ -369,11 +372,18 @@ int check_program(Program *prog, Diags *d) {
     Checker *c = &C;
     ty_decl_name = decl_name;
     prepare_decls(c);
-    c->sccs = arena_alloc(c->a, sizeof(PtrVec) * (size_t)(prog->fns.len + 1));
+    size_t nfns = (size_t)prog->fns.len + 1;
+    /* the scratch tables live in the checker's own arena, freed when it returns */
+    c->scratch = arena_new();
+    c->sccs = arena_alloc(c->scratch, sizeof(PtrVec) * nfns);
+    c->fn_state = arena_alloc(c->scratch, nfns);
+    c->tj_index = arena_alloc(c->scratch, sizeof(int) * nfns);
+    c->tj_low = arena_alloc(c->scratch, sizeof(int) * nfns);
+    c->tj_onstack = arena_alloc(c->scratch, sizeof(bool) * nfns);
     Tarjan T = {.c = c};
     for (int i = 0; i < prog->fns.len; i++) {
         FnDecl *f = prog->fns.items[i];
-        if (!f->t_index) tarjan(&T, f);
+        if (!c->tj_index[f->id]) tarjan(&T, f);
     }
     /* top-level statements, in order, at level 1 */
     Type *value = c->tc->t_unit;
@@ -391,5 +401,6 @@ int check_program(Program *prog, Diags *d) {
         restrict_stmt(c, s);
     }
     solve_forced(c, 0);
+    arena_free(c->scratch);
     return c->errors;
 }

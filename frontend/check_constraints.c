@@ -480,5 +480,5 @@ Type *inst_type(Checker *c, Type *t, InstMap *m, int depth) {
 }
 
 void ensure_checked(Checker *c, FnDecl *f) {
-    if (f->check_state == 0) check_scc(c, f->scc);
+    if (c->fn_state[f->id] == FN_UNCHECKED) check_scc(c, f->scc);
 }

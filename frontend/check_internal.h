@@ -59,7 +59,14 @@ typedef struct Checker {
     Type **ttypes;
     int ntenv;
     PtrVec handles; /* Expr* E_HANDLE whose body is being checked (innermost last) */
+    /* scratch state per function, indexed by FnDecl.id, in `scratch` (never in the AST) */
+    Arena *scratch;
+    unsigned char *fn_state; /* FN_UNCHECKED, FN_CHECKING, FN_CHECKED */
+    int *tj_index, *tj_low;  /* Tarjan's numbering; 0: not visited yet */
+    bool *tj_onstack;
 } Checker;
+
+enum { FN_UNCHECKED = 0, FN_CHECKING = 1, FN_CHECKED = 2 };
 
 static inline void error(Checker *c, Pos pos, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -1729,6 +1729,7 @@ static void generalise_top_lets(Parser *p, Program *prog) {
             fn->line = st->pos.line;
             st->kind = S_FN;
             st->u.fn = fn;
+            fn->id = prog->fns.len;
             vec_push(p->a, &prog->fns, fn);
             changed = true;
         }
@@ -1806,7 +1807,10 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
         if (setjmp(jb) == 0) {
             Stmt *s = parse_stmt(&P, true);
             vec_push(P.a, &stmts, s);
-            if (s->kind == S_FN) vec_push(P.a, &prog->fns, s->u.fn);
+            if (s->kind == S_FN) {
+                s->u.fn->id = prog->fns.len;
+                vec_push(P.a, &prog->fns, s->u.fn);
+            }
             if (s->kind == S_TYPE) vec_push(P.a, &prog->tdecls, s->u.type);
             if (s->kind == S_EFFECT) vec_push(P.a, &prog->edecls, s->u.effect);
         } else {
