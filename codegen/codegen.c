@@ -73,7 +73,7 @@ const char *encl_name(Job *encl) {
 /* The closure-calling LLVM type of a function value of (concrete) type `ft`:
  * `ret (ptr closure, params...)`. */
 LLVMTypeRef closure_fn_type(CG *g, Type *ft) {
-    ft = ty_find(ft);
+    ft = ty_rep(ft);
     LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(ft->nargs + 2));
     ps[0] = g->ptr;
     for (int i = 0; i < ft->nargs; i++) ps[i + 1] = llty(g, ft->args[i]);
@@ -174,10 +174,10 @@ static void emit_job(CG *g, Job *j) {
                         LLVMGetParam(j->llfn, (unsigned)i + 1);
             LLVMValueRef v = gen(g, arm->body);
             Type **inst = concrete_inst(g, h->u.handle.decl, h->u.handle.inst);
-            Type *opt = ty_find(eff_op_type(g, h->u.handle.decl, arm->opi, inst));
+            Type *opt = ty_rep(eff_op_type(g, h->u.handle.decl, arm->opi, inst));
             /* docs/spec/language.md §12.3: an arm of a Unit operation may have any type but a
              * Result; its value is discarded */
-            if (ty_find(opt->ret)->kind == TY_UNIT && ty_find(ety(g, arm->body))->kind != TY_UNIT)
+            if (ty_rep(opt->ret)->kind == TY_UNIT && ty_rep(ety(g, arm->body))->kind != TY_UNIT)
                 v = unit_value(g);
             LLVMBuildRet(g->b, v);
         }
@@ -193,7 +193,7 @@ static void emit_job(CG *g, Job *j) {
     }
     case JOB_WRAP: {
         begin_function(g, &fs, j->llfn, j->name, j->line, j, NULL);
-        Type *ft = ty_find(j->wtype);
+        Type *ft = ty_rep(j->wtype);
         int n = ft->nargs;
         LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 1));
         for (int i = 0; i < n; i++) args[i] = LLVMGetParam(j->llfn, (unsigned)i + 1);
@@ -231,8 +231,12 @@ LLVMModuleRef osp_codegen(LLVMContextRef ctx, const Program *prog, LLVMTargetMac
     g->ctx = ctx;
     g->prog = prog;
     g->opts = opts;
-    g->arena = prog->arena;
-    g->tc = (TypeCtx *)&prog->types;
+    g->arena = arena_new();
+    /* the base types are the front end's; types built here (substituted instances) are
+     * allocated in codegen's own arena */
+    g->types = prog->types;
+    g->types.arena = g->arena;
+    g->tc = &g->types;
     g->mod = LLVMModuleCreateWithNameInContext(prog->abs_path, ctx);
     LLVMSetSourceFileName(g->mod, prog->abs_path, strlen(prog->abs_path));
     if (tm) {
@@ -311,6 +315,7 @@ LLVMModuleRef osp_codegen(LLVMContextRef ctx, const Program *prog, LLVMTargetMac
         }
         LLVMDisposeMessage(msg);
     }
+    arena_free(g->arena);
     if (g->error) {
         *err = g->error;
         LLVMDisposeModule(g->mod);

@@ -27,8 +27,8 @@ IterDesc *gen_iter(CG *g, Expr *e) {
     Stage *st = &d->stages[d->nstages++];
     st->is_filter = bi == B_FILTER;
     st->cb = callee_of(g, e->u.call.args[1]);
-    st->in = ty_find(sty(g, e->u.call.args[0]->type))->args[0];
-    st->out = ty_find(ety(g, e))->args[0];
+    st->in = ty_rep(sty(g, e->u.call.args[0]->type))->args[0];
+    st->out = ty_rep(ety(g, e))->args[0];
     return d;
 }
 
@@ -36,7 +36,7 @@ IterDesc *gen_iter(CG *g, Expr *e) {
 static LLVMValueRef gen_loop(CG *g, Expr *e, bool is_fold) {
     Expr **args = e->u.call.args;
     IterDesc *d = gen_iter(g, args[0]);
-    Type *elem = ty_find(sty(g, args[0]->type))->args[0];
+    Type *elem = ty_rep(sty(g, args[0]->type))->args[0];
     Type *acct = is_fold ? ety(g, e) : NULL;
     LLVMValueRef acc_slot = NULL;
     if (is_fold) {
@@ -140,13 +140,13 @@ static const BuiltinInfo *rt_builtin(Builtin b) {
 }
 
 static int64_t eq_kind(Type *t) {
-    t = ty_find(t);
+    t = ty_rep(t);
     return t->kind == TY_STRING ? OSP_EQ_STRING : t->kind == TY_FLOAT ? OSP_EQ_FLOAT : OSP_EQ_WORD;
 }
 
 /* length / isEmpty of a string, list or map. */
 LLVMValueRef gen_size(CG *g, LLVMValueRef v, Type *t) {
-    t = ty_find(t);
+    t = ty_rep(t);
     const char *fn = t->kind == TY_LIST  ? "osp_list_length"
                      : t->kind == TY_MAP ? "osp_map_length"
                                          : "osp_str_length";
@@ -159,7 +159,7 @@ LLVMValueRef gen_size(CG *g, LLVMValueRef v, Type *t) {
 static LLVMValueRef gen_foreach_list(CG *g, Expr *e) {
     Expr **args = e->u.call.args;
     LLVMValueRef xs = gen(g, args[0]);
-    Type *elem = ty_find(ety(g, args[0]))->args[0];
+    Type *elem = ty_rep(ety(g, args[0]))->args[0];
     Callee cb = callee_of(g, args[1]);
     LLVMValueRef len = gen_size(g, xs, ety(g, args[0]));
     LLVMValueRef i_slot = entry_alloca(g, g->i64, "i");
@@ -184,7 +184,7 @@ static LLVMValueRef gen_foreach_list(CG *g, Expr *e) {
 
 /* The Verdict a test body returned (docs/spec/language.md §13.1): report it. */
 static void tap_verdict(CG *g, LLVMValueRef v, Type *t) {
-    t = ty_find(t);
+    t = ty_rep(t);
     if (t->kind != TY_NAMED) return;
     TypeDecl *td = t->decl;
     if (strcmp(td->name, "Verdict") != 0 || td->kind != TD_UNION) return;
@@ -197,7 +197,7 @@ static void tap_verdict(CG *g, LLVMValueRef v, Type *t) {
                                                      : OSP_VERDICT_PASS;
         LLVMValueRef is = LLVMBuildICmp(g->b, LLVMIntEQ, tag, ci64(g, var->tag), "");
         kind = LLVMBuildSelect(g->b, is, ci64(g, k), kind, "");
-        if (var->nfields > 0 && ty_find(var->types[0])->kind == TY_STRING) {
+        if (var->nfields > 0 && ty_rep(var->types[0])->kind == TY_STRING) {
             /* only read the payload of a variant that has one */
             LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->b), rd = new_block(g, "verdict.reason"),
                               join = new_block(g, "verdict.join");
@@ -266,7 +266,7 @@ LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, run, ci32(g, 0), ""), yes, after);
         LLVMPositionBuilderAtEnd(g->b, yes);
         LLVMValueRef verdict = call_callee(g, &body, NULL, NULL, 0);
-        tap_verdict(g, verdict, ty_find(ety(g, args[1]))->ret);
+        tap_verdict(g, verdict, ty_rep(ety(g, args[1]))->ret);
         call_rt(g, "osp_tap_case_end", g->voidt, NULL, NULL, 0);
         LLVMBuildBr(g->b, after);
         LLVMPositionBuilderAtEnd(g->b, after);

@@ -115,7 +115,7 @@ static Job *wrap_job(CG *g, Callee *c, Type *ft, int line) {
 
 /* A closure for a static callee (a function value that is known at compile time). */
 LLVMValueRef callee_value(CG *g, Callee *c, Type *ft) {
-    if (ft) ft = ty_find(ft);
+    if (ft) ft = ty_rep(ft);
     switch (c->kind) {
     case CAL_VALUE: return c->env;
     case CAL_LAMBDA: {
@@ -200,7 +200,7 @@ Type **ident_targs(CG *g, Expr *id) {
     /* recursive reference inside its own component: same substitution */
     for (Job *j = g->fs->inst; j; j = j->encl)
         if (j->kind == JOB_FN && j->fn->scc == fn->scc) {
-            for (int i = 0; i < n; i++) t[i] = ty_find(j->targs[i]);
+            for (int i = 0; i < n; i++) t[i] = ty_rep(j->targs[i]);
             return t;
         }
     for (int i = 0; i < n; i++) t[i] = g->tc->t_int;

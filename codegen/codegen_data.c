@@ -3,39 +3,39 @@
 
 /* Replace the variables `from[i]` (a declaration's parameters) by `to[i]` in `t`. */
 Type *subst_vars(CG *g, Type *t, Type **from, Type **to, int n) {
-    t = ty_find(t);
+    t = ty_rep(t);
     if (t->kind == TY_VAR) {
         for (int i = 0; i < n; i++)
-            if (ty_find(from[i]) == t) return ty_find(to[i]);
+            if (ty_rep(from[i]) == t) return ty_rep(to[i]);
         return t;
     }
     if (t->nargs == 0 && !t->ret) return t;
     Type **args = t->nargs ? arena_alloc(g->arena, sizeof(Type *) * (size_t)t->nargs) : NULL;
     for (int i = 0; i < t->nargs; i++) args[i] = subst_vars(g, t->args[i], from, to, n);
-    return ty_rebuild(g->tc, t, args, t->ret ? subst_vars(g, t->ret, from, to, n) : NULL);
+    return rebuild_type(g, t, args, t->ret ? subst_vars(g, t->ret, from, to, n) : NULL);
 }
 
 /* Field `slot` type of record type `t` / payload slot type of variant `v` of union type `t`. */
 static Type *record_field_type(CG *g, Type *t, int slot) {
-    t = ty_find(t);
+    t = ty_rep(t);
     if (t->kind == TY_RECORD) return t->args[slot];
     TypeDecl *td = t->decl;
     return subst_vars(g, td->types[slot], td->pvars, t->args, td->nparams);
 }
 
 Type *variant_field_type(CG *g, Type *t, Variant *v, int slot) {
-    t = ty_find(t);
+    t = ty_rep(t);
     TypeDecl *td = v->decl;
     return subst_vars(g, v->types[slot], td->pvars, t->args, td->nparams);
 }
 
 static int record_nfields(Type *t) {
-    t = ty_find(t);
+    t = ty_rep(t);
     return t->kind == TY_RECORD ? t->nargs : ((TypeDecl *)t->decl)->nfields;
 }
 
 int record_slot(Type *t, const char *name) {
-    t = ty_find(t);
+    t = ty_rep(t);
     if (t->kind == TY_RECORD) {
         for (int i = 0; i < t->nargs; i++)
             if (strcmp(t->fields[i], name) == 0) return i;
@@ -135,7 +135,7 @@ LLVMValueRef gen_maplit(CG *g, Expr *e) {
 
 LLVMValueRef gen_index(CG *g, Expr *e) {
     LLVMValueRef x = gen(g, e->u.index.e), i = gen(g, e->u.index.idx);
-    Type *t = ty_find(ety(g, e->u.index.e));
+    Type *t = ty_rep(ety(g, e->u.index.e));
     const char *fn = t->kind == TY_LIST  ? "osp_list_get"
                      : t->kind == TY_MAP ? "osp_map_get"
                                          : "osp_str_index";

@@ -32,7 +32,7 @@ static LLVMValueRef effect_key(CG *g, EffectDecl *d, Type **inst) {
 
 /* The concrete type of operation `opi` of `d` with concrete arguments `inst`. */
 Type *eff_op_type(CG *g, EffectDecl *d, int opi, Type **inst) {
-    return ty_find(subst_vars(g, d->ops[opi].type, d->pvars, inst, d->nparams));
+    return ty_rep(subst_vars(g, d->ops[opi].type, d->pvars, inst, d->nparams));
 }
 
 LLVMValueRef gen_perform(CG *g, Expr *e) {

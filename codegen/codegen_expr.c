@@ -46,10 +46,10 @@ static LLVMValueRef gen_call(CG *g, Expr *e) {
     if (callee->kind == E_IDENT && callee->u.ident.sym && callee->u.ident.sym->kind == SYM_FN &&
         callee->u.ident.sym->fn->is_extern) {
         FnDecl *f = callee->u.ident.sym->fn;
-        Type *ft = ty_find(f->type);
+        Type *ft = ty_rep(f->type);
         LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(f->nparams + 1));
         for (int i = 0; i < f->nparams && i < e->u.call.nargs; i++)
-            args[i] = ty_find(ft->args[i])->kind == TY_FN
+            args[i] = ty_rep(ft->args[i])->kind == TY_FN
                           ? extern_fn_pointer(g, e->u.call.args[i], ft->args[i])
                           : gen(g, e->u.call.args[i]);
         return gen_extern_call(g, f, args);
@@ -76,13 +76,13 @@ typedef struct Operand {
 
 static Operand operand(CG *g, LLVMValueRef v, Type *t) {
     Operand o = {0};
-    t = ty_find(t);
+    t = ty_rep(t);
     if (t->kind == TY_RESULT) {
         o.is_result = true;
         o.is_err =
             LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildExtractValue(g->b, v, 0, ""), ci64(g, 0), "");
         o.word = LLVMBuildExtractValue(g->b, v, 1, "");
-        Type *p = ty_find(t->args[0]);
+        Type *p = ty_rep(t->args[0]);
         o.is_float = p->kind == TY_FLOAT;
         o.val = o.is_float ? LLVMBuildBitCast(g->b, o.word, g->f64, "") : o.word;
     } else {
@@ -108,10 +108,10 @@ static LLVMValueRef overflow_op(CG *g, const char *name, LLVMValueRef a, LLVMVal
 /* Combine operand errors (left wins), the operation's own error and its value. */
 static LLVMValueRef finish_arith(CG *g, Type *rt, Operand *l, Operand *r, LLVMValueRef op_err,
                                  LLVMValueRef op_msg, LLVMValueRef val) {
-    rt = ty_find(rt);
+    rt = ty_rep(rt);
     if (rt->kind != TY_RESULT) return val;
     LLVMValueRef word =
-        ty_find(rt->args[0])->kind == TY_FLOAT ? LLVMBuildBitCast(g->b, val, g->i64, "") : val;
+        ty_rep(rt->args[0])->kind == TY_FLOAT ? LLVMBuildBitCast(g->b, val, g->i64, "") : val;
     LLVMValueRef err = op_err ? op_err : LLVMConstInt(g->i1, 0, 0);
     if (op_err)
         word = LLVMBuildSelect(g->b, op_err, LLVMBuildPtrToInt(g->b, op_msg, g->i64, ""), word, "");
@@ -130,7 +130,7 @@ static LLVMValueRef gen_arith(CG *g, Expr *e) {
     BinOp op = e->u.bin.op;
     LLVMValueRef lv = gen(g, e->u.bin.l), rv = gen(g, e->u.bin.r);
     Type *lt = ety(g, e->u.bin.l), *rtp = ety(g, e->u.bin.r), *res = ety(g, e);
-    TyKind lk = ty_find(lt)->kind;
+    TyKind lk = ty_rep(lt)->kind;
     if (lk == TY_STRING || lk == TY_LIST || lk == TY_MAP) {
         /* string `+`, list concatenation, map merge (the right side wins) */
         LLVMTypeRef p[2] = {g->ptr, g->ptr};
@@ -198,7 +198,7 @@ static LLVMValueRef gen_arith(CG *g, Expr *e) {
 static LLVMValueRef gen_compare(CG *g, Expr *e) {
     BinOp op = e->u.bin.op;
     LLVMValueRef a = gen(g, e->u.bin.l), b = gen(g, e->u.bin.r);
-    Type *lt = ty_find(ety(g, e->u.bin.l)), *rt = ty_find(ety(g, e->u.bin.r));
+    Type *lt = ty_rep(ety(g, e->u.bin.l)), *rt = ty_rep(ety(g, e->u.bin.r));
     if (lt->kind == TY_STRING) {
         LLVMTypeRef p[2] = {g->ptr, g->ptr};
         LLVMValueRef args[2] = {a, b};
@@ -263,7 +263,7 @@ static LLVMValueRef gen_unary(CG *g, Expr *e) {
 
 static LLVMValueRef gen_elvis(CG *g, Expr *e) {
     LLVMValueRef r = gen(g, e->u.elvis.l);
-    Type *rt = ty_find(ety(g, e->u.elvis.l));
+    Type *rt = ty_rep(ety(g, e->u.elvis.l));
     Type *pt = rt->kind == TY_RESULT ? rt->args[0] : g->tc->t_int;
     LLVMValueRef is_err =
         LLVMBuildICmp(g->b, LLVMIntNE, LLVMBuildExtractValue(g->b, r, 0, ""), ci64(g, 0), "");

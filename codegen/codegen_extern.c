@@ -6,14 +6,14 @@
  * bool i1 zeroext, Ptr and string ptr, a function type a C function pointer, no result
  * `void` (the call's value is Unit). A string result is copied at once (NULL gives ""). */
 static LLVMTypeRef extern_llty(CG *g, Type *t, bool result) {
-    t = ty_find(t);
+    t = ty_rep(t);
     if (result && t->kind == TY_UNIT) return g->voidt;
     if (t->kind == TY_FN) return g->ptr;
     return llty(g, t);
 }
 
 static LLVMValueRef extern_decl(CG *g, FnDecl *f, LLVMTypeRef *out_ty) {
-    Type *ft = ty_find(f->type);
+    Type *ft = ty_rep(f->type);
     LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(f->nparams + 1));
     for (int i = 0; i < f->nparams; i++) ps[i] = extern_llty(g, ft->args[i], false);
     LLVMTypeRef ret = extern_llty(g, ft->ret, true);
@@ -25,10 +25,10 @@ LLVMValueRef gen_extern_call(CG *g, FnDecl *f, LLVMValueRef *args) {
     LLVMTypeRef ty;
     LLVMValueRef fn = extern_decl(g, f, &ty);
     LLVMValueRef c = LLVMBuildCall2(g->b, ty, fn, args, (unsigned)f->nparams, "");
-    Type *ft = ty_find(f->type);
+    Type *ft = ty_rep(f->type);
     for (int i = 0; i < f->nparams; i++)
-        if (ty_find(ft->args[i])->kind == TY_BOOL) add_zeroext(g, c, (unsigned)i + 1, true);
-    Type *rt = ty_find(ft->ret);
+        if (ty_rep(ft->args[i])->kind == TY_BOOL) add_zeroext(g, c, (unsigned)i + 1, true);
+    Type *rt = ty_rep(ft->ret);
     if (rt->kind == TY_BOOL) add_zeroext(g, c, LLVMAttributeReturnIndex, true);
     if (rt->kind == TY_UNIT) return unit_value(g);
     if (rt->kind == TY_STRING) {
@@ -52,7 +52,7 @@ LLVMValueRef extern_fn_pointer(CG *g, Expr *e, Type *ft) {
     }
     if (e->kind == E_LAMBDA && e->u.lambda.unit->captures.len == 0) {
         Job *j = lambda_job(g, e, g->fs->inst);
-        ft = ty_find(ft);
+        ft = ty_rep(ft);
         LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(ft->nargs + 1));
         for (int i = 0; i < ft->nargs; i++) ps[i] = llty(g, ft->args[i]);
         LLVMTypeRef tty = LLVMFunctionType(llty(g, ft->ret), ps, (unsigned)ft->nargs, 0);

@@ -14,6 +14,7 @@
 #ifndef OSP_CODEGEN_INTERNAL_H
 #define OSP_CODEGEN_INTERNAL_H
 
+#include <assert.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
 #include <stdlib.h>
@@ -25,6 +26,16 @@
 
 /* The parts' shared functions are internal to the library: not exported from any image. */
 #pragma GCC visibility push(hidden)
+
+/*
+ * `t` itself: the checker hands over a finished program whose types are all resolved
+ * (check.h), and the types codegen builds from them are marked resolved too, so codegen
+ * never follows a type variable's link. Asserts it (a type the checker's last pass missed).
+ */
+static inline Type *ty_rep(Type *t) {
+    assert(t && t->resolved && !(t->kind == TY_VAR && t->link));
+    return t;
+}
 
 /* ---- compile-time values ---- */
 
@@ -125,9 +136,10 @@ typedef struct CG {
     LLVMBuilderRef b;
     LLVMDIBuilderRef dib;
     LLVMMetadataRef di_file, di_cu, di_fnty;
-    const Program *prog;
-    Arena *arena;
-    TypeCtx *tc;
+    const Program *prog; /* read only: codegen never writes to the front end's value */
+    Arena *arena;        /* codegen's own, freed when osp_codegen returns */
+    TypeCtx *tc;         /* &types */
+    TypeCtx types;       /* the front end's base types; new types (instances) go in `arena` */
     const osp_cg_options *opts;
     LLVMTypeRef i1, i8, i32, i64, f64, ptr, voidt, rest, osp_result_t, eff_entry_t;
     PtrVec keys; /* interned effect-key strings: const char* then LLVMValueRef */
@@ -156,6 +168,7 @@ LLVMValueRef intrinsic(CG *g, const char *name, LLVMTypeRef *tys, int ntys, LLVM
 LLVMValueRef entry_alloca(CG *g, LLVMTypeRef ty, const char *name);
 LLVMBasicBlockRef new_block(CG *g, const char *name);
 bool type_eq(Type *a, Type *b);
+Type *rebuild_type(CG *g, Type *t, Type **args, Type *ret);
 Type *subst(CG *g, Type *t, Job *inst);
 Type *ety(CG *g, Expr *e);
 Type *sty(CG *g, Type *t);

@@ -7,7 +7,7 @@
  * variables. Returns true when the pattern always matches (no test emitted).
  */
 static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlockRef fail) {
-    t = ty_find(t);
+    t = ty_rep(t);
     LLVMValueRef cond = NULL;
     switch (p->kind) {
     case PAT_WILD:
@@ -110,7 +110,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
 
 LLVMValueRef gen_match(CG *g, Expr *e) {
     LLVMValueRef sv = gen(g, e->u.match.scrut);
-    Type *st = ty_find(ety(g, e->u.match.scrut));
+    Type *st = ty_rep(ety(g, e->u.match.scrut));
     Type *rt = ety(g, e);
     LLVMBasicBlockRef join = new_block(g, "match.end");
     LLVMValueRef *vals =

@@ -100,8 +100,8 @@ LLVMBasicBlockRef new_block(CG *g, const char *name) {
 /* ---- types ---- */
 
 bool type_eq(Type *a, Type *b) {
-    a = ty_find(a);
-    b = ty_find(b);
+    a = ty_rep(a);
+    b = ty_rep(b);
     if (a == b) return true;
     if (a->kind != b->kind || a->nargs != b->nargs || a->decl != b->decl) return false;
     if (a->kind == TY_RECORD)
@@ -113,15 +113,22 @@ bool type_eq(Type *a, Type *b) {
     return true;
 }
 
+/* `t`'s constructor over new, resolved arguments: a new type in codegen's arena, resolved. */
+Type *rebuild_type(CG *g, Type *t, Type **args, Type *ret) {
+    Type *n = ty_rebuild(g->tc, t, args, ret);
+    n->resolved = true;
+    return n;
+}
+
 /* Substitute the generic variables of `inst`'s function by its type arguments. */
 Type *subst(CG *g, Type *t, Job *inst) {
-    t = ty_find(t);
+    t = ty_rep(t);
     if (t->kind == TY_VAR) {
         if (t->generic) {
             for (Job *j = inst; j; j = j->encl) {
                 if (j->kind != JOB_FN) continue;
                 for (int i = 0; i < j->fn->nqvars; i++)
-                    if (ty_find(j->fn->qvars[i]) == t) return ty_find(j->targs[i]);
+                    if (ty_rep(j->fn->qvars[i]) == t) return ty_rep(j->targs[i]);
             }
         }
         return g->tc->t_int; /* unconstrained: defaulted */
@@ -131,12 +138,12 @@ Type *subst(CG *g, Type *t, Job *inst) {
     bool same = true;
     for (int i = 0; i < t->nargs; i++) {
         args[i] = subst(g, t->args[i], inst);
-        if (args[i] != ty_find(t->args[i])) same = false;
+        if (args[i] != ty_rep(t->args[i])) same = false;
     }
     Type *ret = t->ret ? subst(g, t->ret, inst) : NULL;
-    if (ret && ret != ty_find(t->ret)) same = false;
+    if (ret && ret != ty_rep(t->ret)) same = false;
     if (same) return t;
-    return ty_rebuild(g->tc, t, args, ret);
+    return rebuild_type(g, t, args, ret);
 }
 
 Type *ety(CG *g, Expr *e) {
@@ -163,7 +170,7 @@ static bool is_ptr_kind(TyKind k) {
 }
 
 LLVMTypeRef llty(CG *g, Type *t) {
-    t = ty_find(t);
+    t = ty_rep(t);
     if (is_ptr_kind(t->kind)) return g->ptr;
     switch (t->kind) {
     case TY_BOOL: return g->i1;
@@ -179,7 +186,7 @@ LLVMValueRef unit_value(CG *g) {
 
 /* Box a value into one 64-bit word (docs/spec/language.md §14.3). */
 LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
-    t = ty_find(t);
+    t = ty_rep(t);
     switch (t->kind) {
     case TY_BOOL: return LLVMBuildZExt(g->b, v, g->i64, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, v, g->i64, "");
@@ -221,7 +228,7 @@ LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
 }
 
 LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
-    t = ty_find(t);
+    t = ty_rep(t);
     switch (t->kind) {
     case TY_BOOL: return LLVMBuildTrunc(g->b, w, g->i1, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, w, g->f64, "");
@@ -277,7 +284,7 @@ LLVMValueRef gen_intdiv(CG *g, LLVMValueRef a, LLVMValueRef d) {
 /* ---- rendering (§8) ---- */
 
 LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
-    t = ty_find(t);
+    t = ty_rep(t);
     switch (t->kind) {
     case TY_STRING: return v;
     case TY_BOOL: {

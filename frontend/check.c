@@ -144,7 +144,7 @@ static void tarjan(Tarjan *t, FnDecl *f) {
     }
 }
 
-/* ---- defaulting, static function values, Iterator restrictions ---- */
+/* ---- defaulting and resolving: the finished value handed to the next passes ---- */
 
 static void default_type(Checker *c, Type *t, int depth) {
     if (!t || depth > 200) return;
@@ -158,213 +158,200 @@ static void default_type(Checker *c, Type *t, int depth) {
     if (t->ret) default_type(c, t->ret, depth + 1);
 }
 
-typedef enum RCtx { R_VALUE, R_ITER_SRC, R_LET } RCtx;
-
-static void restrict_expr(Checker *c, Expr *e, RCtx ctx);
-
-/* A function value known at compile time (called directly, no closure needed). */
-static bool is_static_fn(Expr *e) {
-    if (e->kind == E_LAMBDA) return e->u.lambda.unit && e->u.lambda.unit->captures.len == 0;
-    if (e->kind != E_IDENT || !e->u.ident.sym) return false;
-    Sym *s = e->u.ident.sym;
-    return s->kind == SYM_FN || s->kind == SYM_BUILTIN ||
-           (s->kind == SYM_LOCAL && s->static_kind == STATIC_FN);
+/* `t` with every variable link followed, in the whole type: its representative, whose
+ * arguments (and theirs) are representatives too, marked `resolved`. */
+static Type *resolve_type(Type *t, int depth) {
+    if (!t) return NULL;
+    t = ty_find(t);
+    if (t->resolved || depth > 10000) return t;
+    for (int i = 0; i < t->nargs; i++) t->args[i] = resolve_type(t->args[i], depth + 1);
+    if (t->ret) t->ret = resolve_type(t->ret, depth + 1);
+    t->resolved = true;
+    return t;
 }
 
-static bool is_static_iter(Expr *e) {
-    if (e->kind == E_CALL) {
-        Expr *f = e->u.call.callee;
-        if (f->kind == E_IDENT && f->u.ident.sym && f->u.ident.sym->kind == SYM_BUILTIN) {
-            Builtin b = f->u.ident.sym->builtin;
-            return b == B_RANGE || b == B_MAP || b == B_FILTER;
-        }
-        return false;
-    }
-    return e->kind == E_IDENT && e->u.ident.sym && e->u.ident.sym->kind == SYM_LOCAL &&
-           e->u.ident.sym->static_kind == STATIC_ITER;
+/* One walk over every type the syntax tree holds: `visit` gets each slot. */
+typedef void (*SlotFn)(Checker *c, Type **slot);
+
+static void slots_type(Checker *c, SlotFn visit, Type **slot) {
+    if (*slot) visit(c, slot);
 }
 
-static void restrict_stmt(Checker *c, Stmt *s) {
+static void slots_array(Checker *c, SlotFn visit, Type **ts, int n) {
+    for (int i = 0; ts && i < n; i++) slots_type(c, visit, &ts[i]);
+}
+
+static void slots_sym(Checker *c, SlotFn visit, Sym *s) {
+    if (s) slots_type(c, visit, &s->type);
+}
+
+static void slots_params(Checker *c, SlotFn visit, Param *ps, int n) {
+    for (int i = 0; i < n; i++) slots_sym(c, visit, ps[i].sym);
+}
+
+static void slots_expr(Checker *c, SlotFn visit, Expr *e);
+
+static void slots_exprs(Checker *c, SlotFn visit, Expr **es, int n) {
+    for (int i = 0; es && i < n; i++) slots_expr(c, visit, es[i]);
+}
+
+static void slots_pattern(Checker *c, SlotFn visit, Pattern *p) {
+    if (!p) return;
+    slots_sym(c, visit, p->sym);
+    slots_sym(c, visit, p->rest_sym);
+    for (int i = 0; i < p->nsubs; i++) slots_pattern(c, visit, p->subs[i]);
+}
+
+static void slots_stmt(Checker *c, SlotFn visit, Stmt *s) {
     switch (s->kind) {
-    case S_LET: {
-        Expr *init = s->u.let.init;
-        restrict_expr(c, init, R_LET);
-        default_type(c, s->u.let.sym->type, 0);
-        Type *t = ty_find(init->type ? init->type : c->tc->t_poison);
-        if (!s->u.let.is_mut && t->kind == TY_FN && is_static_fn(init))
-            s->u.let.sym->static_kind = STATIC_FN;
-        if (t->kind == TY_ITER) s->u.let.sym->static_kind = STATIC_ITER;
-        if (s->u.let.is_mut && t->kind == TY_ITER)
-            error(c, s->u.let.name_pos, "a `mut` binding cannot hold an Iterator");
+    case S_LET:
+        slots_sym(c, visit, s->u.let.sym);
+        slots_expr(c, visit, s->u.let.init);
+        return;
+    case S_ASSIGN: slots_expr(c, visit, s->u.assign.value); return;
+    case S_EXPR: slots_expr(c, visit, s->u.expr); return;
+    case S_FN: {
+        FnDecl *f = s->u.fn;
+        slots_type(c, visit, &f->type);
+        slots_params(c, visit, f->params, f->nparams);
+        slots_array(c, visit, f->tvars, f->ntparams);
+        slots_array(c, visit, f->qvars, f->nqvars);
+        for (int k = 0; k < f->nrow; k++)
+            if (f->row[k].decl) slots_array(c, visit, f->row[k].types, f->row[k].nargs);
+        slots_expr(c, visit, f->body);
         return;
     }
-    case S_ASSIGN: restrict_expr(c, s->u.assign.value, R_VALUE); return;
-    case S_EXPR: restrict_expr(c, s->u.expr, R_VALUE); return;
-    case S_FN:
-        default_type(c, s->u.fn->type, 0);
-        for (int i = 0; i < s->u.fn->nparams; i++)
-            if (s->u.fn->params[i].sym) default_type(c, s->u.fn->params[i].sym->type, 0);
-        if (s->u.fn->body) restrict_expr(c, s->u.fn->body, R_VALUE);
-        return;
     case S_UNSUPPORTED:
     case S_TYPE:
     case S_EFFECT: return;
     }
 }
 
-static void restrict_pattern(Checker *c, Pattern *p) {
-    if (p->sym) default_type(c, p->sym->type, 0);
-    if (p->rest_sym) default_type(c, p->rest_sym->type, 0);
-    for (int i = 0; i < p->nsubs; i++) restrict_pattern(c, p->subs[i]);
-}
-
-static void restrict_captures(Checker *c, Unit *u, Pos pos, const char *what) {
-    for (int i = 0; u && i < u->captures.len; i++) {
-        Sym *s = u->captures.items[i];
-        if (s->static_kind == STATIC_ITER)
-            error(c, pos,
-                  "%s cannot capture the Iterator `%s`; consume the pipeline where it is built",
-                  what, s->name);
-    }
-}
-
-static void restrict_list(Checker *c, Expr **es, int n) {
-    for (int i = 0; i < n; i++) restrict_expr(c, es[i], R_VALUE);
-}
-
-static void restrict_expr(Checker *c, Expr *e, RCtx ctx) {
+static void slots_expr(Checker *c, SlotFn visit, Expr *e) {
     if (!e) return;
-    default_type(c, e->type, 0);
-    Type *t = e->type ? ty_find(e->type) : c->tc->t_poison;
-    if (e->kind == E_IDENT && e->u.ident.inst)
-        for (int i = 0; i < e->u.ident.ninst; i++) default_type(c, e->u.ident.inst[i], 0);
-    if (t->kind == TY_ITER && e->kind != E_METHOD) {
-        bool st = is_static_iter(e);
-        if (!st || (ctx != R_ITER_SRC && ctx != R_LET))
-            error(c, e->pos,
-                  "an Iterator cannot be passed, returned or stored; consume the pipeline with "
-                  "`forEach` or `fold` where it is built");
-    }
+    slots_type(c, visit, &e->type);
     switch (e->kind) {
     case E_INT:
     case E_FLOAT:
     case E_BOOL:
     case E_STRING: return;
-    case E_IDENT: {
-        Sym *s = e->u.ident.sym;
-        if (s && s->kind == SYM_LOCAL && s->is_global && s->static_kind == STATIC_ITER &&
-            ctx != R_LET)
-            error(
-                c, e->pos,
-                "a file-scope Iterator cannot be used inside a function; build the pipeline there");
+    case E_IDENT: slots_array(c, visit, e->u.ident.inst, e->u.ident.ninst); return;
+    case E_INTERP: slots_exprs(c, visit, e->u.interp.parts, e->u.interp.nparts); return;
+    case E_CALL:
+        slots_expr(c, visit, e->u.call.callee);
+        slots_exprs(c, visit, e->u.call.args, e->u.call.nargs);
         return;
-    }
-    case E_INTERP: restrict_list(c, e->u.interp.parts, e->u.interp.nparts); return;
-    case E_CALL: {
-        Expr *f = e->u.call.callee;
-        restrict_expr(c, f, R_VALUE);
-        Builtin b = (f->kind == E_IDENT && f->u.ident.sym && f->u.ident.sym->kind == SYM_BUILTIN)
-                        ? f->u.ident.sym->builtin
-                        : B_NONE;
-        for (int i = 0; i < e->u.call.nargs; i++) {
-            RCtx ac = R_VALUE;
-            if ((b == B_MAP || b == B_FILTER || b == B_FOREACH || b == B_FOLD) && i == 0)
-                ac = R_ITER_SRC;
-            Expr *a = e->u.call.args[i];
-            if (a->kind == E_LIST && (b == B_EXPECT_ALL || b == B_CHECK_ALL)) {
-                restrict_list(c, a->u.list.elems, a->u.list.n);
-                continue;
-            }
-            restrict_expr(c, a, ac);
-        }
-        return;
-    }
     case E_BINARY:
-        restrict_expr(c, e->u.bin.l, R_VALUE);
-        restrict_expr(c, e->u.bin.r, R_VALUE);
+        slots_expr(c, visit, e->u.bin.l);
+        slots_expr(c, visit, e->u.bin.r);
         return;
-    case E_UNARY: restrict_expr(c, e->u.un.e, R_VALUE); return;
+    case E_UNARY: slots_expr(c, visit, e->u.un.e); return;
     case E_ELVIS:
-        restrict_expr(c, e->u.elvis.l, R_VALUE);
-        restrict_expr(c, e->u.elvis.r, R_VALUE);
+        slots_expr(c, visit, e->u.elvis.l);
+        slots_expr(c, visit, e->u.elvis.r);
         return;
     case E_MATCH:
-        restrict_expr(c, e->u.match.scrut, R_VALUE);
+        slots_expr(c, visit, e->u.match.scrut);
         for (int i = 0; i < e->u.match.narms; i++) {
-            restrict_pattern(c, e->u.match.arms[i].pat);
-            restrict_expr(c, e->u.match.arms[i].body, R_VALUE);
+            slots_pattern(c, visit, e->u.match.arms[i].pat);
+            slots_expr(c, visit, e->u.match.arms[i].body);
         }
         return;
     case E_BLOCK:
-        for (int i = 0; i < e->u.block.nstmts; i++) restrict_stmt(c, e->u.block.stmts[i]);
+        for (int i = 0; i < e->u.block.nstmts; i++) slots_stmt(c, visit, e->u.block.stmts[i]);
         return;
     case E_LAMBDA:
-        for (int i = 0; i < e->u.lambda.nparams; i++)
-            if (e->u.lambda.params[i].sym) default_type(c, e->u.lambda.params[i].sym->type, 0);
-        restrict_captures(c, e->u.lambda.unit, e->pos, "a lambda");
-        restrict_expr(c, e->u.lambda.body, R_VALUE);
+        slots_params(c, visit, e->u.lambda.params, e->u.lambda.nparams);
+        slots_expr(c, visit, e->u.lambda.body);
         return;
-    case E_SPAWN:
-        restrict_captures(c, e->u.spawn.unit, e->pos, "`spawn`");
-        restrict_expr(c, e->u.spawn.e, R_VALUE);
-        return;
-    case E_AWAIT: restrict_expr(c, e->u.await.e, R_VALUE); return;
-    case E_YIELD: restrict_expr(c, e->u.yield.e, R_VALUE); return;
-    case E_RESULT_CTOR: restrict_expr(c, e->u.ctor.e, R_VALUE); return;
-    case E_LIST: restrict_list(c, e->u.list.elems, e->u.list.n); return;
-    case E_UNSUPPORTED: restrict_list(c, e->u.unsup.subs, e->u.unsup.nsubs); return;
+    case E_SPAWN: slots_expr(c, visit, e->u.spawn.e); return;
+    case E_AWAIT: slots_expr(c, visit, e->u.await.e); return;
+    case E_YIELD: slots_expr(c, visit, e->u.yield.e); return;
+    case E_RESULT_CTOR: slots_expr(c, visit, e->u.ctor.e); return;
+    case E_LIST: slots_exprs(c, visit, e->u.list.elems, e->u.list.n); return;
+    case E_UNSUPPORTED: slots_exprs(c, visit, e->u.unsup.subs, e->u.unsup.nsubs); return;
     case E_IF:
-        restrict_expr(c, e->u.if_.cond, R_VALUE);
-        restrict_expr(c, e->u.if_.then, R_VALUE);
-        restrict_expr(c, e->u.if_.els, R_VALUE);
+        slots_expr(c, visit, e->u.if_.cond);
+        slots_expr(c, visit, e->u.if_.then);
+        slots_expr(c, visit, e->u.if_.els);
         return;
-    case E_FIELD: restrict_expr(c, e->u.field.e, R_VALUE); return;
+    case E_FIELD: slots_expr(c, visit, e->u.field.e); return;
     case E_METHOD:
-        if (e->u.method.call) restrict_expr(c, e->u.method.call, ctx);
+        slots_expr(c, visit, e->u.method.recv);
+        slots_exprs(c, visit, e->u.method.args, e->u.method.nargs);
+        slots_expr(c, visit, e->u.method.fn);
+        slots_expr(c, visit, e->u.method.call);
         return;
     case E_RECORD:
-        for (int i = 0; i < e->u.record.n; i++)
-            restrict_expr(c, e->u.record.fields[i].value, R_VALUE);
+        for (int i = 0; i < e->u.record.n; i++) slots_expr(c, visit, e->u.record.fields[i].value);
         return;
     case E_UPDATE:
-        restrict_expr(c, e->u.update.e, R_VALUE);
-        for (int i = 0; i < e->u.update.n; i++)
-            restrict_expr(c, e->u.update.fields[i].value, R_VALUE);
+        slots_expr(c, visit, e->u.update.e);
+        for (int i = 0; i < e->u.update.n; i++) slots_expr(c, visit, e->u.update.fields[i].value);
         return;
     case E_INDEX:
-        restrict_expr(c, e->u.index.e, R_VALUE);
-        restrict_expr(c, e->u.index.idx, R_VALUE);
+        slots_expr(c, visit, e->u.index.e);
+        slots_expr(c, visit, e->u.index.idx);
         return;
     case E_MAPLIT:
-        restrict_list(c, e->u.maplit.keys, e->u.maplit.n);
-        restrict_list(c, e->u.maplit.vals, e->u.maplit.n);
+        slots_exprs(c, visit, e->u.maplit.keys, e->u.maplit.n);
+        slots_exprs(c, visit, e->u.maplit.vals, e->u.maplit.n);
         return;
     case E_PERFORM:
-        if (e->u.perform.inst && e->u.perform.decl)
-            for (int i = 0; i < e->u.perform.decl->nparams; i++)
-                default_type(c, e->u.perform.inst[i], 0);
-        restrict_list(c, e->u.perform.args, e->u.perform.nargs);
+        if (e->u.perform.decl) slots_array(c, visit, e->u.perform.inst, e->u.perform.decl->nparams);
+        slots_exprs(c, visit, e->u.perform.args, e->u.perform.nargs);
         return;
     case E_HANDLE:
-        if (e->u.handle.inst && e->u.handle.decl)
-            for (int i = 0; i < e->u.handle.decl->nparams; i++)
-                default_type(c, e->u.handle.inst[i], 0);
-        restrict_captures(c, e->u.handle.group, e->pos, "a `handle`");
+        if (e->u.handle.decl) slots_array(c, visit, e->u.handle.inst, e->u.handle.decl->nparams);
         for (int i = 0; i < e->u.handle.narms; i++) {
             HandleArm *arm = &e->u.handle.arms[i];
-            for (int k = 0; k < arm->nbinders; k++)
-                if (arm->binders[k].sym) default_type(c, arm->binders[k].sym->type, 0);
-            restrict_expr(c, arm->body, R_VALUE);
+            slots_params(c, visit, arm->binders, arm->nbinders);
+            slots_expr(c, visit, arm->body);
         }
-        restrict_expr(c, e->u.handle.body, R_VALUE);
+        slots_expr(c, visit, e->u.handle.body);
         return;
-    case E_RESUME: restrict_expr(c, e->u.resume.e, R_VALUE); return;
+    case E_RESUME: slots_expr(c, visit, e->u.resume.e); return; /* .handle: an enclosing node */
     case E_SEND:
-        restrict_expr(c, e->u.send.ch, R_VALUE);
-        restrict_expr(c, e->u.send.v, R_VALUE);
+        slots_expr(c, visit, e->u.send.ch);
+        slots_expr(c, visit, e->u.send.v);
         return;
-    case E_RECV: restrict_expr(c, e->u.recv.ch, R_VALUE); return;
+    case E_RECV: slots_expr(c, visit, e->u.recv.ch); return;
     }
+}
+
+/* The declarations' types: records' and variants' fields, aliases, effects' operations. */
+static void slots_decls(Checker *c, SlotFn visit) {
+    for (int i = 0; i < c->prog->tdecls.len; i++) {
+        TypeDecl *td = c->prog->tdecls.items[i];
+        slots_array(c, visit, td->pvars, td->nparams);
+        slots_array(c, visit, td->types, td->nfields);
+        slots_type(c, visit, &td->alias_type);
+        for (int k = 0; k < td->nvariants; k++)
+            slots_array(c, visit, td->variants[k]->types, td->variants[k]->nfields);
+    }
+    for (int i = 0; i < c->prog->edecls.len; i++) {
+        EffectDecl *ed = c->prog->edecls.items[i];
+        slots_array(c, visit, ed->pvars, ed->nparams);
+        for (int k = 0; k < ed->nops; k++) slots_type(c, visit, &ed->ops[k].type);
+    }
+}
+
+static void slots_program(Checker *c, SlotFn visit) {
+    TypeCtx *tc = c->tc;
+    Type **base[] = {&tc->t_int,       &tc->t_float,  &tc->t_bool,   &tc->t_string, &tc->t_unit,
+                     &tc->t_matherror, &tc->t_errort, &tc->t_poison, &tc->t_ptr};
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) slots_type(c, visit, base[i]);
+    slots_decls(c, visit);
+    for (int i = 0; i < c->prog->nstmts; i++) slots_stmt(c, visit, c->prog->stmts[i]);
+}
+
+static void default_slot(Checker *c, Type **slot) {
+    default_type(c, *slot, 0);
+}
+
+static void resolve_slot(Checker *c, Type **slot) {
+    (void)c;
+    *slot = resolve_type(*slot, 0);
 }
 
 int check_program(Program *prog, Diags *d) {
@@ -394,13 +381,11 @@ int check_program(Program *prog, Diags *d) {
     }
     for (int i = 0; i < prog->fns.len; i++) ensure_checked(c, prog->fns.items[i]);
     solve_forced(c, 0);
-    /* defaults, static function values, Iterator restrictions */
-    for (int i = 0; i < prog->nstmts; i++) {
-        Stmt *s = prog->stmts[i];
-        if (s->kind == S_LET) default_type(c, s->u.let.sym->type, 0);
-        restrict_stmt(c, s);
-    }
+    /* what nothing fixed is int (docs/spec/language.md §16.2), or Error in an error slot */
+    slots_program(c, default_slot);
     solve_forced(c, 0);
+    /* the finished value: no variable link is left anywhere in the tree (codegen asserts it) */
+    slots_program(c, resolve_slot);
     arena_free(c->scratch);
     return c->errors;
 }
