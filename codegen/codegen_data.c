@@ -42,6 +42,15 @@ int record_slot(Type *t, const char *name) {
         return -1;
     }
     TypeDecl *td = t->decl;
+    if (td->kind == TD_UNION) {
+        /* a positional record (docs/spec/language.md §3.3): field `k` is payload word k + 1,
+         * after the tag; the checker accepted only `0` … `nfields - 1` */
+        if (td->nvariants != 1) return -1;
+        char *end;
+        long k = strtol(name, &end, 10);
+        if (*end || k < 0 || k >= td->variants[0]->nfields) return -1;
+        return (int)k + 1;
+    }
     for (int i = 0; i < td->nfields; i++)
         if (strcmp(td->fields[i], name) == 0) return i;
     return -1;

@@ -263,6 +263,10 @@ static bool try_solve(Checker *c, Constraint *k) {
             if (is_record_type(t))
                 error(c, k->pos, "%srecord type `%s` has no field `%s`", via_prefix(c, k),
                       show(c, t), k->name);
+            else if (positional_record(t))
+                error(c, k->pos,
+                      "%spositional record `%s` has no field `%s` (its fields are `0` to `%d`)",
+                      via_prefix(c, k), show(c, t), k->name, positional_record(t)->nfields - 1);
             else
                 error(c, k->pos, "%s`%s` has no fields (`.%s` needs a record)", via_prefix(c, k),
                       show(c, t), k->name);

@@ -206,6 +206,10 @@ static Type *check_field(Checker *c, Expr *e) {
     if (!ft) {
         if (is_record_type(t))
             error(c, e->u.field.npos, "record type `%s` has no field `%s`", show(c, t), name);
+        else if (positional_record(t))
+            error(c, e->u.field.npos,
+                  "positional record `%s` has no field `%s` (its fields are `0` to `%d`)",
+                  show(c, t), name, positional_record(t)->nfields - 1);
         else
             error(c, e->u.field.npos, "`%s` has no fields (`.%s` needs a record)", show(c, t),
                   name);

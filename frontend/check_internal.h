@@ -107,6 +107,7 @@ TypeDecl *find_tdecl(Checker *c, const char *name);
 const char *decl_name(void *decl);
 bool is_record_type(Type *t);
 Type *inst_decl(Checker *c, Type **pvars, int n, Type **args, Type *t);
+Variant *positional_record(Type *t);
 Type *inst_field(Checker *c, Type *t, const char *name, int *slot);
 Type *fresh_named(Checker *c, TypeDecl *td);
 Type *make_anon_record(Checker *c, int n, const char **names, Type **types, int *slots);

@@ -28,8 +28,38 @@ Type *inst_decl(Checker *c, Type **pvars, int n, Type **args, Type *t) {
     return inst_type(c, t, &m, 0);
 }
 
+/* The variant of a positional record type (docs/spec/language.md §3.3: `type Pair =
+ * Pair(int, string)`, fields `0`, `1`, …), or NULL when `t` is not one. */
+Variant *positional_record(Type *t) {
+    t = ty_find(t);
+    if (t->kind != TY_NAMED) return NULL;
+    TypeDecl *td = t->decl;
+    if (td->kind != TD_UNION || td->nvariants != 1) return NULL;
+    Variant *v = td->variants[0];
+    if (v->named || v->nfields == 0 || strcmp(v->name, td->name) != 0) return NULL;
+    return v;
+}
+
+/* The position `name` spells as a positional field (`0`, `1`, … without leading zeros), or -1. */
+static int positional_index(const char *name) {
+    if (!name[0] || (name[0] == '0' && name[1])) return -1;
+    long k = 0;
+    for (const char *s = name; *s; s++) {
+        if (*s < '0' || *s > '9' || k > 100000000) return -1;
+        k = k * 10 + (*s - '0');
+    }
+    return (int)k;
+}
+
 Type *inst_field(Checker *c, Type *t, const char *name, int *slot) {
     t = ty_find(t);
+    Variant *pv = positional_record(t);
+    if (pv) {
+        int k = positional_index(name);
+        if (k < 0 || k >= pv->nfields) return NULL;
+        *slot = k;
+        return inst_decl(c, pv->decl->pvars, pv->decl->nparams, t->args, pv->types[k]);
+    }
     if (t->kind == TY_RECORD) {
         for (int i = 0; i < t->nargs; i++)
             if (strcmp(t->fields[i], name) == 0) {
