@@ -55,6 +55,37 @@ static void unify_result(Checker *c, Constraint *k, Type *t) {
 }
 
 /* Returns true when the constraint is settled (satisfied or reported). */
+static const char *overload_name(int o) {
+    switch (o) {
+    case OVL_INT: return "integer arithmetic";
+    case OVL_FLOAT: return "float arithmetic";
+    case OVL_STRING: return "string concatenation";
+    case OVL_LIST: return "list concatenation";
+    case OVL_MAP: return "a map merge";
+    default: return "?";
+    }
+}
+
+/* docs/spec/language.md §16.1: an operator in a definition takes its overload from the use,
+ * and one definition has one overload. `k` (solved as `o`) is a copy of a scheme's
+ * constraint: the first copy solved fixes the definition's overload; a later one that
+ * differs is an error at its call. */
+static void same_overload(Checker *c, Constraint *k, int o) {
+    Constraint *d = k->origin;
+    if (!d) return;
+    if (!d->overload) {
+        d->overload = o;
+        d->overload_pos = k->pos;
+        return;
+    }
+    if (d->overload == o) return;
+    error(c, k->pos,
+          "%sthe `%s` of `%s` would be %s here, but it is %s for the use at %d:%d; one "
+          "definition has one overload (write one function for each)",
+          via_prefix(c, k), k->kind == C_NEG ? "-" : binop_spelling(k->op), k->origin_fn,
+          overload_name(o), overload_name(d->overload), d->overload_pos.line, d->overload_pos.col);
+}
+
 static bool try_solve(Checker *c, Constraint *k) {
     TypeCtx *tc = c->tc;
     bool ra = false, rb = false, bad = false;
@@ -95,6 +126,7 @@ static bool try_solve(Checker *c, Constraint *k) {
                 return true;
             }
             unify_result(c, k, k->a);
+            same_overload(c, k, want == CL_LIST ? OVL_LIST : OVL_MAP);
             return true;
         }
         if (ca == CL_STRING || cb == CL_STRING) {
@@ -108,6 +140,7 @@ static bool try_solve(Checker *c, Constraint *k) {
             ty_unify(tc, k->a, tc->t_string);
             ty_unify(tc, k->b, tc->t_string);
             unify_result(c, k, tc->t_string);
+            same_overload(c, k, OVL_STRING);
             return true;
         }
         if (ca == CL_OTHER || cb == CL_OTHER) {
@@ -121,6 +154,7 @@ static bool try_solve(Checker *c, Constraint *k) {
         Type *payload = (k->op == OP_DIV || isfloat) ? tc->t_float : tc->t_int;
         bool is_res = k->op == OP_DIV || k->op == OP_MOD || !isfloat || ra || rb;
         unify_result(c, k, is_res ? ty_result(tc, payload, tc->t_matherror) : payload);
+        same_overload(c, k, isfloat ? OVL_FLOAT : OVL_INT);
         return true;
     }
     case C_NEG: {
@@ -140,6 +174,7 @@ static bool try_solve(Checker *c, Constraint *k) {
             unify_result(c, k, ty_result(tc, tc->t_int, tc->t_matherror));
         else
             unify_result(c, k, ra ? ty_result(tc, tc->t_float, tc->t_matherror) : tc->t_float);
+        same_overload(c, k, ca == CL_INT ? OVL_INT : OVL_FLOAT);
         return true;
     }
     case C_CMP: {

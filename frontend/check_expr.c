@@ -58,10 +58,12 @@ static Type *check_ident(Checker *c, Expr *e) {
         e->u.ident.ninst = m.n;
         for (int i = 0; i < f->cons.len; i++) {
             Constraint *k = f->cons.items[i];
-            add_constraint_named(c, k->kind, k->op, inst_type(c, k->a, &m, 0),
-                                 k->b ? inst_type(c, k->b, &m, 0) : NULL,
-                                 k->res ? inst_type(c, k->res, &m, 0) : NULL, e->pos, f->name,
-                                 k->name);
+            Constraint *copy = add_constraint_named(c, k->kind, k->op, inst_type(c, k->a, &m, 0),
+                                                    k->b ? inst_type(c, k->b, &m, 0) : NULL,
+                                                    k->res ? inst_type(c, k->res, &m, 0) : NULL,
+                                                    e->pos, f->name, k->name);
+            copy->origin = k->origin ? k->origin : k;
+            copy->origin_fn = k->origin ? k->origin_fn : f->name;
         }
         return inst_type(c, f->type, &m, 0);
     }
@@ -190,16 +192,12 @@ static Type *check_field(Checker *c, Expr *e) {
     const char *name = e->u.field.name;
     if (t->kind == TY_POISON) return tc->t_poison;
     if (t->kind == TY_VAR && !t->rigid) {
-        int count;
-        TypeDecl *td = unique_record_with(c, &name, 1, &count);
-        if (count == 1) {
-            ty_unify(tc, t, fresh_named(c, td));
-            t = ty_find(t);
-        } else {
-            Type *res = ty_var(tc);
-            add_constraint_named(c, C_FIELD, OP_ADD, t, NULL, res, e->u.field.npos, NULL, name);
-            return res;
-        }
+        /* docs/spec/language.md §16.1: resolved against the concrete record type once it is
+         * known (per specialisation when it is a parameter), never by searching the declared
+         * records for one with this field */
+        Type *res = ty_var(tc);
+        add_constraint_named(c, C_FIELD, OP_ADD, t, NULL, res, e->u.field.npos, NULL, name);
+        return res;
     }
     int slot;
     Type *ft = inst_field(c, t, name, &slot);
@@ -231,12 +229,7 @@ static Type *check_method(Checker *c, Expr *e) {
     if (is_record_type(rt) && inst_field(c, rt, name, &slot)) {
         field = true;
     } else if (!fs && rt->kind == TY_VAR && !rt->rigid) {
-        int count;
-        TypeDecl *td = unique_record_with(c, &name, 1, &count);
-        if (count == 1) {
-            ty_unify(tc, rt, fresh_named(c, td));
-            field = true;
-        }
+        field = true; /* no such function: a field of a record known later (§16.1) */
     }
     int n = e->u.method.nargs;
     Expr *call = expr_new(c->a, E_CALL, e->pos);

@@ -42,7 +42,16 @@ struct Constraint {
     const char *name; /* C_FIELD: the field; C_SIZED: the built-in */
     int level;
     bool dead;
+    /* a copy made when a function's scheme is instantiated: the definition's own constraint,
+     * and there the overload its first solved copy chose (docs/spec/language.md §16.1: one
+     * overload per definition) and where */
+    struct Constraint *origin;
+    const char *origin_fn; /* the function whose body holds `origin` */
+    int overload;          /* OVL_*; 0 until a copy is solved */
+    Pos overload_pos;
 };
+
+enum { OVL_NONE, OVL_INT, OVL_FLOAT, OVL_STRING, OVL_LIST, OVL_MAP };
 
 typedef struct Checker {
     Arena *a;
