@@ -263,7 +263,7 @@ struct TypeDecl {
     /* TD_ALIAS */
     TypeExpr *alias;
     struct Type *alias_type;
-    int state; /* alias expansion: 0 new, 1 in progress, 2 done */
+    int id; /* position in Program.tdecls (the checker's side tables are indexed by it) */
 };
 
 /* `effect` declarations (§3.4). */

@@ -50,7 +50,7 @@ void check_scc(Checker *c, int id) {
     PtrVec *members = &c->sccs[id];
     TypeCtx *tc = c->tc;
     for (int i = 0; i < members->len; i++)
-        c->fn_state[((FnDecl *)members->items[i])->id] = FN_CHECKING;
+        c->fn_state[((FnDecl *)members->items[i])->id] = CK_IN_PROGRESS;
     int outer = tc->level;
     tc->level = outer + 1;
     PtrVec save_handles = c->handles;
@@ -106,8 +106,7 @@ void check_scc(Checker *c, int id) {
     c->handles = save_handles;
     tc->level = outer;
     generalise(c, members, outer);
-    for (int i = 0; i < members->len; i++)
-        c->fn_state[((FnDecl *)members->items[i])->id] = FN_CHECKED;
+    for (int i = 0; i < members->len; i++) c->fn_state[((FnDecl *)members->items[i])->id] = CK_DONE;
 }
 
 /* ---- strongly connected components (Tarjan) ---- */
@@ -358,10 +357,11 @@ int check_program(Program *prog, Diags *d) {
     Checker C = {.a = prog->arena, .d = d, .prog = prog, .tc = &prog->types};
     Checker *c = &C;
     ty_decl_name = decl_name;
-    prepare_decls(c);
     size_t nfns = (size_t)prog->fns.len + 1;
     /* the scratch tables live in the checker's own arena, freed when it returns */
     c->scratch = arena_new();
+    c->alias_state = arena_alloc(c->scratch, (size_t)prog->tdecls.len + 1);
+    prepare_decls(c);
     c->sccs = arena_alloc(c->scratch, sizeof(PtrVec) * nfns);
     c->fn_state = arena_alloc(c->scratch, nfns);
     c->tj_index = arena_alloc(c->scratch, sizeof(int) * nfns);

@@ -519,5 +519,5 @@ Type *inst_type(Checker *c, Type *t, InstMap *m, int depth) {
 }
 
 void ensure_checked(Checker *c, FnDecl *f) {
-    if (c->fn_state[f->id] == FN_UNCHECKED) check_scc(c, f->scc);
+    if (c->fn_state[f->id] == CK_NEW) check_scc(c, f->scc);
 }

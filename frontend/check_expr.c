@@ -46,7 +46,7 @@ static Type *check_ident(Checker *c, Expr *e) {
     case SYM_FN: {
         FnDecl *f = s->fn;
         ensure_checked(c, f);
-        if (c->fn_state[f->id] == FN_CHECKING || f->nqvars == 0)
+        if (c->fn_state[f->id] == CK_IN_PROGRESS || f->nqvars == 0)
             return f->type ? f->type : tc->t_poison;
         InstMap m = {.from = f->qvars, .n = f->nqvars};
         m.to = arena_alloc(c->a, sizeof(Type *) * (size_t)f->nqvars);

@@ -70,12 +70,13 @@ typedef struct Checker {
     PtrVec handles; /* Expr* E_HANDLE whose body is being checked (innermost last) */
     /* scratch state per function, indexed by FnDecl.id, in `scratch` (never in the AST) */
     Arena *scratch;
-    unsigned char *fn_state; /* FN_UNCHECKED, FN_CHECKING, FN_CHECKED */
+    unsigned char *fn_state; /* CK_NEW, CK_IN_PROGRESS, CK_DONE: checked or not */
     int *tj_index, *tj_low;  /* Tarjan's numbering; 0: not visited yet */
     bool *tj_onstack;
+    unsigned char *alias_state; /* per TypeDecl.id: alias expansion, CK_* */
 } Checker;
 
-enum { FN_UNCHECKED = 0, FN_CHECKING = 1, FN_CHECKED = 2 };
+enum { CK_NEW = 0, CK_IN_PROGRESS = 1, CK_DONE = 2 };
 
 static inline void error(Checker *c, Pos pos, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

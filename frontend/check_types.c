@@ -236,19 +236,20 @@ static Type **generic_vars(Checker *c, int n) {
 }
 
 static void prepare_alias(Checker *c, TypeDecl *td) {
-    if (td->state == 2) return;
-    if (td->state == 1) {
+    unsigned char *state = &c->alias_state[td->id];
+    if (*state == CK_DONE) return;
+    if (*state == CK_IN_PROGRESS) {
         error(c, td->pos, "type alias `%s` refers to itself", td->name);
         td->alias_type = NULL;
-        td->state = 2;
+        *state = CK_DONE;
         return;
     }
-    td->state = 1;
+    *state = CK_IN_PROGRESS;
     if (!td->pvars) td->pvars = generic_vars(c, td->nparams);
     Type *t = convert_in(c, td->alias, td->params, td->pvars, td->nparams);
-    if (td->state == 1) {
+    if (*state == CK_IN_PROGRESS) {
         td->alias_type = t;
-        td->state = 2;
+        *state = CK_DONE;
     }
 }
 

@@ -1835,7 +1835,10 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
                 s->u.fn->id = prog->fns.len;
                 vec_push(P.a, &prog->fns, s->u.fn);
             }
-            if (s->kind == S_TYPE) vec_push(P.a, &prog->tdecls, s->u.type);
+            if (s->kind == S_TYPE) {
+                s->u.type->id = prog->tdecls.len;
+                vec_push(P.a, &prog->tdecls, s->u.type);
+            }
             if (s->kind == S_EFFECT) vec_push(P.a, &prog->edecls, s->u.effect);
         } else {
             /* restore the file's tokens (an error may come from inside a fragment) */
