@@ -276,10 +276,15 @@ static void slots_expr(Checker *c, SlotFn visit, Expr *e) {
         return;
     case E_FIELD: slots_expr(c, visit, e->u.field.e); return;
     case E_METHOD:
+        /* the chosen call holds the receiver and the arguments: walking them here too would
+         * make a chain of n method calls cost 2^n */
+        if (e->u.method.call) {
+            slots_expr(c, visit, e->u.method.call);
+            return;
+        }
         slots_expr(c, visit, e->u.method.recv);
         slots_exprs(c, visit, e->u.method.args, e->u.method.nargs);
         slots_expr(c, visit, e->u.method.fn);
-        slots_expr(c, visit, e->u.method.call);
         return;
     case E_RECORD:
         for (int i = 0; i < e->u.record.n; i++) slots_expr(c, visit, e->u.record.fields[i].value);
