@@ -263,7 +263,7 @@ struct TypeDecl {
     /* TD_ALIAS */
     TypeExpr *alias;
     struct Type *alias_type;
-    int state; /* alias expansion: 0 new, 1 in progress, 2 done */
+    int id; /* position in Program.tdecls (the checker's side tables are indexed by it) */
 };
 
 /* `effect` declarations (§3.4). */
@@ -519,6 +519,7 @@ struct FnDecl {
     Sym *sym;
     Unit *unit;
     int decl_index; /* position among top-level statements */
+    int id;         /* position in Program.fns (the checker's side tables are indexed by it) */
     bool is_main;
     bool is_extern; /* `extern fn`: a C function, no body (docs/spec/language.md §3.5) */
     /* inference */
@@ -526,15 +527,11 @@ struct FnDecl {
     Type **qvars; /* generalised variables, in a fixed order */
     int nqvars;
     PtrVec cons;         /* Constraint* kept in the scheme */
-    int scc;             /* strongly connected component id */
-    int check_state;     /* 0 unchecked, 1 in progress, 2 done */
+    int scc;             /* strongly connected component id (callees first) */
     PtrVec callees;      /* FnDecl* referenced from the body */
     PtrVec globals_read; /* Sym* file-scope bindings read by the body (direct) */
     EffSet *esc;         /* effects that may escape a call, except calls of its parameters */
     bool *calls_param;   /* [nparams]: the body calls that parameter (effects.c, §12.2) */
-    /* Tarjan */
-    int t_index, t_low;
-    bool t_onstack;
 };
 
 /* A whole checked program. */

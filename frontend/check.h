@@ -13,8 +13,11 @@
  *
  * Declared types (records, unions, aliases) and effects are prepared first; explicit
  * type parameters are rigid variables while their function is checked. After inference
- * a pass defaults what is left, marks `let`s bound to compile-time-known functions (called
- * directly by codegen) and enforces that Iterators are consumed where they are built.
+ * a last pass defaults what is left and resolves every type the program holds (the
+ * declarations, every expression, binding, instantiation and scheme): no type variable
+ * link is left, each type is its representative and is marked `resolved` (types.h). The
+ * checker's scratch state (Tarjan's numbering, which functions are checked) is its own and
+ * freed before it returns. The Iterator restrictions are a separate pass (restrict.h).
  * Returns the number of errors.
  */
 #ifndef OSP_FE_CHECK_H

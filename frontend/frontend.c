@@ -9,6 +9,7 @@
 #include "effects.h"
 #include "parser.h"
 #include "resolve.h"
+#include "restrict.h"
 
 /* ---- the compile stack ------------------------------------------------------------------ */
 
@@ -80,6 +81,7 @@ static void frontend_work(void *p) {
         int before = d.count;
         resolve_program(prog, &d);
         check_program(prog, &d);
+        restrict_program(prog, &d);
         if (d.count == before) effects_program(prog, &d);
     }
     if (job->diag_out) diag_print(&d, job->diag_out);

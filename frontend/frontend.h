@@ -2,7 +2,8 @@
  * frontend.h — the front end's public face: source text → typed AST, or diagnostics.
  *
  * Pipeline: lexer (lexer.h) → parser (parser.h) → name resolution (resolve.h) →
- * type inference and Tier 1 restrictions (check.h). Diagnostics are printed as
+ * type inference, ending with every type resolved (check.h) → the Iterator restrictions
+ * (restrict.h) → the effect check (effects.h). Diagnostics are printed as
  * `path:line:col: error: message`, the source line and a caret (docs/spec/language.md
  * preamble, docs/ARCHITECTURE.md "Error handling").
  */

@@ -1051,6 +1051,30 @@ static Expr *parse_postfix(Parser *p) {
             height = chain_grow(p, height, t->pos);
             continue;
         }
+        if (t->kind == P_DOT && (peek_at(p, 1)->kind == T_INT || peek_at(p, 1)->kind == T_FLOAT)) {
+            /* a positional field `.0` (docs/spec/language.md §3.3); `p.0.1` lexes its fields as
+             * the float `0.1`, so a float is two fields */
+            next(p);
+            Token *num = next(p);
+            const char *dot = strchr(num->text, '.');
+            size_t n1 = dot ? (size_t)(dot - num->text) : strlen(num->text);
+            for (int k = 0; k < (dot ? 2 : 1); k++) {
+                const char *s = k == 0 ? num->text : dot + 1;
+                size_t len = k == 0 ? n1 : strlen(dot + 1);
+                Pos pos = num->pos;
+                if (k == 1) pos.col += (int)n1 + 1;
+                if (len > 1 && s[0] == '0')
+                    fail(p, pos, "a positional field is written without leading zeros (`.%s`)",
+                         arena_strndup(p->a, s, len));
+                Expr *f = expr_new(p->a, E_FIELD, pos);
+                f->u.field.e = e;
+                f->u.field.name = arena_strndup(p->a, s, len);
+                f->u.field.npos = pos;
+                e = f;
+                height = chain_grow(p, height, t->pos);
+            }
+            continue;
+        }
         if (t->kind == P_DOT) {
             next(p);
             Token *name = expect(p, T_IDENT, "after `.`");
@@ -1729,6 +1753,7 @@ static void generalise_top_lets(Parser *p, Program *prog) {
             fn->line = st->pos.line;
             st->kind = S_FN;
             st->u.fn = fn;
+            fn->id = prog->fns.len;
             vec_push(p->a, &prog->fns, fn);
             changed = true;
         }
@@ -1806,8 +1831,14 @@ int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
         if (setjmp(jb) == 0) {
             Stmt *s = parse_stmt(&P, true);
             vec_push(P.a, &stmts, s);
-            if (s->kind == S_FN) vec_push(P.a, &prog->fns, s->u.fn);
-            if (s->kind == S_TYPE) vec_push(P.a, &prog->tdecls, s->u.type);
+            if (s->kind == S_FN) {
+                s->u.fn->id = prog->fns.len;
+                vec_push(P.a, &prog->fns, s->u.fn);
+            }
+            if (s->kind == S_TYPE) {
+                s->u.type->id = prog->tdecls.len;
+                vec_push(P.a, &prog->tdecls, s->u.type);
+            }
             if (s->kind == S_EFFECT) vec_push(P.a, &prog->edecls, s->u.effect);
         } else {
             /* restore the file's tokens (an error may come from inside a fragment) */

@@ -65,6 +65,9 @@ typedef struct Type {
     bool rigid;       /* an explicit type parameter `<T>`: unifies only with itself */
     const char *name; /* its name, for diagnostics */
     unsigned char hint;
+    /* set by the checker's last pass on every type the program holds: not a linked variable,
+     * and its arguments and result (transitively) are resolved too */
+    bool resolved;
 } Type;
 
 typedef struct TypeCtx {

@@ -30,6 +30,6 @@ rm -f "$out/merged"/*
 # keep a small corpus (the replay test also runs every test program): the 48 smallest merged
 # inputs of at least 20 bytes
 rm -f test/fuzz/corpus/*
-find "$out/merged" -type f -size +19c -printf '%s %p\n' | sort -n | head -48 | cut -d' ' -f2- |
+find "$out/merged" -type f -size +19c -printf '%s %p\n' | sort -n | sed -n '1,48p' | cut -d' ' -f2- |
   while read -r f; do cp "$f" test/fuzz/corpus/; done
 echo "corpus: $(ls test/fuzz/corpus | wc -l) inputs kept in test/fuzz/corpus"

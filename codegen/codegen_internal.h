@@ -1,0 +1,247 @@
+/*
+ * codegen_internal.h — what the parts of the code generator share (codegen.h is the public face).
+ *
+ * codegen.c          function instances and jobs, emission, osp_codegen
+ * codegen_values.c   IR helpers, LLVM types, boxing, Results, rendering (§8)
+ * codegen_expr.c     environment, expressions, calls, operators, statements
+ * codegen_closures.c closures, captured environments, callees, spawn
+ * codegen_extern.c   extern C functions (§3.5)
+ * codegen_builtins.c iteration pipelines, built-ins as runtime calls (builtins.def)
+ * codegen_data.c     records, variants, lists, maps
+ * codegen_match.c    patterns and match
+ * codegen_effects.c  effects (§12, §14.6)
+ */
+#ifndef OSP_CODEGEN_INTERNAL_H
+#define OSP_CODEGEN_INTERNAL_H
+
+#include <assert.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+#include "inline_rt.h"
+#include "osprey_rt.h"
+
+/* The parts' shared functions are internal to the library: not exported from any image. */
+#pragma GCC visibility push(hidden)
+
+/*
+ * `t` itself: the checker hands over a finished program whose types are all resolved
+ * (check.h), and the types codegen builds from them are marked resolved too, so codegen
+ * never follows a type variable's link. Asserts it (a type the checker's last pass missed).
+ */
+static inline Type *ty_rep(Type *t) {
+    assert(t && t->resolved && !(t->kind == TY_VAR && t->link));
+    return t;
+}
+
+/* ---- compile-time values ---- */
+
+typedef enum CalleeKind {
+    CAL_NONE,
+    CAL_FN,
+    CAL_BUILTIN,
+    CAL_LAMBDA,
+    CAL_CTOR,
+    CAL_VALUE
+} CalleeKind;
+typedef struct Job Job;
+
+/*
+ * What a call calls: a function known at compile time (called directly) or a closure
+ * value (CAL_VALUE, called through its code pointer). A closure is a heap block whose
+ * word 0 is the code pointer `ret code(ptr closure, params...)` and whose words 1.. are
+ * the captured values, boxed.
+ */
+typedef struct Callee {
+    CalleeKind kind;
+    FnDecl *fn;      /* CAL_FN */
+    Type **targs;    /* CAL_FN: concrete type arguments (fn->nqvars) */
+    Builtin builtin; /* CAL_BUILTIN */
+    Expr *lambda;    /* CAL_LAMBDA */
+    Job *encl;       /* CAL_LAMBDA: enclosing function instance (NULL: main) */
+    LLVMValueRef
+        env; /* CAL_LAMBDA: its closure (NULL when it captures nothing); CAL_VALUE: the closure */
+    Variant *ctor; /* CAL_CTOR */
+    Type *type;    /* CAL_VALUE / CAL_CTOR: the function's concrete type */
+} Callee;
+
+typedef struct Stage {
+    bool is_filter;
+    Callee cb;
+    Type *in, *out;
+} Stage;
+
+/* A range pipeline whose bounds have been evaluated (compiled to one counted loop). */
+typedef struct IterDesc {
+    LLVMValueRef start, end;
+    Stage stages[32];
+    int nstages;
+} IterDesc;
+
+/* BIND_CELL: a `mut` binding; v points to its storage (a heap cell or a global). */
+typedef enum BindKind { BIND_VALUE, BIND_CALLEE, BIND_ITER, BIND_CELL } BindKind;
+typedef struct Binding {
+    Sym *sym;
+    BindKind kind;
+    LLVMValueRef v;
+    Callee callee;
+    IterDesc *iter;
+    struct Binding *next;
+} Binding;
+
+/*
+ * JOB_ARM: a handler arm (plain: `ret f(ptr env, params...)`; resuming:
+ * `i64 f(ptr env, ptr k)`); JOB_HBODY: the body of a handle with a resuming arm
+ * (`i64 f(ptr env)`, run on a continuation thread); JOB_WRAP: the closure code of a
+ * named function, built-in or constructor used as a value.
+ */
+typedef enum JobKind { JOB_FN, JOB_LAMBDA, JOB_SPAWN, JOB_ARM, JOB_HBODY, JOB_WRAP } JobKind;
+
+/* One machine function to emit: a function instance, a lambda or a spawn thunk. */
+struct Job {
+    JobKind kind;
+    FnDecl *fn;           /* JOB_FN; JOB_WRAP of a function */
+    Type **targs;         /* JOB_FN */
+    Expr *expr;           /* JOB_LAMBDA / JOB_SPAWN; JOB_ARM / JOB_HBODY: the E_HANDLE */
+    HandleArm *arm;       /* JOB_ARM */
+    Job *encl;            /* lambda/spawn/arm/body: enclosing instance (NULL: main) */
+    Binding *static_caps; /* compile-time bindings visible in the function */
+    Callee wrapped;       /* JOB_WRAP */
+    Type *wtype;          /* JOB_WRAP: the concrete function type */
+    int line;             /* JOB_WRAP: line for its debug info */
+    const char *name;
+    LLVMValueRef llfn;
+    LLVMTypeRef llty;
+    bool emitted;
+};
+
+typedef struct FnState {
+    LLVMValueRef fn;
+    LLVMMetadataRef sp;
+    Job *job;  /* NULL for the entry point */
+    Job *inst; /* substitution context: the enclosing function instance (NULL: main) */
+    Binding *env;
+    LLVMBasicBlockRef entry;
+    LLVMMetadataRef loc;
+    LLVMValueRef cont_k; /* resuming arm: its continuation (ptr) */
+    Type *handle_type;   /* resuming arm: the value type of its handle */
+} FnState;
+
+typedef struct CG {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMDIBuilderRef dib;
+    LLVMMetadataRef di_file, di_cu, di_fnty;
+    const Program *prog; /* read only: codegen never writes to the front end's value */
+    Arena *arena;        /* codegen's own, freed when osp_codegen returns */
+    TypeCtx *tc;         /* &types */
+    TypeCtx types;       /* the front end's base types; new types (instances) go in `arena` */
+    const osp_cg_options *opts;
+    LLVMTypeRef i1, i8, i32, i64, f64, ptr, voidt, rest, osp_result_t, eff_entry_t;
+    PtrVec keys; /* interned effect-key strings: const char* then LLVMValueRef */
+    PtrVec jobs;
+    FnState *fs;
+    LLVMAttributeRef fp_attr;
+    LLVMValueRef str_integer_overflow, str_division_by_zero, str_zero, str_true, str_false,
+        str_file;
+    Binding *globals; /* file-scope bindings stored in LLVM globals: sym -> global */
+    char *error;
+} CG;
+
+/* codegen_values.c */
+LLVMValueRef ci64(CG *g, int64_t v);
+LLVMValueRef ci32(CG *g, int v);
+void set_loc_line(CG *g, int line, int col);
+void restore_loc(CG *g, LLVMMetadataRef loc);
+LLVMValueRef const_string(CG *g, const char *s, size_t len);
+LLVMValueRef cstr(CG *g, const char *s);
+LLVMValueRef rt_fn(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
+                   LLVMTypeRef *out_ty);
+LLVMValueRef call_rt(CG *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt, LLVMValueRef *args,
+                     int n);
+void add_zeroext(CG *g, LLVMValueRef fn_or_call, unsigned idx, bool is_call);
+LLVMValueRef intrinsic(CG *g, const char *name, LLVMTypeRef *tys, int ntys, LLVMTypeRef *fnty);
+LLVMValueRef entry_alloca(CG *g, LLVMTypeRef ty, const char *name);
+LLVMBasicBlockRef new_block(CG *g, const char *name);
+bool type_eq(Type *a, Type *b);
+Type *rebuild_type(CG *g, Type *t, Type **args, Type *ret);
+Type *subst(CG *g, Type *t, Job *inst);
+Type *ety(CG *g, Expr *e);
+Type *sty(CG *g, Type *t);
+LLVMTypeRef llty(CG *g, Type *t);
+LLVMValueRef unit_value(CG *g);
+LLVMValueRef box(CG *g, LLVMValueRef v, Type *t);
+LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t);
+LLVMValueRef make_result(CG *g, LLVMValueRef is_err_i1, LLVMValueRef word);
+LLVMValueRef gen_intdiv(CG *g, LLVMValueRef a, LLVMValueRef d);
+LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare);
+void print_line(CG *g, LLVMValueRef s);
+
+/* codegen.c */
+bool targs_eq(Type **a, Type **b, int n);
+const char *unique_name(CG *g, const char *base);
+Job *fn_instance(CG *g, FnDecl *fn, Type **targs);
+const char *encl_name(Job *encl);
+LLVMTypeRef closure_fn_type(CG *g, Type *ft);
+Job *lambda_job(CG *g, Expr *lam, Job *encl);
+
+/* codegen_expr.c */
+Binding *bind_sym(CG *g, Sym *s, BindKind k);
+Binding *lookup(CG *g, Sym *s);
+void internal_error(CG *g, const char *msg);
+LLVMValueRef gen(CG *g, Expr *e);
+void gen_stmt(CG *g, Stmt *s, LLVMValueRef *value);
+
+/* codegen_closures.c */
+LLVMValueRef gc_alloc(CG *g, int64_t bytes);
+void store_word(CG *g, LLVMValueRef block, int i, LLVMValueRef w);
+LLVMValueRef load_word(CG *g, LLVMValueRef block, int i, const char *name);
+LLVMValueRef build_env(CG *g, Unit *u, LLVMValueRef code, bool by_ref_muts, Binding **statics);
+void bind_captures(CG *g, Unit *u, LLVMValueRef env, Binding *statics, bool by_ref_muts);
+LLVMValueRef callee_value(CG *g, Callee *c, Type *ft);
+LLVMValueRef gen_closure(CG *g, Expr *lam);
+Type **ident_targs(CG *g, Expr *id);
+Callee callee_of(CG *g, Expr *e);
+LLVMValueRef call_callee(CG *g, Callee *c, LLVMValueRef *args, Type **argt, int n);
+LLVMValueRef gen_spawn(CG *g, Expr *e);
+
+/* codegen_extern.c */
+LLVMValueRef gen_extern_call(CG *g, FnDecl *f, LLVMValueRef *args);
+LLVMValueRef extern_fn_pointer(CG *g, Expr *e, Type *ft);
+
+/* codegen_builtins.c */
+IterDesc *gen_iter(CG *g, Expr *e);
+LLVMValueRef str_eq(CG *g, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef call_sig(CG *g, const char *fn, const char *sig, LLVMValueRef *vals, Type **types);
+LLVMValueRef gen_size(CG *g, LLVMValueRef v, Type *t);
+LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t);
+LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b);
+
+/* codegen_data.c */
+Type *subst_vars(CG *g, Type *t, Type **from, Type **to, int n);
+Type *variant_field_type(CG *g, Type *t, Variant *v, int slot);
+int record_slot(Type *t, const char *name);
+LLVMValueRef build_variant(CG *g, Variant *v, LLVMValueRef *args, Type **argt, int n);
+LLVMValueRef gen_record(CG *g, Expr *e);
+LLVMValueRef gen_update(CG *g, Expr *e);
+LLVMValueRef gen_list(CG *g, Expr *e);
+LLVMValueRef gen_maplit(CG *g, Expr *e);
+LLVMValueRef gen_index(CG *g, Expr *e);
+
+/* codegen_match.c */
+LLVMValueRef gen_match(CG *g, Expr *e);
+
+/* codegen_effects.c */
+Type **concrete_inst(CG *g, EffectDecl *d, Type **inst);
+Type *eff_op_type(CG *g, EffectDecl *d, int opi, Type **inst);
+LLVMValueRef gen_perform(CG *g, Expr *e);
+LLVMValueRef gen_handle(CG *g, Expr *e);
+LLVMValueRef gen_resume(CG *g, Expr *e);
+
+#pragma GCC visibility pop
+
+#endif
