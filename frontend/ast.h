@@ -263,7 +263,8 @@ struct TypeDecl {
     /* TD_ALIAS */
     TypeExpr *alias;
     struct Type *alias_type;
-    int state; /* alias expansion: 0 new, 1 in progress, 2 done */
+    int state;    /* alias expansion: 0 new, 1 in progress, 2 done */
+    bool builtin; /* declared by the compiler (frontend/builtin_types.c), not the program */
 };
 
 /* `effect` declarations (§3.4). */

@@ -706,9 +706,9 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
 }
 
 static bool is_builtin_type_name(const char *n) {
-    static const char *const names[] = {"int",       "float", "bool",    "string", "Unit",
-                                        "MathError", "Error", "Result",  "Fiber",  "Iterator",
-                                        "List",      "Map",   "Channel", "any",    "Ptr"};
+    static const char *const names[] = {
+        "int",   "float",    "bool", "string", "Unit",    "MathError", "Error", "Result",
+        "Fiber", "Iterator", "List", "Map",    "Channel", "any",       "Ptr",   "HttpResponse"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(names[i], n) == 0) return true;
     return false;
@@ -726,7 +726,7 @@ static void resolve_decls(Resolver *r) {
                 error(r, td->pos, "type `%s` is already declared at line %d", td->name,
                       o->pos.line);
         }
-        if (is_builtin_type_name(td->name))
+        if (!td->builtin && is_builtin_type_name(td->name))
             error(r, td->pos, "`%s` is a built-in type and cannot be redeclared", td->name);
     }
     for (int i = 0; i < prog->tdecls.len; i++) {
