@@ -258,6 +258,29 @@ static void reply_error(int fd, int64_t status, const char *json) {
         send_all(fd, json, strlen(json), REPLY_SEND_MS);
 }
 
+/*
+ * End a connection: FIN after the reply, then (with `drain`) read and discard what the
+ * client still sends until it closes, for at most 1 s and 4 MiB, so that closing with
+ * unread bytes does not reset the connection and destroy the reply before the client has
+ * read it (an early 413 while a large body is still arriving).
+ */
+static void finish(int fd, bool drain) {
+    shutdown(fd, SHUT_WR);
+    int64_t deadline = now_ms() + 1000;
+    size_t discarded = 0;
+    char sink[4096];
+    while (drain && discarded < ((size_t)4 << 20)) {
+        int64_t left = deadline - now_ms();
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0 || wait_fds(&p, 1, left) <= 0) break;
+        ssize_t n = recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (n <= 0) break;
+        discarded += (size_t)n;
+    }
+    close(fd);
+}
+
 static const char *S(const char *s) {
     return s ? s : "";
 }
@@ -269,7 +292,8 @@ static void serve_connection(http_server *s, int fd) {
     osp_http_head h;
     char *headers = NULL;
     int state = OSP_HTTPP_NEED_MORE;
-    size_t need = 0; /* once the head is parsed: head + body bytes */
+    size_t need = 0;    /* once the head is parsed: head + body bytes */
+    bool drain = false; /* replied before reading the whole request */
     for (;;) {
         if (state == OSP_HTTPP_OK && in.len >= need) break;
         int64_t left = deadline - now_ms();
@@ -294,26 +318,31 @@ static void serve_connection(http_server *s, int fd) {
             state = osp_httpp_request_head(in.p, in.len, &h, headers);
             if (state == OSP_HTTPP_NEED_MORE && in.len > HEAD_LIMIT) {
                 reply_error(fd, 413, "{\"error\":\"HTTP request too large\"}");
+                drain = true;
                 goto done;
             }
             if (state == OSP_HTTPP_MALFORMED) {
                 reply_error(fd, 400, "{\"error\":\"malformed HTTP request\"}");
+                drain = true;
                 goto done;
             }
             if (state == OSP_HTTPP_TRANSFER_ENCODING) {
                 reply_error(fd, 400, "{\"error\":\"unsupported HTTP transfer encoding\"}");
+                drain = true;
                 goto done;
             }
             if (state == OSP_HTTPP_OK) {
                 if (h.head_len > HEAD_LIMIT ||
                     h.content_length > (uint64_t)REQUEST_LIMIT - h.head_len) {
                     reply_error(fd, 413, "{\"error\":\"HTTP request too large\"}");
+                    drain = true;
                     goto done;
                 }
                 need = h.head_len + (size_t)h.content_length;
             }
         }
     }
+    drain = in.len > need; /* bytes beyond the request (pipelining) stay unread */
     const char *method = osp_str_dup_n(in.p + h.method_off, h.method_len);
     const char *target = osp_str_dup_n(in.p + h.target_off, h.target_len);
     const char *hdrs = osp_str_dup_n(headers, h.headers_len);
@@ -341,8 +370,7 @@ static void serve_connection(http_server *s, int fd) {
 done:
     free(headers);
     free(in.p);
-    shutdown(fd, SHUT_WR);
-    close(fd);
+    finish(fd, drain);
 }
 
 static osp_word server_main(void *env) {
