@@ -1,8 +1,6 @@
 /* builtin_types.c — see builtin_types.h. */
 #include "builtin_types.h"
 
-#include <string.h>
-
 #include "util.h"
 
 static TypeExpr *named(Arena *a, const char *name) {
@@ -13,8 +11,6 @@ static TypeExpr *named(Arena *a, const char *name) {
 }
 
 void builtin_types_add(Program *prog) {
-    for (int i = 0; i < prog->tdecls.len; i++)
-        if (strcmp(((TypeDecl *)prog->tdecls.items[i])->name, "HttpResponse") == 0) return;
     static const char *const fields[] = {"status",   "headers",    "contentType",
                                          "streamFd", "isComplete", "partialBody"};
     static const char *const types[] = {"int", "string", "string", "int", "bool", "string"};
@@ -31,5 +27,10 @@ void builtin_types_add(Program *prog) {
         td->fields[i] = fields[i];
         td->ftypes[i] = named(a, types[i]);
     }
+    /* first, so that it is the one found by name even when the program (wrongly) declares
+     * a type of the same name */
     vec_push(a, &prog->tdecls, td);
+    for (int i = prog->tdecls.len - 1; i > 0; i--)
+        prog->tdecls.items[i] = prog->tdecls.items[i - 1];
+    prog->tdecls.items[0] = td;
 }

@@ -8,13 +8,13 @@
 #include "ast.h"
 
 /*
- * Append the built-in record declarations to prog->tdecls (after the program's own, marked
- * `builtin`, allocated in prog->arena), as if the program declared
+ * Put the built-in record declarations first in prog->tdecls (marked `builtin`, allocated
+ * in prog->arena), as if the program declared
  *   type HttpResponse = { status: int, headers: string, contentType: string,
  *                         streamFd: int, isComplete: bool, partialBody: string }
  * The field order is the runtime's layout (osp_http_response in runtime/core/osprey_rt.h).
- * A program that declares a type of the same name gets no built-in one (name resolution
- * reports the redeclaration). Call after parsing and before resolve_program.
+ * Being first, they are what the name means even in a program that also declares it (name
+ * resolution reports that redeclaration). Call after parsing and before resolve_program.
  */
 void builtin_types_add(Program *prog);
 

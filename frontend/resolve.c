@@ -722,7 +722,7 @@ static void resolve_decls(Resolver *r) {
         TypeDecl *td = prog->tdecls.items[i];
         for (int j = 0; j < i; j++) {
             TypeDecl *o = prog->tdecls.items[j];
-            if (strcmp(o->name, td->name) == 0)
+            if (!o->builtin && strcmp(o->name, td->name) == 0)
                 error(r, td->pos, "type `%s` is already declared at line %d", td->name,
                       o->pos.line);
         }
