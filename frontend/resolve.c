@@ -32,7 +32,8 @@ static void error(Resolver *r, Pos pos, const char *fmt, ...) {
 }
 
 static const char *const tier3_builtins[] = {
-    "httpCreateServer", "httpListen", "jsonParse", "toGpu", "gpuIota",
+    "toGpu",
+    "gpuIota",
 };
 
 static Sym *new_sym(Resolver *r, SymKind k, const char *name, Pos pos) {
