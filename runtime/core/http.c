@@ -310,7 +310,13 @@ static void serve_connection(http_server *s, int fd) {
             if (in.len > 0) reply_error(fd, 400, "{\"error\":\"malformed HTTP request\"}");
             goto done;
         }
+        /* the head is parsed again only when a line may have ended (or gone bad): a client
+         * trickling bytes does not make the server rescan it for each one */
+        const char *fresh = in.p + in.len;
+        bool worth = memchr(fresh, '\n', (size_t)n) || memchr(fresh, '\r', (size_t)n) ||
+                     memchr(fresh, 0, (size_t)n);
         in.len += (size_t)n;
+        if (state == OSP_HTTPP_NEED_MORE && !worth && in.len <= HEAD_LIMIT) continue;
         if (state == OSP_HTTPP_NEED_MORE) {
             free(headers);
             headers = malloc(in.len ? in.len : 1);
