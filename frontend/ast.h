@@ -263,7 +263,8 @@ struct TypeDecl {
     /* TD_ALIAS */
     TypeExpr *alias;
     struct Type *alias_type;
-    int id; /* position in Program.tdecls (the checker's side tables are indexed by it) */
+    int id;       /* position in Program.tdecls (the checker's side tables are indexed by it) */
+    bool builtin; /* declared by the compiler (frontend/builtin_types.c), not the program */
 };
 
 /* `effect` declarations (§3.4). */

@@ -2,13 +2,19 @@
 #include "check_internal.h"
 
 /* ---- built-in signatures: a small notation ----
- *   i int  f float  b bool  s string  u Unit  a/c type variables
+ *   i int  f float  b bool  s string  u Unit  P Ptr  H HttpResponse  a/c type variables
  *   L<x> List  M<x> Map<string, x>  C<x> Channel  F<x> Fiber  E<x> Result<x, Error>
  *   N<x> Result<x, MathError>  (x>y) function      "params>ret", params separated by ',' */
 typedef struct SigParse {
     const char *p;
     Type *vars[2];
 } SigParse;
+
+/* The named type of a record the language declares (frontend/builtin_types.c). */
+static Type *builtin_record(Checker *c, const char *name) {
+    TypeDecl *td = find_tdecl(c, name);
+    return td && td->builtin ? fresh_named(c, td) : c->tc->t_poison;
+}
 
 static Type *sig_type(Checker *c, SigParse *sp) {
     TypeCtx *tc = c->tc;
@@ -20,6 +26,7 @@ static Type *sig_type(Checker *c, SigParse *sp) {
     case 's': return tc->t_string;
     case 'u': return tc->t_unit;
     case 'P': return tc->t_ptr;
+    case 'H': return builtin_record(c, "HttpResponse");
     case 'a':
     case 'c': {
         int k = ch == 'a' ? 0 : 1;
@@ -109,6 +116,15 @@ Type *apply_fn_type(Checker *c, Expr *e, Type *ft, Type **at, const char *who) {
     return ft->ret;
 }
 
+/* docs/spec/language.md §9.7: the handler of `httpListen` names a top-level function. */
+static void check_http_handler(Checker *c, Expr *cb) {
+    if (!(cb->kind == E_IDENT && cb->u.ident.sym && cb->u.ident.sym->kind == SYM_FN &&
+          !cb->u.ident.sym->fn->is_extern))
+        error(c, cb->pos,
+              "the handler of `httpListen` must name a top-level function of type "
+              "`(string, string, string, string) -> HttpResponse`");
+}
+
 Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     TypeCtx *tc = c->tc;
     Expr **args = e->u.call.args;
@@ -128,6 +144,7 @@ Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
                   "the callback of `spawnProcess` must name a top-level function of type "
                   "`(int, int, string) -> Unit`");
     }
+    if (b == B_HTTP_LISTEN && n == 2) check_http_handler(c, args[1]);
     if (sigt) {
         Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n + 1));
         for (int i = 0; i < n; i++) at[i] = check_expr(c, args[i]);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtin_types.h"
 #include "check.h"
 #include "effects.h"
 #include "parser.h"
@@ -79,6 +80,7 @@ static void frontend_work(void *p) {
     int syntax = parse_program(prog, &d, src, len);
     if (syntax == 0) {
         int before = d.count;
+        builtin_types_add(prog);
         resolve_program(prog, &d);
         check_program(prog, &d);
         restrict_program(prog, &d);

@@ -32,7 +32,8 @@ static void error(Resolver *r, Pos pos, const char *fmt, ...) {
 }
 
 static const char *const tier3_builtins[] = {
-    "httpCreateServer", "httpListen", "jsonParse", "toGpu", "gpuIota",
+    "toGpu",
+    "gpuIota",
 };
 
 static Sym *new_sym(Resolver *r, SymKind k, const char *name, Pos pos) {
@@ -706,9 +707,9 @@ static void resolve_stmt(Resolver *r, Stmt *s, int top_index) {
 }
 
 static bool is_builtin_type_name(const char *n) {
-    static const char *const names[] = {"int",       "float", "bool",    "string", "Unit",
-                                        "MathError", "Error", "Result",  "Fiber",  "Iterator",
-                                        "List",      "Map",   "Channel", "any",    "Ptr"};
+    static const char *const names[] = {
+        "int",   "float",    "bool", "string", "Unit",    "MathError", "Error", "Result",
+        "Fiber", "Iterator", "List", "Map",    "Channel", "any",       "Ptr",   "HttpResponse"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(names[i], n) == 0) return true;
     return false;
@@ -722,11 +723,11 @@ static void resolve_decls(Resolver *r) {
         TypeDecl *td = prog->tdecls.items[i];
         for (int j = 0; j < i; j++) {
             TypeDecl *o = prog->tdecls.items[j];
-            if (strcmp(o->name, td->name) == 0)
+            if (!o->builtin && strcmp(o->name, td->name) == 0)
                 error(r, td->pos, "type `%s` is already declared at line %d", td->name,
                       o->pos.line);
         }
-        if (is_builtin_type_name(td->name))
+        if (!td->builtin && is_builtin_type_name(td->name))
             error(r, td->pos, "`%s` is a built-in type and cannot be redeclared", td->name);
     }
     for (int i = 0; i < prog->tdecls.len; i++) {

@@ -19,6 +19,9 @@ PACKAGES=(
   # profiler: libc's internal functions and thread entries named from their detached
   # debug files (/usr/lib/debug/.build-id); gdb for the unwinder's validation test
   libc6-dbg gdb
+  # a private network namespace for HTTP test programs on a fixed port
+  # (`// network: private` in test/programs: unshare from util-linux, ip from iproute2)
+  util-linux iproute2
   # editor extension and browser tests
   nodejs chromium
   # pprof consumer for the --pprof test (go tool pprof)

@@ -210,7 +210,7 @@ static size_t fiber_stack_size(void) {
     return size;
 }
 
-int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
+static osp_fiber *fiber_new(osp_thunk_fn thunk, void *env) {
     osp_rt_heap_init();
     pthread_once(&stripes_once, stripes_init);
     osp_fiber *f = osp_gc_alloc(sizeof *f);
@@ -218,6 +218,24 @@ int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
     f->env = env;
     f->handlers = osp_eff_copy();
     f->id = osp_handle_register(OSP_HANDLE_FIBER, f);
+    return f;
+}
+
+/* Start `f`'s detached thread; 0 or the pthread error. */
+static int fiber_start(osp_fiber *f) {
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0) rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (rc == 0) rc = pthread_attr_setstacksize(&attr, fiber_stack_size());
+    if (rc == 0) rc = pthread_attr_setguardsize(&attr, OSP_THREAD_GUARD);
+    pthread_t thread;
+    if (rc == 0) rc = GC_pthread_create(&thread, &attr, osp_fiber_entry, f);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
+    osp_fiber *f = fiber_new(thunk, env);
     if (atomic_load(&det_mode)) {
         /* the record stays reachable from the handle table while it waits in the queue */
         pthread_mutex_lock(&queue_lock);
@@ -230,17 +248,19 @@ int64_t osp_fiber_spawn(osp_thunk_fn thunk, void *env) {
         pthread_mutex_unlock(&queue_lock);
         return f->id;
     }
-
-    pthread_attr_t attr;
-    int rc = pthread_attr_init(&attr);
-    if (rc == 0) rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (rc == 0) rc = pthread_attr_setstacksize(&attr, fiber_stack_size());
-    if (rc == 0) rc = pthread_attr_setguardsize(&attr, OSP_THREAD_GUARD);
-    pthread_t thread;
-    if (rc == 0) rc = GC_pthread_create(&thread, &attr, osp_fiber_entry, f);
-    pthread_attr_destroy(&attr);
+    int rc = fiber_start(f);
     if (rc != 0) osp_fatalf("cannot start fiber: %s", strerror(rc));
     return f->id;
+}
+
+int64_t osp_fiber_spawn_thread(osp_thunk_fn thunk, void *env) {
+    osp_fiber *f = fiber_new(thunk, env);
+    if (fiber_start(f) == 0) return f->id;
+    size_t s = (size_t)f->id % OSP_FIBER_STRIPES;
+    pthread_mutex_lock(&stripes[s].lock);
+    atomic_store_explicit(&f->done, 1, memory_order_release); /* awaiting it returns 0 */
+    pthread_mutex_unlock(&stripes[s].lock);
+    return -1;
 }
 
 /* Run queued fiber `f` to completion on the calling thread, as the fiber: its id, its

@@ -497,6 +497,99 @@ int64_t osp_process_await(int64_t id);
 /* cleanupProcess(id): forget the process without killing it (unknown ids are ignored). */
 void osp_process_cleanup(int64_t id);
 
+/* ---- HTTP (docs/spec/language.md §9.7; runtime/core/http.c) ---------------------------------- */
+
+/*
+ * The built-in record HttpResponse as generated code lays it out: one 64-bit word per field
+ * in declaration order (frontend/builtin_types.c declares the record with exactly these
+ * fields): `{ status: int, headers: string, contentType: string, streamFd: int,
+ * isComplete: bool, partialBody: string }`. Only status, headers and partialBody are used.
+ */
+typedef struct osp_http_response {
+    int64_t status;
+    const char *headers;      /* sent verbatim: each line ends with "\r\n" */
+    const char *content_type; /* ignored */
+    int64_t stream_fd;        /* ignored */
+    osp_word is_complete;     /* ignored (a boxed bool) */
+    const char *partial_body; /* the body */
+} osp_http_response;
+
+/*
+ * httpCreateServer(port, address): a server id (servers and clients share one counter from
+ * 1; servers must be below 100). Nothing is bound yet. -1 port not in 1–65535, -3 no room.
+ */
+int64_t osp_http_create_server(int64_t port, const char *address);
+/*
+ * httpListen(server, handler): bind address:port (dotted IPv4, SO_REUSEADDR), listen and
+ * serve in the background on a new fiber (the next fiber/channel id; registered with the
+ * profiler as that fiber, label `fiber`; the caller's effect handlers copied). `handler` is a
+ * closure (word 0 its code pointer) of the Osprey type (string, string, string, string) ->
+ * HttpResponse, called as code(closure, method, target, headers, body) on the server's
+ * thread, one request at a time. Bad requests never reach it: 400 (malformed, or any
+ * Transfer-Encoding), 413 (head over 32 KiB or request over 1 MiB), 408 (not all there
+ * within 5 s), each with a JSON body. Returns 0; -1 unknown server, -7 already listening,
+ * -2 socket(), -3 socket option or an address that is not dotted IPv4, -4 bind (port in
+ * use), -5 listen, -6 the server thread could not start.
+ */
+int64_t osp_http_listen(int64_t server, osp_closure handler);
+/*
+ * httpStopServer(server): stop accepting, let the request in hand finish and wait (a
+ * profiler blocking region) for the server's fiber to end; its socket is closed. 0, also for
+ * an id in 1–99 that is no listening server; -1 outside 1–99. From the server's own handler:
+ * 0 at once, and the server ends after that reply.
+ */
+int64_t osp_http_stop_server(int64_t server);
+/*
+ * httpCreateClient(baseUrl, timeoutMs): a client id. `http://host[:port][/...]` (port 80) or
+ * `https://` (port 443); only host and port are kept. -2 negative timeout, -4 bad URL.
+ * timeoutMs bounds connecting and each wait for data; 0 means no limit.
+ */
+int64_t osp_http_create_client(const char *base_url, int64_t timeout_ms);
+/* httpCloseClient(c): forget the client; 0 (also for an unknown id). */
+int64_t osp_http_close_client(int64_t client);
+/*
+ * httpGet/httpDelete(c, path, headers), httpPost/httpPut(c, path, body, headers): one request
+ * on a new connection, in the format of §9.7 (`headers` lines joined by "\r\n", without the
+ * last one; a Content-Length only when body is not ""), the reply read until the server
+ * closes or the timeout passes without data. The status code, or -1 unknown client,
+ * -4 unknown host, -5 cannot connect, -6 send failed, -7 empty reply, -8 no `HTTP/1.x`
+ * status line, -11 an https:// client (this runtime has no TLS). Waits are profiler
+ * blocking regions.
+ */
+int64_t osp_http_get(int64_t c, const char *path, const char *headers);
+int64_t osp_http_delete(int64_t c, const char *path, const char *headers);
+int64_t osp_http_post(int64_t c, const char *path, const char *body, const char *headers);
+int64_t osp_http_put(int64_t c, const char *path, const char *body, const char *headers);
+/* httpGetResponse(c, path, headers): a GET whose reply is kept: Success(id), the lowest free
+ * id in 1–1023 (reused after httpResponseFree); Error (no message) if the request failed
+ * (any negative result above) or every id is in use. */
+osp_rres osp_http_get_response(int64_t c, const char *path, const char *headers);
+/* httpResponseStatus(r): the kept reply's status; -1 for an unknown id. */
+int64_t osp_http_response_status(int64_t r);
+/* httpResponseBody(r): Success(the bytes after the blank line, `Transfer-Encoding: chunked`
+ * decoded); Error for an unknown id, a reply whose head never ended, or a bad chunk size. */
+osp_rres osp_http_response_body(int64_t r);
+/* httpResponseHeader(r, name): Success(value of the first header line whose name equals
+ * `name` ignoring ASCII case, leading blanks dropped); Error if none or an unknown id. */
+osp_rres osp_http_response_header(int64_t r, const char *name);
+/* httpResponseFree(r): Success(0); Error if unknown or already freed. */
+osp_rres osp_http_response_free(int64_t r);
+
+/* ---- JSON (docs/spec/language.md §9.8; runtime/core/json.c) ---------------------------------- */
+
+/* jsonParse(text): Success(document id), the lowest free id in 1–1023, when `text` is exactly
+ * one JSON value with only space, tab, CR, LF around it; Error (no message) otherwise or when
+ * every id is in use. Nesting deeper than 1000 levels is refused. */
+osp_rres osp_json_parse(const char *text);
+/* jsonGet(doc, path): Success(the scalar at `path` as text: a string decoded, a number token
+ * exactly as written, `true`, `false`, `null`); Error for an array, an object, a missing path
+ * or an unknown document. Paths: "" the root, `.` between keys, `[n]` an array index. */
+osp_rres osp_json_get(int64_t doc, const char *path);
+/* jsonLength(doc, path): elements of an array, members of an object; -1 otherwise. */
+int64_t osp_json_length(int64_t doc, const char *path);
+/* jsonFree(doc): Success(0); Error if unknown or already freed. */
+osp_rres osp_json_free(int64_t doc);
+
 /* ---- FFI (docs/spec/language.md §3.5, §11.4): C functions under exactly these names ------- */
 
 /* A string returned by an extern, copied at once onto the Osprey heap; NULL gives "". */

@@ -212,6 +212,16 @@ void *osp_handle_lookup(int64_t id, int kind);
 /* Id of the fiber running on the calling thread; 0 on the main thread or a foreign one. */
 int64_t osp_fiber_current_id(void);
 
+/*
+ * Start a fiber on its own thread whatever the fiber mode (deterministic mode, §11.4, only
+ * queues what `spawn` starts): the thread registers with the profiler as (id, "fiber"),
+ * runs thunk(env) with a copy of the caller's effect handlers, like osp_fiber_spawn. For
+ * runtime services that must run in the background (the HTTP server of httpListen, §9.7).
+ * Returns the fiber id (taken from the shared counter), or -1 when no thread could be
+ * created (the id is used up; awaiting it returns 0).
+ */
+int64_t osp_fiber_spawn_thread(osp_thunk_fn thunk, void *env);
+
 /* ---- processes (process.c) ----------------------------------------------------------------- */
 
 /*

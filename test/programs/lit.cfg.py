@@ -13,6 +13,10 @@
 #   // stdin: text             a line of the program's stdin (repeatable; default: empty)
 #   // unsupported: sanitizer  not run in sanitizer builds (their runtime owns fatal
 #                              signals: a crash is reported by ASan, not by the runtime)
+#   // network: private        run in a network namespace of its own with only loopback up
+#                              (`unshare --user --net`), so a fixed port is always free
+#                              and no listener outlives the run; where the machine allows
+#                              no unprivileged namespaces the program runs as usual
 import os
 import sys
 

@@ -29,7 +29,7 @@ def read_directives(path):
     with open(path, encoding="utf-8", errors="replace") as fh:
         lines = fh.read().splitlines()
     d = {"exit": 0, "env": {}, "stderr": [], "compile_error": [], "stdin": [],
-         "unsupported": []}
+         "unsupported": [], "network": None}
     for ln in lines:
         s = ln.strip()
         if s.startswith("// unsupported:"):
@@ -45,6 +45,8 @@ def read_directives(path):
             d["compile_error"].append(s[len("// compile-error:"):].strip())
         elif s.startswith("// stdin:"):
             d["stdin"].append(s[len("// stdin:"):].strip())
+        elif s.startswith("// network:"):
+            d["network"] = s[len("// network:"):].strip()
     return d
 
 
@@ -67,6 +69,26 @@ def program_env(directives):
     env.pop("NO_COLOR", None)
     env.update(directives["env"])
     return env
+
+
+_PRIVATE_NETWORK = None
+
+
+def private_network_prefix():
+    """argv prefix that runs a command in a new network namespace (of a new user namespace,
+    so no privilege is needed) with only its own loopback interface up, or [] when this
+    machine does not allow unprivileged namespaces (probed once). A program in it can bind
+    any port without meeting another process, and nothing it leaves listening outlives it."""
+    global _PRIVATE_NETWORK
+    if _PRIVATE_NETWORK is None:
+        prefix = ["unshare", "--user", "--map-root-user", "--net", "--", "sh", "-c",
+                  'ip link set lo up && exec "$@"', "sh"]
+        try:
+            ok = subprocess.run(prefix + ["true"], capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        _PRIVATE_NETWORK = prefix if ok else []
+    return _PRIVATE_NETWORK
 
 
 def _read(path):
@@ -147,6 +169,10 @@ class OspreyProgram(lit.formats.TestFormat):
 
     def _run(self, test, path, d):
         cmd = [test.config.osprey, path, "--run"]
+        if d["network"] == "private":
+            cmd = private_network_prefix() + cmd
+        elif d["network"] is not None:
+            return lit.Test.FAIL, "unknown `// network: %s` (expected `private`)" % d["network"]
         try:
             p = self._spawn(cmd, os.path.dirname(path), d)
         except subprocess.TimeoutExpired:
