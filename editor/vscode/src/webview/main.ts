@@ -695,7 +695,8 @@ function scheduleDraw(): void {
   });
 }
 
-const charWidths = new Map<number, number>();
+/** Width in CSS px of each UTF-16 code unit in the label font, -1 until measured. */
+const charWidths = new Float64Array(65536).fill(-1);
 let fontFamily = "";
 
 /** Width of a string as the sum of cached per-code-unit widths (measureText once per character). */
@@ -703,10 +704,10 @@ function measure(s: string): number {
   let w = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    let cw = charWidths.get(c);
-    if (cw === undefined) {
+    let cw = charWidths[c];
+    if (cw < 0) {
       cw = ctx.measureText(s[i]).width;
-      charWidths.set(c, cw);
+      charWidths[c] = cw;
     }
     w += cw;
   }
@@ -726,7 +727,7 @@ function readTheme(): void {
   const ff = themeColor("--vscode-font-family", "system-ui, sans-serif");
   if (ff !== fontFamily) {
     fontFamily = ff;
-    charWidths.clear();
+    charWidths.fill(-1);
     labelCaches = new WeakMap();
   }
 }
