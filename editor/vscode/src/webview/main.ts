@@ -698,6 +698,8 @@ function scheduleDraw(): void {
 /** Width in CSS px of each UTF-16 code unit in the label font, -1 until measured. */
 const charWidths = new Float64Array(65536).fill(-1);
 let fontFamily = "";
+/** The canvas font of labels (FONT_PX in the theme's family), rebuilt when the theme changes. */
+let labelFont = "";
 
 /** Width of a string as the sum of cached per-code-unit widths (measureText once per character). */
 function measure(s: string): number {
@@ -727,6 +729,7 @@ function readTheme(): void {
   const ff = themeColor("--vscode-font-family", "system-ui, sans-serif");
   if (ff !== fontFamily) {
     fontFamily = ff;
+    labelFont = `${FONT_PX}px ${fontFamily}`;
     charWidths.fill(-1);
     labelCaches = new WeakMap();
   }
@@ -921,7 +924,7 @@ function draw(): void {
   ctx.putImageData(image, 0, 0);
   // Labels.
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.font = `${FONT_PX}px ${fontFamily}`;
+  ctx.font = labelFont;
   ctx.textBaseline = "middle";
   ctx.fillStyle = "#000000";
   let alpha = -1;
