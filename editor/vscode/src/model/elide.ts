@@ -64,3 +64,55 @@ export function elideMiddleFit(text: string, maxWidth: number, measure: (s: stri
   const max = lo + 1 < len ? Math.min(measure(piece(lo + 1)), full) : full;
   return { text: piece(lo), min: loWidth, max };
 }
+
+/**
+ * {@link elideMiddleFit} for a width that is the sum of per-code-unit widths, `unitWidth(c)` for
+ * UTF-16 code unit c, added from 0 in string order (as the page's measure() does): the same
+ * answer and range, bit for bit, without building a string per candidate — each candidate's
+ * width is summed over its code units in the order its string would have them, and only the
+ * answer is built. Calls `unitWidth` O(length · log length) times and allocates nothing else
+ * for text without surrogate pairs.
+ */
+export function elideMiddleFitUnits(text: string, maxWidth: number, unitWidth: (code: number) => number): FittedLabel {
+  const n = text.length;
+  let full = 0;
+  for (let i = 0; i < n; i++) full += unitWidth(text.charCodeAt(i));
+  if (full <= maxWidth) return { text, min: full, max: Infinity };
+  const e = unitWidth(ELLIPSIS.charCodeAt(0));
+  const ellipsis = 0 + e;
+  if (ellipsis > maxWidth) return { text: "", min: -Infinity, max: Math.min(ellipsis, full) };
+  // Code point k starts at code unit at(k); at(len) = n.
+  let starts: Int32Array | null = null;
+  if (/[\ud800-\udfff]/.test(text)) {
+    const cps = Array.from(text);
+    starts = new Int32Array(cps.length + 1);
+    for (let k = 0; k < cps.length; k++) starts[k + 1] = starts[k] + cps[k].length;
+  }
+  const len = starts ? starts.length - 1 : n;
+  const at = (k: number): number => (starts ? starts[k] : k);
+  const width = (k: number): number => {
+    const headEnd = at(Math.ceil(k / 2));
+    const tailStart = at(len - Math.floor(k / 2));
+    let w = 0;
+    for (let i = 0; i < headEnd; i++) w += unitWidth(text.charCodeAt(i));
+    w += e;
+    for (let i = tailStart; i < n; i++) w += unitWidth(text.charCodeAt(i));
+    return w;
+  };
+  let lo = 0;
+  let loWidth = ellipsis;
+  let hi = len - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    const w = width(mid);
+    if (w <= maxWidth) {
+      lo = mid;
+      loWidth = w;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const max = lo + 1 < len ? Math.min(width(lo + 1), full) : full;
+  const piece = text.slice(0, at(Math.ceil(lo / 2))) + ELLIPSIS + text.slice(at(len - Math.floor(lo / 2)));
+  return { text: piece, min: loWidth, max };
+}

@@ -9,7 +9,7 @@
  */
 import { framePalette } from "../model/colors";
 import { diffChanges, diffLayout, diffRgb, maxDelta, parseDiffFolded, type DiffDoc } from "../model/diff";
-import { elideMiddleFit } from "../model/elide";
+import { elideMiddleFitUnits } from "../model/elide";
 import {
   buildLayout,
   firstInRow,
@@ -701,19 +701,14 @@ let fontFamily = "";
 /** The canvas font of labels (FONT_PX in the theme's family), rebuilt when the theme changes. */
 let labelFont = "";
 
-/** Width of a string as the sum of cached per-code-unit widths (measureText once per character). */
-function measure(s: string): number {
-  let w = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    let cw = charWidths[c];
-    if (cw < 0) {
-      cw = ctx.measureText(s[i]).width;
-      charWidths[c] = cw;
-    }
-    w += cw;
+/** Width of UTF-16 code unit `c` in the label font (measureText once per code unit and font). */
+function unitWidth(c: number): number {
+  let cw = charWidths[c];
+  if (cw < 0) {
+    cw = ctx.measureText(String.fromCharCode(c)).width;
+    charWidths[c] = cw;
   }
-  return w;
+  return cw;
 }
 
 function themeColor(name: string, fallback: string): string {
@@ -806,7 +801,7 @@ function labelCache(names: readonly Frame[]): LabelCache {
 function fitLabel(c: LabelCache, names: readonly Frame[], f: number, room: number): string {
   const t = c.text[f];
   if (t !== undefined && c.min[f] <= room && room < c.max[f]) return t;
-  const fit = elideMiddleFit(names[f].name, room, measure);
+  const fit = elideMiddleFitUnits(names[f].name, room, unitWidth);
   c.text[f] = fit.text;
   c.min[f] = fit.min;
   c.max[f] = fit.max;

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { ELLIPSIS, elideMiddle, elideMiddleFit } from "../../src/model/elide";
+import { ELLIPSIS, elideMiddle, elideMiddleFit, elideMiddleFitUnits } from "../../src/model/elide";
 import {
   clampLine0,
   escapeHtml,
@@ -93,9 +93,10 @@ test("middle elision: the range of widths a fitted label holds for", () => {
     }
     return w;
   };
+  // Per UTF-16 code unit, as the page measures (a surrogate half has a width of its own).
   const measure = (s: string): number => {
     let w = 0;
-    for (const c of s) w += charWidth(c);
+    for (let i = 0; i < s.length; i++) w += charWidth(s[i]);
     return w;
   };
   // Reference: the longest head…tail that fits, by trying every length.
@@ -114,6 +115,8 @@ test("middle elision: the range of widths a fitted label holds for", () => {
       const fit = elideMiddleFit(text, room, measure);
       assert.equal(fit.text, brute(text, room), `${text} in ${room}`);
       assert.equal(fit.text, elideMiddle(text, room, measure));
+      // Summing code-unit widths directly gives the same answer and range, bit for bit.
+      assert.deepEqual(elideMiddleFitUnits(text, room, (c) => charWidth(String.fromCharCode(c))), fit);
       assert.ok(fit.min <= room && room < fit.max, `${room} in [${fit.min}, ${fit.max})`);
       // The answer holds over the whole range and changes at its ends.
       if (Number.isFinite(fit.min)) assert.equal(brute(text, fit.min), fit.text);
