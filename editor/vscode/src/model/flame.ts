@@ -39,6 +39,13 @@ export interface FlameLayout {
   rowStart: Int32Array;
   /** Diff view only: per rectangle, the base profile's weight of the same node. */
   base?: Float64Array;
+  /**
+   * Per rectangle k: the first rectangle after k in the same row that is wider than k, or the
+   * row's end (`rowStart[depth[k] + 1]`) when none is. Every rectangle in between is at most as
+   * wide as k, so a redraw that finds k too narrow to draw jumps there without missing one that
+   * is wide enough (see {@link nextWiderIndex}).
+   */
+  nextWider: Int32Array;
 }
 
 /**
@@ -169,9 +176,39 @@ export function finishLayout(kind: ViewKind, b: RectBuilder, total: number, tabl
     frame[at] = b.frame[k];
     if (base) base[at] = b.base[k];
   }
-  const l: FlameLayout = { kind, table, count, rows, totalWeight: total, x0, x1, weight, depth, frame, rowStart };
+  const nextWider = nextWiderIndex(x0, x1, rowStart);
+  const l: FlameLayout = { kind, table, count, rows, totalWeight: total, x0, x1, weight, depth, frame, rowStart, nextWider };
   if (base) l.base = base;
   return l;
+}
+
+/**
+ * For rectangles laid out by row (row d is `[rowStart[d], rowStart[d + 1])`, rectangle k spans
+ * `[x0[k], x1[k])`): per rectangle, the index of the next rectangle of its row with a strictly
+ * larger width `x1 - x0`, or the row's end when none follows. O(count) time (one monotonic stack
+ * per row, scanned right to left) and one Int32Array of `count` entries.
+ *
+ * This is how a redraw culls: walking a row from the left, a rectangle narrower than the
+ * drawing limit sends the walk to its next wider rectangle, skipping everything in between —
+ * all of it no wider, so nothing that would have been drawn. A narrow frame's callees lie
+ * inside it and are narrower, so whole subtrees of sub-pixel rectangles are skipped at once.
+ */
+export function nextWiderIndex(x0: Float64Array, x1: Float64Array, rowStart: Int32Array): Int32Array {
+  const count = rowStart.length > 0 ? rowStart[rowStart.length - 1] : 0;
+  const next = new Int32Array(count);
+  const stack = new Int32Array(count);
+  for (let d = 0; d + 1 < rowStart.length; d++) {
+    const a = rowStart[d];
+    const b = rowStart[d + 1];
+    let sp = 0;
+    for (let k = b - 1; k >= a; k--) {
+      const w = x1[k] - x0[k];
+      while (sp > 0 && x1[stack[sp - 1]] - x0[stack[sp - 1]] <= w) sp--;
+      next[k] = sp > 0 ? stack[sp - 1] : b;
+      stack[sp++] = k;
+    }
+  }
+  return next;
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import { framePalette } from "../model/colors";
 import { diffChanges, diffLayout, diffRgb, maxDelta, parseDiffFolded, type DiffDoc } from "../model/diff";
-import { elideMiddle } from "../model/elide";
+import { elideMiddleFitUnits } from "../model/elide";
 import {
   buildLayout,
   firstInRow,
@@ -695,22 +695,20 @@ function scheduleDraw(): void {
   });
 }
 
-const charWidths = new Map<number, number>();
+/** Width in CSS px of each UTF-16 code unit in the label font, -1 until measured. */
+const charWidths = new Float64Array(65536).fill(-1);
 let fontFamily = "";
+/** The canvas font of labels (FONT_PX in the theme's family), rebuilt when the theme changes. */
+let labelFont = "";
 
-/** Width of a string as the sum of cached per-code-unit widths (measureText once per character). */
-function measure(s: string): number {
-  let w = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    let cw = charWidths.get(c);
-    if (cw === undefined) {
-      cw = ctx.measureText(s[i]).width;
-      charWidths.set(c, cw);
-    }
-    w += cw;
+/** Width of UTF-16 code unit `c` in the label font (measureText once per code unit and font). */
+function unitWidth(c: number): number {
+  let cw = charWidths[c];
+  if (cw < 0) {
+    cw = ctx.measureText(String.fromCharCode(c)).width;
+    charWidths[c] = cw;
   }
-  return w;
+  return cw;
 }
 
 function themeColor(name: string, fallback: string): string {
@@ -726,7 +724,9 @@ function readTheme(): void {
   const ff = themeColor("--vscode-font-family", "system-ui, sans-serif");
   if (ff !== fontFamily) {
     fontFamily = ff;
-    charWidths.clear();
+    labelFont = `${FONT_PX}px ${fontFamily}`;
+    charWidths.fill(-1);
+    labelCaches = new WeakMap();
   }
 }
 
@@ -771,15 +771,53 @@ function ensurePackedPalette(palette: string[]): void {
 let image: ImageData | null = null;
 let pixels = new Uint32Array(0);
 let scanline = new Uint32Array(0);
+/** Rectangles of the current draw that get a label (reused from draw to draw). */
+let labelBuf = new Int32Array(0);
+/** Off only in the browser tests, which compare a culled redraw with one visiting every rectangle. */
+let culling = true;
+
+/**
+ * The last label fitted for each name of a name table (frames or functions), in the current
+ * font: its text and the range of room [min, max) in CSS px it is the answer for (elideMiddleFit).
+ * A label is measured and elided again only when its room leaves that range.
+ */
+interface LabelCache {
+  text: (string | undefined)[];
+  min: Float64Array;
+  max: Float64Array;
+}
+let labelCaches = new WeakMap<readonly Frame[], LabelCache>();
+
+function labelCache(names: readonly Frame[]): LabelCache {
+  let c = labelCaches.get(names);
+  if (!c) {
+    c = { text: new Array<string | undefined>(names.length), min: new Float64Array(names.length), max: new Float64Array(names.length) };
+    labelCaches.set(names, c);
+  }
+  return c;
+}
+
+/** The label of name `f` in `room` CSS px (the name, elided in the middle, or ""). */
+function fitLabel(c: LabelCache, names: readonly Frame[], f: number, room: number): string {
+  const t = c.text[f];
+  if (t !== undefined && c.min[f] <= room && room < c.max[f]) return t;
+  const fit = elideMiddleFitUnits(names[f].name, room, unitWidth);
+  c.text[f] = fit.text;
+  c.min[f] = fit.min;
+  c.max[f] = fit.max;
+  return fit.text;
+}
 
 /**
  * Draws the rows in the vertical viewport; within each row starts at the first rectangle that
- * reaches the view (binary search), stops past its end, skips rectangles under 0.3 px.
- * Rectangles are painted into a pixel buffer, one scanline per row copied down the row's
- * height, then put on the canvas at once: the cost is bounded by the visible rectangles plus
- * the canvas area, however many tiny frames there are. Edges snap to device pixels and a
- * device-pixel column of a row is painted once (a sliver falling in a column its left
- * neighbour already filled is not painted again). Labels and the hover outline go on top.
+ * reaches the view (binary search), stops past its end, skips rectangles under 0.3 px — and
+ * with them every rectangle up to the next wider one of the row (`FlameLayout.nextWider`), so
+ * a sub-pixel frame's whole subtree costs one step, not one per frame. Rectangles are painted
+ * into a pixel buffer, one scanline per row copied down the row's height, then put on the
+ * canvas at once: the cost is bounded by the drawn rectangles plus the canvas area, however
+ * many tiny frames there are. Edges snap to device pixels and a device-pixel column of a row
+ * is painted once (a sliver falling in a column its left neighbour already filled is not
+ * painted again). Labels (each fitted once and reused while its room allows) and the hover outline go on top.
  */
 function draw(): void {
   const t0 = performance.now();
@@ -793,9 +831,9 @@ function draw(): void {
     scanline = new Uint32Array(Math.max(1, W));
   }
   const bgPacked = packRgb(backgroundRgb[0], backgroundRgb[1], backgroundRgb[2]);
-  pixels.fill(bgPacked);
   const l = layout;
   if (!loaded || !l || l.totalWeight <= 0) {
+    pixels.fill(bgPacked);
     ctx.putImageData(image, 0, 0);
     recordDraw(t0);
     return;
@@ -814,65 +852,84 @@ function draw(): void {
   const minRect = MIN_RECT_PX * dpr;
   const labelMin = LABEL_MIN_PX * dpr;
   const gap = Math.max(1, Math.round(0.5 * dpr));
-  const labels: number[] = [];
-  const blocks = widthBlocks(l);
+  let labelCount = 0;
+  if (labelBuf.length < 64) labelBuf = new Int32Array(64);
+  const { x0: xs0, x1: xs1, frame: frames, rowStart, nextWider } = l;
+  const viewStart = view.start;
+  const viewEnd = view.end;
+  const cull = culling;
+  // Device-pixel rows above `yDone` are painted; every pixel is written once or twice (a
+  // frame's row scanline over nothing, the gaps and empty rows in the background colour).
+  let yDone = 0;
   for (let d = firstRow; d <= lastRow; d++) {
-    const end = l.rowStart[d + 1];
+    const end = rowStart[d + 1];
     let filledTo = 0;
     let any = false;
-    for (let k = firstInRow(l, d, view.start); k < end; k++) {
-      // Whole blocks of rectangles too narrow to draw are skipped at once (exact: each of them
-      // would be skipped below).
-      if ((k & 1023) === 0 && blocks.wide1024[k >> 10] * scale < minRect) {
-        k += 1023;
+    let k = firstInRow(l, d, viewStart);
+    while (k < end) {
+      const x0 = xs0[k];
+      if (x0 >= viewEnd) break;
+      const w = (xs1[k] - x0) * scale;
+      if (w < minRect) {
+        // Too narrow to draw: so is every rectangle up to the next wider one (its callees
+        // among them), which the walk jumps to (FlameLayout.nextWider).
+        k = cull ? nextWider[k] : k + 1;
         continue;
       }
-      if ((k & 31) === 0 && blocks.wide32[k >> 5] * scale < minRect) {
-        k += 31;
-        continue;
-      }
-      const x0 = l.x0[k];
-      if (x0 >= view.end) break;
-      const w = (l.x1[k] - x0) * scale;
-      if (w < minRect) continue;
-      const left = (x0 - view.start) * scale;
+      const left = (x0 - viewStart) * scale;
       let a = Math.round(left);
       let b = Math.round(left + w);
       if (b - a < 1) b = a + 1;
       if (a < filledTo) a = filledTo;
       if (b > W) b = W;
-      if (b <= a) continue;
+      if (b <= a) {
+        k++;
+        continue;
+      }
       if (!any) {
         scanline.fill(bgPacked);
         any = true;
       }
       filledTo = b;
-      const f = l.frame[k];
+      const f = frames[k];
       const pi = diffColor ? diffColor[k] : paletteIndex[f];
       const color = packedPalette[2 * pi + (m !== null && m[f] === 0 ? 1 : 0)];
       const stop = b - a >= 3 ? b - gap : b;
       if (stop - a < 16) for (let x = a; x < stop; x++) scanline[x] = color;
       else scanline.fill(color, a, stop);
-      if (w >= labelMin) labels.push(k);
+      if (w >= labelMin) {
+        if (labelCount === labelBuf.length) {
+          const grown = new Int32Array(2 * labelCount);
+          grown.set(labelBuf);
+          labelBuf = grown;
+        }
+        labelBuf[labelCount++] = k;
+      }
+      k++;
     }
-    if (!any) continue;
     // Copy the scanline down the row, leaving its last device pixel(s) as the row gap.
     const y0 = Math.max(0, Math.round((d * ROW - top) * dpr));
     const y1 = Math.min(H, Math.round((d * ROW - top + ROW - 1) * dpr));
-    for (let y = y0; y < y1; y++) pixels.set(scanline, y * W);
+    if (y0 > yDone) pixels.fill(bgPacked, yDone * W, y0 * W);
+    if (any) for (let y = y0; y < y1; y++) pixels.set(scanline, y * W);
+    else if (y1 > y0) pixels.fill(bgPacked, y0 * W, y1 * W);
+    if (y1 > yDone) yDone = y1;
   }
+  if (yDone < H) pixels.fill(bgPacked, yDone * W, H * W);
   ctx.putImageData(image, 0, 0);
   // Labels.
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.font = `${FONT_PX}px ${fontFamily}`;
+  ctx.font = labelFont;
   ctx.textBaseline = "middle";
   ctx.fillStyle = "#000000";
   let alpha = -1;
   const cssScale = scale / dpr;
-  for (const k of labels) {
+  const fits = labelCache(names);
+  for (let i = 0; i < labelCount; i++) {
+    const k = labelBuf[i];
     const px0 = Math.max(0, (l.x0[k] - view.start) * cssScale);
     const px1 = Math.min(cssWidth, (l.x1[k] - view.start) * cssScale);
-    const text = elideMiddle(names[l.frame[k]].name, px1 - px0 - 2 * LABEL_PAD, measure);
+    const text = fitLabel(fits, names, l.frame[k], px1 - px0 - 2 * LABEL_PAD);
     if (text === "") continue;
     const a = m !== null && m[l.frame[k]] === 0 ? DIM_ALPHA : 1;
     if (a !== alpha) ctx.globalAlpha = alpha = a;
@@ -894,33 +951,6 @@ function draw(): void {
     ctx.strokeRect(Math.max(-1, px0) + 0.75, l.depth[hovered] * ROW - top + 0.75, Math.min(w, cssWidth + 2) - 1.5, ROW - 2.5);
   }
   recordDraw(t0);
-}
-
-/** Widest rectangle (normalised width) of each aligned block of 32 and of 1024 rectangles. */
-interface WidthBlocks {
-  wide32: Float64Array;
-  wide1024: Float64Array;
-}
-const widthBlockCache = new WeakMap<FlameLayout, WidthBlocks>();
-
-/**
- * The block maxima of a layout (computed once per layout, O(count)): draw() skips a block whose
- * widest rectangle is under the 0.3 px limit at the current zoom, so a row of millions of
- * sub-pixel rectangles costs a few thousand checks, not millions.
- */
-function widthBlocks(l: FlameLayout): WidthBlocks {
-  let b = widthBlockCache.get(l);
-  if (b) return b;
-  const wide32 = new Float64Array((l.count >> 5) + 1);
-  const wide1024 = new Float64Array((l.count >> 10) + 1);
-  for (let k = 0; k < l.count; k++) {
-    const w = l.x1[k] - l.x0[k];
-    if (w > wide32[k >> 5]) wide32[k >> 5] = w;
-    if (w > wide1024[k >> 10]) wide1024[k >> 10] = w;
-  }
-  b = { wide32, wide1024 };
-  widthBlockCache.set(l, b);
-  return b;
 }
 
 /** When set (benchmark), each draw is followed by a 1-pixel read so its time includes rasterising. */
@@ -1203,6 +1233,11 @@ window.addEventListener("message", (e: MessageEvent) => {
   loadTimes: (): Record<string, number> => ({ ...loadTimes }),
   setFlushAfterDraw: (on: boolean): void => {
     flushAfterDraw = on;
+  },
+  /** Culling on (the default) or off (every rectangle of the visible rows visited, for comparison). */
+  setCulling: (on: boolean): void => {
+    culling = on;
+    scheduleDraw();
   },
   clearDrawTimes: (): void => {
     drawTimes.length = 0;

@@ -356,6 +356,102 @@ test("frames are painted in exactly the colours of the spec's hsl formula", asyn
   assert.equal(hex, demo.palette[demo.index[0]]);
 });
 
+/** FNV-1a hash of every pixel of the canvas. */
+function canvasHash(): Promise<string> {
+  return page.evaluate(() => {
+    const c = document.getElementById("canvas") as HTMLCanvasElement;
+    const d = (c.getContext("2d") as CanvasRenderingContext2D).getImageData(0, 0, c.width, c.height).data;
+    let h = 2166136261;
+    for (let i = 0; i < d.length; i++) h = Math.imul(h ^ d[i], 16777619);
+    return `${(h >>> 0).toString(16)} ${c.width}x${c.height}`;
+  });
+}
+
+function hexAt(px: number[]): string {
+  return "#" + px.slice(0, 3).map((v) => v.toString(16).padStart(2, "0")).join("");
+}
+
+test("culling: sub-pixel frames and their callees are skipped, a box of a few pixels among them is drawn and clickable", async () => {
+  // main → 10,000 tiny_i → leaf_i, then `target` (50 samples), then `sliver` (25), then 10,000
+  // more tiny_i → leaf_i; one sample each otherwise. At full width a tiny frame is about
+  // 0.06 px (culled with its callee), target about 3 px, sliver about 1.5 px.
+  const N = 20_000;
+  const frames = [
+    { name: "main", file: "/w/cull.osp", line: 1 },
+    { name: "target", file: "/w/cull.osp", line: 42 },
+    { name: "sliver", file: "/w/cull.osp", line: 43 },
+  ];
+  for (let i = 0; i < N; i++) frames.push({ name: `tiny_${i}`, file: "/w/cull.osp", line: 100 + i }, { name: `leaf_${i}`, file: "/w/cull.osp", line: 100 + i });
+  const samples: number[][] = [];
+  const tiny = (i: number): number[] => [0, 3 + 2 * i, 4 + 2 * i];
+  for (let i = 0; i < N / 2; i++) samples.push(tiny(i));
+  for (let r = 0; r < 50; r++) samples.push([0, 1]);
+  for (let r = 0; r < 25; r++) samples.push([0, 2]);
+  for (let i = N / 2; i < N; i++) samples.push(tiny(i));
+  const T = samples.length;
+  const speedscope = {
+    $schema: "https://www.speedscope.app/file-format-schema.json",
+    name: "cull",
+    activeProfileIndex: 0,
+    exporter: "test",
+    shared: { frames },
+    profiles: [{ type: "sampled", name: "main", unit: "seconds", startValue: 0, endValue: T / 1000, samples, weights: samples.map(() => 0.001) }],
+  };
+  if (page) await page.close();
+  ({ page, problems } = await openPanel(browser));
+  await postProfile(page, null, speedscope);
+  const { palette, index } = framePalette(validateSpeedscope(speedscope).frames);
+  const colorOf = (f: number): string => palette[index[f]];
+  const box = await page.locator("#canvas").boundingBox();
+  assert.ok(box);
+  for (const view of ["time-order", "left-heavy"]) {
+    await page.locator(`#view-${view}`).click();
+    await settle(page);
+    assert.equal(await debug(page, "rectCount"), 1 + 2 + 2 * N);
+    assert.ok((box.width * 25) / T > 1, "the sliver is wider than 1 px");
+    for (const [name, f, line] of [["target", 1, 42], ["sliver", 2, 43]] as const) {
+      const at = await debug(page, "locate", name);
+      assert.ok(at, name);
+      assert.equal(hexAt(await pixelAt(page, at.x, at.y)), colorOf(f), `${view}: ${name} is painted`);
+      await page.mouse.move(at.x, at.y);
+      await settle(page);
+      assert.equal((await text("#tooltip")).split("\n")[0], name, `${view}: ${name} has a tooltip`);
+      await page.mouse.click(at.x, at.y);
+      await settle(page);
+      assert.deepEqual((await posted(page)).filter((m) => m.type === "select").pop(), { type: "select", file: "/w/cull.osp", line }, `${view}: ${name} is clickable`);
+    }
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height - 2);
+    // The culled redraw paints exactly what visiting every rectangle paints, at full width and
+    // zoomed in until the tiny frames are tens of pixels wide (then they are drawn, callees too).
+    for (const [a, b] of [[0, 1], [0.25, 0.252], [0.3, 0.34], [0.49, 0.51]]) {
+      await debug(page, "setView", a, b);
+      await settle(page);
+      const culled = await canvasHash();
+      await debug(page, "setCulling", false);
+      await settle(page);
+      const visited = await canvasHash();
+      await debug(page, "setCulling", true);
+      await settle(page);
+      assert.equal(culled, visited, `${view} [${a}, ${b}]`);
+    }
+  }
+  // Zoomed in (Time Order), a tiny frame and its callee are drawn and clickable.
+  await page.locator("#view-time-order").click();
+  await settle(page);
+  await debug(page, "setView", 0.25, 0.252);
+  await settle(page);
+  const i = Math.floor(0.251 * T);
+  const t = await debug(page, "locate", `tiny_${i}`);
+  const leaf = await debug(page, "locate", `leaf_${i}`);
+  assert.ok(t && leaf);
+  assert.equal(hexAt(await pixelAt(page, t.x, t.y)), colorOf(3 + 2 * i));
+  assert.equal(hexAt(await pixelAt(page, leaf.x, leaf.y + 4)), colorOf(4 + 2 * i));
+  await page.mouse.click(leaf.x, leaf.y);
+  await settle(page);
+  assert.deepEqual((await posted(page)).filter((m) => m.type === "select").pop(), { type: "select", file: "/w/cull.osp", line: 100 + i });
+  assert.deepEqual(problems.errors, []);
+});
+
 test("the canvas is scaled by the device pixel ratio", async () => {
   if (page) await page.close();
   ({ page, problems } = await openPanel(browser));

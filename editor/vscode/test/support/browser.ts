@@ -129,6 +129,7 @@ export interface ProfilerDebug {
   drawTimes(): number[];
   loadTimes(): Record<string, number>;
   setFlushAfterDraw(on: boolean): void;
+  setCulling(on: boolean): void;
   clearDrawTimes(): void;
   drawNow(): number;
   setView(start: number, end: number): void;

@@ -5,6 +5,7 @@ import {
   hitTest,
   leftHeavyLayout,
   matchFrames,
+  nextWiderIndex,
   searchShare,
   timeOrderLayout,
   type FlameLayout,
@@ -150,4 +151,39 @@ test("search is a case-insensitive substring match; nested matches are not count
   assert.equal(demo.frames, 2);
   assert.ok(Math.abs(demo.share - 1) < 1e-12);
   assert.deepEqual(searchShare(profile([]), mask), { frames: 0, weight: 0, share: 0 });
+});
+
+test("nextWider: per rectangle, the next wider one of its row (what a redraw jumps to)", () => {
+  // Random rows, ties included, against a scan of every later rectangle of the row.
+  let seed = 12345;
+  const rand = (): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed / 2147483648;
+  };
+  const sizes = [0, 1, 2, 7, 40, 300];
+  const rowStart = new Int32Array(sizes.length + 1);
+  sizes.forEach((n, d) => (rowStart[d + 1] = rowStart[d] + n));
+  const count = rowStart[sizes.length];
+  const x0 = new Float64Array(count);
+  const x1 = new Float64Array(count);
+  for (let d = 0; d < sizes.length; d++) {
+    let x = 0;
+    for (let k = rowStart[d]; k < rowStart[d + 1]; k++) {
+      const w = rand() < 0.2 ? 0.25 : Math.floor(rand() * 8) / 64;
+      x0[k] = x;
+      x1[k] = x += w;
+    }
+  }
+  const next = nextWiderIndex(x0, x1, rowStart);
+  for (let d = 0; d < sizes.length; d++) {
+    for (let k = rowStart[d]; k < rowStart[d + 1]; k++) {
+      let j = k + 1;
+      while (j < rowStart[d + 1] && x1[j] - x0[j] <= x1[k] - x0[k]) j++;
+      assert.equal(next[k], j, `row ${d}, rectangle ${k}`);
+    }
+  }
+  // Every layout carries it: the Left Heavy layout of the running example.
+  const l = leftHeavyLayout(DOC.profiles[0], DOC.frames.length);
+  assert.deepEqual(Array.from(l.nextWider), Array.from(nextWiderIndex(l.x0, l.x1, l.rowStart)));
+  assert.equal(l.nextWider.length, l.count);
 });

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { ELLIPSIS, elideMiddle } from "../../src/model/elide";
+import { ELLIPSIS, elideMiddle, elideMiddleFit, elideMiddleFitUnits } from "../../src/model/elide";
 import {
   clampLine0,
   escapeHtml,
@@ -77,6 +77,55 @@ test("middle elision", () => {
   const cp = (t: string): number => Array.from(t).length * 6;
   assert.equal(elideMiddle("ab\u{1f600}\u{1f600}cd", 24, cp), "ab" + ELLIPSIS + "d");
   assert.equal(elideMiddle("\u{1f600}\u{1f600}\u{1f600}\u{1f600}", 18, cp), "\u{1f600}" + ELLIPSIS + "\u{1f600}");
+});
+
+test("middle elision: the range of widths a fitted label holds for", () => {
+  // A proportional font: per-character widths between 3 and 9, summed in string order as the
+  // page's measure() does.
+  const widths = new Map<string, number>();
+  let seed = 7;
+  const charWidth = (c: string): number => {
+    let w = widths.get(c);
+    if (w === undefined) {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      w = 3 + (seed / 2147483648) * 6;
+      widths.set(c, w);
+    }
+    return w;
+  };
+  // Per UTF-16 code unit, as the page measures (a surrogate half has a width of its own).
+  const measure = (s: string): number => {
+    let w = 0;
+    for (let i = 0; i < s.length; i++) w += charWidth(s[i]);
+    return w;
+  };
+  // Reference: the longest head…tail that fits, by trying every length.
+  const brute = (text: string, room: number): string => {
+    if (measure(text) <= room) return text;
+    const cps = Array.from(text);
+    let best = measure(ELLIPSIS) <= room ? ELLIPSIS : "";
+    for (let k = 1; k < cps.length; k++) {
+      const t = cps.slice(0, Math.ceil(k / 2)).join("") + ELLIPSIS + cps.slice(cps.length - Math.floor(k / 2)).join("");
+      if (measure(t) <= room) best = t;
+    }
+    return best;
+  };
+  for (const text of ["fn_123456", "osprey.runtime.sched.park", "ab\u{1f600}\u{1f600}cd", "x"]) {
+    for (let room = -2; room <= measure(text) + 4; room += 0.37) {
+      const fit = elideMiddleFit(text, room, measure);
+      assert.equal(fit.text, brute(text, room), `${text} in ${room}`);
+      assert.equal(fit.text, elideMiddle(text, room, measure));
+      // Summing code-unit widths directly gives the same answer and range, bit for bit.
+      assert.deepEqual(elideMiddleFitUnits(text, room, (c) => charWidth(String.fromCharCode(c))), fit);
+      assert.ok(fit.min <= room && room < fit.max, `${room} in [${fit.min}, ${fit.max})`);
+      // The answer holds over the whole range and changes at its ends.
+      if (Number.isFinite(fit.min)) assert.equal(brute(text, fit.min), fit.text);
+      if (Number.isFinite(fit.max)) {
+        assert.equal(brute(text, fit.max - 1e-9), fit.text);
+        assert.notEqual(brute(text, fit.max), fit.text);
+      }
+    }
+  }
 });
 
 test("view: zoom about the cursor, pan, clamp, minimum span", () => {
