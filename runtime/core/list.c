@@ -161,11 +161,14 @@ osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
 
 osp_list *osp_list_reverse(const osp_list *xs) {
     if (xs->len == 0) return (osp_list *)xs;
-    osp_backing *b = backing_new(xs->len, is_scalar(xs));
+    int64_t n = xs->len; /* in a local: the stores below cannot change it, so the loop
+                          * vectorises instead of reloading it per word */
+    osp_backing *b = backing_new(n, is_scalar(xs));
     const osp_word *e = elems(xs);
-    for (int64_t i = 0; i < xs->len; i++) b->w[i] = e[xs->len - 1 - i];
-    atomic_store_explicit(&b->used, xs->len, memory_order_relaxed);
-    return view(b, 0, xs->len);
+    osp_word *w = b->w;
+    for (int64_t i = 0; i < n; i++) w[i] = e[n - 1 - i];
+    atomic_store_explicit(&b->used, n, memory_order_relaxed);
+    return view(b, 0, n);
 }
 
 bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind) {
