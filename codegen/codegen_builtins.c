@@ -254,6 +254,9 @@ LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
     Expr **args = e->u.call.args;
     switch (b) {
     case B_FOREACH_LIST: return gen_foreach_list(g, e);
+    case B_LIST:
+        return call_sig(g, list_new_fn(ety(g, e)), "p:ip",
+                        (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
     case B_FOREACH: return gen_loop(g, e, false);
     case B_FOLD: return gen_loop(g, e, true);
     case B_TEST: {

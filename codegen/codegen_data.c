@@ -114,11 +114,19 @@ LLVMValueRef gen_update(CG *g, Expr *e) {
     return blk;
 }
 
+/* The runtime's constructor for a list of type `list_t`: osp_list_new_scalar when its
+ * elements are never pointers (its backings may then be pointer-free), else osp_list_new. */
+const char *list_new_fn(Type *list_t) {
+    Type *t = ty_rep(list_t);
+    TyKind k = t->kind == TY_LIST && t->nargs == 1 ? ty_rep(t->args[0])->kind : TY_VAR;
+    return k == TY_INT || k == TY_FLOAT || k == TY_BOOL ? "osp_list_new_scalar" : "osp_list_new";
+}
+
 LLVMValueRef gen_list(CG *g, Expr *e) {
     int n = e->u.list.n;
+    const char *fn = list_new_fn(ety(g, e));
     if (n == 0)
-        return call_sig(g, "osp_list_new", "p:ip",
-                        (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
+        return call_sig(g, fn, "p:ip", (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
     LLVMTypeRef arr_t = LLVMArrayType2(g->i64, (uint64_t)n);
     LLVMValueRef arr = entry_alloca(g, arr_t, "list.elems");
     for (int i = 0; i < n; i++) {
@@ -127,7 +135,7 @@ LLVMValueRef gen_list(CG *g, Expr *e) {
         LLVMValueRef idx[2] = {ci64(g, 0), ci64(g, i)};
         LLVMBuildStore(g->b, w, LLVMBuildInBoundsGEP2(g->b, arr_t, arr, idx, 2, ""));
     }
-    return call_sig(g, "osp_list_new", "p:ip", (LLVMValueRef[]){ci64(g, n), arr}, NULL);
+    return call_sig(g, fn, "p:ip", (LLVMValueRef[]){ci64(g, n), arr}, NULL);
 }
 
 LLVMValueRef gen_maplit(CG *g, Expr *e) {

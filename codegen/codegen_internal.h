@@ -229,6 +229,9 @@ LLVMValueRef build_variant(CG *g, Variant *v, LLVMValueRef *args, Type **argt, i
 LLVMValueRef gen_record(CG *g, Expr *e);
 LLVMValueRef gen_update(CG *g, Expr *e);
 LLVMValueRef gen_list(CG *g, Expr *e);
+/* "osp_list_new_scalar" for a list type whose elements are int, float or bool (never
+ * pointers), else "osp_list_new": the runtime constructor for a list of type `list_t`. */
+const char *list_new_fn(Type *list_t);
 LLVMValueRef gen_maplit(CG *g, Expr *e);
 LLVMValueRef gen_index(CG *g, Expr *e);
 

@@ -221,10 +221,61 @@ static void body_str_cmp(Ir *ir, LLVMValueRef fn) {
     LLVMBuildRet(ir->b, LLVMBuildSub(ir->b, gt, lt, ""));
 }
 
+/*
+ * What the string helpers of runtime/core (strings.c, render.c) touch, as LLVM memory
+ * effects: they read the strings they are given and write only memory they allocate
+ * themselves (like strdup), plus the collector's and libc's own state, which no Osprey
+ * value can reach. So a call of one clobbers nothing the program holds, and LLVM may keep
+ * values in registers and forward stores to loads across it — in a `[w, ...t]` loop whose
+ * body calls them, the tail's view then never needs to be allocated.
+ * (LLVM encoding: two bits per location, argmem << 0, inaccessiblemem << 2, other << 4;
+ * read 1, write 2.)
+ */
+enum {
+    MEM_ARG_READ = 1,                             /* memory(argmem: read) */
+    MEM_ARG_READ_ALLOC = 1 | 3 << 2,              /* + inaccessiblemem: readwrite */
+    MEM_READ_ALLOC = MEM_ARG_READ_ALLOC | 1 << 4, /* + other: read (through lists) */
+    MEM_ALLOC_ONLY = 3 << 2,                      /* inaccessiblemem: readwrite */
+};
+
+static const struct {
+    const char *name;
+    unsigned effects;
+} string_helpers[] = {
+    {"osp_str_contains", MEM_ARG_READ},
+    {"osp_str_starts_with", MEM_ARG_READ},
+    {"osp_str_ends_with", MEM_ARG_READ},
+    {"osp_str_parse_int", MEM_ARG_READ},
+    {"osp_str_parse_float", MEM_ARG_READ_ALLOC},
+    {"osp_str_index_of", MEM_ARG_READ_ALLOC},
+    {"osp_str_upper", MEM_ARG_READ_ALLOC},
+    {"osp_str_lower", MEM_ARG_READ_ALLOC},
+    {"osp_str_trim", MEM_ARG_READ_ALLOC},
+    {"osp_str_trim_start", MEM_ARG_READ_ALLOC},
+    {"osp_str_trim_end", MEM_ARG_READ_ALLOC},
+    {"osp_str_take", MEM_ARG_READ_ALLOC},
+    {"osp_str_drop", MEM_ARG_READ_ALLOC},
+    {"osp_str_reverse", MEM_ARG_READ_ALLOC},
+    {"osp_str_substring", MEM_ARG_READ_ALLOC},
+    {"osp_str_words", MEM_ARG_READ_ALLOC},
+    {"osp_str_lines", MEM_ARG_READ_ALLOC},
+    {"osp_str_split", MEM_ARG_READ_ALLOC},
+    {"osp_str_cat", MEM_ARG_READ_ALLOC},
+    {"osp_str_concat", MEM_READ_ALLOC},
+    {"osp_str_join", MEM_READ_ALLOC},
+    {"osp_show_int", MEM_ALLOC_ONLY},
+};
+
 void osp_inline_rt_declared(LLVMContextRef ctx, LLVMModuleRef mod, const char *name,
                             LLVMValueRef fn, LLVMAttributeRef fp_attr, bool with_bodies) {
     if (strcmp(name, "osp_gc_alloc") == 0) {
         mark_allocator(ctx, fn);
+        return;
+    }
+    for (size_t i = 0; i < sizeof string_helpers / sizeof *string_helpers; i++) {
+        if (strcmp(name, string_helpers[i].name) != 0) continue;
+        fn_attr(fn, enum_attr(ctx, "memory", string_helpers[i].effects));
+        fn_attr(fn, enum_attr(ctx, "nounwind", 0));
         return;
     }
     static const struct {

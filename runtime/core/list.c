@@ -13,11 +13,12 @@
 typedef struct osp_backing {
     _Atomic int64_t used; /* slots [0, used) are written and owned by some view */
     int64_t cap;
+    int64_t scalar; /* 1: the words are never pointers (ints, floats, bools) */
     osp_word w[];
 } osp_backing;
 
 struct osp_list {
-    osp_backing *b; /* NULL for an empty list */
+    osp_backing *b; /* NULL for an empty list (or the scalar empty backing below) */
     int64_t off;
     int64_t len;
 };
@@ -29,19 +30,42 @@ _Static_assert(sizeof(osp_list) == OSP_LIST_VIEW_BYTES, "view layout (osprey_rt.
 _Static_assert(offsetof(osp_backing, w) == OSP_BACKING_WORDS_OFFSET,
                "backing layout (osprey_rt.h)");
 
-static osp_backing *backing_new(int64_t cap) {
+/*
+ * Empty lists are shared, never written: views never change, and an empty backing of
+ * capacity 0 is never claimed. The scalar one carries the "no pointers" mark of
+ * osp_list_new_scalar to the first backing an append or prepend makes.
+ */
+static osp_backing scalar_empty_backing = {0, 0, 1};
+static osp_list empty_view = {NULL, 0, 0};
+static osp_list scalar_empty_view = {&scalar_empty_backing, 0, 0};
+
+/* Backings at least this large that hold no pointers are allocated pointer-free (neither
+ * cleared nor scanned by the collector); smaller ones come from the per-thread free lists
+ * of osp_gc_alloc, which serve objects up to this size faster. */
+enum { OSP_PTRFREE_MIN_BYTES = 512 };
+
+static bool is_scalar(const osp_list *xs) {
+    return xs->b != NULL && xs->b->scalar;
+}
+
+static osp_backing *backing_new(int64_t cap, bool scalar) {
     if (cap < 4) cap = 4;
     if ((uint64_t)cap > (SIZE_MAX - sizeof(osp_backing)) / sizeof(osp_word)) osp_fatal_oom();
-    osp_backing *b = osp_gc_alloc(sizeof(osp_backing) + (size_t)cap * sizeof(osp_word));
+    size_t bytes = sizeof(osp_backing) + (size_t)cap * sizeof(osp_word);
+    /* Pointer-free memory is not cleared: slots at or past `used` are never read. */
+    osp_backing *b =
+        scalar && bytes >= OSP_PTRFREE_MIN_BYTES ? osp_gc_alloc_atomic(bytes) : osp_gc_alloc(bytes);
     b->cap = cap;
+    b->scalar = scalar;
     atomic_store_explicit(&b->used, 0, memory_order_relaxed);
     return b;
 }
 
 static osp_list *view(osp_backing *b, int64_t off, int64_t len) {
+    if (len == 0) return b != NULL && b->scalar ? &scalar_empty_view : &empty_view;
     osp_list *l = osp_gc_alloc(sizeof *l);
-    l->b = len ? b : NULL;
-    l->off = len ? off : 0;
+    l->b = b;
+    l->off = off;
     l->len = len;
     return l;
 }
@@ -51,10 +75,11 @@ static const osp_word *elems(const osp_list *xs) {
 }
 
 /* A fresh backing holding `n` words from `a` then `m` from `c`, with room to grow. */
-static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t m, int64_t extra) {
+static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t m, int64_t extra,
+                       bool scalar) {
     int64_t len = n + m;
-    if (len == 0) return view(NULL, 0, 0);
-    osp_backing *b = backing_new(len + extra);
+    if (len == 0) return scalar ? &scalar_empty_view : &empty_view;
+    osp_backing *b = backing_new(len + extra, scalar);
     if (n) memcpy(b->w, a, (size_t)n * sizeof(osp_word));
     if (m) memcpy(b->w + n, c, (size_t)m * sizeof(osp_word));
     atomic_store_explicit(&b->used, len, memory_order_relaxed);
@@ -62,8 +87,13 @@ static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t 
 }
 
 osp_list *osp_list_new(int64_t n, const osp_word *e) {
-    if (n <= 0) return view(NULL, 0, 0);
-    return fresh(e, n, NULL, 0, 0);
+    if (n <= 0) return &empty_view;
+    return fresh(e, n, NULL, 0, 0, false);
+}
+
+osp_list *osp_list_new_scalar(int64_t n, const osp_word *e) {
+    if (n <= 0) return &scalar_empty_view;
+    return fresh(e, n, NULL, 0, 0, true);
 }
 
 int64_t osp_list_length(const osp_list *xs) {
@@ -82,7 +112,7 @@ osp_rres osp_list_get(const osp_list *xs, int64_t i) {
 
 osp_list *osp_list_drop(const osp_list *xs, int64_t k) {
     if (k <= 0) return (osp_list *)xs;
-    if (k >= xs->len) return view(NULL, 0, 0);
+    if (k >= xs->len) return view(xs->b, 0, 0);
     return view(xs->b, xs->off + k, xs->len - k);
 }
 
@@ -103,12 +133,11 @@ osp_list *osp_list_append(const osp_list *xs, osp_word x) {
         return view(xs->b, xs->off, xs->len + 1);
     }
     /* Copy with room to grow: repeated appends to the newest list stay amortised O(1). */
-    osp_list *l = fresh(elems(xs), xs->len, &x, 1, xs->len + 4);
-    return l;
+    return fresh(elems(xs), xs->len, &x, 1, xs->len + 4, is_scalar(xs));
 }
 
 osp_list *osp_list_prepend(const osp_list *xs, osp_word x) {
-    return fresh(&x, 1, elems(xs), xs->len, 0);
+    return fresh(&x, 1, elems(xs), xs->len, 0, is_scalar(xs));
 }
 
 osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
@@ -127,37 +156,60 @@ osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
     /* Little headroom: an append to the result that finds no room copies with room to grow
      * (osp_list_append), so appends stay amortised O(1) without every concatenation paying
      * for, and clearing, twice its size. */
-    return fresh(elems(xs), xs->len, elems(ys), ys->len, 4);
+    return fresh(elems(xs), xs->len, elems(ys), ys->len, 4, is_scalar(xs) || is_scalar(ys));
 }
 
 osp_list *osp_list_reverse(const osp_list *xs) {
     if (xs->len == 0) return (osp_list *)xs;
-    osp_backing *b = backing_new(xs->len);
+    int64_t n = xs->len; /* in a local: the stores below cannot change it, so the loop
+                          * vectorises instead of reloading it per word */
+    osp_backing *b = backing_new(n, is_scalar(xs));
     const osp_word *e = elems(xs);
-    for (int64_t i = 0; i < xs->len; i++) b->w[i] = e[xs->len - 1 - i];
-    atomic_store_explicit(&b->used, xs->len, memory_order_relaxed);
-    return view(b, 0, xs->len);
+    osp_word *w = b->w;
+    for (int64_t i = 0; i < n; i++) w[i] = e[n - 1 - i];
+    atomic_store_explicit(&b->used, n, memory_order_relaxed);
+    return view(b, 0, n);
 }
 
 bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind) {
     const osp_word *e = elems(xs);
-    for (int64_t i = 0; i < xs->len; i++) {
-        switch (kind) {
-        case OSP_EQ_STRING:
+    int64_t n = xs->len;
+    /* One loop per kind, chosen once. */
+    switch (kind) {
+    case OSP_EQ_STRING:
+        for (int64_t i = 0; i < n; i++)
             if (osp_str_cmp((const char *)(uintptr_t)e[i], (const char *)(uintptr_t)x) == 0)
                 return true;
-            break;
-        case OSP_EQ_FLOAT: {
-            double a, b;
+        return false;
+    case OSP_EQ_FLOAT: {
+        double b;
+        memcpy(&b, &x, sizeof b);
+        for (int64_t i = 0; i < n; i++) {
+            double a;
             memcpy(&a, &e[i], sizeof a);
-            memcpy(&b, &x, sizeof b);
             if (a == b) return true;
-            break;
         }
-        default:
-            if (e[i] == x) return true;
-            break;
-        }
+        return false;
     }
-    return false;
+    default: {
+        /* Eight words per test, compared two at a time in vector registers (the compiler's
+         * generic vectors: SSE2 on x86-64, scalar code where there are none), one branch per
+         * block. */
+        typedef int64_t word2 __attribute__((vector_size(16)));
+        const word2 want = {(int64_t)x, (int64_t)x};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            word2 a, b, c, d;
+            memcpy(&a, e + i, sizeof a);
+            memcpy(&b, e + i + 2, sizeof b);
+            memcpy(&c, e + i + 4, sizeof c);
+            memcpy(&d, e + i + 6, sizeof d);
+            word2 m = (a == want) | (b == want) | (c == want) | (d == want);
+            if (m[0] | m[1]) return true;
+        }
+        for (; i < n; i++)
+            if (e[i] == x) return true;
+        return false;
+    }
+    }
 }

@@ -54,6 +54,12 @@ uint32_t osp_map_hash(const char *key) {
     return h;
 }
 
+/* Equal keys; the same string object (a key looked up with the very string it was set
+ * with, the common case) needs no byte compare. */
+static inline bool key_eq(const char *a, const char *b) {
+    return a == b || strcmp(a, b) == 0;
+}
+
 static unsigned chunk(uint32_t h, int depth) {
     return (h >> (HAMT_BITS * depth)) & 31u;
 }
@@ -112,7 +118,7 @@ static const entry *find(const hnode *nd, uint32_t h, const char *key) {
         if (depth == HAMT_LEVELS) {
             for (int i = 0; i < nd->n; i++) {
                 const entry *e = nd->slot[i];
-                if (strcmp(e->key, key) == 0) return e;
+                if (key_eq(e->key, key)) return e;
             }
             return NULL;
         }
@@ -121,7 +127,7 @@ static const entry *find(const hnode *nd, uint32_t h, const char *key) {
         void *s = nd->slot[slot_index(nd->bitmap, bit)];
         if (!(nd->nodemap & (1u << bit))) {
             const entry *e = s;
-            return e->hash == h && strcmp(e->key, key) == 0 ? e : NULL;
+            return e->hash == h && key_eq(e->key, key) ? e : NULL;
         }
         nd = s;
     }
@@ -145,7 +151,7 @@ static hnode *insert(const hnode *nd, entry *e, int depth, bool *added) {
     if (depth == HAMT_LEVELS) {
         for (int i = 0; i < nd->n; i++) {
             const entry *o = nd->slot[i];
-            if (strcmp(o->key, e->key) == 0) {
+            if (key_eq(o->key, e->key)) {
                 hnode *c = node_copy(nd, nd->n);
                 c->slot[i] = e; /* keeps its place */
                 return c;
@@ -174,7 +180,7 @@ static hnode *insert(const hnode *nd, entry *e, int depth, bool *added) {
         return c;
     }
     entry *o = nd->slot[i];
-    if (o->hash == e->hash && strcmp(o->key, e->key) == 0) {
+    if (o->hash == e->hash && key_eq(o->key, e->key)) {
         c->slot[i] = e;
         return c;
     }
@@ -191,7 +197,7 @@ static hnode *erase(const hnode *nd, uint32_t h, const char *key, int depth, boo
     if (depth == HAMT_LEVELS) {
         for (int i = 0; i < nd->n; i++) {
             const entry *o = nd->slot[i];
-            if (strcmp(o->key, key) != 0) continue;
+            if (!key_eq(o->key, key)) continue;
             *removed = true;
             if (nd->n == 1) return NULL;
             hnode *c = node_new(nd->n - 1);
@@ -217,7 +223,7 @@ static hnode *erase(const hnode *nd, uint32_t h, const char *key, int depth, boo
         }
     } else {
         const entry *o = nd->slot[i];
-        if (o->hash != h || strcmp(o->key, key) != 0) return (hnode *)nd;
+        if (o->hash != h || !key_eq(o->key, key)) return (hnode *)nd;
         *removed = true;
     }
     if (replacement) {

@@ -233,11 +233,20 @@ enum {
     OSP_LIST_START_OFFSET = 8,    /* view: int64 index of its first word in the backing */
     OSP_LIST_LENGTH_OFFSET = 16,  /* view: int64 number of elements */
     OSP_LIST_VIEW_BYTES = 24,     /* size of a view */
-    OSP_BACKING_WORDS_OFFSET = 16 /* backing: the words */
+    OSP_BACKING_WORDS_OFFSET = 24 /* backing: the words */
 };
 
 /* A list of the `n` words at `elems` (copied; `elems` may be NULL when n == 0). */
 osp_list *osp_list_new(int64_t n, const osp_word *elems);
+/*
+ * The same for a list whose elements are never pointers (List<int>, List<float>,
+ * List<bool>: codegen knows from the type; n == 0 gives such an empty list). Its backing
+ * array, and the backing of every list made from it (listAppend, listPrepend, listConcat,
+ * listReverse), is allocated pointer-free once it is large: the collector neither clears
+ * nor scans it. Calling this for a list that will hold pointers would let the collector free
+ * what they point to.
+ */
+osp_list *osp_list_new_scalar(int64_t n, const osp_word *elems);
 /* Number of elements (listLength, length(xs)). */
 int64_t osp_list_length(const osp_list *xs);
 /* Element i, unchecked: 0 <= i < length (used by list patterns and forEachList). */

@@ -51,7 +51,7 @@ char *osp_str_dup_n(const char *s, size_t n);
  * live where the collector scans it for the thread's whole life (static data, or a field
  * of a heap record that stays reachable, like the fiber's), and is private to its thread.
  */
-enum { OSP_HEAP_CACHE_CLASSES = 17 }; /* objects up to 255 bytes */
+enum { OSP_HEAP_CACHE_CLASSES = 33 }; /* objects up to 511 bytes (a full map node is 272) */
 typedef struct osp_heap_cache {
     void *free_list[OSP_HEAP_CACHE_CLASSES];
 } osp_heap_cache;
@@ -113,6 +113,9 @@ void osp_stream_rebind(void);
 
 /* Set up the stream once: terminal detection, exit flush (on_exit), fork handlers. */
 void osp_stream_init(void);
+/* The bytes of the stream's static output buffer, [*lo, *hi): text, never a pointer, so the
+ * collector need not scan them as roots (start.c excludes them). */
+void osp_stream_buffer_range(void **lo, void **hi);
 
 /*
  * 0 while every write to fd 1 succeeded; else the errno of the first write that failed

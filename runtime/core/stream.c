@@ -183,6 +183,11 @@ static void stream_init_once(void) {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+void osp_stream_buffer_range(void **lo, void **hi) {
+    *lo = out.buf;
+    *hi = out.buf + sizeof out.buf;
+}
+
 void osp_stream_init(void) {
     pthread_once(&stream_once, stream_init_once);
 }

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <gc/gc_inline.h>
+#include <gc/gc_mark.h>
 
 #include "fake_prof.h"
 #include "rt_internal.h"
@@ -121,6 +123,67 @@ static void test_list_contains_kinds(void **state) {
     osp_list *fl = osp_list_new(2, f);
     assert_true(osp_list_contains(fl, fnz, OSP_EQ_FLOAT)); /* -0.0 == 0.0 */
     assert_false(osp_list_contains(fl, fn, OSP_EQ_FLOAT)); /* NaN never equal */
+}
+
+/* The collector's kind of the backing array behind a non-empty list (the view layout of
+ * osprey_rt.h). */
+static int backing_kind(const osp_list *l) {
+    void *b;
+    memcpy(&b, (const char *)l + OSP_LIST_BACKING_OFFSET, sizeof b);
+    return GC_get_kind_and_size(b, NULL);
+}
+
+static void test_list_scalar_backings(void **state) {
+    (void)state;
+    /* Built by appends from the scalar empty list: the large backings are pointer-free. */
+    osp_list *l = osp_list_new_scalar(0, NULL);
+    assert_int_equal(osp_list_length(l), 0);
+    for (int64_t i = 0; i < 10000; i++) l = osp_list_append(l, W(i * 3));
+    assert_int_equal(backing_kind(l), GC_I_PTRFREE);
+    osp_list *r = osp_list_reverse(l);
+    osp_list *p = osp_list_prepend(r, W(-1));
+    osp_list *c = osp_list_concat(p, l);
+    assert_int_equal(backing_kind(r), GC_I_PTRFREE);
+    assert_int_equal(backing_kind(p), GC_I_PTRFREE);
+    assert_int_equal(backing_kind(c), GC_I_PTRFREE);
+    GC_gcollect();
+    assert_int_equal(osp_list_length(c), 20001);
+    assert_int_equal(osp_list_at(c, 0), W(-1));
+    for (int64_t i = 0; i < 10000; i += 7) {
+        assert_int_equal(osp_list_at(c, 1 + i), W((9999 - i) * 3));
+        assert_int_equal(osp_list_at(c, 10001 + i), W(i * 3));
+    }
+    /* The mark survives a list emptied by drop; a literal is scalar too. */
+    osp_list *again = osp_list_drop(l, 10000);
+    for (int64_t i = 0; i < 100; i++) again = osp_list_append(again, W(i));
+    assert_int_equal(backing_kind(again), GC_I_PTRFREE);
+    osp_word e[3] = {1, 2, 3};
+    assert_list(osp_list_new_scalar(3, e), 3, e);
+    /* A list that may hold pointers keeps scanned backings, however large. */
+    osp_list *q = osp_list_new(0, NULL);
+    for (int64_t i = 0; i < 10000; i++) q = osp_list_append(q, W(i));
+    assert_int_equal(backing_kind(q), GC_I_NORMAL);
+    assert_int_equal(backing_kind(osp_list_reverse(q)), GC_I_NORMAL);
+}
+
+static void test_list_contains_every_position(void **state) {
+    (void)state;
+    /* Word lists are searched eight at a time plus a scalar tail: every length and position
+     * around those blocks, and absent values. */
+    osp_word e[40];
+    for (int n = 0; n <= 40; n++) {
+        for (int i = 0; i < n; i++) e[i] = W(100 + i);
+        osp_list *l = osp_list_new(n, e);
+        for (int i = 0; i < n; i++) assert_true(osp_list_contains(l, W(100 + i), OSP_EQ_WORD));
+        assert_false(osp_list_contains(l, W(99), OSP_EQ_WORD));
+        assert_false(osp_list_contains(l, W(100 + n), OSP_EQ_WORD));
+        if (n > 0) {
+            /* a view that starts inside its backing */
+            osp_list *t = osp_list_drop(l, 1);
+            assert_false(osp_list_contains(t, W(100), OSP_EQ_WORD));
+            if (n > 1) assert_true(osp_list_contains(t, W(100 + n - 1), OSP_EQ_WORD));
+        }
+    }
 }
 
 /* ---- maps ------------------------------------------------------------------------------------ */
@@ -441,6 +504,8 @@ int main(void) {
         cmocka_unit_test(test_list_sharing_is_safe),
         cmocka_unit_test(test_list_append_many),
         cmocka_unit_test(test_list_contains_kinds),
+        cmocka_unit_test(test_list_scalar_backings),
+        cmocka_unit_test(test_list_contains_every_position),
         cmocka_unit_test(test_map_basics),
         cmocka_unit_test(test_map_many),
         cmocka_unit_test(test_map_order),
