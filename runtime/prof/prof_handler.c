@@ -68,10 +68,15 @@ static struct osp_prof_ring_entry *ring_walk(struct osp_prof_slot *s, void *ucv,
     struct osp_unwind_regs ur = {
         .pc = regs.pc, .sp = regs.sp, .fp = regs.fp, .lr = regs.lr, .fp_known = true};
     struct osp_unwind_info info;
+    /* A thread with asynchronous cancellation must not be cancelled inside the walk: the
+     * walker count would stay raised (§(l.3)). */
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     const struct osp_cfi_set *set = osp_prof__cfi_acquire();
     e->n = (uint32_t)osp_prof__hybrid_walk(set, &ur, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES,
                                            &truncated, &info);
     osp_prof__cfi_release();
+    osp_prof__nocancel_leave(&nc);
     e->truncated = truncated;
     e->unwind_end = info.end;
     /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)

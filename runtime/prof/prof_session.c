@@ -345,8 +345,8 @@ static bool session_stop_locked(struct osp_prof_session *ps) {
 }
 
 static bool session_stop(struct osp_prof_session *ps) {
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     pthread_mutex_lock(&ps->session_lock);
     bool ok = session_stop_locked(ps);
     if (ps->term_sem_ok && ps->state == OSP_SESSION_IDLE) {
@@ -354,7 +354,7 @@ static bool session_stop(struct osp_prof_session *ps) {
         ps->term_sem_ok = false;
     }
     pthread_mutex_unlock(&ps->session_lock);
-    pthread_setcancelstate(cs, NULL);
+    osp_prof__nocancel_leave(&nc);
     return ok;
 }
 
@@ -432,10 +432,10 @@ OSP_PROF_PUBLIC bool osp_prof_session_begin(const char *path, uint32_t rate_hz) 
     char abs[OSP_PROF_PATH_MAX + 1];
     if (osp_prof__absolute_path(path, abs, sizeof abs) != 0) return false;
     int cause = 0;
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     bool ok = session_start(&osp_prof__session, abs, rate_hz, &cause);
-    pthread_setcancelstate(cs, NULL);
+    osp_prof__nocancel_leave(&nc);
     return ok;
 }
 

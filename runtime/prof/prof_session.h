@@ -362,6 +362,39 @@ static inline bool osp_prof__own_sigprof(const struct sigaction *act) {
             (osp_prof__sigprof_wrapper != NULL && act->sa_sigaction == osp_prof__sigprof_wrapper));
 }
 
+/* ---- asynchronous cancellation (§(l.3)) ------------------------------------------------ */
+
+/* The calling thread's cancellability, saved by osp_prof__nocancel_enter. */
+struct osp_prof_nocancel {
+    int state, type;
+};
+
+/*
+ * Make the calling thread uncancellable until osp_prof__nocancel_leave: every profiler
+ * path on a program thread that takes a lock or holds a count another thread waits on
+ * runs inside one (§(l.3) "never cancelled while holding a profiler lock").
+ *
+ * Disabling cancellation alone is not enough with glibc 2.36 (Debian 12): its SIGCANCEL
+ * handler tests only the cancel *type*, so a cancellation request sent while the thread
+ * was still cancellable, and delivered after it disabled cancellation, unwinds it anyway
+ * (a registry mutex left locked, the thread's own exit then deadlocked on it). The type
+ * is therefore switched to deferred first, which that handler does honour, then the
+ * state to disabled. Two atomic operations on the thread's own descriptor, no lock:
+ * usable in the SIGPROF handler too. Nests. `g` is caller-owned.
+ */
+static inline void osp_prof__nocancel_enter(struct osp_prof_nocancel *g) {
+    pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &g->type);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &g->state);
+}
+
+/* Restore what osp_prof__nocancel_enter saved: the state first (a deferred thread does
+ * not act on a pending request), then the type, where a pending asynchronous request is
+ * acted on at once, with nothing of the profiler held any more. */
+static inline void osp_prof__nocancel_leave(const struct osp_prof_nocancel *g) {
+    pthread_setcancelstate(g->state, NULL);
+    pthread_setcanceltype(g->type, NULL);
+}
+
 /* ---- registry (prof_registry.c) -------------------------------------------------------- */
 
 /* Register the calling thread (§(d)) as `fiber_id` with `label` (NULL: ""), unless it is
