@@ -278,9 +278,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
                                  strcmp(getenv("OSPREY_PROFILE_ENGINE"), engines[0]->name) == 0);
     for (size_t i = first; i < NENGINES && ps->engine == NULL; i++) {
         int why = 0;
-        uint64_t slow = 1000000000ull / OSP_PROF_WAIT_HZ_MAX;
-        ps->tick_ns =
-            engines[i] == &osp_prof__engine_sampler || ps->period_ns > slow ? ps->period_ns : slow;
+        ps->tick_ns = osp_prof__tick_ns(ps->period_ns, engines[i] != &osp_prof__engine_sampler);
         if (engines[i]->start(ps, &why)) {
             ps->engine = engines[i];
         } else {
