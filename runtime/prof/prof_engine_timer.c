@@ -59,7 +59,7 @@ static int perf_open(pid_t tid, uint64_t period_ns) {
         fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_RESET, 0) != 0 ||
         ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
         int e = errno;
-        close(fd);
+        osp_prof__close_nc(fd);
         errno = e;
         return -1;
     }
@@ -172,7 +172,7 @@ static void ktimer_disarm(struct osp_prof_slot *s, bool release) {
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
     if (s->ktimer_kind == OSP_KTIMER_PERF) {
         ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-        if (release) close(s->perf_fd);
+        if (release) osp_prof__close_nc(s->perf_fd);
     } else {
         struct itimerspec zero;
         memset(&zero, 0, sizeof zero);
@@ -196,7 +196,7 @@ static bool timer_start(struct osp_prof_session *ps, int kind, int *cause) {
             *cause = errno;
             return false;
         }
-        close(fd);
+        osp_prof__close_nc(fd);
     } else {
         timer_t t;
         struct sigevent ev;
@@ -248,7 +248,7 @@ static void timer_fork_child(struct osp_prof_session *ps) {
     for (size_t i = 0; i < ps->slots_hi; i++) {
         struct osp_prof_slot *s = &ps->slots[i];
         atomic_store_explicit(&s->ktimer_armed, 0, memory_order_relaxed);
-        if (s->ktimer_kind == OSP_KTIMER_PERF) close(s->perf_fd);
+        if (s->ktimer_kind == OSP_KTIMER_PERF) osp_prof__close_nc(s->perf_fd);
         s->ktimer_kind = OSP_KTIMER_NONE;
     }
     if (atomic_load(&ps->old_action_ready)) sigaction(SIGPROF, &ps->old_action, NULL);

@@ -55,7 +55,7 @@ enum { SCHED_RUNNABLE, SCHED_BLOCKED, SCHED_GONE };
  * unless it still does. Under the registry mutex. */
 static ssize_t stat_read_fd(int fd, char *buf, size_t cap) {
     ssize_t n;
-    do n = pread(fd, buf, cap - 1, 0);
+    do n = osp_prof__pread_nc(fd, buf, cap - 1, 0);
     while (n < 0 && errno == EINTR);
     if (n >= 0) buf[n] = '\0';
     return n;
@@ -81,7 +81,7 @@ static bool stat_names(const char *buf, pid_t tid) {
 
 static void stat_fd_forget(struct osp_prof_session *ps, struct osp_prof_slot *s, bool close_it) {
     if (s->sm.stat_fd < 0) return;
-    if (close_it) close(s->sm.stat_fd);
+    if (close_it) osp_prof__close_nc(s->sm.stat_fd);
     s->sm.stat_fd = -1;
     ps->stat_fds_open--;
 }
@@ -119,7 +119,7 @@ static int sched_state(struct osp_prof_session *ps, struct osp_prof_slot *s) {
             s->sm.stat_fd = fd;
             ps->stat_fds_open++;
         } else if (fd >= 0) {
-            close(fd);
+            osp_prof__close_nc(fd);
         }
         if (n <= 0) return SCHED_GONE;
     }

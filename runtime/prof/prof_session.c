@@ -88,7 +88,7 @@ int osp_prof__fd_high(int fd) {
     if (fd < 0 || fd >= OSP_PROF_FD_MIN) return fd;
     int hi = fcntl(fd, F_DUPFD_CLOEXEC, OSP_PROF_FD_MIN);
     int e = errno;
-    close(fd);
+    osp_prof__close_nc(fd);
     errno = e;
     return hi;
 }

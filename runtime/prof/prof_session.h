@@ -40,8 +40,10 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "osp_raw_format.h"
 #include "prof_internal.h"
@@ -405,6 +407,20 @@ struct osp_prof_nocancel {
 static inline void osp_prof__nocancel_enter(struct osp_prof_nocancel *g) {
     pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &g->type);
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &g->state);
+}
+
+/* close(2) and pread(2) through syscall(2), which is not a cancellation point. glibc
+ * 2.36's cancellation points (close, pread, read, write, open, ...) switch the calling
+ * thread to the asynchronous cancel type for the duration of the system call even when
+ * cancellation is disabled, so with the SIGCANCEL handler's type-only test (above) a late
+ * request could still unwind a thread inside one of them with a profiler lock held.
+ * Every descriptor the profiler closes or reads under the registry mutex on a program
+ * thread goes through these. Same results and errno as the libc functions. */
+static inline int osp_prof__close_nc(int fd) {
+    return (int)syscall(SYS_close, fd);
+}
+static inline ssize_t osp_prof__pread_nc(int fd, void *buf, size_t n, off_t off) {
+    return (ssize_t)syscall(SYS_pread64, fd, buf, n, off);
 }
 
 /* Restore what osp_prof__nocancel_enter saved: the state first (a deferred thread does
