@@ -272,9 +272,6 @@ static void test_busy_poll_zero_is_on_cpu(void **state) {
 
 static void test_itimer_prof_without_handler_kills(void **state) {
     (void)state;
-    /* ThreadSanitizer defers and intercepts signal delivery; under it the cpu_timer engine's
-     * run failed this case once after the merges (not investigated, issue 12's note). */
-    if (UNDER_SANITIZER) skip();
     char raw[PATH_MAX];
     snprintf(raw, sizeof raw, "%s/itimer.json", g_dir);
     struct proc p;
