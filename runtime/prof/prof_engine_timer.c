@@ -59,7 +59,7 @@ static int perf_open(pid_t tid, uint64_t period_ns) {
         fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_RESET, 0) != 0 ||
         ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
         int e = errno;
-        close(fd);
+        osp_prof__close_nc(fd);
         errno = e;
         return -1;
     }
@@ -67,6 +67,18 @@ static int perf_open(pid_t tid, uint64_t period_ns) {
 }
 
 /* ---- per-thread timers ----------------------------------------------------------------- */
+
+/* The shortest period the kernel's software timers accept (perf: 10 µs). */
+#define MIN_PERIOD_NS 10000ull
+/* CPU time between two new draws of a perf_event counter's period (see below). */
+#define REJITTER_NS   4000000ull
+
+/* Samples of a perf_event counter that share one drawn period: one draw per REJITTER_NS
+ * of CPU time, at least one per sample. */
+static uint32_t rejitter_every(const struct osp_prof_session *ps) {
+    uint64_t k = REJITTER_NS / (ps->period_ns ? ps->period_ns : 1);
+    return k < 1 ? 1 : k > 1000 ? 1000 : (uint32_t)k;
+}
 
 /* Give the calling thread (slot `s`, already active) its timer of `kind`. On failure
  * the slot keeps OSP_KTIMER_NONE. */
@@ -77,6 +89,7 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
     s->h_cpu_last = s->sm.cpu_req; /* the CPU clock read at registration */
     uint64_t first = osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
     s->h_next_due = s->h_cpu_last + first;
+    s->h_left = rejitter_every(ps);
     if (kind == OSP_KTIMER_PERF) {
         int fd = perf_open(s->tid, first);
         if (fd < 0) return;
@@ -104,20 +117,38 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
     atomic_store_explicit(&s->ktimer_armed, 1, memory_order_release);
 }
 
-/* The shortest period the kernel's software timers accept (perf: 10 µs). */
-#define MIN_PERIOD_NS 10000ull
-
 void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s,
                             uint64_t cpu_now) {
     if (!atomic_load_explicit(&s->ktimer_armed, memory_order_acquire)) return;
-    /* Samples are due at CPU-time deadlines, each a jittered period after the previous
-     * one, so the time it takes to deliver the signal and run this handler is not added
-     * to every period: the long-run count is CPU time / period. A thread more than two
-     * periods behind (samples skipped while it was in the kernel) restarts from now
-     * rather than catching up in a burst. */
-    /* A catch-up period is never shorter than 0.3 of the period: an expiry that falls
-     * while the thread is still in the kernel returning from this handler is skipped by
-     * a user-only counter. */
+    if (s->ktimer_kind == OSP_KTIMER_PERF) {
+        /* The kernel restarts the counter's timer by itself at every overflow, from the
+         * overflow, with the current period: consecutive samples are exactly one period
+         * of the thread's CPU time apart, whatever the signal's delivery and this
+         * handler cost. Setting a new period (PERF_EVENT_IOC_PERIOD) restarts the timer
+         * from the ioctl instead, and the ioctl was measured at about 15 µs of CPU time
+         * (two timer reprogrammings; more in a virtual machine): drawn for every sample,
+         * it cost 15 % of the CPU and 12 % of the samples at 10 kHz, 1.5 % of both at
+         * 997 Hz. So the jittered period, uniform in [0.7p, 1.3p), is drawn again once
+         * per REJITTER_NS of CPU time (every 4th sample at 997 Hz, every 40th at 10 kHz)
+         * and the samples in between keep it (docs/profiler-runtime.md "Engines"). */
+        if (s->h_left > 1) {
+            s->h_left--;
+            return;
+        }
+        s->h_left = rejitter_every(ps);
+        uint64_t v = osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
+        if (v < MIN_PERIOD_NS) v = MIN_PERIOD_NS;
+        ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &v);
+        return;
+    }
+    /* cpu_timer: samples are due at CPU-time deadlines, each a jittered period after the
+     * previous one, so the time it takes to deliver the signal and run this handler is
+     * not added to every period: the long-run count is CPU time / period. A thread more
+     * than two periods behind (samples skipped while it was in the kernel) restarts from
+     * now rather than catching up in a burst. A catch-up period is never shorter than 0.3
+     * of the period. (The kernel checks CPU-time timers at its scheduler tick only, so
+     * this engine samples at most CONFIG_HZ times per CPU-second; each sample's weight
+     * is the CPU time measured since the previous one, so CPU time stays right.) */
     uint64_t min_gap =
         ps->period_ns * 3 / 10 > MIN_PERIOD_NS ? ps->period_ns * 3 / 10 : MIN_PERIOD_NS;
     uint64_t due = s->h_next_due + osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
@@ -128,11 +159,7 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
             due = cpu_now + osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
     }
     s->h_next_due = due;
-    if (s->ktimer_kind == OSP_KTIMER_PERF) {
-        /* The new period starts now (the kernel restarts the counter's timer). */
-        uint64_t v = due - cpu_now;
-        ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &v);
-    } else if (s->ktimer_kind == OSP_KTIMER_POSIX) {
+    if (s->ktimer_kind == OSP_KTIMER_POSIX) {
         struct itimerspec its = {{0, 0},
                                  {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)}};
         timer_settime(s->posix_timer, TIMER_ABSTIME, &its, NULL);
@@ -145,7 +172,7 @@ static void ktimer_disarm(struct osp_prof_slot *s, bool release) {
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
     if (s->ktimer_kind == OSP_KTIMER_PERF) {
         ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-        if (release) close(s->perf_fd);
+        if (release) osp_prof__close_nc(s->perf_fd);
     } else {
         struct itimerspec zero;
         memset(&zero, 0, sizeof zero);
@@ -169,7 +196,7 @@ static bool timer_start(struct osp_prof_session *ps, int kind, int *cause) {
             *cause = errno;
             return false;
         }
-        close(fd);
+        osp_prof__close_nc(fd);
     } else {
         timer_t t;
         struct sigevent ev;
@@ -221,7 +248,7 @@ static void timer_fork_child(struct osp_prof_session *ps) {
     for (size_t i = 0; i < ps->slots_hi; i++) {
         struct osp_prof_slot *s = &ps->slots[i];
         atomic_store_explicit(&s->ktimer_armed, 0, memory_order_relaxed);
-        if (s->ktimer_kind == OSP_KTIMER_PERF) close(s->perf_fd);
+        if (s->ktimer_kind == OSP_KTIMER_PERF) osp_prof__close_nc(s->perf_fd);
         s->ktimer_kind = OSP_KTIMER_NONE;
     }
     if (atomic_load(&ps->old_action_ready)) sigaction(SIGPROF, &ps->old_action, NULL);

@@ -46,8 +46,8 @@ static void stack_bounds(uintptr_t *lo, uintptr_t *hi) {
  * only then restore the signal mask (a SIGPROF that became pending meanwhile then finds
  * no slot and is ignored). */
 void osp_prof__release_current(struct osp_prof_session *ps) {
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGPROF);
@@ -73,7 +73,7 @@ void osp_prof__release_current(struct osp_prof_session *ps) {
         if (ps->init_ok) pthread_setspecific(ps->key, NULL);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_setcancelstate(cs, NULL);
+    osp_prof__nocancel_leave(&nc);
 }
 
 /* Thread-exit destructor: a thread that exits registered is unregistered (§(d)). */
@@ -174,22 +174,23 @@ out:
     pthread_mutex_unlock(&ps->reg);
 }
 
-/* Every path that takes a profiler lock on a program thread runs with cancellation
- * disabled, so asynchronous cancellation can never leave a lock held (§(l.3)). */
+/* Every path that takes a profiler lock on a program thread runs uncancellable
+ * (osp_prof__nocancel_enter), so asynchronous cancellation can never leave a lock held
+ * (§(l.3)). */
 void osp_prof__register_current(struct osp_prof_session *ps, int64_t fiber_id, const char *label) {
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     register_impl(ps, fiber_id, label, false);
-    pthread_setcancelstate(cs, NULL);
+    osp_prof__nocancel_leave(&nc);
 }
 
 void osp_prof__register_auto(int64_t fiber_id, const char *label) {
     struct osp_prof_session *ps = &osp_prof__session;
     if (!atomic_load_explicit(&ps->on, memory_order_relaxed)) return;
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     register_impl(ps, fiber_id, label, true);
-    pthread_setcancelstate(cs, NULL);
+    osp_prof__nocancel_leave(&nc);
 }
 
 OSP_PROF_PUBLIC void osp_prof_thread_register(int64_t fiber_id, const char *label) {
@@ -220,10 +221,15 @@ static __attribute__((noinline)) void block_capture(struct osp_prof_slot *s, uin
      * hook's record. */
     struct osp_unwind_regs regs = {
         .pc = ret, .sp = hook_fp + 16, .fp = caller_fp, .pc_is_return = true, .fp_known = true};
+    /* Uncancellable while the walk is counted in (a thread cancelled here would leave the
+     * count raised for good: replaced tables never freed, the session's end waiting). */
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     const struct osp_cfi_set *set = osp_prof__cfi_acquire();
     size_t n =
         osp_prof__hybrid_walk(set, &regs, lo, s->hi, pcs, OSP_PROF_MAX_FRAMES, &truncated, NULL);
     osp_prof__cfi_release();
+    osp_prof__nocancel_leave(&nc);
     uint32_t q = atomic_load_explicit(&s->block_seq, memory_order_relaxed);
     atomic_store_explicit(&s->block_seq, q + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);

@@ -55,7 +55,7 @@ enum { SCHED_RUNNABLE, SCHED_BLOCKED, SCHED_GONE };
  * unless it still does. Under the registry mutex. */
 static ssize_t stat_read_fd(int fd, char *buf, size_t cap) {
     ssize_t n;
-    do n = pread(fd, buf, cap - 1, 0);
+    do n = osp_prof__pread_nc(fd, buf, cap - 1, 0);
     while (n < 0 && errno == EINTR);
     if (n >= 0) buf[n] = '\0';
     return n;
@@ -81,7 +81,7 @@ static bool stat_names(const char *buf, pid_t tid) {
 
 static void stat_fd_forget(struct osp_prof_session *ps, struct osp_prof_slot *s, bool close_it) {
     if (s->sm.stat_fd < 0) return;
-    if (close_it) close(s->sm.stat_fd);
+    if (close_it) osp_prof__close_nc(s->sm.stat_fd);
     s->sm.stat_fd = -1;
     ps->stat_fds_open--;
 }
@@ -119,7 +119,7 @@ static int sched_state(struct osp_prof_session *ps, struct osp_prof_slot *s) {
             s->sm.stat_fd = fd;
             ps->stat_fds_open++;
         } else if (fd >= 0) {
-            close(fd);
+            osp_prof__close_nc(fd);
         }
         if (n <= 0) return SCHED_GONE;
     }
@@ -151,6 +151,8 @@ void osp_prof__slot_abandon_request(struct osp_prof_slot *s, uint64_t *dropped) 
  * answered) is added to its last on-CPU sample, so that a thread's on-CPU weights add up
  * to all the CPU time it used while registered, not only up to its last request.
  * Call before slot_abandon_request. Under the registry mutex. */
+static void settle_unsampled(struct osp_prof_session *ps, struct osp_prof_sampler_state *m);
+
 void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t c) {
     struct osp_prof_sampler_state *m = &s->sm;
     uint64_t tail = (c > m->cpu_req ? c - m->cpu_req : 0) + m->carry_w;
@@ -161,8 +163,11 @@ void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         ps->store.dropped[OSP_DROP_HANDLER_REPLACED] += tail / ps->period_ns;
         tail = 0;
     }
-    if (m->last_on >= 0 && (size_t)m->last_on < ps->store.nsamples)
+    if (m->last_on >= 0 && (size_t)m->last_on < ps->store.nsamples) {
         ps->store.samples[m->last_on].weight_ns += tail;
+        m->owed_ns += (int64_t)tail;
+    }
+    settle_unsampled(ps, m);
     m->cpu_req = c > m->cpu_req ? c : m->cpu_req;
     m->carry_w = 0;
     if (m->pend_on && !m->pend_capture) m->pend_w = 0;
@@ -232,18 +237,31 @@ static void send_request(struct osp_prof_session *ps, struct osp_prof_slot *s, u
     }
 }
 
-/* §(l.3) "any shortfall is counted": an on-CPU sample weighing k >= 2 periods stands
- * for k - 1 samples that were not taken. */
+/* §(l.3) "any shortfall is counted": every on-CPU sample stands for one period of the
+ * thread's CPU time. The balance of weight recorded minus one period per sample, kept
+ * per thread, says how many samples the rate asked for and were not taken (expiries the
+ * kernel skipped while the thread was in kernel mode, coalesced signals, late requests);
+ * jittered periods cancel out in it. It is settled when the thread stops being sampled
+ * (settle_unsampled): each whole period of shortfall counts one cpu_unsampled sample,
+ * except samples the ring had no room for, counted as ring_full already (their CPU time
+ * is in the next sample's weight). Counting on the way instead (a sample heavier than
+ * two periods) missed most of the shortfall, which comes as many samples each a little
+ * late; counting each period the running balance reached overcounted the jitter's
+ * random walk. */
 static void count_unsampled(struct osp_prof_session *ps, struct osp_prof_sampler_state *m,
                             uint64_t weight_ns) {
-    uint64_t k = weight_ns / ps->period_ns;
-    if (k < 2) return;
-    uint64_t extra = k - 1;
-    /* A sample the ring had no room for is counted as ring_full; its CPU time is in the
-     * next sample's weight, which must not count it a second time. */
-    uint64_t known = extra < m->rf_credit ? extra : m->rf_credit;
-    m->rf_credit -= known;
-    ps->store.dropped[OSP_DROP_CPU_UNSAMPLED] += extra - known;
+    m->owed_ns += (int64_t)weight_ns - (int64_t)ps->period_ns;
+}
+
+static void settle_unsampled(struct osp_prof_session *ps, struct osp_prof_sampler_state *m) {
+    int64_t p = (int64_t)ps->period_ns;
+    if (m->owed_ns >= p) {
+        uint64_t k = (uint64_t)(m->owed_ns / p);
+        uint64_t known = k < m->rf_credit ? k : m->rf_credit;
+        ps->store.dropped[OSP_DROP_CPU_UNSAMPLED] += k - known;
+    }
+    m->owed_ns = 0;
+    m->rf_credit = 0;
 }
 
 /* Turn ring entries into samples; each answers the pending request of the same sequence

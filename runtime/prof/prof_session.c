@@ -88,7 +88,7 @@ int osp_prof__fd_high(int fd) {
     if (fd < 0 || fd >= OSP_PROF_FD_MIN) return fd;
     int hi = fcntl(fd, F_DUPFD_CLOEXEC, OSP_PROF_FD_MIN);
     int e = errno;
-    close(fd);
+    osp_prof__close_nc(fd);
     errno = e;
     return hi;
 }
@@ -278,9 +278,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
                                  strcmp(getenv("OSPREY_PROFILE_ENGINE"), engines[0]->name) == 0);
     for (size_t i = first; i < NENGINES && ps->engine == NULL; i++) {
         int why = 0;
-        uint64_t slow = 1000000000ull / OSP_PROF_WAIT_HZ_MAX;
-        ps->tick_ns =
-            engines[i] == &osp_prof__engine_sampler || ps->period_ns > slow ? ps->period_ns : slow;
+        ps->tick_ns = osp_prof__tick_ns(ps->period_ns, engines[i] != &osp_prof__engine_sampler);
         if (engines[i]->start(ps, &why)) {
             ps->engine = engines[i];
         } else {
@@ -345,8 +343,8 @@ static bool session_stop_locked(struct osp_prof_session *ps) {
 }
 
 static bool session_stop(struct osp_prof_session *ps) {
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     pthread_mutex_lock(&ps->session_lock);
     bool ok = session_stop_locked(ps);
     if (ps->term_sem_ok && ps->state == OSP_SESSION_IDLE) {
@@ -354,7 +352,7 @@ static bool session_stop(struct osp_prof_session *ps) {
         ps->term_sem_ok = false;
     }
     pthread_mutex_unlock(&ps->session_lock);
-    pthread_setcancelstate(cs, NULL);
+    osp_prof__nocancel_leave(&nc);
     return ok;
 }
 
@@ -432,10 +430,10 @@ OSP_PROF_PUBLIC bool osp_prof_session_begin(const char *path, uint32_t rate_hz) 
     char abs[OSP_PROF_PATH_MAX + 1];
     if (osp_prof__absolute_path(path, abs, sizeof abs) != 0) return false;
     int cause = 0;
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    struct osp_prof_nocancel nc;
+    osp_prof__nocancel_enter(&nc);
     bool ok = session_start(&osp_prof__session, abs, rate_hz, &cause);
-    pthread_setcancelstate(cs, NULL);
+    osp_prof__nocancel_leave(&nc);
     return ok;
 }
 

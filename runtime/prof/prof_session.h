@@ -40,8 +40,10 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "osp_raw_format.h"
 #include "prof_internal.h"
@@ -50,11 +52,14 @@
 
 #define OSP_PROF_NSLOTS 1024 /* live registered threads, §(d) "at least 1024" */
 #define OSP_PROF_RING_N \
-    64                           /* ring entries per slot, §(b.3) "at least 8": a kernel timer
-                              * answers on its own, many times while the sampler thread
-                              * waits for a core (6.4 ms of the thread's CPU at 10 kHz) */
-#define OSP_PROF_WAIT_HZ_MAX 250 /* sampler ticks per second beside a kernel timer */
-#define OSP_PROF_FD_MIN      100 /* profiler descriptors are kept at or above this, §(l.3) */
+    128 /* ring entries per slot, §(b.3) "at least 8": a kernel timer answers on its own,
+         * many times while the sampler thread waits for a core (12.8 ms of the thread's
+         * CPU at 10 kHz; 64 entries lost 1.9 % of the samples to ring_full at 10 kHz on a
+         * loaded machine). About 136 KiB per registered thread, touched as it fills. */
+#define OSP_PROF_WAIT_HZ_MAX \
+    100                     /* sampler ticks per second beside a kernel timer, unless \
+                                  * the rings need more (osp_prof__tick_ns) */
+#define OSP_PROF_FD_MIN 100 /* profiler descriptors are kept at or above this, §(l.3) */
 
 enum { OSP_SLOT_FREE = 0, OSP_SLOT_ACTIVE = 1, OSP_SLOT_RETIRED = 2 };
 enum { OSP_SESSION_IDLE = 0, OSP_SESSION_RUNNING = 1, OSP_SESSION_STOPPING = 2 };
@@ -100,6 +105,7 @@ struct osp_prof_sampler_state {
     uint64_t carry_w;  /* weight of unanswered on-CPU requests, for the next one */
     uint64_t ring_full_seen;
     uint64_t rf_credit; /* ring_full losses not yet matched by a heavier timer sample */
+    int64_t owed_ns;    /* on-CPU weight recorded minus one period per on-CPU sample */
     bool pend_on, pend_capture;
     uint64_t pend_seq, pend_t, pend_w, pend_sent;
     uint64_t pend_cpu;   /* the thread's CPU clock when the request was sent */
@@ -149,7 +155,8 @@ struct osp_prof_slot {
     /* Handler side (the owning thread, in signal context or with SIGPROF blocked). */
     uint64_t h_cpu_last; /* CPU clock at the previous timer sample */
     uint64_t h_rng;      /* xorshift state: jittered periods */
-    uint64_t h_next_due; /* CPU clock at which the next timer sample is due */
+    uint64_t h_next_due; /* CPU clock at which the next timer sample is due (cpu_timer) */
+    uint32_t h_left;     /* perf_event: samples left before the period is drawn again */
 };
 
 /* One row of the raw file's "threads" (§(e)): a registration, kept after it ends. */
@@ -207,6 +214,21 @@ OSP_PROF_HIDDEN extern const struct osp_prof_engine osp_prof__engine_sampler;
 OSP_PROF_HIDDEN bool osp_prof__engine_start_common(struct osp_prof_session *ps, int *cause);
 OSP_PROF_HIDDEN void osp_prof__engine_stop_thread(struct osp_prof_session *ps);
 OSP_PROF_HIDDEN void osp_prof__engine_restore_action(struct osp_prof_session *ps);
+
+/* The sampler thread's mean tick for a session at `period_ns` (§(b.3), §(l.3)): the
+ * period under the "sampler" engine (`kernel_timer` false). Beside a kernel timer the
+ * thread only records waiting samples and drains the rings: OSP_PROF_WAIT_HZ_MAX ticks
+ * per second, or more when a busy thread would fill a quarter of its ring between two
+ * ticks (above 3.2 kHz with 128 entries), never faster than the period. Each wake-up
+ * costs the process CPU that no sample shows (about 4 % of an allocation-heavy
+ * program's at 250 ticks per second), so ticks are kept to what the rings need. */
+static inline uint64_t osp_prof__tick_ns(uint64_t period_ns, bool kernel_timer) {
+    if (!kernel_timer) return period_ns;
+    uint64_t t = 1000000000ull / OSP_PROF_WAIT_HZ_MAX;
+    uint64_t drain = period_ns * (OSP_PROF_RING_N / 4);
+    if (drain < t) t = drain;
+    return t > period_ns ? t : period_ns;
+}
 
 /* Jittered period in ns: uniform in [0.7p, 1.3p) for period `p`, from the xorshift state
  * `*rng` (non-zero). Pure, async-signal-safe. */
@@ -272,8 +294,8 @@ struct osp_prof_session {
     uint32_t rate_hz;
     uint64_t period_ns;
     /* The sampler thread's tick: the period under the "sampler" engine; with a kernel
-     * timer sampling on-CPU it only records waiting samples and drains the rings, at
-     * most OSP_PROF_WAIT_HZ_MAX times per second (docs/profiler-runtime.md). */
+     * timer sampling on-CPU it only records waiting samples and drains the rings:
+     * osp_prof__tick_ns (docs/profiler-runtime.md). */
     uint64_t tick_ns;
     _Atomic uint64_t start_mono_ns;
     uint64_t start_unix_ns;
@@ -360,6 +382,53 @@ static inline bool osp_prof__own_sigprof(const struct sigaction *act) {
     return (act->sa_flags & SA_SIGINFO) &&
            (act->sa_sigaction == osp_prof__on_sigprof ||
             (osp_prof__sigprof_wrapper != NULL && act->sa_sigaction == osp_prof__sigprof_wrapper));
+}
+
+/* ---- asynchronous cancellation (§(l.3)) ------------------------------------------------ */
+
+/* The calling thread's cancellability, saved by osp_prof__nocancel_enter. */
+struct osp_prof_nocancel {
+    int state, type;
+};
+
+/*
+ * Make the calling thread uncancellable until osp_prof__nocancel_leave: every profiler
+ * path on a program thread that takes a lock or holds a count another thread waits on
+ * runs inside one (§(l.3) "never cancelled while holding a profiler lock").
+ *
+ * Disabling cancellation alone is not enough with glibc 2.36 (Debian 12): its SIGCANCEL
+ * handler tests only the cancel *type*, so a cancellation request sent while the thread
+ * was still cancellable, and delivered after it disabled cancellation, unwinds it anyway
+ * (a registry mutex left locked, the thread's own exit then deadlocked on it). The type
+ * is therefore switched to deferred first, which that handler does honour, then the
+ * state to disabled. Two atomic operations on the thread's own descriptor, no lock:
+ * usable in the SIGPROF handler too. Nests. `g` is caller-owned.
+ */
+static inline void osp_prof__nocancel_enter(struct osp_prof_nocancel *g) {
+    pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &g->type);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &g->state);
+}
+
+/* close(2) and pread(2) through syscall(2), which is not a cancellation point. glibc
+ * 2.36's cancellation points (close, pread, read, write, open, ...) switch the calling
+ * thread to the asynchronous cancel type for the duration of the system call even when
+ * cancellation is disabled, so with the SIGCANCEL handler's type-only test (above) a late
+ * request could still unwind a thread inside one of them with a profiler lock held.
+ * Every descriptor the profiler closes or reads under the registry mutex on a program
+ * thread goes through these. Same results and errno as the libc functions. */
+static inline int osp_prof__close_nc(int fd) {
+    return (int)syscall(SYS_close, fd);
+}
+static inline ssize_t osp_prof__pread_nc(int fd, void *buf, size_t n, off_t off) {
+    return (ssize_t)syscall(SYS_pread64, fd, buf, n, off);
+}
+
+/* Restore what osp_prof__nocancel_enter saved: the state first (a deferred thread does
+ * not act on a pending request), then the type, where a pending asynchronous request is
+ * acted on at once, with nothing of the profiler held any more. */
+static inline void osp_prof__nocancel_leave(const struct osp_prof_nocancel *g) {
+    pthread_setcancelstate(g->state, NULL);
+    pthread_setcanceltype(g->type, NULL);
 }
 
 /* ---- registry (prof_registry.c) -------------------------------------------------------- */

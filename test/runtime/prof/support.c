@@ -510,7 +510,9 @@ double raw_engine_hz(const struct raw *r, double hz) {
 }
 
 double raw_wait_hz(const struct raw *r, double hz) {
-    /* Beside a kernel timer the sampler thread ticks at most 250 times per second. */
-    if (strcmp(r->engine, OSP_RAW_ENGINE_SAMPLER) != 0 && hz > 250) return 250;
-    return hz;
+    /* Beside a kernel timer the sampler thread ticks 100 times per second, more above
+     * 3.2 kHz where the rings need it (osp_prof__tick_ns, prof_session.h). */
+    if (strcmp(r->engine, OSP_RAW_ENGINE_SAMPLER) == 0) return hz;
+    double t = hz / 32 > 100 ? hz / 32 : 100;
+    return hz > t ? t : hz;
 }

@@ -81,7 +81,7 @@ uint64_t raw_dropped_samples(const struct raw *r);
 double raw_engine_hz(const struct raw *r, double hz);
 
 /* Waiting samples per second `r`'s engine records for a requested `hz`: `hz` under the
- * sampler engine, at most 250 beside a kernel timer (OSP_PROF_WAIT_HZ_MAX). */
+ * sampler engine, 100 (more above 3.2 kHz) beside a kernel timer (osp_prof__tick_ns). */
 double raw_wait_hz(const struct raw *r, double hz);
 
 /* Index of the main executable's image (path == exe), failing the test if absent. */

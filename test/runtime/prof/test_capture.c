@@ -212,7 +212,12 @@ static void test_capture_main_and_two_workers(void **state) {
                       w[i].cpu_used);
         assert_true((double)st.n[0] >= 0.4 * raw_engine_hz(&r, 2000) / 8);
         assert_int_equal(in_hot, named_hot);
-        assert_true(in_hot * 2 >= st.n[0]);
+        /* ThreadSanitizer defers an asynchronous signal to its next interceptor (here
+         * the clock_gettime of burn_cpu's loop), so under it about half the samples have
+         * their leaf at that interceptor's exit (__tsan_read8/__tsan_write8 under
+         * ___interceptor_clock_gettime, 45-51 % in hot_loop over 6 runs): the leaf
+         * check is for builds that deliver signals where they arrive. */
+        if (!RUNNING_UNDER_TSAN) assert_true(in_hot * 2 >= st.n[0]);
         assert_true(with_caller >= 1);
         assert_true(st.n[1] * 50 <= st.n[0]); /* CPU-bound: waiting is rare */
         /* All the CPU time the worker used while registered is in its weights, including
