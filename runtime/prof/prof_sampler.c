@@ -427,9 +427,27 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     bool requests = s->ktimer_kind == OSP_KTIMER_NONE &&
                     !atomic_load_explicit(&ps->handler_lost, memory_order_relaxed);
     if (!requests && c > m->cpu_base + SIGNAL_ALLOWANCE_NS) {
+        /* It ran since the last tick: on-CPU, sampled by its timer. If it ran for only part
+         * of the interval and is blocked now, the rest was a wait that began after it ran
+         * (a short burst, then a sleep, within one tick): waiting, for the interval's wall
+         * time less the CPU time it used -- without this, a thread that never stays blocked
+         * for a whole tick would show almost none of its waits. Preempted (runnable) threads
+         * get nothing for the rest, as in case 3. */
+        uint64_t ran = c - m->cpu_base;
         m->cpu_base = c;
         m->ep_on = false;
-        return; /* it ran since the last tick: on-CPU, sampled by its timer */
+        if (wall <= ran + ps->period_ns) return;
+        st = sched_state(ps, s);
+        m->run_known = st == SCHED_RUNNABLE || st == SCHED_BLOCKED;
+        m->run_state = st;
+        m->run_cpu = c;
+        if (st == SCHED_GONE) {
+            slot_gone(ps, s);
+            return;
+        }
+        if (st != SCHED_BLOCKED) return;
+        wall -= ran;
+        goto blocked;
     }
     if (requests && c > m->cpu_base) {
         m->cpu_base = c;
