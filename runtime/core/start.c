@@ -147,6 +147,9 @@ static void start_once_fn(void) {
      * SIGSEGV probe restores the handler it found). */
     osp_stream_init();
     osp_crash_init();
+    /* A profiled program interrupted by SIGINT/SIGTERM/SIGHUP dies through the profiler
+     * (which writes its profile first): the stdout buffer is written out there too. */
+    osp_prof_set_before_signal_death(osp_stream_emergency_flush);
 }
 
 void osp_rt_start(int argc, char **argv) {

@@ -65,6 +65,17 @@ void osp_prof_thread_unregister(void);
 void osp_prof_label_created_threads(const char *label);
 
 /*
+ * Set the function the profiler calls just before it ends the process by re-raising a
+ * terminating signal it caught (SIGINT, SIGTERM, SIGHUP at their default action;
+ * docs/spec/profiler.md §(l.5)): after the raw file is written, on the sampler thread, or
+ * in the signal handler itself when the profile cannot be written first. The Osprey runtime
+ * passes its stdout flush, so what the program printed is not lost when it is interrupted
+ * while profiled. `fn` must be async-signal-safe; NULL removes it. Never fails; no-op when
+ * the profiler is inactive.
+ */
+void osp_prof_set_before_signal_death(void (*fn)(void));
+
+/*
  * Mark the start / end of a runtime wait (sleep, await, channel send/receive, the
  * continuation hand-off, any wait on a condition variable or join). begin captures the
  * caller's own stack (frame 0 is begin's return address - 1, the call site) as the

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prof_cfi.h"
@@ -120,7 +121,32 @@ static size_t engine_from_env(void) {
 
 static const int term_signals[3] = {SIGINT, SIGTERM, SIGHUP};
 
+/* osp_prof_set_before_signal_death's function (the Osprey runtime's stdout flush). */
+static void (*_Atomic g_before_death)(void);
+
+OSP_PROF_PUBLIC void osp_prof_set_before_signal_death(void (*fn)(void)) {
+    atomic_store(&g_before_death, fn);
+}
+
+static void before_death(void) {
+    void (*fn)(void) = atomic_load(&g_before_death);
+    if (fn != NULL) fn();
+}
+
+/* A copy of the first signal arriving within this long after it is the same interrupt
+ * delivered twice -- a signal sent to the whole process group (`kill -INT -<pgid>`, a
+ * service manager) and forwarded once more by the driver -- not a second request. */
+#define TERM_REPEAT_NS 500000000ull
+static _Atomic uint64_t g_term_first_ns; /* CLOCK_MONOTONIC of the first one, 0 none */
+
+static uint64_t term_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void die_of(int sig) {
+    before_death();
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -141,17 +167,24 @@ static void on_term_signal(int sig, siginfo_t *si, void *uc) {
     struct osp_prof_session *ps = &osp_prof__session;
     int saved = errno;
     int expected = 0;
-    if (!atomic_load(&ps->on) || !ps->term_sem_ok ||
-        !atomic_compare_exchange_strong(&ps->term_sig, &expected, sig)) {
+    uint64_t now = term_now_ns(), none = 0;
+    atomic_compare_exchange_strong(&g_term_first_ns, &none, now);
+    if (atomic_load(&ps->term_sig) == sig && now - atomic_load(&g_term_first_ns) < TERM_REPEAT_NS) {
+        /* the same interrupt again at once: the profile is being written, then it acts
+         * (the session may already be stopping: `on` is off while the file is written) */
+    } else if (!atomic_load(&ps->on) || !ps->term_sem_ok) {
         die_of(sig);
-    } else {
+    } else if (atomic_compare_exchange_strong(&ps->term_sig, &expected, sig)) {
         sem_post(&ps->term_sem);
+    } else {
+        die_of(sig); /* a second request (Ctrl-C pressed again): at once */
     }
     errno = saved;
 }
 
 static void term_install(struct osp_prof_session *ps) {
     atomic_store(&ps->term_sig, 0);
+    atomic_store(&g_term_first_ns, 0);
     ps->term_sem_ok = sem_init(&ps->term_sem, 0, 0) == 0;
     for (int i = 0; i < 3; i++) {
         ps->term_installed[i] = false;
@@ -313,7 +346,10 @@ static bool session_stop_locked(struct osp_prof_session *ps) {
     if (!running) return false;
     atomic_store(&ps->on, 0);
     ps->engine->stop(ps); /* the sampler is joined; the store is ours */
-    term_restore(ps);
+    /* Ending because of a terminating signal: our handler stays while the file is written,
+     * so a copy of that signal arriving meanwhile is absorbed (on_term_signal), and
+     * osp_prof__terminate puts the default action back itself to die of it. */
+    if (atomic_load(&ps->term_sig) == 0) term_restore(ps);
     /* No sample will be taken: unmap the tables (once no walk still reads them). */
     osp_prof__cfi_reset();
 
@@ -365,6 +401,7 @@ void osp_prof__terminate(struct osp_prof_session *ps, int sig) {
         nanosleep(&ts, NULL);
     }
     session_stop_locked(ps);
+    before_death();
     /* Die of the signal with the lock held, so an exit() racing with us waits. */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);

@@ -17,6 +17,9 @@ void osp_prof_thread_unregister(void) {}
 void osp_prof_label_created_threads(const char *label) {
     (void)label;
 }
+void osp_prof_set_before_signal_death(void (*fn)(void)) {
+    (void)fn;
+}
 void osp_prof_block_begin(void) {}
 void osp_prof_block_end(void) {}
 bool osp_prof_session_begin(const char *path, uint32_t rate_hz) {

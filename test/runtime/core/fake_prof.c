@@ -51,6 +51,10 @@ void osp_prof_label_created_threads(const char *label) {
     (void)label;
 }
 
+void osp_prof_set_before_signal_death(void (*fn)(void)) {
+    (void)fn;
+}
+
 void osp_prof_block_begin(void) {
     if (t_depth++ == 0) t_regions++;
 }
