@@ -170,6 +170,14 @@ static void *map_bytes(size_t n) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* map_bytes with the pages faulted in by the kernel at once (MAP_POPULATE), for
+ * buffers written whole right away: one system call instead of a fault per page. */
+static void *map_filled(size_t n) {
+    void *p =
+        mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 static size_t page_round(size_t n) {
     size_t pg = 4096;
     return (n + pg - 1) & ~(pg - 1);
@@ -720,36 +728,58 @@ static uint64_t wide_key(const struct wide_row *w, uintptr_t base) {
  * Sort the builder's rows by wide_key, stably (rows with equal keys keep the order the
  * FDEs emitted them in; the first one wins in the compaction). Each FDE's rows come out
  * of its program already in address order and FDEs are usually laid out in address
- * order, so an already sorted sequence (checked first) is left as it is; otherwise a
- * radix sort of (key, index) words and one gather into a new buffer. False when memory
- * ran out.
+ * order, so the rows are nearly sorted: an insertion sort with a budget of n moves,
+ * then (over budget) a radix sort of (key, index) words and the permutation applied in
+ * place. False when memory ran out.
  */
 static bool sort_rows(struct builder *b, uintptr_t base, uintptr_t top) {
     struct wide_row *w = b->rows.p;
     size_t n = b->nrows;
-    bool sorted = true;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = wide_key(&w[i - 1], base) <= wide_key(&w[i], base);
-    if (sorted) return true;
+    /* Insertion sort while it stays cheap (stable, no memory): the usual disorder is
+     * local -- a function starting where the previous one ends puts its first row after
+     * that one's end marker at the same address -- so it costs about one move per FDE. */
+    size_t moves = 0, budget = n;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t k = wide_key(&w[i], base);
+        if (wide_key(&w[i - 1], base) <= k) continue;
+        struct wide_row x = w[i];
+        size_t j = i;
+        while (j > 0 && wide_key(&w[j - 1], base) > k && moves < budget) {
+            w[j] = w[j - 1];
+            j--;
+            moves++;
+        }
+        w[j] = x;
+        if (moves >= budget) break; /* far from sorted: radix sort the rest */
+    }
+    if (moves < budget) return true;
     size_t vbytes = page_round(n * sizeof(uint64_t)), tbytes = radix_tmp_bytes(n);
-    size_t obytes = page_round(n * sizeof *w);
-    uint64_t *v = map_bytes(vbytes), *tmp = map_bytes(tbytes);
-    struct wide_row *out = map_bytes(obytes);
-    bool ok = v != NULL && tmp != NULL && out != NULL;
+    uint64_t *v = map_filled(vbytes), *tmp = map_filled(tbytes);
+    bool ok = v != NULL && tmp != NULL;
     if (ok) {
         for (size_t i = 0; i < n; i++) v[i] = (wide_key(&w[i], base) << ROW_IDX_BITS) | i;
         radix_sort(v, tmp, n, ROW_IDX_BITS, bit_len(((uint64_t)(top - base) << 1) | 1));
+        /* Position j takes row v[j]'s index: applied in place, cycle by cycle (a done
+         * position is marked UINT64_MAX, above any key). */
         const uint64_t idx_mask = ((uint64_t)1 << ROW_IDX_BITS) - 1;
-        for (size_t i = 0; i < n; i++) out[i] = w[v[i] & idx_mask];
-        mbuf_free(&b->rows);
-        b->rows.p = out;
-        b->rows.len = n * sizeof *w;
-        b->rows.cap = obytes;
-        out = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i] == UINT64_MAX) continue;
+            struct wide_row x = w[i];
+            size_t j = i;
+            for (;;) {
+                size_t src = (size_t)(v[j] & idx_mask);
+                v[j] = UINT64_MAX;
+                if (src == i) {
+                    w[j] = x;
+                    break;
+                }
+                w[j] = w[src];
+                j = src;
+            }
+        }
     }
     if (v) munmap(v, vbytes);
     if (tmp) munmap(tmp, tbytes);
-    if (out) munmap(out, obytes);
     return ok;
 }
 
@@ -1117,7 +1147,7 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     size_t nwords = thi - mbase <= OSP_CFI_FPMAP_MAX_SPAN ? (nchunks + 31) / 32 : 0;
     size_t map_off = (k * sizeof(struct osp_cfi_row) + nu * sizeof(uint32_t) + 7) & ~(size_t)7;
     size_t bytes_out = page_round(map_off + nwords * sizeof(uint64_t));
-    struct osp_cfi_row *rows = map_bytes(bytes_out);
+    struct osp_cfi_row *rows = map_filled(bytes_out);
     if (rows == NULL) {
         builder_free(&b);
         return false;
