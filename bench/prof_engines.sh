@@ -15,9 +15,11 @@
 #     as ratios to unprofiled. Targets: ours <= 1.01 and <= perf.
 #  4. CPU accounting: profile CPU (on-CPU weights, every thread) over getrusage of the
 #     child (user + sys) on an allocation-heavy Osprey program (maps of strings; Boehm
-#     GC's marker threads run too). Target: within 3 %.
+#     GC's marker threads run too), and on an Osprey program with 16 busy fibers (fib(36)
+#     each) on this machine's cores. Target: within 3 % on both.
 #
 # Usage: bench/prof_engines.sh (after `make build`)   REPS=<n> (default 7)  BUILD=<dir>
+#        PARTS=<digits> (default 1234: the parts to run, e.g. PARTS=4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -42,10 +44,22 @@ fn rounds(k: int, acc: int) -> int = match k {
 print("${rounds(30, 0)}")
 OSP
 "$BUILD/bin/osprey" "$SCRATCH/alloc.osp" -o "$BIN/prof_alloc" >/dev/null
+# 16 fibers, each computing fib(36), on this machine's cores.
+{
+  printf 'fn fib(n: int) -> int = match n {\n    0 => 0\n    1 => 1\n    _ => fib(n - 1 ?: 0) + fib(n - 2 ?: 0) ?: 0\n}\n'
+  sum=""
+  for i in $(seq 0 15); do
+    printf 'let f%d = spawn fib(36)\n' "$i"
+    sum="$sum${sum:+ + }await(f$i)"
+  done
+  printf 'print("${%s ?: 0}")\n' "$sum"
+} > "$SCRATCH/fibers.osp"
+"$BUILD/bin/osprey" "$SCRATCH/fibers.osp" -o "$BIN/prof_fibers" >/dev/null
 echo "prof_engines: $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg), perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid)"
-BIN="$BIN" SCRATCH="$SCRATCH" REPS="$REPS" python3 - <<'PY'
+BIN="$BIN" SCRATCH="$SCRATCH" REPS="$REPS" PARTS="${PARTS:-1234}" python3 - <<'PY'
 import json, os, resource, statistics, subprocess, time
 BIN, SCRATCH, REPS = os.environ["BIN"], os.environ["SCRATCH"], int(os.environ["REPS"])
+PARTS = os.environ.get("PARTS", "1234")
 ENGINES = ["perf_event", "cpu_timer", "sampler"]
 verdicts = []
 
@@ -71,79 +85,85 @@ def dropped(d):
     return " ".join(f"{k}={v}" for k, v in d["dropped_reasons"].items() if v) or "none"
 
 # 1. EINTR
-print("\n1. EINTR with 8 waiting threads (1 ms timeouts) beside 2 busy threads, 1.5 s per run")
-worst = 0
-for engine in ENGINES:
-    for hz in (997, 5000, 10000):
-        raw = f"{SCRATCH}/eintr.json"
-        out, _, _ = run([f"{BIN}/prof_engines", "eintr", "2", "1.5"], engine, hz, raw)
-        d = load(raw)
-        counts = {l.split()[1]: (int(l.split()[2]), int(l.split()[3])) for l in out.splitlines() if l.startswith("eintr")}
-        total = sum(c for c, _ in counts.values())
-        worst = max(worst, total)
-        print(f"  {engine:>10} (ran {d['engine']:>10}) {hz:>5} Hz: EINTR " +
-              ", ".join(f"{k} {c}/{n}" for k, (c, n) in counts.items()))
-verdicts.append(("EINTR: 0 under every engine at 997/5000/10000 Hz", worst == 0, f"worst run {worst}"))
+if "1" in PARTS:
+    print("\n1. EINTR with 8 waiting threads (1 ms timeouts) beside 2 busy threads, 1.5 s per run")
+    worst = 0
+    for engine in ENGINES:
+        for hz in (997, 5000, 10000):
+            raw = f"{SCRATCH}/eintr.json"
+            out, _, _ = run([f"{BIN}/prof_engines", "eintr", "2", "1.5"], engine, hz, raw)
+            d = load(raw)
+            counts = {l.split()[1]: (int(l.split()[2]), int(l.split()[3])) for l in out.splitlines() if l.startswith("eintr")}
+            total = sum(c for c, _ in counts.values())
+            worst = max(worst, total)
+            print(f"  {engine:>10} (ran {d['engine']:>10}) {hz:>5} Hz: EINTR " +
+                  ", ".join(f"{k} {c}/{n}" for k, (c, n) in counts.items()))
+    verdicts.append(("EINTR: 0 under every engine at 997/5000/10000 Hz", worst == 0, f"worst run {worst}"))
 
 # 2. Rate
-print("\n2. On-CPU samples per CPU-second of busy threads (2 s of wall time each run)")
-for engine in ENGINES:
-    for hz, threads in ((997, 1), (997, 2), (997, 64), (10000, 1), (10000, 2), (10000, 16)):
-        raw = f"{SCRATCH}/rate.json"
-        out, _, _ = run([f"{BIN}/prof_engines", "busy", str(threads), "2"], engine, hz, raw)
-        d = load(raw)
-        cpu = {int(l.split()[1]): int(l.split()[2]) for l in out.splitlines() if l.startswith("cpu")}
-        rows = {i for i, t in enumerate(d["threads"]) if t.get("tid") in cpu}
-        n = sum(1 for s in d["samples"] if s[1] in rows and s[3] == 0)
-        cpu_s = sum(cpu.values()) / 1e9
-        rate = n / cpu_s / hz if cpu_s else 0
-        print(f"  {engine:>10} {hz:>5} Hz {threads:>2} threads: {n:>6} samples / {cpu_s:6.3f} CPU-s = "
-              f"{rate:.3f} of the rate; {len(rows)}/{threads} threads registered; dropped: {dropped(d)}")
-        if engine == "perf_event":
-            verdicts.append((f"rate within 3 %: {threads} threads at {hz} Hz ({d['engine']})",
-                             abs(rate - 1) <= 0.03, f"{rate:.3f}"))
+if "2" in PARTS:
+    print("\n2. On-CPU samples per CPU-second of busy threads (2 s of wall time each run)")
+    for engine in ENGINES:
+        for hz, threads in ((997, 1), (997, 2), (997, 64), (10000, 1), (10000, 2), (10000, 16)):
+            raw = f"{SCRATCH}/rate.json"
+            out, _, _ = run([f"{BIN}/prof_engines", "busy", str(threads), "2"], engine, hz, raw)
+            d = load(raw)
+            cpu = {int(l.split()[1]): int(l.split()[2]) for l in out.splitlines() if l.startswith("cpu")}
+            rows = {i for i, t in enumerate(d["threads"]) if t.get("tid") in cpu}
+            n = sum(1 for s in d["samples"] if s[1] in rows and s[3] == 0)
+            cpu_s = sum(cpu.values()) / 1e9
+            rate = n / cpu_s / hz if cpu_s else 0
+            print(f"  {engine:>10} {hz:>5} Hz {threads:>2} threads: {n:>6} samples / {cpu_s:6.3f} CPU-s = "
+                  f"{rate:.3f} of the rate; {len(rows)}/{threads} threads registered; dropped: {dropped(d)}")
+            if engine == "perf_event":
+                verdicts.append((f"rate within 3 %: {threads} threads at {hz} Hz ({d['engine']})",
+                                 abs(rate - 1) <= 0.03, f"{rate:.3f}"))
 
 # 3. Wall overhead, one busy thread
-print(f"\n3. Wall time of fixed work on one thread, {REPS} interleaved rounds (ratio to unprofiled)")
-units = "6000"
-kinds = ["none"] + ENGINES + ["perf"]
-walls = {k: [] for k in kinds}
-import random
-for r in range(REPS):
-    order = kinds[:]
-    random.shuffle(order)
-    for k in order:
-        raw = f"{SCRATCH}/w.json"
-        if k == "none":
-            out, _, _ = run([f"{BIN}/prof_engines", "work", units])
-        elif k == "perf":
-            out, _, _ = run(["perf", "record", "-q", "-F", "997", "--call-graph", "fp", "-o",
-                             f"{SCRATCH}/perf.data", f"{BIN}/prof_engines", "work", units])
-        else:
-            out, _, _ = run([f"{BIN}/prof_engines", "work", units], k, 997, raw)
-        walls[k].append(int(out.split()[1]) / 1e9)
-base = statistics.median(walls["none"])
-ratio = {k: statistics.median(walls[k]) / base for k in kinds}
-for k in kinds:
-    print(f"  {k:>10}: median {statistics.median(walls[k]):.4f} s, ratio {ratio[k]:.4f}")
-verdicts.append(("wall overhead <= 1.01 with one busy thread at 997 Hz (perf_event)", ratio["perf_event"] <= 1.01, f"{ratio['perf_event']:.4f}"))
-verdicts.append(("wall overhead <= perf record -F 997 --call-graph fp (perf_event)", ratio["perf_event"] <= ratio["perf"] + 1e-9, f"{ratio['perf_event']:.4f} vs perf {ratio['perf']:.4f}"))
-
-# 4. CPU accounting with the collector's threads
-print(f"\n4. Profile CPU / getrusage on an allocation-heavy Osprey program, {REPS} runs per engine")
-for engine in ENGINES:
-    ratios = []
+if "3" in PARTS:
+    print(f"\n3. Wall time of fixed work on one thread, {REPS} interleaved rounds (ratio to unprofiled)")
+    units = "6000"
+    kinds = ["none"] + ENGINES + ["perf"]
+    walls = {k: [] for k in kinds}
+    import random
     for r in range(REPS):
-        raw = f"{SCRATCH}/alloc.json"
-        _, _, cpu = run([f"{BIN}/prof_alloc"], engine, 997, raw)
-        d = load(raw)
-        w = sum(x for s, x in zip(d["samples"], d["sample_weights_ns"]) if s[3] == 0) / 1e9
-        ratios.append(w / cpu)
-        labels = sorted({t["label"] for t in d["threads"]})
-    med = statistics.median(ratios)
-    print(f"  {engine:>10}: profile CPU / rusage median {med:.3f} (runs {min(ratios):.3f}..{max(ratios):.3f}); rows {labels}")
-    if engine == "perf_event":
-        verdicts.append(("profile CPU / getrusage within 3 % (allocation-heavy Osprey program)", abs(med - 1) <= 0.03, f"{med:.3f}"))
+        order = kinds[:]
+        random.shuffle(order)
+        for k in order:
+            raw = f"{SCRATCH}/w.json"
+            if k == "none":
+                out, _, _ = run([f"{BIN}/prof_engines", "work", units])
+            elif k == "perf":
+                out, _, _ = run(["perf", "record", "-q", "-F", "997", "--call-graph", "fp", "-o",
+                                 f"{SCRATCH}/perf.data", f"{BIN}/prof_engines", "work", units])
+            else:
+                out, _, _ = run([f"{BIN}/prof_engines", "work", units], k, 997, raw)
+            walls[k].append(int(out.split()[1]) / 1e9)
+    base = statistics.median(walls["none"])
+    ratio = {k: statistics.median(walls[k]) / base for k in kinds}
+    for k in kinds:
+        print(f"  {k:>10}: median {statistics.median(walls[k]):.4f} s, ratio {ratio[k]:.4f}")
+    verdicts.append(("wall overhead <= 1.01 with one busy thread at 997 Hz (perf_event)", ratio["perf_event"] <= 1.01, f"{ratio['perf_event']:.4f}"))
+    verdicts.append(("wall overhead <= perf record -F 997 --call-graph fp (perf_event)", ratio["perf_event"] <= ratio["perf"] + 1e-9, f"{ratio['perf_event']:.4f} vs perf {ratio['perf']:.4f}"))
+
+# 4. CPU accounting with the collector's threads, and with more busy fibers than cores
+if "4" in PARTS:
+    for prog, what in (("prof_alloc", "allocation-heavy Osprey program"),
+                       ("prof_fibers", f"Osprey program with 16 busy fibers on {os.cpu_count()} cores")):
+        print(f"\n4. Profile CPU / getrusage on an {what}, {REPS} runs per engine")
+        for engine in ENGINES:
+            ratios = []
+            for r in range(REPS):
+                raw = f"{SCRATCH}/cpu.json"
+                _, _, cpu = run([f"{BIN}/{prog}"], engine, 997, raw)
+                d = load(raw)
+                w = sum(x for s, x in zip(d["samples"], d["sample_weights_ns"]) if s[3] == 0) / 1e9
+                ratios.append(w / cpu)
+                labels = sorted({t["label"] for t in d["threads"]})
+            med = statistics.median(ratios)
+            print(f"  {engine:>10}: profile CPU / rusage median {med:.3f} (runs {min(ratios):.3f}..{max(ratios):.3f}); rows {labels}")
+            if engine == "perf_event":
+                verdicts.append((f"profile CPU / getrusage within 3 % ({what})", abs(med - 1) <= 0.03, f"{med:.3f}"))
 
 print()
 for name, ok, fig in verdicts:

@@ -170,6 +170,14 @@ static void *map_bytes(size_t n) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* map_bytes with the pages faulted in by the kernel at once (MAP_POPULATE), for
+ * buffers written whole right away: one system call instead of a fault per page. */
+static void *map_filled(size_t n) {
+    void *p =
+        mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 static size_t page_round(size_t n) {
     size_t pg = 4096;
     return (n + pg - 1) & ~(pg - 1);
@@ -179,12 +187,9 @@ static bool mbuf_push(struct mbuf *b, const void *x, size_t n) {
     if (b->cap - b->len < n) {
         size_t nc = b->cap ? b->cap * 2 : 1 << 16;
         while (nc - b->len < n) nc *= 2;
-        void *q = map_bytes(nc);
-        if (q == NULL) return false;
-        if (b->p) {
-            memcpy(q, b->p, b->len);
-            munmap(b->p, b->cap);
-        }
+        /* Grown by remapping the same pages (no copy, no new faults for what is there). */
+        void *q = b->p ? mremap(b->p, b->cap, nc, MREMAP_MAYMOVE) : map_bytes(nc);
+        if (q == MAP_FAILED || q == NULL) return false;
         b->p = q;
         b->cap = nc;
     }
@@ -666,12 +671,134 @@ static int pair_cmp(const void *a, const void *b) {
     return start_cmp(a, b); /* by the pair's first word */
 }
 
-static int wide_cmp(const void *a, const void *b) {
-    const struct wide_row *x = a, *y = b;
-    if (x->pc != y->pc) return x->pc < y->pc ? -1 : 1;
-    /* At one address, an FDE's first row wins over the previous FDE's end marker. */
-    int kx = x->r.kind == OSP_CFI_GAP, ky = y->r.kind == OSP_CFI_GAP;
-    return kx - ky;
+#define RADIX_BITS   11
+#define ROW_IDX_BITS 22 /* MAX_ROWS */
+_Static_assert(MAX_ROWS <= (1u << ROW_IDX_BITS), "a row index fits below the sort key");
+
+/* Number of bits needed to hold v. */
+static unsigned bit_len(uint64_t v) {
+    unsigned n = 0;
+    while (v) {
+        n++;
+        v >>= 1;
+    }
+    return n;
+}
+
+/*
+ * Stable LSD radix sort of v[0, n) by bits [lo_bit, lo_bit + nbits) of each value,
+ * RADIX_BITS a pass; the bits below lo_bit ride along, so values with equal keys keep
+ * their order. `tmp` holds n values plus 2^RADIX_BITS counters (uint32_t), n < 2^32.
+ * The result is in v. Linear in n: the build's sorts cost a few passes over the rows
+ * instead of qsort's n log n indirect comparisons and copies.
+ */
+static void radix_sort(uint64_t *v, uint64_t *tmp, size_t n, unsigned lo_bit, unsigned nbits) {
+    uint32_t *cnt = (uint32_t *)(void *)(tmp + n);
+    uint64_t *src = v, *dst = tmp;
+    for (unsigned sh = lo_bit; sh < lo_bit + nbits; sh += RADIX_BITS) {
+        const uint64_t mask = ((uint64_t)1 << RADIX_BITS) - 1;
+        memset(cnt, 0, sizeof(uint32_t) << RADIX_BITS);
+        for (size_t i = 0; i < n; i++) cnt[(src[i] >> sh) & mask]++;
+        uint32_t sum = 0;
+        for (size_t d = 0; d < ((size_t)1 << RADIX_BITS); d++) {
+            uint32_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) dst[cnt[(src[i] >> sh) & mask]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, n * sizeof *v);
+}
+
+/* Bytes of radix_sort's `tmp` for n values, page-rounded. */
+static size_t radix_tmp_bytes(size_t n) {
+    return page_round(n * sizeof(uint64_t) + (sizeof(uint32_t) << RADIX_BITS));
+}
+
+/* The rows' sort key: the address, then (at one address) an FDE's first row before the
+ * previous FDE's end marker. Relative to the lowest address `base`; fits 33 bits. */
+static uint64_t wide_key(const struct wide_row *w, uintptr_t base) {
+    return ((uint64_t)(w->pc - base) << 1) | (w->r.kind == OSP_CFI_GAP);
+}
+
+/*
+ * Sort the builder's rows by wide_key, stably (rows with equal keys keep the order the
+ * FDEs emitted them in; the first one wins in the compaction). Each FDE's rows come out
+ * of its program already in address order and FDEs are usually laid out in address
+ * order, so the rows are nearly sorted: an insertion sort with a budget of n moves,
+ * then (over budget) a radix sort of (key, index) words and the permutation applied in
+ * place. False when memory ran out.
+ */
+static bool sort_rows(struct builder *b, uintptr_t base, uintptr_t top) {
+    struct wide_row *w = b->rows.p;
+    size_t n = b->nrows;
+    /* Insertion sort while it stays cheap (stable, no memory): the usual disorder is
+     * local -- a function starting where the previous one ends puts its first row after
+     * that one's end marker at the same address -- so it costs about one move per FDE. */
+    size_t moves = 0, budget = n;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t k = wide_key(&w[i], base);
+        if (wide_key(&w[i - 1], base) <= k) continue;
+        struct wide_row x = w[i];
+        size_t j = i;
+        while (j > 0 && wide_key(&w[j - 1], base) > k && moves < budget) {
+            w[j] = w[j - 1];
+            j--;
+            moves++;
+        }
+        w[j] = x;
+        if (moves >= budget) break; /* far from sorted: radix sort the rest */
+    }
+    if (moves < budget) return true;
+    size_t vbytes = page_round(n * sizeof(uint64_t)), tbytes = radix_tmp_bytes(n);
+    uint64_t *v = map_filled(vbytes), *tmp = map_filled(tbytes);
+    bool ok = v != NULL && tmp != NULL;
+    if (ok) {
+        for (size_t i = 0; i < n; i++) v[i] = (wide_key(&w[i], base) << ROW_IDX_BITS) | i;
+        radix_sort(v, tmp, n, ROW_IDX_BITS, bit_len(((uint64_t)(top - base) << 1) | 1));
+        /* Position j takes row v[j]'s index: applied in place, cycle by cycle (a done
+         * position is marked UINT64_MAX, above any key). */
+        const uint64_t idx_mask = ((uint64_t)1 << ROW_IDX_BITS) - 1;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i] == UINT64_MAX) continue;
+            struct wide_row x = w[i];
+            size_t j = i;
+            for (;;) {
+                size_t src = (size_t)(v[j] & idx_mask);
+                v[j] = UINT64_MAX;
+                if (src == i) {
+                    w[j] = x;
+                    break;
+                }
+                w[j] = w[src];
+                j = src;
+            }
+        }
+    }
+    if (v) munmap(v, vbytes);
+    if (tmp) munmap(tmp, tbytes);
+    return ok;
+}
+
+/* Sort st[0, n) (values below 2^32) ascending. False when memory ran out. */
+static bool sort_starts(uintptr_t *st, size_t n) {
+    bool sorted = true;
+    uintptr_t max = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && st[i - 1] > st[i]) sorted = false;
+        if (st[i] > max) max = st[i];
+    }
+    if (sorted) return true;
+    size_t tbytes = radix_tmp_bytes(n);
+    uint64_t *tmp = map_bytes(tbytes);
+    if (tmp == NULL) return false;
+    _Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit targets only");
+    radix_sort((uint64_t *)st, tmp, n, 0, bit_len(max));
+    munmap(tmp, tbytes);
+    return true;
 }
 
 /* Exactly the frame-pointer rule: CFA = fp + 16, RA at CFA - 8, fp at CFA - 16. */
@@ -733,6 +860,12 @@ static bool eh_covers(const struct builder *b, uintptr_t lo, uintptr_t hi) {
 static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
     struct osp_cfi_build_stats *stats = b->st;
     const uint8_t *p = x->buf;
+    /* The last CIE used, parsed and with its initial instructions run: FDEs share a few
+     * CIEs (usually one), and neither result depends on the FDE. */
+    const uint8_t *last_cie = NULL;
+    bool last_ok = false, last_init_ok = false;
+    struct cie last_ci;
+    struct rules last_init;
     while (p < x->end && !b->oom) {
         const uint8_t *body, *next;
         bool term, is64;
@@ -754,12 +887,24 @@ static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
             cie_at = id > field ? NULL : body - id;
         else
             cie_at = id >= (uint64_t)(x->end - x->buf) ? NULL : x->buf + id;
-        struct cie ci;
-        if (cie_at == NULL || !parse_cie(x, a, cie_at, &ci)) {
+        if (cie_at != NULL && cie_at != last_cie) {
+            last_cie = cie_at;
+            last_ok = parse_cie(x, a, cie_at, &last_ci);
+            if (last_ok) {
+                initial_rules(&last_init, a);
+                struct cur ic = {last_ci.insns, last_ci.insns_end, false};
+                bool dummy_emitted = false;
+                uintptr_t dummy_loc;
+                last_init_ok = run_program(NULL, &last_ci, &ic, &last_init, &last_init, 0, 0,
+                                           &dummy_emitted, &dummy_loc);
+            }
+        }
+        if (cie_at == NULL || !last_ok) {
             stats->fdes_skipped++;
             p = next;
             continue;
         }
+        const struct cie ci = last_ci;
         bool unsup = false;
         uint64_t begin, range;
         if (x->debug && !ci.has_z) {
@@ -804,12 +949,8 @@ static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
             else
                 b->oom = true;
         }
-        struct rules init, s;
-        initial_rules(&init, a);
-        struct cur ic = {ci.insns, ci.insns_end, false};
-        bool dummy_emitted = false;
-        uintptr_t dummy_loc;
-        if (!run_program(NULL, &ci, &ic, &init, &init, lo, hi, &dummy_emitted, &dummy_loc)) {
+        struct rules init = last_init, s;
+        if (!last_init_ok) {
             /* A CIE we cannot run: the whole range cannot be unwound. */
             initial_rules(&init, a);
             init.cfa_kind = CFA_BAD;
@@ -951,15 +1092,23 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
         return false;
     }
     struct wide_row *w = b.rows.p;
-    qsort(w, b.nrows, sizeof *w, wide_cmp);
-    /* Compact: one row per address (the first after sorting), identical neighbours merged.
-     * A later row at the same address from an overlapping (corrupt) FDE is dropped. The
-     * last row (the highest FDE end) is kept as the table's end marker. */
-    uintptr_t tlo = w[0].pc, thi = w[b.nrows - 1].pc;
+    uintptr_t tlo = w[0].pc, thi = w[0].pc;
+    for (size_t i = 1; i < b.nrows; i++) {
+        if (w[i].pc < tlo) tlo = w[i].pc;
+        if (w[i].pc > thi) thi = w[i].pc;
+    }
     if (thi - tlo > UINT32_MAX || thi == tlo) { /* no image spans 4 GiB of code */
         builder_free(&b);
         return false;
     }
+    if (!sort_rows(&b, tlo, thi)) {
+        builder_free(&b);
+        return false;
+    }
+    w = b.rows.p;
+    /* Compact: one row per address (the first after sorting), identical neighbours merged.
+     * A later row at the same address from an overlapping (corrupt) FDE is dropped. The
+     * last row (the highest FDE end) is kept as the table's end marker. */
     size_t k = 0;
     for (size_t i = 0; i + 1 < b.nrows; i++) {
         if (k > 0 && w[i].pc == w[k - 1].pc) continue;
@@ -983,7 +1132,10 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     size_t ns = 0;
     for (size_t i = 0; i < b.nstarts; i++)
         if (st[i] >= tlo && st[i] < thi) st[ns++] = st[i] - tlo;
-    qsort(st, ns, sizeof *st, start_cmp);
+    if (!sort_starts(st, ns)) {
+        builder_free(&b);
+        return false;
+    }
     size_t nu = 0;
     for (size_t i = 0; i < ns; i++)
         if (nu == 0 || st[i] != st[nu - 1]) st[nu++] = st[i];
@@ -995,7 +1147,7 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     size_t nwords = thi - mbase <= OSP_CFI_FPMAP_MAX_SPAN ? (nchunks + 31) / 32 : 0;
     size_t map_off = (k * sizeof(struct osp_cfi_row) + nu * sizeof(uint32_t) + 7) & ~(size_t)7;
     size_t bytes_out = page_round(map_off + nwords * sizeof(uint64_t));
-    struct osp_cfi_row *rows = map_bytes(bytes_out);
+    struct osp_cfi_row *rows = map_filled(bytes_out);
     if (rows == NULL) {
         builder_free(&b);
         return false;

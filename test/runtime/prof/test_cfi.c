@@ -170,6 +170,67 @@ static void test_rules(void **state) {
     osp_prof__cfi_table_free(&t);
 }
 
+/* The FDEs of .eh_frame may come in any address order and share CIEs in any pattern: the
+ * table built is the same as from the FDEs in address order. Adjacent functions (one
+ * starting where the previous ends: its first row wins over the end marker), a gap, and
+ * FDEs of two different CIEs interleaved. */
+static void eh_frame_in_order(struct ebuf *e, const int *order, size_t n) {
+    static const uint8_t frameless[] = {0x44, 0x0e, 0x30}; /* advance 4, CFA = rsp + 48 */
+    size_t c1 = cie(e, "zR"), c2 = cie(e, "zRS");
+    for (size_t i = 0; i < n; i++) {
+        int k = order[i];
+        uintptr_t pc = 0x401000 + (uintptr_t)k * 0x40 + (k >= 4 ? 0x100 : 0);
+        if (k % 2)
+            fde(e, k % 3 ? c1 : c2, pc, 0x40, frameless, sizeof frameless);
+        else
+            fde(e, k % 3 ? c1 : c2, pc, 0x40, fp_prog, sizeof fp_prog);
+    }
+    put4(e, 0);
+}
+
+static void test_fde_order(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    static const int sorted[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    static const int shuffled[] = {5, 2, 7, 0, 3, 6, 1, 4};
+    static const int reversed[] = {7, 6, 5, 4, 3, 2, 1, 0};
+    struct ebuf a = {.n = 0}, b = {.n = 0}, c = {.n = 0};
+    eh_frame_in_order(&a, sorted, 8);
+    eh_frame_in_order(&b, shuffled, 8);
+    eh_frame_in_order(&c, reversed, 8);
+    struct osp_cfi_table ta, tb, tc;
+    assert_true(build(&a, &ta));
+    assert_true(build(&b, &tb));
+    assert_true(build(&c, &tc));
+    /* Functions 0 and 1 are adjacent: 0x401040 is function 1's entry (CFA = rsp + 8, not a
+     * gap); the gap after function 3 cannot be unwound; function 3 (second CIE) is a
+     * signal frame. */
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401040)->kind, OSP_CFI_STEP);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401040)->cfa_off, 8);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401044)->cfa_off, 48);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x4010c0)->kind, OSP_CFI_SIGNAL);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401180)->kind, OSP_CFI_GAP);
+    assert_int_equal(ta.nstarts, 8);
+    const struct osp_cfi_table *others[] = {&tb, &tc};
+    for (size_t i = 0; i < 2; i++) {
+        const struct osp_cfi_table *t = others[i];
+        assert_int_equal(t->lo, ta.lo);
+        assert_int_equal(t->hi, ta.hi);
+        assert_int_equal(t->nrows, ta.nrows);
+        assert_memory_equal(t->rows, ta.rows, ta.nrows * sizeof *ta.rows);
+        assert_int_equal(t->nstarts, ta.nstarts);
+        assert_memory_equal(t->starts, ta.starts, ta.nstarts * sizeof *ta.starts);
+        assert_int_equal(t->fpmap_words, ta.fpmap_words);
+        if (ta.fpmap_words)
+            assert_memory_equal(t->fpmap, ta.fpmap, ta.fpmap_words * sizeof *ta.fpmap);
+        assert_int_equal(t->ret_run_lo, ta.ret_run_lo);
+        assert_int_equal(t->ret_run_hi, ta.ret_run_hi);
+    }
+    osp_prof__cfi_table_free(&ta);
+    osp_prof__cfi_table_free(&tb);
+    osp_prof__cfi_table_free(&tc);
+}
+
 static void test_remember_restore_and_root(void **state) {
     (void)state;
     X86_64_ONLY();
@@ -1196,6 +1257,7 @@ static void test_blocked_not_blocked(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_fde_order),
         cmocka_unit_test(test_remember_restore_and_root),
         cmocka_unit_test(test_plt_and_expressions),
         cmocka_unit_test(test_signal_cie),
