@@ -9,13 +9,13 @@
  *
  * Built two ways:
  *  - with -fsanitize=fuzzer,address,undefined by test/fuzz/json_fuzz.sh (the fuzzing run);
- *  - as a plain program with -DOSP_FUZZ_REPLAY_MAIN (ctest runtime_json_fuzz_corpus), which
+ *  - as a plain program linked with replay_main.c (ctest runtime_json_fuzz_corpus), which
  *    replays the kept corpus test/fuzz/json_corpus in every build, sanitizers included.
  */
 #define _GNU_SOURCE
 #include "json_parse.h"
+#include "replay_main.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +46,6 @@ static void check_tree(const osp_jtree *t) {
 static const char fixed_doc[] =
     "{\"a\": [1, {\"b\": [true, null, \"x\"]}], \"c\": {\"d\": -2.5e3}}";
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* An exact-size copy, so ASan sees any read past the input. */
     char *buf = malloc(size ? size : 1);
@@ -75,36 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifdef OSP_FUZZ_REPLAY_MAIN
-/* Replay: ./json_fuzz_replay <corpus-dir>... ; prints how many inputs ran and parsed. */
-int main(int argc, char **argv) {
-    size_t n = 0;
-    for (int a = 1; a < argc; a++) {
-        DIR *d = opendir(argv[a]);
-        if (!d) {
-            fprintf(stderr, "cannot open %s\n", argv[a]);
-            return 1;
-        }
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (e->d_name[0] == '.') continue;
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", argv[a], e->d_name);
-            FILE *f = fopen(path, "rb");
-            if (!f) continue;
-            fseek(f, 0, SEEK_END);
-            long len = ftell(f);
-            fseek(f, 0, SEEK_SET);
-            uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-            size_t got = b ? fread(b, 1, (size_t)(len > 0 ? len : 0), f) : 0;
-            fclose(f);
-            if (b) LLVMFuzzerTestOneInput(b, got);
-            free(b);
-            n++;
-        }
-        closedir(d);
-    }
-    printf("replayed %zu inputs, %zu parsed\n", n, g_parsed);
-    return n ? 0 : 1;
+/* The replay's summary (replay_main.c): how many inputs parsed. */
+int fuzz_replay_finish(FILE *out) {
+    fprintf(out, ", %zu parsed", g_parsed);
+    return 0;
 }
-#endif
