@@ -113,20 +113,35 @@ for t in targets:
     bp = gdb.Breakpoint("*0x%x" % addr, internal=True)
     bp.silent = True
     bps[addr] = ("%s+0x%x" % (t["path"], t["offset"]), bp)
-while bps and any(bp.enabled for _, bp in bps.values()):
+failures = 0
+while bps and any(bp.enabled for _, bp in bps.values()) and failures < 20:
     try:
         gdb.execute("continue", to_string=True)
-    except gdb.error:
-        break
+    except gdb.error as e:
+        # a stop gdb could not handle: note it and carry on while the program runs
+        out.write(json.dumps({"key": None, "error": str(e)}) + "\n")
+        failures += 1
     if not gdb.selected_inferior().pid:
         break
     try:
         pc = int(gdb.parse_and_eval("$pc"))
     except gdb.error:
-        break
+        failures += 1
+        continue
     skip, state["skip"] = state["skip"], None
     if pc in bps and pc != skip:
-        record(pc)
+        try:
+            record(pc)
+        except Exception as e:  # one bad stop loses that hit, not the rest of the run
+            out.write(json.dumps({"key": None, "error": repr(e)}) + "\n")
+            failures += 1
+            try:
+                gdb.execute("set scheduler-locking off")
+                walked.enabled = False
+                for _, x in bps.values():
+                    x.enabled = True
+            except gdb.error:
+                pass
 out.close()
 if gdb.selected_inferior().pid:
     gdb.execute("kill")
@@ -169,15 +184,17 @@ def main():
     ofile = os.path.join(work, "hits.jsonl")
     genv = {k: v for k, v in os.environ.items() if not k.startswith("OSPREY_PROFILE")}
     genv.update(GDBV_TARGETS=tfile, GDBV_OUT=ofile, GDBV_HITS=str(HITS_PER_PC), GDBV_ARGS="30")
-    subprocess.run(["gdb", "-nx", "-batch", "-x", sfile, target], env=genv,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
+    g = subprocess.run(["gdb", "-nx", "-batch", "-x", sfile, target], env=genv,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
     results = collections.defaultdict(list)
     call_errors = 0
+    errors = []
     if os.path.exists(ofile):
         for line in open(ofile):
             h = json.loads(line)
             if "error" in h:
                 call_errors += 1
+                errors.append(h["error"])
                 continue
             results[h["key"]].append(h)
     checked = agree = 0
@@ -203,6 +220,10 @@ def main():
     print("gdb_validate: our frame sequence equals gdb's backtrace for %.2f %% of the checked samples" % (100 * share))
     ok = checked >= 0.7 * total and share >= 0.99
     print("target frame sequence equals gdb bt >= 99 %%: %s" % ("ok" if ok else "MISSED"))
+    if not ok:  # say why gdb stopped short
+        for e in errors[:5]:
+            print("gdb_validate: gdb error: %s" % e)
+        sys.stdout.write("gdb_validate: gdb's stderr ends:\n" + g.stderr.decode(errors="replace")[-2000:])
     return 0 if ok else 1
 
 
