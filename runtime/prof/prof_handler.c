@@ -31,16 +31,7 @@ static void chain_foreign(struct osp_prof_session *ps, int sig, siginfo_t *si, v
     if (old->sa_flags & SA_SIGINFO) {
         if (old->sa_sigaction) old->sa_sigaction(sig, si, uc);
     } else if (old->sa_handler == SIG_DFL) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        osp_prof__real_sigaction(sig, &dfl, NULL);
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, sig);
-        pthread_sigmask(SIG_UNBLOCK, &one, NULL);
-        raise(sig);
+        osp_prof__raise_default(sig);
     } else if (old->sa_handler != SIG_IGN && old->sa_handler) {
         old->sa_handler(sig);
     }

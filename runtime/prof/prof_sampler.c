@@ -351,6 +351,16 @@ static int64_t blocked_capture(struct osp_prof_session *ps, struct osp_prof_slot
     return k;
 }
 
+/* sched_state, remembered with the CPU clock `c` it was read at: until that clock moves the
+ * thread cannot have changed between runnable and blocked (examine, case 3). */
+static int sched_observe(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t c) {
+    int st = sched_state(ps, s);
+    s->sm.run_known = st == SCHED_RUNNABLE || st == SCHED_BLOCKED;
+    s->sm.run_state = st;
+    s->sm.run_cpu = c;
+    return st;
+}
+
 /* Classify one validated slot at time t (§(b.2)). Under the registry mutex. */
 static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t t) {
     struct osp_prof_sampler_state *m = &s->sm;
@@ -437,10 +447,7 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         m->cpu_base = c;
         m->ep_on = false;
         if (wall <= ran + ps->period_ns) return;
-        st = sched_state(ps, s);
-        m->run_known = st == SCHED_RUNNABLE || st == SCHED_BLOCKED;
-        m->run_state = st;
-        m->run_cpu = c;
+        st = sched_observe(ps, s, c);
         if (st == SCHED_GONE) {
             slot_gone(ps, s);
             return;
@@ -471,10 +478,7 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
                  * threads that ran the whole tick was measured to let about one sleep in
                  * ten be interrupted (test_blocked_signals), so it is made every time;
                  * what remains is the few microseconds between this read and tgkill. */
-                st = sched_state(ps, s);
-                m->run_known = st == SCHED_RUNNABLE || st == SCHED_BLOCKED;
-                m->run_state = st;
-                m->run_cpu = c;
+                st = sched_observe(ps, s, c);
                 if (st == SCHED_GONE) {
                     slot_gone(ps, s);
                     return;
@@ -499,10 +503,7 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     if (m->run_known && c == m->run_cpu) {
         st = m->run_state;
     } else {
-        st = sched_state(ps, s);
-        m->run_known = st == SCHED_RUNNABLE || st == SCHED_BLOCKED;
-        m->run_state = st;
-        m->run_cpu = c;
+        st = sched_observe(ps, s, c);
     }
     if (st == SCHED_GONE) {
         slot_gone(ps, s);

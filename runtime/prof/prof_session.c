@@ -145,8 +145,7 @@ static uint64_t term_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void die_of(int sig) {
-    before_death();
+void osp_prof__raise_default(int sig) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -157,6 +156,11 @@ static void die_of(int sig) {
     sigaddset(&one, sig);
     pthread_sigmask(SIG_UNBLOCK, &one, NULL);
     raise(sig);
+}
+
+static void die_of(int sig) {
+    before_death();
+    osp_prof__raise_default(sig);
 }
 
 /* Async-signal-safe: note the signal and wake the sampler thread, which writes the file

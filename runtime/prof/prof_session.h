@@ -345,6 +345,10 @@ OSP_PROF_HIDDEN int osp_prof__real_pthread_create(pthread_t *t, const pthread_at
                                                   void *(*start)(void *), void *arg);
 OSP_PROF_HIDDEN int osp_prof__real_sigaction(int sig, const struct sigaction *act,
                                              struct sigaction *old);
+/* Die of `sig` as if no handler were installed: its default action set through the real
+ * sigaction, the signal unblocked in the calling thread, then raised. For a signal whose
+ * default action ends the process it does not return. Async-signal-safe. */
+OSP_PROF_HIDDEN void osp_prof__raise_default(int sig);
 
 /* ---- helpers (prof_session.c) ---------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -515,4 +516,20 @@ double raw_wait_hz(const struct raw *r, double hz) {
     if (strcmp(r->engine, OSP_RAW_ENGINE_SAMPLER) == 0) return hz;
     double t = hz / 32 > 100 ? hz / 32 : 100;
     return hz > t ? t : hz;
+}
+
+void plant(struct planted *p, size_t pages) {
+    size_t pg = (size_t)getpagesize();
+    p->map_len = (pages + 2) * pg;
+    p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(p->map != MAP_FAILED);
+    assert_int_equal(mprotect(p->map, pg, PROT_NONE), 0);
+    assert_int_equal(mprotect(p->map + (pages + 1) * pg, pg, PROT_NONE), 0);
+    p->lo = (uintptr_t)p->map + pg;
+    p->hi = p->lo + pages * pg;
+    memset((void *)p->lo, 0xEE, pages * pg);
+}
+
+void unplant(struct planted *p) {
+    munmap(p->map, p->map_len);
 }

@@ -127,4 +127,15 @@ int thread_count(void);
  * Sanitizer runtimes start threads of their own, so tests count this instead. */
 int sampler_count(void);
 
+/* A planted stack: `pages` usable pages [lo, hi) filled with 0xEE between two PROT_NONE
+ * guard pages, for walks over hand-written frames (test_unwind, test_cfi). Fails the test
+ * when the mapping cannot be made; release with unplant. */
+struct planted {
+    unsigned char *map;
+    size_t map_len;
+    uintptr_t lo, hi;
+};
+void plant(struct planted *p, size_t pages);
+void unplant(struct planted *p);
+
 #endif

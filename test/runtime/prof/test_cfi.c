@@ -627,24 +627,6 @@ static void test_truncated_and_corrupt(void **state) {
 
 /* ---- planted stacks ------------------------------------------------------------------- */
 
-struct planted {
-    unsigned char *map;
-    size_t map_len;
-    uintptr_t lo, hi;
-};
-
-static void plant(struct planted *p, size_t pages) {
-    size_t pg = (size_t)getpagesize();
-    p->map_len = (pages + 2) * pg;
-    p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(p->map != MAP_FAILED);
-    assert_int_equal(mprotect(p->map, pg, PROT_NONE), 0);
-    assert_int_equal(mprotect(p->map + (pages + 1) * pg, pg, PROT_NONE), 0);
-    p->lo = (uintptr_t)p->map + pg;
-    p->hi = p->lo + pages * pg;
-    memset((void *)p->lo, 0xEE, pages * pg);
-}
-
 static void word(uintptr_t a, uintptr_t v) {
     *(uintptr_t *)a = v;
 }
@@ -675,7 +657,7 @@ static void test_no_tables_is_fp_walk(void **state) {
     /* Outside the bounds: only pc. */
     struct osp_unwind_regs r = {.pc = 0x400100, .sp = p.lo, .fp = p.hi + 64, .fp_known = true};
     assert_int_equal(osp_prof__hybrid_walk(NULL, &r, p.lo, p.hi, b, 8, &tb, NULL), 1);
-    munmap(p.map, p.map_len);
+    unplant(&p);
 }
 
 /* A set with one synthetic image: [0x401000, 0x401030) a frame-pointer function,
@@ -760,7 +742,7 @@ static void test_planted_cfi_steps(void **state) {
     n = osp_prof__hybrid_walk(set, &r, p.lo, p.hi, out, 3, &tr, &info);
     assert_int_equal(n, 3);
     assert_false(tr);
-    munmap(p.map, p.map_len);
+    unplant(&p);
     osp_prof__cfi_set_free(set);
 }
 

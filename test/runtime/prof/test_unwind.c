@@ -16,29 +16,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-struct planted {
-    unsigned char *map;
-    size_t map_len;
-    uintptr_t lo, hi;
-};
-
-/* `pages` usable pages between two guard pages. */
-static void plant(struct planted *p, size_t pages) {
-    size_t pg = (size_t)getpagesize();
-    p->map_len = (pages + 2) * pg;
-    p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(p->map != MAP_FAILED);
-    assert_int_equal(mprotect(p->map, pg, PROT_NONE), 0);
-    assert_int_equal(mprotect(p->map + (pages + 1) * pg, pg, PROT_NONE), 0);
-    p->lo = (uintptr_t)p->map + pg;
-    p->hi = p->lo + pages * pg;
-    memset((void *)p->lo, 0xEE, pages * pg);
-}
-
-static void unplant(struct planted *p) {
-    munmap(p->map, p->map_len);
-}
-
 /* Write a frame record {next, ret} at address fp. */
 static void frame(uintptr_t fp, uintptr_t next, uintptr_t ret) {
     ((uintptr_t *)fp)[0] = next;
