@@ -12,8 +12,9 @@ at least 99 % of the samples.
    walk from the same pc, sp and rbp (osp_test_gdb_walk, run by the target's SIGUSR2
    handler: gdb resumes the stopped thread with that signal, scheduler-locking on, and
    reads the frames at osp_test_gdb_walked), are recorded; each pc is checked at up to 3 hits. gdb's stops
-   take the program's wall time, so it runs up to 30 s and is killed once every
-   breakpoint is done.
+   take the program's wall time (much more of it on a loaded machine), so the program may run
+   up to 300 s and is killed as soon as every breakpoint is done or the pcs hit so far cover
+   97 % of the sampled weight (a pc sampled only during start-up is never hit again).
 3. A pc agrees when every hit's two sequences are equal, address for address. Prints the
    share of the sampled weight at agreeing pcs and exits 1 below 99 %, or when fewer than
    70 % of the sampled weight could be checked.
@@ -93,6 +94,7 @@ def record(pc):
         bp.enabled = False
 gdb.execute("set pagination off")
 gdb.execute("set confirm off")
+gdb.execute("set displaced-stepping off")  # a signal delivered while a breakpoint is stepped over out of line returned to the scratch copy (SIGSEGV)
 gdb.execute("set backtrace past-main on")
 gdb.execute("set backtrace past-entry on")
 gdb.execute("handle SIGALRM nostop noprint pass")
@@ -113,8 +115,12 @@ for t in targets:
     bp = gdb.Breakpoint("*0x%x" % addr, internal=True)
     bp.silent = True
     bps[addr] = ("%s+0x%x" % (t["path"], t["offset"]), bp)
+weight = {"%s+0x%x" % (t["path"], t["offset"]): t["n"] for t in targets}
+total = sum(weight.values())
 failures = 0
 while bps and any(bp.enabled for _, bp in bps.values()) and failures < 20:
+    if sum(weight[k] for k in hits) >= 0.97 * total:
+        break
     try:
         gdb.execute("continue", to_string=True)
     except gdb.error as e:
@@ -142,6 +148,7 @@ while bps and any(bp.enabled for _, bp in bps.values()) and failures < 20:
                     x.enabled = True
             except gdb.error:
                 pass
+out.write(json.dumps({"key": None, "end": [len(bps), sum(1 for _, bp in bps.values() if bp.enabled), failures, bool(gdb.selected_inferior().pid)]}) + "\n")
 out.close()
 if gdb.selected_inferior().pid:
     gdb.execute("kill")
@@ -178,20 +185,26 @@ def main():
         sys.exit("gdb_validate: only %d on-CPU samples of the main thread" % total)
     chosen = counts.most_common(MAX_PCS)
     tfile = os.path.join(work, "targets.json")
-    json.dump([{"path": p, "offset": o} for (p, o), _ in chosen], open(tfile, "w"))
+    json.dump([{"path": p, "offset": o, "n": n} for (p, o), n in chosen], open(tfile, "w"))
     sfile = os.path.join(work, "gdb.py")
     open(sfile, "w").write(GDB_SCRIPT)
     ofile = os.path.join(work, "hits.jsonl")
     genv = {k: v for k, v in os.environ.items() if not k.startswith("OSPREY_PROFILE")}
-    genv.update(GDBV_TARGETS=tfile, GDBV_OUT=ofile, GDBV_HITS=str(HITS_PER_PC), GDBV_ARGS="30")
+    genv.update(GDBV_TARGETS=tfile, GDBV_OUT=ofile, GDBV_HITS=str(HITS_PER_PC), GDBV_ARGS="300")
     g = subprocess.run(["gdb", "-nx", "-batch", "-x", sfile, target], env=genv,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    open(os.path.join(work, "gdb.out"), "wb").write(g.stdout + g.stderr)
     results = collections.defaultdict(list)
     call_errors = 0
     errors = []
     if os.path.exists(ofile):
         for line in open(ofile):
             h = json.loads(line)
+            if "end" in h:  # why gdb's loop ended
+                bps_set, bps_left, gdb_failures, alive = h["end"]
+                print("gdb_validate: gdb stopped with %d of %d breakpoints left, %d errors, program %s"
+                      % (bps_left, bps_set, gdb_failures, "running" if alive else "gone"))
+                continue
             if "error" in h:
                 call_errors += 1
                 errors.append(h["error"])
@@ -223,7 +236,8 @@ def main():
     if not ok:  # say why gdb stopped short
         for e in errors[:5]:
             print("gdb_validate: gdb error: %s" % e)
-        sys.stdout.write("gdb_validate: gdb's stderr ends:\n" + g.stderr.decode(errors="replace")[-2000:])
+        sys.stdout.write("gdb_validate: gdb's output (all in %s/gdb.out) ends:\n" % work
+                         + (g.stdout + g.stderr).decode(errors="replace")[-2000:])
     return 0 if ok else 1
 
 
