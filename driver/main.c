@@ -683,7 +683,8 @@ static int diff_main(const Options *o) {
     char *report = NULL;
     size_t report_len = 0;
     FILE *mem = open_memstream(&report, &report_len);
-    int rc = ospprof_diff_run(o->diff[0], o->diff[1], prefix, mem ? mem : stdout, err, sizeof err);
+    int rc = ospprof_diff_run(o->diff[0], o->diff[1], prefix, mem ? mem : stdout,
+                              ospprof_terminal_columns(stdout), err, sizeof err);
     if (mem) fclose(mem);
     free(prefix);
     if (rc != 0) {

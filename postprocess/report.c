@@ -83,10 +83,9 @@ static size_t cells_of(const char *s, size_t n) {
     return k;
 }
 
-/* Append text[0..n) to b, cut to `room` cells with a trailing "…" when longer (room 0: no
- * limit). */
-static void put_cut(ospprof_buf *b, const char *text, size_t n, size_t room) {
-    if (room == 0 || cells_of(text, n) <= room) {
+void ospprof_term_cut(ospprof_buf *b, const char *text, size_t n, size_t room) {
+    if (room == 0) room = OSPPROF_REPORT_MAX_CELLS;
+    if (cells_of(text, n) <= room) {
         ospprof_buf_put(b, text, n);
         return;
     }
@@ -211,7 +210,7 @@ int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const osppro
             ospprof_term_text(&cell, base_name(file));
             if (f->line) ospprof_buf_printf(&cell, ":%u", f->line);
         }
-        put_cut(&b, cell.p ? cell.p : "", cell.n, room);
+        ospprof_term_cut(&b, cell.p ? cell.p : "", cell.n, room);
         if (color) ospprof_buf_puts(&b, "\x1b[0m");
         ospprof_buf_putc(&b, '\n');
     }
@@ -235,7 +234,10 @@ int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const osppro
         }
         free(src);
         /* 9 cells of percentage; without a terminal, very long source lines stop at 160 */
-        put_cut(&b, cell.p ? cell.p : "", cell.n, columns > 9 ? columns - 9 : columns ? 1 : 160);
+        ospprof_term_cut(&b, cell.p ? cell.p : "", cell.n,
+                         columns > 9 ? columns - 9
+                         : columns   ? 1
+                                     : 160);
         ospprof_buf_putc(&b, '\n');
     }
     free(hl);
