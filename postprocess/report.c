@@ -33,25 +33,6 @@ int ospprof_terminal_columns(FILE *out) {
     return 80;
 }
 
-void ospprof_term_text(ospprof_buf *b, const char *str) {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t n = strlen(str), i = 0;
-    while (i < n) {
-        uint32_t cp;
-        size_t len = ospprof_utf8_decode(s + i, n - i, &cp);
-        if (len == 0) {
-            ospprof_buf_put(b, "\xEF\xBF\xBD", 3);
-            i++;
-        } else if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) {
-            ospprof_buf_putc(b, '?');
-            i += len;
-        } else {
-            ospprof_buf_put(b, s + i, len);
-            i += len;
-        }
-    }
-}
-
 static const char *base_name(const char *path) {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
