@@ -159,8 +159,7 @@ static int parse_args(int argc, char **argv, Options *o) {
             else if (a[2] == 'i')
                 o->ignore = argv[++i];
             else {
-                if (!o->fibers) o->fibers = calloc((size_t)argc, sizeof *o->fibers);
-                if (!o->fibers) return 1;
+                if (!o->fibers) o->fibers = drv_xcalloc((size_t)argc, sizeof *o->fibers);
                 o->fibers[o->nfibers++] = argv[++i];
             }
         } else if (strcmp(a, "--postprocess") == 0 || strcmp(a, "--binary") == 0) {
@@ -374,7 +373,7 @@ static int check_link_libs(const Program *prog) {
                 found = lib_in_dir(prog->link_args[k] + 2, name);
         const char *lp = getenv("LIBRARY_PATH");
         if (!found && lp) {
-            char *copy = strdup(lp), *save = NULL;
+            char *copy = drv_xstrdup(lp), *save = NULL;
             for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save))
                 found = lib_in_dir(d, name);
             free(copy);
@@ -416,12 +415,7 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
     }
     const char *cc = link_compiler();
     const char *extra[] = OSPREY_LINK_EXTRA_FLAGS;
-    const char **argv = malloc(sizeof(char *) * (size_t)(32 + nuser));
-    if (!argv) {
-        fputs("osprey: error: out of memory\n", stderr);
-        free(rt);
-        return 1;
-    }
+    const char **argv = drv_xmalloc(sizeof(char *) * (size_t)(32 + nuser));
     int n = 0;
     argv[n++] = cc;
     argv[n++] = "-o";
@@ -651,13 +645,13 @@ static int postprocess_main(const Options *o) {
 static int diff_main(const Options *o) {
     char *prefix;
     if (o->output) {
-        prefix = strdup(o->output);
+        prefix = drv_xstrdup(o->output);
     } else {
         const char *slash = strrchr(o->diff[1], '/');
-        prefix = strdup(slash ? slash + 1 : o->diff[1]);
+        prefix = drv_xstrdup(slash ? slash + 1 : o->diff[1]);
         static const char *const sfx[] = {".diff.folded", ".folded", ".osprof.json", ".json"};
-        size_t n = prefix ? strlen(prefix) : 0;
-        for (size_t i = 0; prefix && i < sizeof sfx / sizeof *sfx; i++) {
+        size_t n = strlen(prefix);
+        for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
             size_t k = strlen(sfx[i]);
             if (n > k && strcmp(prefix + n - k, sfx[i]) == 0) {
                 prefix[n - k] = 0;
@@ -665,7 +659,6 @@ static int diff_main(const Options *o) {
             }
         }
     }
-    if (!prefix) return 1;
     static const char *const ext[] = {".diff.svg", ".diff.folded"};
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < 2; k++) {
@@ -683,7 +676,8 @@ static int diff_main(const Options *o) {
     char *report = NULL;
     size_t report_len = 0;
     FILE *mem = open_memstream(&report, &report_len);
-    int rc = ospprof_diff_run(o->diff[0], o->diff[1], prefix, mem ? mem : stdout, err, sizeof err);
+    int rc = ospprof_diff_run(o->diff[0], o->diff[1], prefix, mem ? mem : stdout,
+                              ospprof_terminal_columns(stdout), err, sizeof err);
     if (mem) fclose(mem);
     free(prefix);
     if (rc != 0) {

@@ -3,6 +3,7 @@
 
 #include "attach.h"
 #include "process.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,8 +44,7 @@ int prof_parse_duration(const char *text, uint64_t *duration_ns) {
 
 int prof_check_export_dir(const char *prefix) {
     const char *slash = strrchr(prefix, '/');
-    char *dir = slash ? strndup(prefix, (size_t)(slash - prefix) + 1) : strdup(".");
-    if (!dir) return -1;
+    char *dir = slash ? drv_xasprintf("%.*s", (int)(slash - prefix) + 1, prefix) : drv_xstrdup(".");
     struct stat st;
     int e = 0;
     if (stat(dir, &st) != 0)
@@ -68,8 +68,7 @@ static char **env_plus(const char *const *pairs, size_t *nadded) {
     size_t n = 0, k = 0, np = 0;
     while (environ[n]) n++;
     while (pairs[2 * np]) np++;
-    char **env = calloc(n + np + 1, sizeof *env);
-    if (!env) return NULL;
+    char **env = drv_xcalloc(n + np + 1, sizeof *env);
     for (size_t i = 0; i < n; i++) {
         bool replaced = false;
         for (size_t j = 0; j < np && !replaced; j++) {
@@ -79,15 +78,7 @@ static char **env_plus(const char *const *pairs, size_t *nadded) {
         if (!replaced) env[k++] = environ[i];
     }
     for (size_t j = 0; j < np; j++) {
-        size_t len = strlen(pairs[2 * j]) + strlen(pairs[2 * j + 1]) + 2;
-        char *e = malloc(len);
-        if (!e) {
-            for (size_t m = 0; m < j; m++) free(env[k - 1 - m]);
-            free(env);
-            return NULL;
-        }
-        snprintf(e, len, "%s=%s", pairs[2 * j], pairs[2 * j + 1]);
-        env[k++] = e;
+        env[k++] = drv_xasprintf("%s=%s", pairs[2 * j], pairs[2 * j + 1]);
     }
     env[k] = NULL;
     *nadded = np;
@@ -118,10 +109,7 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
                              const prof_post_options *post) {
     char rnd[9];
     random_hex(rnd);
-    size_t len = strlen(scratch) + strlen(stem) + 64;
-    char *raw = malloc(len);
-    if (!raw) return 1;
-    snprintf(raw, len, "%s/%s-%ld-%s.osprof.json", scratch, stem, (long)getpid(), rnd);
+    char *raw = drv_xasprintf("%s/%s-%ld-%s.osprof.json", scratch, stem, (long)getpid(), rnd);
     /* §(l.5): the raw path can be created (probed and removed before the program starts). */
     int fd = open(raw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
@@ -136,24 +124,12 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
     char *ld_preload = NULL;
     if (preload) {
         const char *old = getenv("LD_PRELOAD");
-        size_t n = strlen(preload) + (old ? strlen(old) : 0) + 2;
-        ld_preload = malloc(n);
-        if (!ld_preload) {
-            free(raw);
-            return 1;
-        }
-        snprintf(ld_preload, n, "%s%s%s", preload, old && *old ? ":" : "", old ? old : "");
+        ld_preload = drv_xasprintf("%s%s%s", preload, old && *old ? ":" : "", old ? old : "");
     }
     const char *pairs[] = {"OSPREY_PROFILE", raw, ld_preload ? "LD_PRELOAD" : NULL, ld_preload,
                            NULL};
     size_t nadded = 0;
     char **env = env_plus(pairs, &nadded);
-    if (!env) {
-        fputs("osprey: error: out of memory\n", stderr);
-        free(ld_preload);
-        free(raw);
-        return 1;
-    }
     proc_outcome out;
     int status = proc_run_profiled(argv, env, duration_ns, &out);
     env_free_added(env, nadded);
@@ -195,7 +171,7 @@ static char *find_program(const char *prog) {
             errno = EISDIR;
             return NULL;
         }
-        return strdup(prog);
+        return drv_xstrdup(prog);
     }
     const char *path = getenv("PATH");
     if (!path) path = "/usr/bin:/bin";
@@ -211,7 +187,7 @@ static char *find_program(const char *prog) {
                 snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, prog);
             struct stat st;
             if (stat(buf, &st) == 0 && !S_ISDIR(st.st_mode)) {
-                if (access(buf, X_OK) == 0) return strdup(buf);
+                if (access(buf, X_OK) == 0) return drv_xstrdup(buf);
                 e = EACCES;
             }
         }
@@ -232,13 +208,7 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
               stderr);
         return 1;
     }
-    size_t n = strlen(bindir) + 64;
-    char *lib = malloc(n);
-    if (!lib) {
-        free(bindir);
-        return 1;
-    }
-    snprintf(lib, n, "%s/../lib/libosprey_prof.so", bindir);
+    char *lib = drv_xasprintf("%s/../lib/libosprey_prof.so", bindir);
     free(bindir);
     char *lib_abs = realpath(lib, NULL);
     if (!lib_abs || access(lib_abs, R_OK) != 0) {
@@ -363,11 +333,9 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
             pid, (double)st.elapsed_ns / 1e9, hz, (unsigned long long)st.samples, st.threads_seen,
             st.thread_ns ? 100.0 * (double)st.stopped_ns / (double)st.thread_ns : 0.0,
             st.elapsed_ns ? 100.0 * (double)st.cpu_ns / (double)st.elapsed_ns : 0.0);
-    size_t n = strlen(scratch) + 64;
-    char *raw = malloc(n);
+    char *raw = drv_xasprintf("%s/attach-%ld.osprof.json", scratch, pid);
     int status = sig ? 128 + sig : 0;
-    if (raw) {
-        snprintf(raw, n, "%s/attach-%ld.osprof.json", scratch, pid);
+    {
         char werr[PATH_MAX + 128];
         if (osp_attach_write_raw(a, raw, werr, sizeof werr) != 0) {
             fprintf(stderr, "osprey: warning: profile not processed: %s\n", werr);

@@ -6,6 +6,10 @@
  * proc_exit_cleaned in process.h) and exit with status 1 — the same one line and
  * nothing half-written as any other error (docs/ARCHITECTURE.md "House conventions").
  *
+ * The one exception is --attach's readers of another process (attach.c, attach_elf.c): a
+ * buffer sized by what the target's memory or ELF headers claim is checked, and on failure
+ * that image or table is skipped, since a bogus size must not end the driver.
+ *
  * Every result is malloc'd and owned by the caller (free it with free()). Not for use
  * while holding process.c's clean-up lock (the exit path takes it).
  */

@@ -21,6 +21,7 @@ typedef struct EWalk {
     EffSet *sink;   /* where escaping keys go; NULL: program entry (must be handled) */
     FnDecl *fn;     /* the function whose body is walked (row checks), else NULL */
     PtrVec handles; /* Expr* E_HANDLE whose body encloses the current point */
+    PtrVec order;   /* functions, callees before callers (ascending SCC id) */
 } EWalk;
 
 static bool same_type(Type *a, Type *b, int depth) {
@@ -389,16 +390,14 @@ static void walk_expr(EWalk *w, Expr *e) {
     }
 }
 
-static PtrVec order; /* functions, callees before callers (ascending SCC id) */
-
 static int by_scc(const void *a, const void *b) {
     const FnDecl *x = *(FnDecl *const *)a, *y = *(FnDecl *const *)b;
     return (x->scc > y->scc) - (x->scc < y->scc);
 }
 
 static void walk_program(EWalk *w) {
-    for (int i = 0; i < order.len; i++) {
-        FnDecl *f = order.items[i];
+    for (int i = 0; i < w->order.len; i++) {
+        FnDecl *f = w->order.items[i];
         if (f->is_main || !f->body) continue;
         w->sink = f->esc;
         w->fn = f;
@@ -428,9 +427,8 @@ int effects_program(Program *prog, Diags *d) {
     }
     /* Tarjan numbered the call graph's components callees first, so walking in that
      * order settles direct calls in one pass; function values may need a few more. */
-    order = (PtrVec){0};
-    for (int i = 0; i < prog->fns.len; i++) vec_push(prog->arena, &order, prog->fns.items[i]);
-    if (order.len > 1) qsort(order.items, (size_t)order.len, sizeof(void *), by_scc);
+    for (int i = 0; i < prog->fns.len; i++) vec_push(prog->arena, &W.order, prog->fns.items[i]);
+    if (W.order.len > 1) qsort(W.order.items, (size_t)W.order.len, sizeof(void *), by_scc);
     for (;;) {
         W.changed = false;
         walk_program(&W);

@@ -147,7 +147,7 @@ static void lex_string(Lexer *L, Token *t) {
     PtrVec parts = {0};
     Buf lit = {0};
     Pos lit_pos = here(L);
-    bool closed = false;
+    bool closed = false, frag_unclosed = false;
     while (L->i < L->len) {
         int c = peekc(L, 0);
         if (c == '"') {
@@ -175,19 +175,55 @@ static void lex_string(Lexer *L, Token *t) {
             Pos frag_pos = here(L);
             Buf frag = {0};
             int depth = 1;
+            /* When the file ends inside the fragment, the error points at the brace that
+             * swallowed the rest of it: the first brace inside a nested string (the `{` of
+             * `${f("{")}`), else the innermost `{` still open. */
+            Pos *opens = NULL, quoted_brace = {0, 0};
+            int nopens = 0, capopens = 0;
+            bool in_quote = false;
+            char quoted_brace_ch = '{';
             while (L->i < L->len) {
                 int f = peekc(L, 0);
                 if (f == '\\') {
+                    if (peekc(L, 1) == '"') in_quote = !in_quote;
                     lex_escape(L, &frag);
                     continue;
                 }
-                if (f == '{') depth++;
+                if (f == '"') in_quote = !in_quote;
+                if (in_quote && (f == '{' || f == '}') && quoted_brace.line == 0) {
+                    quoted_brace = here(L);
+                    quoted_brace_ch = (char)f;
+                }
+                if (f == '{') {
+                    depth++;
+                    if (nopens == capopens) {
+                        capopens = capopens ? capopens * 2 : 8;
+                        Pos *grown = arena_alloc(L->a, sizeof *grown * (size_t)capopens);
+                        if (nopens) memcpy(grown, opens, sizeof *grown * (size_t)nopens);
+                        opens = grown;
+                    }
+                    opens[nopens++] = here(L);
+                }
                 if (f == '}' && --depth == 0) break;
+                if (f == '}') nopens--;
                 buf_put(L->a, &frag, (char)f);
                 advance(L);
             }
             if (depth != 0) {
-                diag_error(L->d, frag_open, "unterminated `${` in string literal");
+                /* docs/spec/language.md §1.4: inside `${`, every `{` and `}` counts, also
+                 * within a nested string; the error points at the brace left open */
+                if (quoted_brace.line)
+                    diag_error(L->d, quoted_brace,
+                               "`%c` in a string inside `${...}` still counts as a brace, so the "
+                               "`${` is never closed",
+                               quoted_brace_ch);
+                else if (nopens > 0)
+                    diag_error(L->d, opens[nopens - 1],
+                               "this `{` inside `${...}` is never closed, so the string literal "
+                               "never ends");
+                else
+                    diag_error(L->d, frag_open, "unterminated `${` in string literal");
+                frag_unclosed = true;
                 break;
             }
             advance(L); /* closing brace */
@@ -203,7 +239,8 @@ static void lex_string(Lexer *L, Token *t) {
         buf_put(L->a, &lit, (char)c);
         advance(L);
     }
-    if (!closed) diag_error(L->d, open, "unterminated string literal");
+    /* an unclosed `${` has said why the literal never ends */
+    if (!closed && !frag_unclosed) diag_error(L->d, open, "unterminated string literal");
     if (lit.len || parts.len == 0) {
         StrPart *p = arena_alloc(L->a, sizeof *p);
         p->text = lit.p ? lit.p : "";

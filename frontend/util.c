@@ -163,18 +163,32 @@ static bool utf8_cont(unsigned char c) {
     return (c & 0xC0) == 0x80;
 }
 
-/* Terminal columns of the code point at s[0..n) (n >= 1): 2 for East Asian wide and
- * fullwidth characters and emoji, 0 for combining marks, else 1. `*used` gets its length. */
-static int cp_width(const unsigned char *s, size_t n, size_t *used) {
+/* Length (2..4) of the well-formed UTF-8 sequence of a non-ASCII code point at s[0..n) —
+ * no overlong form, no surrogate, nothing past U+10FFFF — with the code point in *cp; 0 when
+ * the bytes there are not one. */
+static size_t utf8_seq(const unsigned char *s, size_t n, unsigned *cp) {
     unsigned c = s[0];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    if (len > n) len = 1;
-    for (size_t k = 1; k < len; k++)
-        if (!utf8_cont(s[k])) len = 1;
-    *used = len;
-    if (len == 1) return 1;
-    unsigned cp = c & (0x7Fu >> len);
-    for (size_t k = 1; k < len; k++) cp = (cp << 6) | (s[k] & 0x3Fu);
+    size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || len > n) return 0;
+    unsigned v = c & (0x7Fu >> len);
+    for (size_t k = 1; k < len; k++) {
+        if (!utf8_cont(s[k])) return 0;
+        v = (v << 6) | (s[k] & 0x3Fu);
+    }
+    static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[len] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+    *cp = v;
+    return len;
+}
+
+/* Terminal columns of the code point at s[0..n) (n >= 1): 2 for East Asian wide and
+ * fullwidth characters and emoji, 0 for combining marks, else 1 (also for a byte that does
+ * not start well-formed UTF-8, echoed as one U+FFFD). `*used` gets its length. */
+static int cp_width(const unsigned char *s, size_t n, size_t *used) {
+    unsigned cp = 0;
+    size_t len = s[0] < 0x80 ? 0 : utf8_seq(s, n, &cp);
+    *used = len ? len : 1;
+    if (len == 0) return 1;
     if ((cp >= 0x300 && cp <= 0x36F) || (cp >= 0x200B && cp <= 0x200F) || cp == 0xFEFF) return 0;
     if ((cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
         (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
@@ -189,11 +203,42 @@ static bool is_control(unsigned char c) {
     return c < 0x20 || c == 0x7F;
 }
 
-/* Print a path or message with its control bytes shown as `?`, so a file name (or a quoted
- * directive) holding a newline or an ESC still gives one plain diagnostic line. */
+/* Echo text[0..n) for a terminal: an ASCII control byte (other than a tab, kept when
+ * `tabs`) or a C1 control as `?`, a NUL as a space when `tabs` (a source line), and each byte
+ * that does not start well-formed UTF-8 as U+FFFD — the text is untrusted and an ESC or CR in
+ * it must not drive the terminal or break the line. */
+static void print_safe(FILE *out, const unsigned char *s, size_t n, bool tabs) {
+    for (size_t k = 0; k < n;) {
+        unsigned c = s[k];
+        if (c < 0x80) {
+            fputc(tabs && c == 0      ? ' '
+                  : tabs && c == '\t' ? '\t'
+                  : is_control(c)     ? '?'
+                                      : (int)c,
+                  out);
+            k++;
+            continue;
+        }
+        unsigned cp = 0;
+        size_t len = utf8_seq(s + k, n - k, &cp);
+        if (len == 0) {
+            fputs("\xEF\xBF\xBD", out); /* U+FFFD */
+            k++;
+        } else {
+            if (cp <= 0x9F)
+                fputc('?', out);
+            else
+                fwrite(s + k, 1, len, out);
+            k += len;
+        }
+    }
+}
+
+/* Print a path or message with its control bytes shown as `?` (and invalid UTF-8 as
+ * U+FFFD), so a file name (or a quoted directive) holding a newline or an ESC still gives
+ * one plain diagnostic line. */
 static void print_plain(FILE *out, const char *text) {
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
-        fputc(is_control(*p) ? '?' : *p, out);
+    print_safe(out, (const unsigned char *)text, strlen(text), false);
 }
 
 /* Echo the source line `ls` (`len` bytes) and a caret under byte column `col`. */
@@ -214,10 +259,7 @@ static void print_source_line(FILE *out, const char *ls, size_t len, int col) {
     }
     static const char ellipsis[] = "\xE2\x80\xA6"; /* … */
     if (from > 0) fputs(ellipsis, out);
-    /* A control byte (other than a tab) is echoed as `?`: the source is untrusted and an
-     * ESC or CR in it must not drive the terminal or break the line. */
-    for (size_t k = from; k < to; k++)
-        fputc(s[k] == 0 ? ' ' : s[k] == '\t' ? '\t' : is_control(s[k]) ? '?' : s[k], out);
+    print_safe(out, s + from, to - from, true);
     if (to < len) fputs(ellipsis, out);
     fputc('\n', out);
     if (from > 0) fputc(' ', out); /* under the `…` */

@@ -194,6 +194,12 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
         for (size_t s = a; s <= se;) {
             const char *semi = memchr(line + s, ';', se - s);
             size_t fe = semi ? (size_t)(semi - line) : se;
+            if (fe == s) { /* "a;;b", ";a" or "a;": a frame needs a name */
+                ospprof_seterr(err, errlen, "%s:%zu:%zu: empty frame in a collapsed stack", name,
+                               lineno, s + 1);
+                rc = -1;
+                break;
+            }
             if (nf == cap) {
                 cap = cap ? cap * 2 : 64;
                 frames = ospprof_xrealloc(frames, cap * sizeof *frames);
@@ -206,6 +212,7 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
             s = fe + 1;
             if (!semi) break;
         }
+        if (rc) break;
         if (!count) continue;
         size_t k = 0;
         while (k < pn && k < nf && plens[k] == lens[k] &&
@@ -556,8 +563,10 @@ static int by_total(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
+/* `room`: cells left for a name after the 30 of the numbers (0: no terminal). */
 static void report_part(ospprof_buf *b, const ospprof_diff_func *const *ord, size_t n, bool self,
-                        bool up) {
+                        bool up, size_t room) {
+    ospprof_buf cell = {0};
     ospprof_buf_printf(b, "\n%s share, largest %s:\n", self ? "self" : "total",
                        up ? "increases" : "decreases");
     size_t shown = 0;
@@ -567,15 +576,19 @@ static void report_part(ospprof_buf *b, const ospprof_diff_func *const *ord, siz
         if (up ? dl < 0.005 : dl > -0.005) break; /* no change at 0.01-point resolution */
         const double *pc = self ? x->self_pct : x->total_pct;
         ospprof_buf_printf(b, "  %+7.2f  %6.2f%% → %6.2f%%  ", dl, pc[0], pc[1]);
-        ospprof_term_text(b, x->name);
+        cell.n = 0;
+        ospprof_term_text(&cell, x->name);
+        ospprof_term_cut(b, cell.p ? cell.p : "", cell.n, room);
         ospprof_buf_putc(b, '\n');
         shown++;
     }
+    ospprof_buf_free(&cell);
     if (!shown) ospprof_buf_puts(b, "  (none)\n");
 }
 
 static int report_of(const ospprof_diff *d, const dview *v, const char *base_name,
-                     const char *new_name, const char *prefix, FILE *out) {
+                     const char *new_name, const char *prefix, int columns, FILE *out) {
+    size_t room = columns > 30 ? (size_t)columns - 30 : columns > 0 ? 1 : 0;
     ospprof_diff_func *f;
     size_t n = (size_t)functions_of(d, v, &f);
     const ospprof_diff_func **ord = ospprof_xcalloc(n ? n : 1, sizeof *ord);
@@ -588,8 +601,8 @@ static int report_of(const ospprof_diff *d, const dview *v, const char *base_nam
     for (int part = 0; part < 2; part++) {
         for (size_t i = 0; i < n; i++) ord[i] = &f[i];
         if (n > 1) qsort(ord, n, sizeof *ord, part == 0 ? by_self : by_total);
-        report_part(&b, ord, n, part == 0, true);
-        report_part(&b, ord, n, part == 0, false);
+        report_part(&b, ord, n, part == 0, true, room);
+        report_part(&b, ord, n, part == 0, false, room);
     }
     ospprof_buf_puts(&b, "\ndiff: ");
     ospprof_term_text(&b, prefix);
@@ -605,10 +618,10 @@ static int report_of(const ospprof_diff *d, const dview *v, const char *base_nam
 }
 
 int ospprof_diff_report(const ospprof_diff *d, const char *base_name, const char *new_name,
-                        const char *prefix, FILE *out) {
+                        const char *prefix, int columns, FILE *out) {
     dview v;
     view_build(d, &v);
-    int rc = report_of(d, &v, base_name, new_name, prefix, out);
+    int rc = report_of(d, &v, base_name, new_name, prefix, columns, out);
     view_free(&v);
     return rc;
 }
@@ -772,7 +785,7 @@ static void *diff_job_run(void *arg) {
 }
 
 int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FILE *report,
-                     char *err, size_t errlen) {
+                     int columns, char *err, size_t errlen) {
     /* The two inputs are independent until they are merged: the base is read on a second
      * thread while this one reads the new (both symbolized at once when they are raw
      * profiles, each with its own symbolizer). Then the new is appended to the base, which
@@ -802,7 +815,7 @@ int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FIL
         rc = write_of(d, &v, prefix, title.p, err, errlen);
         ospprof_buf_free(&title);
     }
-    if (rc == 0 && report && report_of(d, &v, base, new_, prefix, report) != 0) {
+    if (rc == 0 && report && report_of(d, &v, base, new_, prefix, columns, report) != 0) {
         ospprof_seterr(err, errlen, "cannot write the report");
         rc = -1;
     }

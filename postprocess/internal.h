@@ -316,6 +316,10 @@ bool ospprof_is_control(uint32_t cp);
  * U+FFFD. */
 void ospprof_term_text(ospprof_buf *b, const char *s);
 
+/* Append text[0..n) (already ospprof_term_text'd) to b, cut to `room` cells with a trailing
+ * "…" when longer; room 0 means the OSPPROF_REPORT_MAX_CELLS of a report without a terminal. */
+void ospprof_term_cut(ospprof_buf *b, const char *text, size_t n, size_t room);
+
 /* Sanitised folded-stack frame (§(g.4)) appended to b. */
 void ospprof_folded_name(ospprof_buf *b, const char *s);
 

@@ -50,7 +50,8 @@ typedef struct ospprof_options {
     /* Colour escapes in the report. Decide with ospprof_color_wanted(report). */
     bool color;
     /* Terminal width in columns for the report: rows and hot lines are cut with "…" to fit
-     * (§(l.7)); 0: never cut. Decide with ospprof_terminal_columns(report). */
+     * (§(l.7)); 0: no terminal, a row's name and location stop at OSPPROF_REPORT_MAX_CELLS
+     * cells and a hot line at 160. Decide with ospprof_terminal_columns(report). */
     int columns;
     /* 0: the program ran to its end; N: it was ended by signal N (§(l.5)), and the report's
      * header says "(interrupted by SIGINT)" etc. Set by the driver. */
@@ -96,6 +97,10 @@ bool ospprof_color_wanted(FILE *out);
  * it is a positive number, else the terminal's window width, else 80.
  */
 int ospprof_terminal_columns(FILE *out);
+
+/* Without a terminal, a report's name column stops at this many cells, with "…" (a frame
+ * name read from a collapsed-stacks file or a symbol table can be megabytes long). */
+#define OSPPROF_REPORT_MAX_CELLS 400
 
 /* Number of export files and their suffixes, in the order the report lists them:
  * ".speedscope.json", ".cpuprofile", ".folded", ".profile.json", ".svg". */
@@ -270,14 +275,17 @@ int ospprof_diff_write(const ospprof_diff *d, const char *prefix, const char *ti
                        size_t errlen);
 
 /* The comparison report: both totals, then the functions whose self share rose and fell most
- * and the same for total share (10 each), then the files written. 0, or -1 on a write error. */
+ * and the same for total share (10 each), then the files written. Names are filtered for
+ * control characters and invalid UTF-8 and cut to `columns` (the terminal's width; 0 for no
+ * terminal: OSPPROF_REPORT_MAX_CELLS cells). 0, or -1 on a write error. */
 int ospprof_diff_report(const ospprof_diff *d, const char *base_name, const char *new_name,
-                        const char *prefix, FILE *out);
+                        const char *prefix, int columns, FILE *out);
 
 /* `osprey --diff`: read both inputs, write both files, print the report to `report` (NULL:
- * none). 0, or -1 with one line in err (nothing written on an input error). */
+ * none) cut to `columns` as ospprof_diff_report does. 0, or -1 with one line in err (nothing
+ * written on an input error). */
 int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FILE *report,
-                     char *err, size_t errlen);
+                     int columns, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -33,25 +33,6 @@ int ospprof_terminal_columns(FILE *out) {
     return 80;
 }
 
-void ospprof_term_text(ospprof_buf *b, const char *str) {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t n = strlen(str), i = 0;
-    while (i < n) {
-        uint32_t cp;
-        size_t len = ospprof_utf8_decode(s + i, n - i, &cp);
-        if (len == 0) {
-            ospprof_buf_put(b, "\xEF\xBF\xBD", 3);
-            i++;
-        } else if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) {
-            ospprof_buf_putc(b, '?');
-            i += len;
-        } else {
-            ospprof_buf_put(b, s + i, len);
-            i += len;
-        }
-    }
-}
-
 static const char *base_name(const char *path) {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
@@ -83,10 +64,9 @@ static size_t cells_of(const char *s, size_t n) {
     return k;
 }
 
-/* Append text[0..n) to b, cut to `room` cells with a trailing "…" when longer (room 0: no
- * limit). */
-static void put_cut(ospprof_buf *b, const char *text, size_t n, size_t room) {
-    if (room == 0 || cells_of(text, n) <= room) {
+void ospprof_term_cut(ospprof_buf *b, const char *text, size_t n, size_t room) {
+    if (room == 0) room = OSPPROF_REPORT_MAX_CELLS;
+    if (cells_of(text, n) <= room) {
         ospprof_buf_put(b, text, n);
         return;
     }
@@ -211,7 +191,7 @@ int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const osppro
             ospprof_term_text(&cell, base_name(file));
             if (f->line) ospprof_buf_printf(&cell, ":%u", f->line);
         }
-        put_cut(&b, cell.p ? cell.p : "", cell.n, room);
+        ospprof_term_cut(&b, cell.p ? cell.p : "", cell.n, room);
         if (color) ospprof_buf_puts(&b, "\x1b[0m");
         ospprof_buf_putc(&b, '\n');
     }
@@ -235,7 +215,10 @@ int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const osppro
         }
         free(src);
         /* 9 cells of percentage; without a terminal, very long source lines stop at 160 */
-        put_cut(&b, cell.p ? cell.p : "", cell.n, columns > 9 ? columns - 9 : columns ? 1 : 160);
+        ospprof_term_cut(&b, cell.p ? cell.p : "", cell.n,
+                         columns > 9 ? columns - 9
+                         : columns   ? 1
+                                     : 160);
         ospprof_buf_putc(&b, '\n');
     }
     free(hl);

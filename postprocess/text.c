@@ -150,28 +150,42 @@ void ospprof_json_str(ospprof_buf *b, const char *str) {
     ospprof_buf_putc(b, '"');
 }
 
-void ospprof_folded_name(ospprof_buf *b, const char *str) {
+/* str appended to b with each byte that does not start well-formed UTF-8 as U+FFFD and each
+ * code point `replace` picks as the character `with`: the one loop behind every filtered
+ * name (terminal text, folded frames). */
+static void put_mapped(ospprof_buf *b, const char *str, bool (*replace)(uint32_t), char with) {
     const unsigned char *s = (const unsigned char *)str;
-    size_t n = strlen(str);
-    if (n == 0) {
-        ospprof_buf_puts(b, "[unknown]");
-        return;
-    }
-    size_t i = 0;
+    size_t n = strlen(str), i = 0;
     while (i < n) {
         uint32_t cp;
         size_t len = ospprof_utf8_decode(s + i, n - i, &cp);
         if (len == 0) {
             ospprof_buf_put(b, "\xEF\xBF\xBD", 3);
             i++;
-        } else if (cp == ';' || is_space(cp) || ospprof_is_control(cp)) {
-            ospprof_buf_putc(b, '_');
+        } else if (replace(cp)) {
+            ospprof_buf_putc(b, with);
             i += len;
         } else {
             ospprof_buf_put(b, s + i, len);
             i += len;
         }
     }
+}
+
+static bool folded_special(uint32_t cp) {
+    return cp == ';' || is_space(cp) || ospprof_is_control(cp);
+}
+
+void ospprof_folded_name(ospprof_buf *b, const char *str) {
+    if (str[0] == 0) {
+        ospprof_buf_puts(b, "[unknown]");
+        return;
+    }
+    put_mapped(b, str, folded_special, '_');
+}
+
+void ospprof_term_text(ospprof_buf *b, const char *str) {
+    put_mapped(b, str, ospprof_is_control, '?');
 }
 
 /* ---- numbers ---------------------------------------------------------------------- */

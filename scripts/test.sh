@@ -30,8 +30,8 @@ for d in test/consumers editor/vscode; do
   (cd "$d" && npm ci --no-audit --no-fund)
 done
 
-# Every ctest carries one area label, so `ctest -L <area>` selects it (see
-# cmake/OspreyTesting.cmake).
+# Every ctest carries one area label, so `ctest -L <area>` selects it, and is named
+# <area>_<suite> (lit suites: lit_<suite>) (see cmake/OspreyTesting.cmake).
 check_labels() {
   ctest --test-dir "$1" --show-only=json-v1 | python3 -c '
 import json, sys
@@ -40,12 +40,14 @@ tests = json.load(sys.stdin)["tests"]
 bad = []
 for t in tests:
     labels = next((p["value"] for p in t.get("properties", []) if p["name"] == "LABELS"), [])
-    if len(areas.intersection(labels)) != 1:
+    area = areas.intersection(labels)
+    prefix = t["name"].split("_", 1)[0]
+    if len(area) != 1 or (prefix != "lit" and prefix not in area):
         bad.append("%s %s" % (t["name"], labels))
 if bad:
-    sys.exit("test.sh: error: ctests without exactly one area label (%s): %s"
-             % ("/".join(sorted(areas)), ", ".join(bad)))
-print("labels: %d tests, each with one area label" % len(tests))'
+    sys.exit("test.sh: error: ctests without exactly one area label (%s) or not named "
+             "<area>_<suite> / lit_<suite>: %s" % ("/".join(sorted(areas)), ", ".join(bad)))
+print("labels: %d tests, each with one area label and named after it" % len(tests))'
 }
 
 # preset:build directory, as in CMakePresets.json

@@ -1,6 +1,6 @@
 /*
  * JSON parsing and paths (docs/spec/language.md §9.8); see json_parse.h. A recursive-descent
- * parser over the input bytes, bounded by OSP_JSON_MAX_DEPTH; every read is checked against
+ * parser over the input bytes, nesting through a heap stack (no depth limit); every read is checked against
  * the end of the input (it need not be NUL-terminated). Plain C and malloc only: the fuzz
  * target (test/fuzz/json_fuzz.c) builds this file alone.
  */
@@ -145,23 +145,15 @@ static bool parse_string(parser *ps, size_t *off, size_t *len) {
             long cp = read_hex4(ps);
             if (cp < 0) return fail(ps, OSP_JSON_INVALID);
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                /* a high surrogate: with a following low one, one code point */
-                if (ps->end - ps->p >= 6 && ps->p[0] == '\\' && ps->p[1] == 'u') {
-                    const unsigned char *save = ps->p;
-                    ps->p += 2;
-                    long lo = read_hex4(ps);
-                    if (lo < 0) return fail(ps, OSP_JSON_INVALID);
-                    if (lo >= 0xDC00 && lo <= 0xDFFF) {
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    } else {
-                        ps->p = save; /* not a pair: that escape is decoded on its own */
-                        cp = 0xFFFD;
-                    }
-                } else {
-                    cp = 0xFFFD;
-                }
+                /* a high surrogate must be followed by a low one: together, one code point */
+                if (ps->end - ps->p < 6 || ps->p[0] != '\\' || ps->p[1] != 'u')
+                    return fail(ps, OSP_JSON_INVALID);
+                ps->p += 2;
+                long lo = read_hex4(ps);
+                if (lo < 0xDC00 || lo > 0xDFFF) return fail(ps, OSP_JSON_INVALID);
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                cp = 0xFFFD; /* a lone low surrogate */
+                return fail(ps, OSP_JSON_INVALID); /* a lone low surrogate */
             }
             if (!put_utf8(ps, (unsigned long)cp)) return false;
             continue;
@@ -187,70 +179,20 @@ static bool parse_literal(parser *ps, const char *word, uint8_t kind, uint32_t i
     return pool_put(ps, word, n);
 }
 
-static bool parse_value(parser *ps, int depth, uint32_t *out);
-
-/* The elements or members of an array/object at ps->p (its opening bracket). */
-static bool parse_container(parser *ps, int depth, uint32_t idx, bool object) {
-    if (depth >= OSP_JSON_MAX_DEPTH) return fail(ps, OSP_JSON_INVALID);
-    unsigned char close = object ? '}' : ']';
+/* A key and its colon at ps->p (an object's member); whitespace after the colon skipped. */
+static bool parse_key(parser *ps, size_t *off, size_t *len) {
+    if (ps->p >= ps->end || *ps->p != '"') return fail(ps, OSP_JSON_INVALID);
+    if (!parse_string(ps, off, len)) return false;
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != ':') return fail(ps, OSP_JSON_INVALID);
     ps->p++;
     skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == close) {
-        ps->p++;
-        return true;
-    }
-    uint32_t prev = 0, count = 0;
-    for (;;) {
-        size_t key_off = 0, key_len = 0;
-        if (object) {
-            if (ps->p >= ps->end || *ps->p != '"') return fail(ps, OSP_JSON_INVALID);
-            if (!parse_string(ps, &key_off, &key_len)) return false;
-            skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != ':') return fail(ps, OSP_JSON_INVALID);
-            ps->p++;
-            skip_ws(ps);
-        }
-        uint32_t child;
-        if (!parse_value(ps, depth + 1, &child)) return false;
-        osp_jnode *nodes = ps->t->nodes; /* parse_value may have moved the array */
-        nodes[child].key_off = key_off;
-        nodes[child].key_len = key_len;
-        if (count == 0)
-            nodes[idx].first = child;
-        else
-            nodes[prev].next = child;
-        prev = child;
-        if (count == UINT32_MAX) return fail(ps, OSP_JSON_INVALID);
-        count++;
-        skip_ws(ps);
-        if (ps->p < ps->end && *ps->p == ',') {
-            ps->p++;
-            skip_ws(ps);
-            continue;
-        }
-        if (ps->p < ps->end && *ps->p == close) {
-            ps->p++;
-            ps->t->nodes[idx].count = count;
-            return true;
-        }
-        return fail(ps, OSP_JSON_INVALID);
-    }
+    return true;
 }
 
-/* One value at ps->p (no leading whitespace); its node index in *out. */
-static bool parse_value(parser *ps, int depth, uint32_t *out) {
-    if (ps->p >= ps->end) return fail(ps, OSP_JSON_INVALID);
-    uint32_t idx;
-    if (!new_node(ps, OSP_JSON_NULL, &idx)) return false;
-    *out = idx;
-    unsigned char c = *ps->p;
-    switch (c) {
-    case '{':
-        ps->t->nodes[idx].kind = OSP_JSON_OBJECT;
-        return parse_container(ps, depth, idx, true);
-    case '[':
-        ps->t->nodes[idx].kind = OSP_JSON_ARRAY;
-        return parse_container(ps, depth, idx, false);
+/* A scalar at ps->p (no leading whitespace) into node idx. */
+static bool parse_scalar(parser *ps, uint32_t idx) {
+    switch (*ps->p) {
     case '"': {
         size_t off, len;
         if (!parse_string(ps, &off, &len)) return false;
@@ -275,6 +217,100 @@ static bool parse_value(parser *ps, int depth, uint32_t *out) {
     return pool_put(ps, start, (size_t)(ps->p - start));
 }
 
+/* An array or object still open: its node, its last child so far and how many. */
+typedef struct open_container {
+    uint32_t idx, prev, count;
+    bool object;
+} open_container;
+
+/* The one value at ps->p (no leading whitespace), as node 0 and its descendants. Arrays and
+ * objects nest through a stack on the heap, not through recursion, so any depth the memory
+ * holds parses (§9.8 sets no limit). */
+static bool parse_document(parser *ps) {
+    open_container *stack = NULL;
+    size_t depth = 0, cap = 0, key_off = 0, key_len = 0;
+    bool ok = false;
+    for (;;) {
+        /* a value: the root, an element or a member's value */
+        if (ps->p >= ps->end) {
+            fail(ps, OSP_JSON_INVALID);
+            break;
+        }
+        uint32_t idx;
+        if (!new_node(ps, OSP_JSON_NULL, &idx)) break;
+        osp_jnode *nodes = ps->t->nodes; /* new_node may have moved the array */
+        nodes[idx].key_off = key_off;
+        nodes[idx].key_len = key_len;
+        if (depth > 0) {
+            open_container *up = &stack[depth - 1];
+            if (up->count == UINT32_MAX) {
+                fail(ps, OSP_JSON_INVALID);
+                break;
+            }
+            if (up->count++ == 0)
+                nodes[up->idx].first = idx;
+            else
+                nodes[up->prev].next = idx;
+            up->prev = idx;
+        }
+        if (*ps->p == '{' || *ps->p == '[') {
+            bool object = *ps->p == '{';
+            nodes[idx].kind = object ? OSP_JSON_OBJECT : OSP_JSON_ARRAY;
+            ps->p++;
+            skip_ws(ps);
+            if (ps->p < ps->end && *ps->p == (object ? '}' : ']')) {
+                ps->p++; /* empty: complete at once */
+            } else {
+                if (depth == cap) {
+                    size_t ncap = cap ? cap * 2 : 16;
+                    open_container *grown = ncap < SIZE_MAX / sizeof *grown
+                                                ? realloc(stack, ncap * sizeof *grown)
+                                                : NULL;
+                    if (grown == NULL) {
+                        fail(ps, OSP_JSON_NOMEM);
+                        break;
+                    }
+                    stack = grown;
+                    cap = ncap;
+                }
+                stack[depth++] = (open_container){idx, 0, 0, object};
+                key_off = key_len = 0;
+                if (object && !parse_key(ps, &key_off, &key_len)) break;
+                continue; /* its first child */
+            }
+        } else if (!parse_scalar(ps, idx)) {
+            break;
+        }
+        /* a value is complete: close what it completes, then the next sibling or the end */
+        bool more = false, bad = false;
+        while (depth > 0) {
+            open_container *top = &stack[depth - 1];
+            skip_ws(ps);
+            if (ps->p < ps->end && *ps->p == ',') {
+                ps->p++;
+                skip_ws(ps);
+                key_off = key_len = 0;
+                more = !top->object || parse_key(ps, &key_off, &key_len);
+                bad = !more;
+                break;
+            }
+            if (ps->p < ps->end && *ps->p == (top->object ? '}' : ']')) {
+                ps->p++;
+                ps->t->nodes[top->idx].count = top->count;
+                depth--;
+                continue;
+            }
+            bad = !fail(ps, OSP_JSON_INVALID);
+            break;
+        }
+        if (more) continue;
+        ok = !bad && depth == 0;
+        break;
+    }
+    free(stack);
+    return ok;
+}
+
 int osp_jtree_parse(const char *text, size_t len, osp_jtree **out) {
     osp_jtree *t = calloc(1, sizeof *t);
     if (t == NULL) return OSP_JSON_NOMEM;
@@ -282,8 +318,7 @@ int osp_jtree_parse(const char *text, size_t len, osp_jtree **out) {
         (const unsigned char *)text, (const unsigned char *)text + len, t, 0, 0, OSP_JSON_OK};
     if (text == NULL) ps.p = ps.end = NULL;
     skip_ws(&ps);
-    uint32_t root;
-    if (parse_value(&ps, 0, &root)) {
+    if (parse_document(&ps)) {
         skip_ws(&ps);
         if (ps.p != ps.end) fail(&ps, OSP_JSON_INVALID);
     }

@@ -14,10 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Nesting deeper than this many arrays/objects is refused (as cJSON's default limit):
- * the parser recurses once per level. */
-#define OSP_JSON_MAX_DEPTH 1000
-
 enum osp_jkind {
     OSP_JSON_NULL,
     OSP_JSON_FALSE,
@@ -50,13 +46,13 @@ enum { OSP_JSON_OK = 0, OSP_JSON_INVALID = 1, OSP_JSON_NOMEM = 2 };
 
 /*
  * Parse text[0..len) as exactly one JSON value with only whitespace (space, tab, CR, LF)
- * around it (§9.8). Strings: the escapes of RFC 8259, `\uXXXX` to UTF-8, a surrogate pair to
- * one 4-byte sequence, a lone surrogate to U+FFFD; raw bytes below 0x20 are refused, other
- * bytes kept as they are. Numbers: an optional `-`, then a run of `0-9 . e E + -` that
- * starts with a digit, kept as text. Returns OSP_JSON_OK and stores a new tree in *out
- * (free it with osp_jtree_free), OSP_JSON_INVALID for any other text (also nesting
- * deeper than OSP_JSON_MAX_DEPTH or more than UINT32_MAX nodes), OSP_JSON_NOMEM when malloc
- * fails; *out is untouched on failure.
+ * around it (§9.8), nested to any depth. Strings: the escapes of RFC 8259, `\uXXXX` to
+ * UTF-8, a surrogate pair to one 4-byte sequence; a lone surrogate escape (no UTF-8 form) is
+ * refused, as are raw bytes below 0x20; other bytes are kept as they are. Numbers: an
+ * optional `-`, then a run of `0-9 . e E + -` that starts with a digit, kept as text. Returns
+ * OSP_JSON_OK and stores a new tree in *out (free it with osp_jtree_free), OSP_JSON_INVALID
+ * for any other text (also more than UINT32_MAX nodes or members), OSP_JSON_NOMEM when
+ * malloc fails; *out is untouched on failure.
  */
 int osp_jtree_parse(const char *text, size_t len, osp_jtree **out);
 

@@ -133,6 +133,18 @@ static void write_body(struct osp_prof_session *ps, struct osp_prof_out *o, uint
 
 #undef KEY
 
+char *osp_prof__raw_temp_name(const char *dest) {
+    const char *slash = strrchr(dest, '/');
+    size_t dlen = slash ? (size_t)(slash - dest) + 1 : 0, blen = strlen(dest + dlen);
+    char *tmp = malloc(dlen + 1 + blen + 8);
+    if (tmp == NULL) return NULL;
+    memcpy(tmp, dest, dlen);
+    tmp[dlen] = '.';
+    memcpy(tmp + dlen + 1, dest + dlen, blen);
+    memcpy(tmp + dlen + 1 + blen, ".XXXXXX", 8);
+    return tmp;
+}
+
 int osp_prof__raw_probe(const char *path) {
     const char *dest = path;
     char *resolved = NULL;
@@ -149,14 +161,11 @@ int osp_prof__raw_probe(const char *path) {
             dest = resolved;
         }
     }
-    size_t plen = strlen(dest);
-    char *tmp = malloc(plen + 8);
+    char *tmp = osp_prof__raw_temp_name(dest);
     if (tmp == NULL) {
         free(resolved);
         return ENOMEM;
     }
-    memcpy(tmp, dest, plen);
-    memcpy(tmp + plen, ".XXXXXX", 8);
     int fd = mkostemp(tmp, O_CLOEXEC);
     int err = fd < 0 ? errno : 0;
     if (fd >= 0) {
@@ -168,7 +177,7 @@ int osp_prof__raw_probe(const char *path) {
     return err;
 }
 
-/* Write the raw profile to a temporary name in the target directory (mode 0600), check
+/* Write the raw profile to a temporary "<dir>/.<base>.XXXXXX" (mode 0600), check
  * every write, then rename it into place (§(a), (k) item 14). An existing character
  * device or FIFO (OSPREY_PROFILE=/dev/null, a named pipe) is written in place, never
  * replaced by a file; a symbolic link to a regular file is followed (the file it points
@@ -228,14 +237,11 @@ bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path, uint64_t
             dest = resolved;
         }
     }
-    size_t plen = strlen(dest);
-    tmp = malloc(plen + 8);
+    tmp = osp_prof__raw_temp_name(dest);
     if (tmp == NULL) {
         err = ENOMEM;
         goto fail;
     }
-    memcpy(tmp, dest, plen);
-    memcpy(tmp + plen, ".XXXXXX", 8);
     fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
         err = errno;

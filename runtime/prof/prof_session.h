@@ -498,6 +498,11 @@ OSP_PROF_HIDDEN void osp_prof__terminate(struct osp_prof_session *ps, int sig);
  * or an errno value; -1 for "not a regular file, character device or FIFO". */
 OSP_PROF_HIDDEN int osp_prof__raw_probe(const char *path);
 
+/* The temporary beside `dest` for mkostemp: "<dir>/.<base>.XXXXXX", the one scheme of
+ * common/atomic_output.h (hidden, in the destination's own directory). malloc'd (free
+ * it), NULL when out of memory. */
+OSP_PROF_HIDDEN char *osp_prof__raw_temp_name(const char *dest);
+
 /* Write the session's raw profile (§(e)) to `path`, atomically where it is a regular file
  * (§(a), (k) item 14); `end_unix_ns` is the end time written. On failure prints one line
  * naming the path and returns false. Session owner, after the engine has stopped. */

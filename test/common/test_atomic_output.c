@@ -308,5 +308,5 @@ int main(void) {
         cmocka_unit_test(test_remove_temporaries),
         cmocka_unit_test(test_same_file),
     };
-    return cmocka_run_group_tests_name("common_atomic_output", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("driver_common_atomic_output", tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@
 // build/test/postprocess/artifacts).
 //
 // Environment (set by ctest): OSPPROF_CLI, OSPPROF_FIXTURE, OSPPROF_GOLDEN, OSPPROF_ARTIFACTS,
-// OSPREY_BIN (the driver, for test 5; skipped without it).
+// OSPREY_BIN (the driver, for test 5). A missing variable fails the run: no test is skipped.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -54,14 +54,13 @@ before(async () => {
   const many = path.join(work, 'many.osprof.json');
   execFileSync('python3', [path.join(here, '..', '..', 'bench', 'post_svg_gen.py'), many, '1000', '200']);
   generate(many, 'many', 'many.osp', { OSPREY_PROFILE_SYMBOLIZER: 'none' });
-  if (process.env.OSPREY_BIN) {
-    fs.writeFileSync(path.join(work, 'base.folded'),
-                     'main;work 40\nmain;helper;libfoo 20\nmain;std::sort(int*, int*) 40\n');
-    fs.writeFileSync(path.join(work, 'new.folded'),
-                     'main;work 10\nmain;helper;libfoo 60\nmain;helper 20\nmain;new_fn 10\n');
-    execFileSync(process.env.OSPREY_BIN, ['--diff', 'base.folded', 'new.folded', '-o', 'cmp'],
-                 { cwd: work, stdio: ['ignore', 'ignore', 'inherit'] });
-  }
+  assert.ok(process.env.OSPREY_BIN, 'OSPREY_BIN (the osprey driver) is not set');
+  fs.writeFileSync(path.join(work, 'base.folded'),
+                   'main;work 40\nmain;helper;libfoo 20\nmain;std::sort(int*, int*) 40\n');
+  fs.writeFileSync(path.join(work, 'new.folded'),
+                   'main;work 10\nmain;helper;libfoo 60\nmain;helper 20\nmain;new_fn 10\n');
+  execFileSync(process.env.OSPREY_BIN, ['--diff', 'base.folded', 'new.folded', '-o', 'cmp'],
+               { cwd: work, stdio: ['ignore', 'ignore', 'inherit'] });
   profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ospprof-svg-chromium-'));
   browser = await chromium.launchPersistentContext(profileDir, {
     executablePath: '/usr/bin/chromium',
@@ -220,7 +219,7 @@ test('a 200,000-frame SVG stays interactive', { timeout: 600000 }, async () => {
   await page.close();
 });
 
-test('the differential SVG of osprey --diff', { timeout: 60000, skip: !process.env.OSPREY_BIN }, async () => {
+test('the differential SVG of osprey --diff', { timeout: 60000 }, async () => {
   const { page, problems } = await open('cmp.diff');
   const title = await page.locator('#title').textContent();
   assert.equal(title, 'new.folded vs base.folded · red: more than base, blue: less');

@@ -2,7 +2,8 @@
  * folded_fuzz.c — libFuzzer target for the collapsed-stacks reader of `osprey --diff`
  * (docs/spec/profiler.md §(l.8)) and the diff behind it: every input is either refused with
  * one line "fuzz.folded:<line>: …", or is compared with a fixed base profile, its two files
- * written and its report printed; the three-column file's columns must sum to the two totals.
+ * written and its report printed; the three-column file's columns must sum to the two totals
+ * and none of its stacks may hold an empty frame.
  *
  * Built two ways:
  *  - with -fsanitize=fuzzer,address by test/fuzz/folded_fuzz.sh (the fuzzing run);
@@ -43,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ospprof_diff_write(d, prefix, "fuzz", err, sizeof err)) abort();
     FILE *null = fopen("/dev/null", "w");
     if (null) {
-        if (ospprof_diff_report(d, "base", "fuzz", "f", null)) abort();
+        if (ospprof_diff_report(d, "base", "fuzz", "f", 0, null)) abort();
         fclose(null);
     }
     /* the three-column file holds every count exactly once */
@@ -62,6 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         *sp2 = 0;
         char *sp1 = strrchr(line, ' ');
         if (!sp1) abort();
+        /* every frame has a name: no empty one (";;", a leading or a trailing ';') */
+        *sp1 = 0;
+        size_t sl = strlen(line);
+        if (sl == 0 || line[0] == ';' || line[sl - 1] == ';' || strstr(line, ";;")) abort();
         sb += strtoull(sp1 + 1, NULL, 10);
         sn += strtoull(sp2 + 1, NULL, 10);
     }

@@ -1,7 +1,7 @@
 /*
  * json_fuzz.c — libFuzzer target for the JSON parser of jsonParse/jsonGet/jsonLength
  * (runtime/core/json_parse.c, docs/spec/language.md §9.8): any bytes are a text to parse.
- * The parser must never read outside the input, never recurse past its depth limit, and
+ * The parser must never read outside the input (it nests on a heap stack, to any depth), and
  * either refuse the text or build a well-formed tree: every child index in range, each
  * container's child chain exactly `count` long, strings and numbers inside the pool, and
  * the root found at the path "". The input, cut at its first NUL, is also looked up as a

@@ -570,6 +570,45 @@ static void test_report_revision2(void **st) {
     free(dir);
 }
 
+/* A name of megabytes (a generated symbol, a frame read from a file) never floods the
+ * report: without a terminal the FUNCTION  LOCATION part stops at OSPPROF_REPORT_MAX_CELLS
+ * cells with "…"; bytes that are not UTF-8 are U+FFFD and control bytes '?' first. */
+static void test_report_long_names(void **st) {
+    (void)st;
+    static char longname[5000];
+    memset(longname, 'y', sizeof longname - 1);
+    memcpy(longname, "\xff\xfe\x1b", 3);
+    fake table[] = {
+        {4400, {longname}, {NULL}, {0}, 1}, {4418, {longname}, {NULL}, {0}, 1},
+        {4516, {"main"}, {NULL}, {0}, 1},   {8208, {"osp_sleep_ms"}, {NULL}, {0}, 1},
+        {4703, {"nap"}, {NULL}, {0}, 1},    {0, {NULL}, {NULL}, {0}, 0},
+    };
+    char *raw = tu_slurp(GOLDEN_DIR "/demo.raw.json", NULL);
+    run r;
+    ospprof_profile *p = build(raw, table, "demo.osp", &r);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ospprof_options style = {.columns = 0};
+    assert_int_equal(ospprof_report_ex(p, "demo", &style, f), 0);
+    fclose(f);
+    /* 2 × U+FFFD, '?', then y up to 399 cells, then "…" */
+    char want[1200];
+    int k = snprintf(want, sizeof want, "  \xEF\xBF\xBD\xEF\xBF\xBD?");
+    memset(want + k, 'y', (size_t)(OSPPROF_REPORT_MAX_CELLS - 1 - 3));
+    k += OSPPROF_REPORT_MAX_CELLS - 1 - 3;
+    snprintf(want + k, sizeof want - (size_t)k, "…\n");
+    if (!strstr(buf, want)) fail_msg("%.600s", buf);
+    assert_null(strchr(buf, '\x1b'));
+    assert_null(strstr(buf, "\xff"));
+    assert_true(n < 4000);
+    free(buf);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+    free(raw);
+}
+
 /* C++ (and Rust) linkage names are demangled by LLVM's demangler, a PLT suffix kept; plain
  * C names and names that only look mangled stay as they are (docs/spec/profiler.md §(l.6)). */
 static void test_demangled_names(void **st) {
@@ -613,7 +652,8 @@ int main(void) {
         cmocka_unit_test(test_json_numbers),        cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_spec_report_example), cmocka_unit_test(test_report_bars),
         cmocka_unit_test(test_color_decision),      cmocka_unit_test(test_svg),
-        cmocka_unit_test(test_report_revision2),    cmocka_unit_test(test_demangled_names),
+        cmocka_unit_test(test_report_revision2),    cmocka_unit_test(test_report_long_names),
+        cmocka_unit_test(test_demangled_names),
     };
     return cmocka_run_group_tests_name("postprocess_exports", tests, NULL, NULL);
 }

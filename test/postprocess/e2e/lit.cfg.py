@@ -15,6 +15,8 @@ config.test_source_root = os.path.dirname(__file__)
 config.pipefail = True
 config.substitutions.append(("%osprey", config.osprey))
 config.substitutions.append(("%FileCheck", config.filecheck))
+# A RUN line that expects a failure says so with `%not` (as in test/lit).
+config.substitutions.append(("%not", os.path.join(config.llvm_tools_dir, "not")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%golden", config.golden))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TMPDIR", "HOME", "PATH"):

@@ -5,11 +5,15 @@
  *    never replaced by a regular file (as root, the old rename destroyed /dev/null);
  *  - a symbolic link to a regular file is followed: the file it names is replaced, the
  *    link stays; a dangling link and a directory are refused with one message;
+ *  - the temporary is "<dir>/.<base>.XXXXXX" beside the file replaced, the scheme of
+ *    common/atomic_output.h (test/common/test_atomic_output.c checks the same names), and
+ *    none is left behind;
  *  - a program that installs its own SIGPROF handler after the profiler started gets one
  *    "SIGPROF handler was replaced" line (the profile is not silently empty); a program
  *    that does not gets none.
  */
 #define _GNU_SOURCE
+#include "prof_session.h"
 #include "support.h"
 
 #include <errno.h>
@@ -21,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +48,43 @@ static bool short_session(const char *path) {
     assert_true(osp_prof_session_begin(path, 1000));
     burn_cpu(0.02);
     return osp_prof_session_end();
+}
+
+/* ---- the temporary's name ---------------------------------------------------------- */
+
+static void test_temporary_name(void **state) {
+    (void)state;
+    static const struct {
+        const char *dest, *tmp;
+    } cases[] = {
+        {"/a/b/out.osprof.json", "/a/b/.out.osprof.json.XXXXXX"},
+        {"prog.json", ".prog.json.XXXXXX"},
+        {"/top", "/.top.XXXXXX"},
+        {"dir/.hidden", "dir/..hidden.XXXXXX"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = osp_prof__raw_temp_name(cases[i].dest);
+        assert_non_null(t);
+        assert_string_equal(t, cases[i].tmp);
+        free(t);
+    }
+    /* a real write through it leaves only the file */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/tmpname", g_dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/tmpname/p.json", g_dir);
+    assert_true(short_session(path));
+    snprintf(path, sizeof path, "%s/tmpname", g_dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        assert_string_equal(e->d_name, "p.json");
+        n++;
+    }
+    closedir(d);
+    assert_int_equal(n, 1);
 }
 
 /* ---- a FIFO --------------------------------------------------------------------- */
@@ -226,6 +268,7 @@ static void test_sigprof_kept_is_silent(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_temporary_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fifo_written_in_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_char_device_written_in_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_followed, setup, teardown),

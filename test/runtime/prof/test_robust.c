@@ -134,14 +134,39 @@ static void main_weights(const struct raw *r, double *on, double *wait) {
     }
 }
 
+/* CPU seconds (user + system) `pid` has used so far, from /proc/<pid>/stat; -1 if unread. */
+static double child_cpu_seconds(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long utime = 0, stime = 0;
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static void interrupted_by(int sig) {
     char raw[PATH_MAX];
     snprintf(raw, sizeof raw, "%s/term-%d.json", g_dir, sig);
     struct proc p;
     start(&p, "spin", raw);
     assert_true(read_until(&p, "ready"));
-    struct timespec ts = {0, 400000000};
-    nanosleep(&ts, NULL);
+    /* An event, not a wall time: the signal goes once the program has spun 0.2 s of CPU
+     * (enough for several on-CPU samples at any engine's rate), however loaded the machine
+     * is; a minute of wall time without it is a failure of its own. */
+    double cpu = 0;
+    for (int waited_ms = 0; (cpu = child_cpu_seconds(p.pid)) < 0.2 && waited_ms < 60000;
+         waited_ms += 10) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(cpu >= 0.2);
     assert_int_equal(kill(p.pid, sig), 0);
     int status = finish(&p);
     assert_true(WIFSIGNALED(status));

@@ -98,14 +98,16 @@ test("tri and the colour formulas", () => {
 
 test("the running example's colours", () => {
   const doc = validateSpeedscope(readFixture("demo.speedscope.json"));
-  // Sorted: sleep.c osp_sleep_ms (0); demo.osp crunch ×2 (1); main (3); nap (4). n = 5.
-  assert.deepEqual(Array.from(frameRanks(doc.frames)), [1, 3, 1, 0, 4]);
+  // Frames are functions (name, file): crunch once. Sorted: sleep.c osp_sleep_ms (0);
+  // demo.osp crunch (1), main (2), nap (3). n = 4.
+  assert.deepEqual(Array.from(frameRanks(doc.frames)), [1, 2, 0, 3]);
   const c = frameColors(doc.frames);
-  assert.equal(c[3], "hsl(215, 12%, 58%)");
-  assert.equal(c[0], `hsl(${324 * (51 / 255)}, 25%, 65%)`);
-  assert.equal(c[0], c[2], "the same function at two lines shares a colour");
-  assert.equal(c[1], `hsl(${324 * (153 / 255)}, 25%, 65%)`);
-  assert.equal(c[4], `hsl(${324 * (204 / 255)}, 25%, 65%)`);
+  assert.equal(c[2], "hsl(215, 12%, 58%)");
+  assert.equal(c[2], rankColor(0, 4, false));
+  assert.equal(c[0], rankColor(1, 4, true));
+  assert.equal(c[1], rankColor(2, 4, true));
+  assert.equal(c[3], rankColor(3, 4, true));
+  assert.equal(new Set(c).size, 4, "four functions, four colours");
 });
 
 test("reordering shared.frames never changes a frame's colour", () => {

@@ -1,7 +1,9 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import { ValidationError, validateSpeedscope, validateSummary } from "../../src/model/validate";
-import { clone, readFixture } from "../support/paths";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ROOT, clone, readFixture } from "../support/paths";
 
 const SS = readFixture("demo.speedscope.json") as Record<string, any>;
 const SUM = readFixture("demo.profile.json") as Record<string, any>;
@@ -30,16 +32,27 @@ function summaryError(mutate: (d: any) => void): string {
   assert.fail("expected a ValidationError");
 }
 
+test("the running example is the post-processor's golden export (function frames, attributed lines)", () => {
+  // test/postprocess/golden holds what ospprof writes for the running example; the editor's
+  // fixture must be that output, so it follows the exports' keying and hotLines as they change.
+  const golden = path.join(ROOT, "..", "..", "test", "postprocess", "golden");
+  for (const name of ["demo.speedscope.json", "demo.profile.json"])
+    assert.deepEqual(readFixture(name), JSON.parse(fs.readFileSync(path.join(golden, name), "utf8")), name);
+});
+
 test("the running example validates and keeps its shape", () => {
   const d = validateSpeedscope(SS);
-  assert.equal(d.frames.length, 5);
-  assert.deepEqual(d.frames[3], { name: "osp_sleep_ms", file: "/opt/osprey/runtime/core/sleep.c", line: 31 });
+  // one frame per function (name, file): crunch once, at its first line (docs/profile-formats.md)
+  assert.equal(d.frames.length, 4);
+  assert.deepEqual(d.frames[0], { name: "crunch", file: "/w/demo.osp", line: 7 });
+  assert.deepEqual(d.frames[2], { name: "osp_sleep_ms", file: "/opt/osprey/runtime/core/sleep.c", line: 31 });
   assert.deepEqual(d.profiles.map((p) => p.name), ["main", "fiber-1"]);
   assert.equal(d.activeProfileIndex, 0);
   const s = validateSummary(SUM);
   assert.equal(s.sampleCount, 5);
   assert.equal(s.fibers.length, 3);
-  assert.equal(s.hotLines.length, 2);
+  // attributed lines: crunch's two lines, each with the samples attributed to it
+  assert.deepEqual(s.hotLines.map((h) => [h.line, h.samples]), [[7, 2], [8, 1]]);
   assert.equal(s.hotFunctions[0].name, "crunch");
 });
 
@@ -58,7 +71,7 @@ test("speedscope: each malformation has its own message naming profile and index
   assert.equal(speedscopeError((d) => delete d.shared), 'speedscope: "shared" must be an object, got missing');
   assert.equal(speedscopeError((d) => (d.shared.frames = {})), 'speedscope: "shared.frames" must be an array, got a object');
   assert.equal(speedscopeError((d) => (d.shared.frames[2] = "x")), 'speedscope: shared.frames[2] must be an object, got the string "x"');
-  assert.equal(speedscopeError((d) => delete d.shared.frames[4].name), 'speedscope: shared.frames[4] has no string "name" (got missing)');
+  assert.equal(speedscopeError((d) => delete d.shared.frames[3].name), 'speedscope: shared.frames[3] has no string "name" (got missing)');
   assert.equal(speedscopeError((d) => (d.profiles = [])), 'speedscope: "profiles" must be a non-empty array, got an array');
   assert.equal(speedscopeError((d) => delete d.profiles), 'speedscope: "profiles" must be a non-empty array, got missing');
   assert.equal(speedscopeError((d) => (d.profiles[1].type = "evented")), 'speedscope: profile 1 ("fiber-1"): "type" must be "sampled", got the string "evented"');
@@ -68,9 +81,9 @@ test("speedscope: each malformation has its own message naming profile and index
   assert.equal(speedscopeError((d) => (d.profiles[0].weights[2] = -0.5)), 'speedscope: profile 0 ("main"): weights[2] must be a finite non-negative number, got -0.5');
   assert.equal(speedscopeError((d) => (d.profiles[1].weights[0] = "1")), 'speedscope: profile 1 ("fiber-1"): weights[0] must be a finite non-negative number, got the string "1"');
   assert.equal(speedscopeError((d) => (d.profiles[0].samples[1] = 3)), 'speedscope: profile 0 ("main"): samples[1] must be an array of frame indices, got 3');
-  assert.equal(speedscopeError((d) => (d.profiles[1].samples[1][1] = 5)), 'speedscope: profile 1 ("fiber-1"): samples[1][1] is 5, not a frame index (0..4)');
-  assert.equal(speedscopeError((d) => (d.profiles[0].samples[0][0] = 1.5)), 'speedscope: profile 0 ("main"): samples[0][0] is 1.5, not a frame index (0..4)');
-  assert.equal(speedscopeError((d) => (d.profiles[0].samples[2][1] = -1)), 'speedscope: profile 0 ("main"): samples[2][1] is -1, not a frame index (0..4)');
+  assert.equal(speedscopeError((d) => (d.profiles[1].samples[1][1] = 4)), 'speedscope: profile 1 ("fiber-1"): samples[1][1] is 4, not a frame index (0..3)');
+  assert.equal(speedscopeError((d) => (d.profiles[0].samples[0][0] = 1.5)), 'speedscope: profile 0 ("main"): samples[0][0] is 1.5, not a frame index (0..3)');
+  assert.equal(speedscopeError((d) => (d.profiles[0].samples[2][1] = -1)), 'speedscope: profile 0 ("main"): samples[2][1] is -1, not a frame index (0..3)');
   assert.equal(speedscopeError((d) => (d.shared.frames = [])), 'speedscope: profile 0 ("main"): samples[0][0] is 1, not a frame index (shared.frames is empty)');
   assert.equal(speedscopeError((d) => (d.profiles[0] = 7)), "speedscope: profile 0 must be an object, got 7");
 });
