@@ -31,11 +31,6 @@ static void error(Resolver *r, Pos pos, const char *fmt, ...) {
     r->errors++;
 }
 
-static const char *const tier3_builtins[] = {
-    "toGpu",
-    "gpuIota",
-};
-
 static Sym *new_sym(Resolver *r, SymKind k, const char *name, Pos pos) {
     Sym *s = arena_alloc(r->a, sizeof *s);
     s->kind = k;
@@ -160,11 +155,6 @@ static void resolve_ident(Resolver *r, Expr *e) {
     const char *name = e->u.ident.name;
     Sym *s = lookup(r, name);
     if (!s) {
-        for (size_t i = 0; i < sizeof tier3_builtins / sizeof *tier3_builtins; i++)
-            if (strcmp(tier3_builtins[i], name) == 0) {
-                error(r, e->pos, "not supported yet: built-in `%s` (Tier 3)", name);
-                return;
-            }
         if (strcmp(name, "Success") == 0 || strcmp(name, "Error") == 0) {
             error(r, e->pos, "`%s` is built with `%s { %s: ... }`", name, name,
                   name[0] == 'S' ? "value" : "message");
