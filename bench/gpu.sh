@@ -12,11 +12,11 @@
 # path must be faster, ratio >= 1.0 -> ok, else MISSED), list_fold / gpu-1-thread (what the
 # dense buffer alone gives) and the load average before and after: on a loaded machine the
 # workers get no spare core and the parallel figure shows it. All three must print the same
-# checksum. Usage: bench/gpu.sh [runs] [kernel rounds]   (default 5 runs, 8 rounds)
+# checksum. Usage: bench/gpu.sh [runs] [kernel rounds]   (default 5 runs, 32 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
-rounds=${2:-8}
+rounds=${2:-32}
 osprey=${OSPREY:-build/bin/osprey}
 [ -x "$osprey" ] || { echo "bench/gpu.sh: $osprey not built (make build)" >&2; exit 1; }
 work=$(mktemp -d)

@@ -1,9 +1,11 @@
 /*
  * GPU buffers and their combinators, run on the host (docs/spec/language.md §9.9).
  *
- * A buffer is one pointer-free heap block: its length, then its words (an int, a float's
- * bits or a bool 0/1 each). Generated code fills new buffers through osp_gpu_data and runs
- * kernels through osp_gpu_run, which splits [0, n) into chunks.
+ * A buffer is its length and a pointer to its words (an int, a float's bits or a bool 0/1
+ * each): a new buffer is one pointer-free heap block holding both, its words after the
+ * header; toGpu of a list is a small scanned header that shares the list's words (they
+ * never change), so it copies nothing. Generated code fills new buffers through
+ * osp_gpu_data and runs kernels through osp_gpu_run, which splits [0, n) into chunks.
  *
  * Threads: the GPU workers, made on the first parallel run (one fewer than the online CPUs,
  * at most OSP_GPU_MAX_WORKERS; OSPREY_GPU_THREADS=<n> sets the total, caller included, and 1
@@ -25,6 +27,7 @@
 
 struct osp_gpu {
     int64_t len;
+    osp_word *data; /* w, or a list's words (toGpu) */
     osp_word w[];
 };
 
@@ -33,13 +36,15 @@ struct osp_gpu {
 osp_gpu *osp_gpu_alloc(int64_t n) {
     if (n < 0) n = 0;
     if ((uint64_t)n > (SIZE_MAX - sizeof(osp_gpu)) / sizeof(osp_word)) osp_fatal_oom();
+    /* pointer-free: `data` points into the block itself, which needs no scanning */
     osp_gpu *b = osp_gc_alloc_atomic(sizeof(osp_gpu) + (size_t)n * sizeof(osp_word));
     b->len = n;
+    b->data = b->w;
     return b;
 }
 
 osp_word *osp_gpu_data(osp_gpu *b) {
-    return b->w;
+    return b->data;
 }
 
 void osp_gpu_truncate(osp_gpu *b, int64_t n) {
@@ -53,7 +58,7 @@ int64_t osp_gpu_length(const osp_gpu *b) {
 osp_rres osp_gpu_get(const osp_gpu *b, int64_t i) {
     if (i < 0 || i >= b->len)
         return (osp_rres){OSP_RESULT_ERROR, (osp_word)(uintptr_t)"gpuGet: index out of bounds"};
-    return (osp_rres){OSP_RESULT_SUCCESS, b->w[i]};
+    return (osp_rres){OSP_RESULT_SUCCESS, b->data[i]};
 }
 
 osp_gpu *osp_gpu_iota(int64_t n) {
@@ -63,14 +68,17 @@ osp_gpu *osp_gpu_iota(int64_t n) {
 }
 
 osp_gpu *osp_gpu_from_list(const osp_list *xs) {
-    int64_t n = osp_list_length(xs);
-    osp_gpu *b = osp_gpu_alloc(n);
-    for (int64_t i = 0; i < n; i++) b->w[i] = osp_list_at(xs, i);
+    const osp_word *words = osp_list_words(xs);
+    if (words == NULL) return osp_gpu_alloc(0);
+    /* a scanned header (its pointer keeps the list's backing alive) sharing the words */
+    osp_gpu *b = osp_gc_alloc(sizeof(osp_gpu));
+    b->len = osp_list_length(xs);
+    b->data = (osp_word *)words;
     return b;
 }
 
 osp_list *osp_gpu_to_list(const osp_gpu *b) {
-    return osp_list_new_scalar(b->len, b->w);
+    return osp_list_new_scalar(b->len, b->data);
 }
 
 const char *osp_gpu_device(void) {
@@ -83,7 +91,7 @@ osp_gpu *osp_gpu_compact(const osp_gpu *b, const osp_word *flags) {
     osp_gpu *out = osp_gpu_alloc(n);
     int64_t k = 0;
     for (int64_t i = 0; i < b->len; i++)
-        if (flags[i]) out->w[k++] = b->w[i];
+        if (flags[i]) out->w[k++] = b->data[i];
     return out;
 }
 
@@ -93,6 +101,9 @@ enum {
     OSP_GPU_MAX_WORKERS = 15,
     OSP_GPU_MIN_PARALLEL = 4096, /* elements: below this a run stays on its thread */
     OSP_GPU_MIN_CHUNK = 2048,
+    /* small enough that a thread the scheduler preempts holding the last chunk keeps the
+     * others waiting only briefly (a loaded machine), large enough that claiming is rare */
+    OSP_GPU_MAX_CHUNK = 65536,
 };
 #define OSP_GPU_STACK ((size_t)64 << 20) /* address space; recursive kernels as in a fiber */
 
@@ -199,8 +210,9 @@ void osp_gpu_run(int64_t n, osp_gpu_chunk_fn fn, void *ctx, int64_t parallel) {
         return;
     }
     int threads = pool.nworkers + 1;
-    int64_t chunk = n / ((int64_t)threads * 8);
+    int64_t chunk = n / ((int64_t)threads * 64);
     if (chunk < OSP_GPU_MIN_CHUNK) chunk = OSP_GPU_MIN_CHUNK;
+    if (chunk > OSP_GPU_MAX_CHUNK) chunk = OSP_GPU_MAX_CHUNK;
     gpu_job job = {fn, ctx, n, chunk, 0};
     pthread_mutex_lock(&pool.lock);
     pool.job = &job;

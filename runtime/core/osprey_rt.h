@@ -603,8 +603,9 @@ osp_rres osp_json_free(int64_t doc);
 
 /*
  * An immutable dense array of words, each an int, a float's bits or a bool (0/1): never a
- * pointer, so the words are pointer-free heap the collector does not scan. Opaque to
- * generated code, which reaches the words through osp_gpu_data. Lives on the Osprey heap.
+ * pointer. A new buffer's words are pointer-free heap the collector does not scan; toGpu of
+ * a list shares the list's words. Opaque to generated code, which reaches the words through
+ * osp_gpu_data. Lives on the Osprey heap.
  */
 typedef struct osp_gpu osp_gpu;
 
@@ -622,7 +623,8 @@ int64_t osp_gpu_length(const osp_gpu *b);
 osp_rres osp_gpu_get(const osp_gpu *b, int64_t i);
 /* gpuIota(n): 0, 1, ..., n-1; empty for n <= 0. */
 osp_gpu *osp_gpu_iota(int64_t n);
-/* toGpu(xs) of a List<int>, List<float> or List<bool>: its words in order. */
+/* toGpu(xs) of a List<int>, List<float> or List<bool>: its words in order, shared with the
+ * list (no copy: a list's words never change). */
 osp_gpu *osp_gpu_from_list(const osp_list *xs);
 /* fromGpu(b): a new List of the words in order (a scalar list, see osp_list_new_scalar). */
 osp_list *osp_gpu_to_list(const osp_gpu *b);

@@ -45,6 +45,20 @@ static void test_buffers(void **state) {
     osp_gpu *c = osp_gpu_from_list(osp_list_new_scalar(3, ws));
     assert_int_equal(osp_gpu_length(c), 3);
     assert_int_equal(osp_gpu_data(c)[2], 9);
+    /* toGpu shares the list's words, and keeps them alive by itself */
+    osp_word *many = malloc(100000 * sizeof(osp_word));
+    for (int i = 0; i < 100000; i++) many[i] = (osp_word)(i * 3);
+    osp_list *big = osp_list_new_scalar(100000, many);
+    free(many);
+    osp_gpu *shared = osp_gpu_from_list(osp_list_drop(big, 10));
+    assert_ptr_equal(osp_gpu_data(shared), osp_list_words(big) + 10);
+    big = NULL;
+    GC_gcollect();
+    for (int k = 0; k < 8; k++) (void)osp_gpu_iota(100000); /* reuse what was freed */
+    GC_gcollect();
+    assert_int_equal(osp_gpu_length(shared), 99990);
+    assert_int_equal(osp_gpu_get(shared, 0).word, 30);
+    assert_int_equal(osp_gpu_get(shared, 99989).word, 299997);
     osp_list *back = osp_gpu_to_list(c);
     assert_int_equal(osp_list_length(back), 3);
     assert_int_equal(osp_list_at(back, 0), 7);
