@@ -201,6 +201,10 @@ static void emit_job(CG *g, Job *j) {
         LLVMBuildRet(g->b, v);
         break;
     }
+    case JOB_GPU:
+        begin_function(g, &fs, j->llfn, j->name, j->line, j, NULL);
+        gen_gpu_chunk(g, j);
+        break;
     }
     g->fs = NULL;
 }

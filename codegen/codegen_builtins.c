@@ -257,6 +257,12 @@ LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
     case B_LIST:
         return call_sig(g, list_new_fn(ety(g, e)), "p:ip",
                         (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
+    case B_TO_GPU:
+    case B_GPU_MAP:
+    case B_GPU_ZIP_WITH:
+    case B_GPU_FOLD:
+    case B_GPU_SCAN:
+    case B_GPU_FILTER: return gen_gpu_call(g, e, b);
     case B_FOREACH: return gen_loop(g, e, false);
     case B_FOLD: return gen_loop(g, e, true);
     case B_TEST: {

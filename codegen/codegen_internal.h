@@ -10,6 +10,7 @@
  * codegen_data.c     records, variants, lists, maps
  * codegen_match.c    patterns and match
  * codegen_effects.c  effects (§12, §14.6)
+ * codegen_gpu.c      GPU built-ins on the host (§9.9): chunk functions, parallel-safe kernels
  */
 #ifndef OSP_CODEGEN_INTERNAL_H
 #define OSP_CODEGEN_INTERNAL_H
@@ -96,9 +97,18 @@ typedef struct Binding {
  * JOB_ARM: a handler arm (plain: `ret f(ptr env, params...)`; resuming:
  * `i64 f(ptr env, ptr k)`); JOB_HBODY: the body of a handle with a resuming arm
  * (`i64 f(ptr env)`, run on a continuation thread); JOB_WRAP: the closure code of a
- * named function, built-in or constructor used as a value.
+ * named function, built-in or constructor used as a value; JOB_GPU: the chunk function of a
+ * GPU combinator (`void f(ptr ctx, i64 lo, i64 hi)`, codegen_gpu.c).
  */
-typedef enum JobKind { JOB_FN, JOB_LAMBDA, JOB_SPAWN, JOB_ARM, JOB_HBODY, JOB_WRAP } JobKind;
+typedef enum JobKind {
+    JOB_FN,
+    JOB_LAMBDA,
+    JOB_SPAWN,
+    JOB_ARM,
+    JOB_HBODY,
+    JOB_WRAP,
+    JOB_GPU
+} JobKind;
 
 /* One machine function to emit: a function instance, a lambda or a spawn thunk. */
 struct Job {
@@ -110,12 +120,14 @@ struct Job {
     Job *encl;            /* lambda/spawn/arm/body: enclosing instance (NULL: main) */
     Binding *static_caps; /* compile-time bindings visible in the function */
     Callee wrapped;       /* JOB_WRAP */
-    Type *wtype;          /* JOB_WRAP: the concrete function type */
-    int line;             /* JOB_WRAP: line for its debug info */
+    Type *wtype;          /* JOB_WRAP: the concrete function type; JOB_GPU: the kernel's */
+    int line;             /* JOB_WRAP, JOB_GPU: line for its debug info */
     const char *name;
     LLVMValueRef llfn;
     LLVMTypeRef llty;
     bool emitted;
+    Builtin gpu_op;           /* JOB_GPU: gpuMap, gpuZipWith or gpuFilter */
+    LLVMValueRef gpu_closure; /* JOB_GPU: the kernel's closure when it is a constant, else NULL */
 };
 
 typedef struct FnState {
@@ -220,6 +232,10 @@ LLVMValueRef call_sig(CG *g, const char *fn, const char *sig, LLVMValueRef *vals
 LLVMValueRef gen_size(CG *g, LLVMValueRef v, Type *t);
 LLVMValueRef builtin_values(CG *g, Builtin b, LLVMValueRef *v, Type **t);
 LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b);
+
+/* codegen_gpu.c */
+LLVMValueRef gen_gpu_call(CG *g, Expr *e, Builtin b);
+void gen_gpu_chunk(CG *g, Job *j);
 
 /* codegen_data.c */
 Type *subst_vars(CG *g, Type *t, Type **from, Type **to, int n);

@@ -164,6 +164,7 @@ static bool is_ptr_kind(TyKind k) {
     case TY_NAMED:
     case TY_RECORD:
     case TY_PTR:
+    case TY_GPU:
     case TY_FN: return true;
     default: return false;
     }
@@ -198,6 +199,7 @@ LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     case TY_NAMED:
     case TY_RECORD:
     case TY_PTR:
+    case TY_GPU:
     case TY_FN: return LLVMBuildPtrToInt(g->b, v, g->i64, "");
     case TY_RESULT: {
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
@@ -240,6 +242,7 @@ LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
     case TY_NAMED:
     case TY_RECORD:
     case TY_PTR:
+    case TY_GPU:
     case TY_FN: return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
     case TY_RESULT: {
         LLVMValueRef p = LLVMBuildIntToPtr(g->b, w, g->ptr, "");
@@ -302,6 +305,7 @@ LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
     case TY_UNIT: return g->str_zero;
     case TY_LIST: return cstr(g, "<list>");
     case TY_MAP: return cstr(g, "<map>");
+    case TY_GPU: return cstr(g, "<gpu>");
     case TY_FN: return cstr(g, "<function>");
     case TY_RECORD: return cstr(g, "<record>");
     case TY_NAMED: return cstr(g, arena_printf(g->arena, "<%s>", ((TypeDecl *)t->decl)->name));

@@ -283,6 +283,7 @@ struct EffectDecl {
     struct Type **pvars;
     OpDecl *ops;
     int nops;
+    bool is_static; /* `static effect` (docs/spec/language.md §12.5) */
 };
 
 /* One entry of an effect row `!E` / `!E<T>` on a function. */
@@ -455,6 +456,7 @@ struct Expr {
             bool resuming;
             int index; /* k of `<enclosing>$handle<k>` (resuming only) */
             int nresuming;
+            bool is_static; /* `handle static E` (docs/spec/language.md §12.5) */
         } handle;
         struct {
             Expr *e;

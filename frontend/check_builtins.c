@@ -2,12 +2,12 @@
 #include "check_internal.h"
 
 /* ---- built-in signatures: a small notation ----
- *   i int  f float  b bool  s string  u Unit  P Ptr  H HttpResponse  a/c type variables
- *   L<x> List  M<x> Map<string, x>  C<x> Channel  F<x> Fiber  E<x> Result<x, Error>
+ *   i int  f float  b bool  s string  u Unit  P Ptr  H HttpResponse  a/c/d type variables
+ *   L<x> List  M<x> Map<string, x>  C<x> Channel  F<x> Fiber  G<x> GpuBuffer  E<x> Result<x, Error>
  *   N<x> Result<x, MathError>  (x>y) function      "params>ret", params separated by ',' */
 typedef struct SigParse {
     const char *p;
-    Type *vars[2];
+    Type *vars[3];
 } SigParse;
 
 /* The named type of a record the language declares (frontend/builtin_types.c). */
@@ -28,14 +28,16 @@ static Type *sig_type(Checker *c, SigParse *sp) {
     case 'P': return tc->t_ptr;
     case 'H': return builtin_record(c, "HttpResponse");
     case 'a':
-    case 'c': {
-        int k = ch == 'a' ? 0 : 1;
+    case 'c':
+    case 'd': {
+        int k = ch == 'a' ? 0 : ch == 'c' ? 1 : 2;
         if (!sp->vars[k]) sp->vars[k] = ty_var(tc);
         return sp->vars[k];
     }
     case 'L': return ty_con1(tc, TY_LIST, sig_type(c, sp));
     case 'C': return ty_con1(tc, TY_CHANNEL, sig_type(c, sp));
     case 'F': return ty_con1(tc, TY_FIBER, sig_type(c, sp));
+    case 'G': return ty_con1(tc, TY_GPU, sig_type(c, sp));
     case 'M': {
         Type *args[2] = {tc->t_string, sig_type(c, sp)};
         return ty_con(tc, TY_MAP, 2, args);
@@ -125,6 +127,36 @@ static void check_http_handler(Checker *c, Expr *cb) {
               "`(string, string, string, string) -> HttpResponse`");
 }
 
+/* docs/spec/language.md §9.9: what a GPU built-in creates holds int, float or bool, and so does
+ * gpuFold's accumulator (checked once the types are known: a deferred constraint). */
+static void gpu_elements(Checker *c, Expr *e, Builtin b, Type *sigt) {
+    Type *r = ty_find(sigt->ret);
+    bool creates = b == B_GPU_MAP || b == B_GPU_ZIP_WITH || b == B_GPU_SCAN || b == B_GPU_FILTER ||
+                   b == B_TO_GPU;
+    if (creates && r->kind == TY_GPU)
+        add_constraint_named(c, C_GPU_ELEM, OP_ADD, r->args[0], NULL, NULL, e->pos, NULL,
+                             builtin_name(b));
+    if (b == B_GPU_FOLD)
+        add_constraint_named(c, C_GPU_ELEM, OP_ADD, r, r, NULL, e->pos, NULL, builtin_name(b));
+}
+
+/* toGpu(source): from a List<T> or an iterator pipeline (docs/spec/language.md §9.9). */
+static Type *check_to_gpu(Checker *c, Expr *e, Type *src) {
+    TypeCtx *tc = c->tc;
+    Type *elem = ty_var(tc);
+    Type *s = ty_find(src);
+    if (s->kind == TY_ITER) {
+        ty_unify(tc, elem, s->args[0]);
+    } else if (!ty_unify(tc, src, ty_con1(tc, TY_LIST, elem))) {
+        error(c, e->u.call.args[0]->pos,
+              "`toGpu` needs a List or an Iterator (from `range`), found `%s`", show(c, src));
+        return tc->t_poison;
+    }
+    Type *out = ty_con1(tc, TY_GPU, elem);
+    add_constraint_named(c, C_GPU_ELEM, OP_ADD, elem, NULL, NULL, e->pos, NULL, "toGpu");
+    return out;
+}
+
 Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     TypeCtx *tc = c->tc;
     Expr **args = e->u.call.args;
@@ -145,6 +177,7 @@ Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
                   "`(int, int, string) -> Unit`");
     }
     if (b == B_HTTP_LISTEN && n == 2) check_http_handler(c, args[1]);
+    if (sigt) gpu_elements(c, e, b, sigt);
     if (sigt) {
         Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n + 1));
         for (int i = 0; i < n; i++) at[i] = check_expr(c, args[i]);
@@ -198,6 +231,7 @@ Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
             error(c, args[0]->pos, "`fiberDone` needs a Fiber (or an id), found `%s`", show(c, a));
         return tc->t_int;
     }
+    case B_TO_GPU: return check_to_gpu(c, e, t[0]);
     case B_RANGE:
         expect_type(c, args[0], t[0], tc->t_int, "the start of `range`");
         expect_type(c, args[1], t[1], tc->t_int, "the end of `range`");

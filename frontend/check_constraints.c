@@ -237,6 +237,7 @@ static bool try_solve(Checker *c, Constraint *k) {
             case TY_MAP:
             case TY_NAMED:
             case TY_RECORD:
+            case TY_GPU:
                 if (k->b) return true;
                 error(c, k->pos,
                       "%svalues of type `%s` cannot be printed or compared by rendering (only int, "
@@ -321,6 +322,21 @@ static bool try_solve(Checker *c, Constraint *k) {
                   "%sa Result cannot be sent over a channel (it has type `%s`); unwrap it with "
                   "`?:` or `match` first",
                   via_prefix(c, k), show(c, t));
+        return true;
+    }
+    case C_GPU_ELEM: {
+        /* docs/spec/language.md §9.9: buffers of int, float or bool; fold accumulators too */
+        Type *t = ty_find(k->a);
+        if (t->kind == TY_VAR) return false;
+        if (t->kind == TY_INT || t->kind == TY_FLOAT || t->kind == TY_BOOL || t->kind == TY_POISON)
+            return true;
+        if (k->b)
+            error(c, k->pos, "%sthe accumulator of `%s` must be int, float or bool, found `%s`",
+                  via_prefix(c, k), k->name, show(c, t));
+        else
+            error(c, k->pos,
+                  "%s`%s` would make a `GpuBuffer<%s>`: a GPU buffer holds int, float or bool",
+                  via_prefix(c, k), k->name, show(c, t));
         return true;
     }
     }

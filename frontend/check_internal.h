@@ -30,8 +30,20 @@
  *   C_SIZED   a is a string, list or map (length, isEmpty)
  *   C_FIELD   a.name = res (a record)
  *   C_SENDABLE a may cross a channel (not a Result)
+ *   C_GPU_ELEM a is int, float or bool: a GpuBuffer element or gpuFold's accumulator (§9.9);
+ *              name: the built-in, b non-NULL for the accumulator
  */
-typedef enum CKind { C_ARITH, C_NEG, C_CMP, C_SHOW, C_INDEX, C_SIZED, C_FIELD, C_SENDABLE } CKind;
+typedef enum CKind {
+    C_ARITH,
+    C_NEG,
+    C_CMP,
+    C_SHOW,
+    C_INDEX,
+    C_SIZED,
+    C_FIELD,
+    C_SENDABLE,
+    C_GPU_ELEM
+} CKind;
 
 struct Constraint {
     CKind kind;

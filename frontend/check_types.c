@@ -149,7 +149,7 @@ Type *convert_type(Checker *c, TypeExpr *te) {
         {"string", 0, TY_STRING},   {"Unit", 0, TY_UNIT},     {"MathError", 0, TY_MATHERROR},
         {"Error", 0, TY_ERRORT},    {"Result", 2, TY_RESULT}, {"Fiber", 1, TY_FIBER},
         {"Iterator", 1, TY_ITER},   {"List", 1, TY_LIST},     {"Map", 2, TY_MAP},
-        {"Channel", 1, TY_CHANNEL}, {"Ptr", 0, TY_PTR},
+        {"Channel", 1, TY_CHANNEL}, {"Ptr", 0, TY_PTR},       {"GpuBuffer", 1, TY_GPU},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (strcmp(names[i].name, te->name) != 0) continue;

@@ -238,6 +238,68 @@ static void escape_value(EWalk *w, Expr *a, Pos pos, const char *via) {
     if (a->type) escape_set(w, set_of(a->type), pos, via);
 }
 
+/* The operations calling function value `a` may perform, collected in a new set (the walk's
+ * handlers and sink are not consulted). */
+static EffSet *value_effects(EWalk *w, Expr *a) {
+    EWalk tmp = *w;
+    tmp.report = false;
+    tmp.fn = NULL;
+    tmp.handles = (PtrVec){0};
+    tmp.sink = arena_alloc(w->a, sizeof(EffSet));
+    escape_value(&tmp, a, a->pos, NULL);
+    return tmp.sink;
+}
+
+/* "A.op, B.op": the operations of `s` that are not of a static effect, or NULL if none. */
+static const char *dynamic_ops(EWalk *w, EffSet *s) {
+    s = eff_find(s);
+    const char *list = NULL;
+    for (int i = 0; s && i < s->items.len; i++) {
+        EffKey *k = s->items.items[i];
+        if (k->decl->is_static) continue;
+        list = list ? arena_printf(w->a, "%s, %s", list, key_name(w, k)) : key_name(w, k);
+    }
+    return list;
+}
+
+static bool is_gpu_kernel_arg(Builtin b, int i) {
+    switch (b) {
+    case B_GPU_MAP:
+    case B_GPU_FILTER: return i == 1;
+    case B_GPU_ZIP_WITH:
+    case B_GPU_FOLD:
+    case B_GPU_SCAN: return i == 2;
+    default: return false;
+    }
+}
+
+/* docs/spec/language.md §9.9: a GPU kernel performs no effect but operations of static effects. */
+static void check_gpu_kernel(EWalk *w, Expr *a) {
+    const char *ops = dynamic_ops(w, value_effects(w, a));
+    if (!ops) return;
+    diag_error(w->d, a->pos, "GPU kernel must be pure; it performs: %s", ops);
+    w->errors++;
+}
+
+/* docs/spec/language.md §12.5: the arms of a static handler perform only static effects. */
+static void check_static_arms(EWalk *w, Expr *h) {
+    for (int i = 0; i < h->u.handle.narms; i++) {
+        HandleArm *arm = &h->u.handle.arms[i];
+        EWalk tmp = *w;
+        tmp.report = false;
+        tmp.fn = NULL;
+        tmp.handles = (PtrVec){0};
+        tmp.sink = arena_alloc(w->a, sizeof(EffSet));
+        walk_expr(&tmp, arm->body);
+        const char *ops = dynamic_ops(w, tmp.sink);
+        if (!ops) continue;
+        diag_error(w->d, arm->pos,
+                   "static handler arm `%s.%s` must perform only static effects; it performs: %s",
+                   h->u.handle.decl->name, arm->op, ops);
+        w->errors++;
+    }
+}
+
 static void walk_call(EWalk *w, Expr *e) {
     Expr *f = e->u.call.callee;
     walk_list(w, e->u.call.args, e->u.call.nargs);
@@ -270,6 +332,7 @@ static void walk_call(EWalk *w, Expr *e) {
             /* a built-in calls the function values it is given (callbacks, test bodies) */
             for (int i = 0; i < e->u.call.nargs; i++) {
                 Expr *a = e->u.call.args[i];
+                if (w->report && is_gpu_kernel_arg(s->builtin, i)) check_gpu_kernel(w, a);
                 if (a->type && ty_find(a->type)->kind == TY_FN)
                     escape_value(w, a, a->pos, a->kind == E_IDENT ? a->u.ident.name : "a callback");
             }
@@ -376,6 +439,8 @@ static void walk_expr(EWalk *w, Expr *e) {
     case E_HANDLE: {
         /* arms run outside their own handle (in the enclosing handler context) */
         for (int i = 0; i < e->u.handle.narms; i++) walk_expr(w, e->u.handle.arms[i].body);
+        if (w->report && e->u.handle.is_static && e->u.handle.decl && e->u.handle.decl->is_static)
+            check_static_arms(w, e);
         if (e->u.handle.decl) vec_push(w->a, &w->handles, e);
         walk_expr(w, e->u.handle.body);
         if (e->u.handle.decl) w->handles.len--;

@@ -742,6 +742,7 @@ static Expr *parse_map_literal(Parser *p) {
 static Expr *parse_handle(Parser *p) {
     Token *t = next(p);
     Expr *e = expr_new(p->a, E_HANDLE, t->pos);
+    e->u.handle.is_static = accept(p, K_STATIC); /* docs/spec/language.md §12.5 */
     Token *name = expect(p, T_IDENT, "naming the effect to handle");
     e->u.handle.effect = name->text;
     e->u.handle.epos = name->pos;
@@ -1627,6 +1628,17 @@ static Stmt *parse_stmt(Parser *p, bool top) {
         s->u.effect = parse_effect_decl(p);
         return s;
     }
+    case K_STATIC: {
+        /* `static effect E { ... }` (docs/spec/language.md §12.5) */
+        if (peek_at(p, 1)->kind != K_EFFECT)
+            fail(p, t->pos, "`static` here must begin a `static effect` declaration");
+        if (!top) fail(p, t->pos, "effect declarations are only allowed at file scope");
+        next(p);
+        Stmt *s = stmt_new(p->a, S_EFFECT, t->pos);
+        s->u.effect = parse_effect_decl(p);
+        s->u.effect->is_static = true;
+        return s;
+    }
     case K_EXTERN: {
         /* extern fn name(p: Type, ...) -> Ret  (docs/spec/language.md §3.5) */
         if (!top) fail(p, t->pos, "extern declarations are only allowed at file scope");
@@ -1652,7 +1664,6 @@ static Stmt *parse_stmt(Parser *p, bool top) {
     case K_MODULE:
     case K_SIGNATURE:
     case K_EXPORT: fail(p, t->pos, "modules, namespaces and imports are not part of Osprey");
-    case K_STATIC:
     case K_OPAQUE:
     case K_STATE:
     case K_WHERE:
@@ -1684,9 +1695,9 @@ static void sync(Parser *p, int start, int err_at) {
     int j = start;
     for (; j < p->ntoks - 1; j++) {
         Token *t = &p->toks[j];
-        bool decl =
-            t->pos.col == 1 && (t->kind == K_FN || t->kind == K_LET || t->kind == K_MUT ||
-                                t->kind == K_TYPE || t->kind == K_EFFECT || t->kind == K_EXTERN);
+        bool decl = t->pos.col == 1 &&
+                    (t->kind == K_FN || t->kind == K_LET || t->kind == K_MUT || t->kind == K_TYPE ||
+                     t->kind == K_EFFECT || t->kind == K_EXTERN || t->kind == K_STATIC);
         /* the error may have been found at the first token of the next declaration
          * (the statement before it ended there): resume right at it */
         if (j == err_at && j > start && t->nl_before && decl && depth <= 0) break;

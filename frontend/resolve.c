@@ -31,11 +31,6 @@ static void error(Resolver *r, Pos pos, const char *fmt, ...) {
     r->errors++;
 }
 
-static const char *const tier3_builtins[] = {
-    "toGpu",
-    "gpuIota",
-};
-
 static Sym *new_sym(Resolver *r, SymKind k, const char *name, Pos pos) {
     Sym *s = arena_alloc(r->a, sizeof *s);
     s->kind = k;
@@ -160,11 +155,6 @@ static void resolve_ident(Resolver *r, Expr *e) {
     const char *name = e->u.ident.name;
     Sym *s = lookup(r, name);
     if (!s) {
-        for (size_t i = 0; i < sizeof tier3_builtins / sizeof *tier3_builtins; i++)
-            if (strcmp(tier3_builtins[i], name) == 0) {
-                error(r, e->pos, "not supported yet: built-in `%s` (Tier 3)", name);
-                return;
-            }
         if (strcmp(name, "Success") == 0 || strcmp(name, "Error") == 0) {
             error(r, e->pos, "`%s` is built with `%s { %s: ... }`", name, name,
                   name[0] == 'S' ? "value" : "message");
@@ -538,6 +528,42 @@ static void resolve_expr(Resolver *r, Expr *e) {
     }
 }
 
+/* docs/spec/language.md §12.5: a static effect is handled only by `handle static`, which handles
+ * only static effects, covers every operation and never resumes. (What its arms perform is
+ * checked with the other effects, effects.c.) */
+static void check_static_handle(Resolver *r, Expr *e, EffectDecl *ed) {
+    if (ed->is_static && !e->u.handle.is_static) {
+        error(r, e->u.handle.epos,
+              "effect `%s` is static; handle it with `handle static %s` so it is discharged at "
+              "compile time",
+              ed->name, ed->name);
+        return;
+    }
+    if (!e->u.handle.is_static) return;
+    if (!ed->is_static) {
+        error(r, e->u.handle.epos,
+              "effect `%s` is dynamic; a static handler requires `static effect %s`", ed->name,
+              ed->name);
+        return;
+    }
+    for (int k = 0; k < ed->nops; k++) {
+        bool covered = false;
+        for (int i = 0; i < e->u.handle.narms; i++)
+            if (e->u.handle.arms[i].opi == k) covered = true;
+        if (!covered)
+            error(r, e->u.handle.epos, "static handler for `%s` does not cover operation `%s.%s`",
+                  ed->name, ed->name, ed->ops[k].name);
+    }
+    for (int i = 0; i < e->u.handle.narms; i++) {
+        HandleArm *arm = &e->u.handle.arms[i];
+        if (arm->resuming)
+            error(r, arm->pos,
+                  "static handler arm `%s.%s` resumes; static handlers cannot capture a "
+                  "continuation",
+                  ed->name, arm->op);
+    }
+}
+
 static void resolve_handle(Resolver *r, Expr *e) {
     EffectDecl *ed = find_effect(r, e->u.handle.effect);
     if (!ed) error(r, e->u.handle.epos, "unknown effect `%s`", e->u.handle.effect);
@@ -565,6 +591,7 @@ static void resolve_handle(Resolver *r, Expr *e) {
     }
     e->u.handle.resuming = nres > 0;
     e->u.handle.nresuming = nres;
+    if (ed) check_static_handle(r, e, ed);
     /* arms, in source order */
     for (int i = 0; i < e->u.handle.narms; i++) {
         HandleArm *arm = &e->u.handle.arms[i];

@@ -116,7 +116,8 @@ static void restrict_expr(Restrictor *c, Expr *e, RCtx ctx) {
                         : B_NONE;
         for (int i = 0; i < e->u.call.nargs; i++) {
             RCtx ac = R_VALUE;
-            if ((b == B_MAP || b == B_FILTER || b == B_FOREACH || b == B_FOLD) && i == 0)
+            if ((b == B_MAP || b == B_FILTER || b == B_FOREACH || b == B_FOLD || b == B_TO_GPU) &&
+                i == 0)
                 ac = R_ITER_SRC;
             Expr *a = e->u.call.args[i];
             if (a->kind == E_LIST && (b == B_EXPECT_ALL || b == B_CHECK_ALL)) {

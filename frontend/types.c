@@ -261,6 +261,7 @@ static void show_rec(ShowBuf *b, Type *t, int depth) {
                            : t->kind == TY_LIST  ? "List"
                            : t->kind == TY_MAP   ? "Map"
                            : t->kind == TY_NAMED ? ty_decl_name(t->decl)
+                           : t->kind == TY_GPU   ? "GpuBuffer"
                                                  : "Channel";
         sb_puts(b, name);
         if (t->nargs == 0) return;

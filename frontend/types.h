@@ -31,7 +31,8 @@ typedef enum TyKind {
     TY_NAMED,   /* a declared record or union: decl, args = type arguments */
     TY_RECORD,  /* an anonymous record: fields[i] has type args[i], names sorted */
     TY_PTR,     /* an opaque C pointer (docs/spec/language.md §3.5) */
-    TY_POISON   /* the type of an erroneous expression; unifies with anything */
+    TY_POISON,  /* the type of an erroneous expression; unifies with anything */
+    TY_GPU      /* GpuBuffer<T>: args[0] element, int, float or bool (docs/spec/language.md §9.9) */
 } TyKind;
 
 /*

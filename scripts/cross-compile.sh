@@ -55,13 +55,14 @@ wasm_core=()
 #   crash.c    sigaltstack/sigaction fatal-signal handlers, <sys/resource.h>
 #   fiber.c    getrlimit(RLIMIT_STACK) for fiber stack sizes (<sys/resource.h>)
 #   effects.c  pthread_attr_setguardsize and GC_pthread_create (absent from Win32 GC)
+#   gpu.c      the same, for its worker threads
 #   stream.c   poll(2), writev(2) (<poll.h>, <sys/uio.h>)
 #   strings.c  getentropy(3)
 #   process.c  posix_spawn(3), pipe2(2), poll(2), waitpid(2) (<spawn.h>, <poll.h>, <sys/wait.h>)
 # (http.c is compiled: without POSIX sockets it builds stubs whose built-ins fail cleanly.)
 win_core=()
 for f in runtime/core/*.c; do
-  case "$(basename "$f")" in crash.c | fiber.c | effects.c | stream.c | strings.c | process.c) ;;
+  case "$(basename "$f")" in crash.c | fiber.c | effects.c | gpu.c | stream.c | strings.c | process.c) ;;
     *) win_core+=("$f") ;; esac
 done
 

@@ -110,6 +110,10 @@ osp_rres osp_list_get(const osp_list *xs, int64_t i) {
     return (osp_rres){OSP_RESULT_SUCCESS, xs->b->w[xs->off + i]};
 }
 
+const osp_word *osp_list_words(const osp_list *xs) {
+    return xs == NULL || xs->len == 0 ? NULL : xs->b->w + xs->off;
+}
+
 osp_list *osp_list_drop(const osp_list *xs, int64_t k) {
     if (k <= 0) return (osp_list *)xs;
     if (k >= xs->len) return view(xs->b, 0, 0);

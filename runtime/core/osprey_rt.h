@@ -599,6 +599,54 @@ int64_t osp_json_length(int64_t doc, const char *path);
 /* jsonFree(doc): Success(0); Error if unknown or already freed. */
 osp_rres osp_json_free(int64_t doc);
 
+/* ---- GPU buffers, run on the host (docs/spec/language.md §9.9) ------------------------------ */
+
+/*
+ * An immutable dense array of words, each an int, a float's bits or a bool (0/1): never a
+ * pointer. A new buffer's words are pointer-free heap the collector does not scan; toGpu of
+ * a list shares the list's words. Opaque to generated code, which reaches the words through
+ * osp_gpu_data. Lives on the Osprey heap.
+ */
+typedef struct osp_gpu osp_gpu;
+
+/* A new buffer of `n` words (n <= 0: empty), uninitialised: the caller fills every word with
+ * osp_gpu_data before the buffer is handed to the program, and may shorten it first with
+ * osp_gpu_truncate. Out of memory is fatal. */
+osp_gpu *osp_gpu_alloc(int64_t n);
+/* The first word of `b` (valid for osp_gpu_length(b) words; never NULL). */
+osp_word *osp_gpu_data(osp_gpu *b);
+/* Shorten a buffer that is still being built to `n` words (0 <= n <= its length). */
+void osp_gpu_truncate(osp_gpu *b, int64_t n);
+/* gpuLength(b). */
+int64_t osp_gpu_length(const osp_gpu *b);
+/* gpuGet(b, i): Success(word i), else Error `gpuGet: index out of bounds`. */
+osp_rres osp_gpu_get(const osp_gpu *b, int64_t i);
+/* gpuIota(n): 0, 1, ..., n-1; empty for n <= 0. */
+osp_gpu *osp_gpu_iota(int64_t n);
+/* toGpu(xs) of a List<int>, List<float> or List<bool>: its words in order, shared with the
+ * list (no copy: a list's words never change). */
+osp_gpu *osp_gpu_from_list(const osp_list *xs);
+/* fromGpu(b): a new List of the words in order (a scalar list, see osp_list_new_scalar). */
+osp_list *osp_gpu_to_list(const osp_gpu *b);
+/* gpuDevice(): "host". */
+const char *osp_gpu_device(void);
+/* The buffer of the words of `b` whose flag (a word of `flags`, 0 or 1, one per word of
+ * `b`) is 1, in order: gpuFilter after its predicate ran. */
+osp_gpu *osp_gpu_compact(const osp_gpu *b, const osp_word *flags);
+
+/* One chunk of a GPU combinator: run the kernel on elements [lo, hi) (generated code). */
+typedef void (*osp_gpu_chunk_fn)(void *ctx, int64_t lo, int64_t hi);
+/*
+ * Run `fn(ctx, lo, hi)` over [0, n) in chunks. With `parallel` non-zero and n large enough
+ * the chunks run on the calling thread and the runtime's GPU worker threads together (made
+ * on first use, one fewer than the online CPUs, at most 15; registered with the profiler as
+ * fiber -3 "gpu"); otherwise, and on a worker or while another parallel run is under way,
+ * as one call fn(ctx, 0, n) on the calling thread. Returns when every chunk has run.
+ * Chunks must be independent: codegen passes `parallel` only for kernels that perform no
+ * effect and no I/O (codegen_gpu.c).
+ */
+void osp_gpu_run(int64_t n, osp_gpu_chunk_fn fn, void *ctx, int64_t parallel);
+
 /* ---- FFI (docs/spec/language.md §3.5, §11.4): C functions under exactly these names ------- */
 
 /* A string returned by an extern, copied at once onto the Osprey heap; NULL gives "". */

@@ -187,6 +187,13 @@ void osp_crash_thread_end(void);
 /* Whether osp_crash_init installs handlers in this build (!OSP_RT_SANITIZED; tests). */
 bool osp_crash_handlers_enabled(void);
 
+/* ---- lists (list.c) ------------------------------------------------------------------------ */
+
+/* The words of `xs` in order, in its backing array (never changed: views are immutable and a
+ * backing only grows past its last written slot); NULL for an empty list. An interior
+ * pointer: it keeps the backing alive while it is reachable. (toGpu shares them: gpu.c.) */
+const osp_word *osp_list_words(const osp_list *xs);
+
 /* ---- maps (map.c) ------------------------------------------------------------------------- */
 
 /* The 32-bit FNV-1a hash of `key`'s bytes up to its NUL, the hash whose 5-bit chunks order a
