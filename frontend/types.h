@@ -31,7 +31,8 @@ typedef enum TyKind {
     TY_NAMED,   /* a declared record or union: decl, args = type arguments */
     TY_RECORD,  /* an anonymous record: fields[i] has type args[i], names sorted */
     TY_PTR,     /* an opaque C pointer (docs/spec/language.md §3.5) */
-    TY_POISON   /* the type of an erroneous expression; unifies with anything */
+    TY_POISON,  /* the type of an erroneous expression; unifies with anything */
+    TY_ANY      /* an erased value that remembers its shape (docs/spec/language.md §4.1) */
 } TyKind;
 
 /*
@@ -74,7 +75,8 @@ typedef struct TypeCtx {
     Arena *arena;
     int next_var;
     int level;
-    Type *t_int, *t_float, *t_bool, *t_string, *t_unit, *t_matherror, *t_errort, *t_poison, *t_ptr;
+    Type *t_int, *t_float, *t_bool, *t_string, *t_unit, *t_matherror, *t_errort, *t_poison, *t_ptr,
+        *t_any;
 } TypeCtx;
 
 void types_init(TypeCtx *tc, Arena *a);
