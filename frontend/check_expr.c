@@ -44,8 +44,8 @@ bool coerce(Checker *c, Expr **slot, Type *actual, Type *expected) {
     }
     if (unrenderable_payload(a)) {
         error(c, v->pos,
-              "cannot erase `%s` into `any`: its Success payload has no rendering (docs/spec "
-              "§8); match the Result first",
+              "cannot erase `%s` into `any`: its Success payload has no rendering; match the "
+              "Result first",
               show(c, a));
         return true;
     }

@@ -331,7 +331,7 @@ Type *check_match(Checker *c, Expr *e) {
         if (p->kind == PAT_STRUCT && !catchall) {
             if (ty_find(st)->kind == TY_ANY)
                 struct_shadowed(c, e, i);
-            else
+            else if (row_size(st) >= 0)
                 catchall = true; /* over a record it always matches (§7.1) */
         }
         if (p->kind == PAT_SUCCESS && p->sym && ty_find(st)->kind == TY_ANY)
