@@ -306,7 +306,8 @@ LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
     case TY_ANY: {
         LLVMTypeRef p[1] = {g->ptr};
         LLVMValueRef a[1] = {v};
-        return call_rt(g, "osp_any_show", g->ptr, p, a, 1);
+        /* the test rendering (§13.1) of an erased Success is its bare payload */
+        return call_rt(g, bare ? "osp_any_show_test" : "osp_any_show", g->ptr, p, a, 1);
     }
     case TY_LIST: return cstr(g, "<list>");
     case TY_MAP: return cstr(g, "<map>");

@@ -855,7 +855,8 @@ void check_stmt(Checker *c, Stmt *s, Type **value) {
     case S_ASSIGN: {
         Type *t = check_expr(c, s->u.assign.value);
         Sym *sym = s->u.assign.sym;
-        if (sym && sym->type && !ty_unify(c->tc, sym->type, t))
+        if (sym && sym->type && !coerce(c, &s->u.assign.value, t, sym->type) &&
+            !recover_error(c, s->u.assign.value->pos, t, sym->type))
             error(c, s->u.assign.value->pos,
                   "`%s` has type `%s`, but the assigned value has type `%s`", sym->name,
                   show(c, sym->type), show(c, t));

@@ -113,6 +113,12 @@ static void show(Text *t, const osp_any *v) {
     }
 }
 
+const char *osp_any_show_test(const osp_any *v) {
+    if (v != NULL && v->shape->kind == OSP_SHAPE_SUCCESS)
+        return osp_any_show((const osp_any *)(uintptr_t)v->word);
+    return osp_any_show(v);
+}
+
 const char *osp_any_show(const osp_any *v) {
     Text t = {0};
     put(&t, "");

@@ -137,6 +137,10 @@ osp_any *osp_any_new(const osp_shape *shape, osp_word word);
  */
 const char *osp_any_show(const osp_any *v);
 
+/* The test rendering (§13.1) of an erased value: as osp_any_show, but an erased Success
+ * renders as its bare payload. */
+const char *osp_any_show_test(const osp_any *v);
+
 /* The number of fields of an erased record (§7.1), or -1 when `v` is not a record. */
 int64_t osp_any_row_size(const osp_any *v);
 
