@@ -364,7 +364,11 @@ void print_line(CG *g, LLVMValueRef s) {
  * records with the same field names share one. `fields` NULL: none or positional. */
 static LLVMValueRef shape_global(CG *g, int kind, const char *name, const char **fields,
                                  int nfields) {
-    const char *key = arena_printf(g->arena, "osprey.shape.%d.%s", kind, name ? name : "");
+    static const char *const kinds[] = {"int",     "float", "bool",   "string",  "unit",
+                                        "success", "error", "record", "variant", "list",
+                                        "map",     "gpu",   "handle"};
+    const char *key = arena_printf(g->arena, "osprey.shape.%s%s%s", kinds[kind], name ? "." : "",
+                                   name ? name : "");
     for (int i = 0; fields && i < nfields; i++)
         key = arena_printf(g->arena, "%s%s%s", key, i ? "," : ":", fields[i]);
     if (!fields && nfields) key = arena_printf(g->arena, "%s/%d", key, nfields);
@@ -373,8 +377,7 @@ static LLVMValueRef shape_global(CG *g, int kind, const char *name, const char *
     LLVMValueRef names = LLVMConstNull(g->ptr);
     if (fields && nfields) {
         LLVMValueRef *elems = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)nfields);
-        for (int i = 0; i < nfields; i++)
-            elems[i] = const_string(g, fields[i], strlen(fields[i]) + 1);
+        for (int i = 0; i < nfields; i++) elems[i] = cstr(g, fields[i]);
         LLVMValueRef arr = LLVMConstArray2(g->ptr, elems, (uint64_t)nfields);
         names = LLVMAddGlobal(g->mod, LLVMTypeOf(arr), ".shape.fields");
         LLVMSetInitializer(names, arr);
@@ -384,8 +387,7 @@ static LLVMValueRef shape_global(CG *g, int kind, const char *name, const char *
     LLVMTypeRef ft[4] = {g->i64, g->i64, g->ptr, g->ptr};
     LLVMTypeRef st = LLVMStructTypeInContext(g->ctx, ft, 4, 0);
     LLVMValueRef vals[4] = {ci64(g, kind), ci64(g, nfields),
-                            name ? const_string(g, name, strlen(name) + 1) : LLVMConstNull(g->ptr),
-                            names};
+                            name ? cstr(g, name) : LLVMConstNull(g->ptr), names};
     LLVMValueRef init = LLVMConstNamedStruct(st, vals, 4);
     gv = LLVMAddGlobal(g->mod, st, key);
     LLVMSetInitializer(gv, init);
