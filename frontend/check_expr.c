@@ -33,6 +33,17 @@ static bool unrenderable_payload(Type *t) {
 
 bool coerce(Checker *c, Expr **slot, Type *actual, Type *expected) {
     Type *a = ty_find(actual), *x = ty_find(expected);
+    Expr *lit = *slot;
+    if (lit->kind == E_LIST && x->kind == TY_LIST && ty_find(x->args[0])->kind == TY_ANY &&
+        a->kind == TY_LIST && ty_find(a->args[0])->kind != TY_ANY &&
+        ty_find(a->args[0])->kind != TY_VAR) {
+        /* a list literal where a `List<any>` is expected: its elements are elements of a
+         * `List<any>`, each erased */
+        for (int i = 0; i < lit->u.list.n; i++)
+            coerce(c, &lit->u.list.elems[i], lit->u.list.elems[i]->type, c->tc->t_any);
+        lit->type = ty_con1(c->tc, TY_LIST, c->tc->t_any);
+        return true;
+    }
     if (x->kind != TY_ANY || a->kind == TY_ANY || a->kind == TY_POISON ||
         (a->kind == TY_VAR && !a->rigid && !a->generic))
         return ty_unify(c->tc, actual, expected);
