@@ -537,7 +537,7 @@ LLVMValueRef erase_value(CG *g, LLVMValueRef v, Type *t) {
         LLVMValueRef a[1] = {v};
         return LLVMBuildCall2(g->b, LLVMFunctionType(g->ptr, p, 1, 0), fn, a, 1, "");
     }
-    default: break;
+    default: break; /* a GpuBuffer type, where it exists, takes OSP_SHAPE_GPU (`<gpu>`, §8) */
     }
     return any_new(g, shape_global(g, OSP_SHAPE_HANDLE, NULL, NULL, 0), box(g, v, t));
 }
