@@ -93,7 +93,7 @@ void check_scc(Checker *c, int id) {
             c->cur_fn = save;
             continue;
         }
-        Type *bt = check_expr(c, f->body);
+        Type *bt = check_expected(c, &f->body, f->type->ret);
         if (!coerce(c, &f->body, bt, f->type->ret) &&
             !recover_error(c, f->body->pos, bt, f->type->ret)) {
             error(c, f->body->pos, "`%s` is declared to return `%s`, but its body has type `%s`",

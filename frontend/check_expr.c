@@ -67,6 +67,20 @@ bool coerce(Checker *c, Expr **slot, Type *actual, Type *expected) {
     return true;
 }
 
+Type *check_expected(Checker *c, Expr **slot, Type *expected) {
+    Expr *e = *slot;
+    Type *x = expected ? ty_find(expected) : NULL;
+    if (e->kind != E_LIST || e->type || !x || x->kind != TY_LIST ||
+        ty_find(x->args[0])->kind != TY_ANY)
+        return check_expr(c, e);
+    /* docs/spec/language.md §4.1: the elements of a `List<any>` are erased, whatever their
+     * types */
+    for (int i = 0; i < e->u.list.n; i++)
+        coerce(c, &e->u.list.elems[i], check_expr(c, e->u.list.elems[i]), c->tc->t_any);
+    e->type = ty_con1(c->tc, TY_LIST, c->tc->t_any);
+    return e->type;
+}
+
 bool expect_type(Checker *c, Expr *e, Type *actual, Type *expected, const char *what) {
     if (ty_unify(c->tc, actual, expected)) return true;
     if (recover_error(c, e->pos, actual, expected)) return false;
@@ -205,7 +219,9 @@ static Type *check_call(Checker *c, Expr *e) {
     Type *ft = ty_find(check_expr(c, callee));
     int n = e->u.call.nargs;
     Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) at[i] = check_expr(c, e->u.call.args[i]);
+    bool known = ft->kind == TY_FN && ft->nargs == n;
+    for (int i = 0; i < n; i++)
+        at[i] = check_expected(c, &e->u.call.args[i], known ? ft->args[i] : NULL);
     const char *fname = callee->kind == E_IDENT   ? callee->u.ident.name
                         : callee->kind == E_FIELD ? callee->u.field.name
                                                   : NULL;
@@ -851,9 +867,9 @@ Type *check_expr(Checker *c, Expr *e) {
 void check_stmt(Checker *c, Stmt *s, Type **value) {
     switch (s->kind) {
     case S_LET: {
-        Type *t = check_expr(c, s->u.let.init);
+        Type *at = s->u.let.annot ? convert_type(c, s->u.let.annot) : NULL;
+        Type *t = check_expected(c, &s->u.let.init, at);
         if (s->u.let.annot) {
-            Type *at = convert_type(c, s->u.let.annot);
             if (!coerce(c, &s->u.let.init, t, at) && !recover_error(c, s->u.let.init->pos, t, at))
                 error(c, s->u.let.init->pos, "`%s` is annotated `%s`, but its value has type `%s`",
                       s->u.let.name, show(c, at), show(c, t));
