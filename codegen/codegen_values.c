@@ -157,6 +157,7 @@ Type *sty(CG *g, Type *t) {
 static bool is_ptr_kind(TyKind k) {
     switch (k) {
     case TY_STRING:
+    case TY_ANY:
     case TY_MATHERROR:
     case TY_ERRORT:
     case TY_LIST:
@@ -164,7 +165,6 @@ static bool is_ptr_kind(TyKind k) {
     case TY_NAMED:
     case TY_RECORD:
     case TY_PTR:
-    case TY_ANY:
     case TY_FN: return true;
     default: return false;
     }
@@ -192,6 +192,7 @@ LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     case TY_BOOL: return LLVMBuildZExt(g->b, v, g->i64, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, v, g->i64, "");
     case TY_STRING:
+    case TY_ANY:
     case TY_MATHERROR:
     case TY_ERRORT:
     case TY_LIST:
@@ -199,7 +200,6 @@ LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     case TY_NAMED:
     case TY_RECORD:
     case TY_PTR:
-    case TY_ANY:
     case TY_FN: return LLVMBuildPtrToInt(g->b, v, g->i64, "");
     case TY_RESULT: {
         LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
@@ -235,6 +235,7 @@ LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
     case TY_BOOL: return LLVMBuildTrunc(g->b, w, g->i1, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, w, g->f64, "");
     case TY_STRING:
+    case TY_ANY:
     case TY_MATHERROR:
     case TY_ERRORT:
     case TY_LIST:
@@ -242,7 +243,6 @@ LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
     case TY_NAMED:
     case TY_RECORD:
     case TY_PTR:
-    case TY_ANY:
     case TY_FN: return LLVMBuildIntToPtr(g->b, w, g->ptr, "");
     case TY_RESULT: {
         LLVMValueRef p = LLVMBuildIntToPtr(g->b, w, g->ptr, "");
