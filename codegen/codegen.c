@@ -115,6 +115,10 @@ static void begin_function(CG *g, FnState *fs, LLVMValueRef fn, const char *name
     set_loc_line(g, line, 1);
 }
 
+void begin_helper(CG *g, FnState *fs, LLVMValueRef fn, const char *name, int line) {
+    begin_function(g, fs, fn, name, line, NULL, NULL);
+}
+
 static void emit_job(CG *g, Job *j) {
     FnState fs;
     j->emitted = true;

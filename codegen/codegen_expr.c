@@ -131,6 +131,13 @@ static LLVMValueRef gen_arith(CG *g, Expr *e) {
     LLVMValueRef lv = gen(g, e->u.bin.l), rv = gen(g, e->u.bin.r);
     Type *lt = ety(g, e->u.bin.l), *rtp = ety(g, e->u.bin.r), *res = ety(g, e);
     TyKind lk = ty_rep(lt)->kind;
+    if (lk == TY_LIST && ty_rep(ty_rep(res)->args[0])->kind == TY_ANY) {
+        /* docs/spec/language.md §9.4: lists of differing element types concatenate into a
+         * List<any>, every element erased */
+        Type *le = ty_rep(ty_rep(lt)->args[0]), *re = ty_rep(ty_rep(rtp)->args[0]);
+        if (le->kind != TY_ANY) lv = erase_list(g, lv, le);
+        if (re->kind != TY_ANY) rv = erase_list(g, rv, re);
+    }
     if (lk == TY_STRING || lk == TY_LIST || lk == TY_MAP) {
         /* string `+`, list concatenation, map merge (the right side wins) */
         LLVMTypeRef p[2] = {g->ptr, g->ptr};
@@ -450,6 +457,7 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
     case E_UNSUPPORTED:
         internal_error(g, "unsupported expression reached code generation");
         return unit_value(g);
+    case E_ERASE: return erase_value(g, gen(g, e->u.erase.e), ety(g, e->u.erase.e));
     }
     return unit_value(g);
 }

@@ -161,6 +161,7 @@ typedef struct CG {
     LLVMValueRef str_integer_overflow, str_division_by_zero, str_zero, str_true, str_false,
         str_file;
     Binding *globals; /* file-scope bindings stored in LLVM globals: sym -> global */
+    PtrVec erasers;   /* Type* then LLVMValueRef: the erasing function of a record or union */
     char *error;
 } CG;
 
@@ -192,8 +193,16 @@ LLVMValueRef make_result(CG *g, LLVMValueRef is_err_i1, LLVMValueRef word);
 LLVMValueRef gen_intdiv(CG *g, LLVMValueRef a, LLVMValueRef d);
 LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare);
 void print_line(CG *g, LLVMValueRef s);
+/* docs/spec/language.md §4.1: erase value `v` of concrete type `t` into a new `osp_any *`
+ * (an `any` is returned as it is). */
+LLVMValueRef erase_value(CG *g, LLVMValueRef v, Type *t);
+/* A new list of the elements of list `xs` (element type `elem`), each erased (§9.4). */
+LLVMValueRef erase_list(CG *g, LLVMValueRef xs, Type *elem);
 
 /* codegen.c */
+/* Start emitting helper function `fn` (no job, no substitution) into a fresh FnState that
+ * becomes g->fs; the caller saves and restores g->fs and the builder's position. */
+void begin_helper(CG *g, FnState *fs, LLVMValueRef fn, const char *name, int line);
 bool targs_eq(Type **a, Type **b, int n);
 const char *unique_name(CG *g, const char *base);
 Job *fn_instance(CG *g, FnDecl *fn, Type **targs);

@@ -1,6 +1,44 @@
 /* codegen_match.c — patterns and `match` (see codegen_internal.h). */
 #include "codegen_internal.h"
 
+/* Continue in a new block when `cond` holds, else branch to `fail`. */
+static void test_or_fail(CG *g, LLVMValueRef cond, LLVMBasicBlockRef fail, const char *name) {
+    LLVMBasicBlockRef ok = new_block(g, name);
+    LLVMBuildCondBr(g->b, cond, ok, fail);
+    LLVMPositionBuilderAtEnd(g->b, ok);
+}
+
+/*
+ * docs/spec/language.md §7.1: a structural or tuple pattern. Over a record it always matches
+ * and binds the fields; over `any` it tests, at run time, for an erased record whose field
+ * names are exactly (closed) or at least (open) the pattern's, and binds the erased fields.
+ */
+static bool gen_struct_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlockRef fail) {
+    if (t->kind == TY_ANY) {
+        LLVMTypeRef p1[1] = {g->ptr};
+        LLVMValueRef n = call_rt(g, "osp_any_row_size", g->i64, p1, &v, 1);
+        test_or_fail(
+            g, LLVMBuildICmp(g->b, p->open ? LLVMIntSGE : LLVMIntEQ, n, ci64(g, p->nsubs), ""),
+            fail, "pat.row");
+        for (int i = 0; i < p->nsubs; i++) {
+            LLVMTypeRef p2[2] = {g->ptr, g->ptr};
+            LLVMValueRef a2[2] = {v, cstr(g, p->fields[i])};
+            LLVMValueRef f = call_rt(g, "osp_any_field", g->ptr, p2, a2, 2);
+            test_or_fail(g, LLVMBuildIsNotNull(g->b, f, ""), fail, "pat.field");
+            if (p->subs[i]->sym) bind_sym(g, p->subs[i]->sym, BIND_VALUE)->v = f;
+        }
+        return false;
+    }
+    for (int i = 0; i < p->nsubs; i++) {
+        Sym *s = p->subs[i]->sym;
+        if (!s) continue;
+        int slot = record_slot(t, p->fields[i]);
+        Type *ft = sty(g, s->type);
+        bind_sym(g, s, BIND_VALUE)->v = unbox(g, load_word(g, v, slot, p->fields[i]), ft);
+    }
+    return true;
+}
+
 /*
  * Test pattern `p` against value `v` of (concrete) type `t`: branch to `fail` when it
  * does not match and fall through (in a new current block) when it does, binding its
@@ -80,6 +118,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
         if (p->typed && p->sym) bind_sym(g, p->sym, BIND_VALUE)->v = v; /* `d: Variant` */
         return always;
     }
+    case PAT_STRUCT: return gen_struct_pattern(g, p, v, t, fail);
     case PAT_LIST: {
         Type *elem = t->args[0];
         LLVMValueRef len = gen_size(g, v, t);

@@ -157,6 +157,7 @@ Type *sty(CG *g, Type *t) {
 static bool is_ptr_kind(TyKind k) {
     switch (k) {
     case TY_STRING:
+    case TY_ANY:
     case TY_MATHERROR:
     case TY_ERRORT:
     case TY_LIST:
@@ -192,6 +193,7 @@ LLVMValueRef box(CG *g, LLVMValueRef v, Type *t) {
     case TY_BOOL: return LLVMBuildZExt(g->b, v, g->i64, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, v, g->i64, "");
     case TY_STRING:
+    case TY_ANY:
     case TY_MATHERROR:
     case TY_ERRORT:
     case TY_LIST:
@@ -235,6 +237,7 @@ LLVMValueRef unbox(CG *g, LLVMValueRef w, Type *t) {
     case TY_BOOL: return LLVMBuildTrunc(g->b, w, g->i1, "");
     case TY_FLOAT: return LLVMBuildBitCast(g->b, w, g->f64, "");
     case TY_STRING:
+    case TY_ANY:
     case TY_MATHERROR:
     case TY_ERRORT:
     case TY_LIST:
@@ -303,6 +306,12 @@ LLVMValueRef render(CG *g, LLVMValueRef v, Type *t, bool bare) {
         return call_rt(g, "osp_show_float", g->ptr, p, a, 1);
     }
     case TY_UNIT: return g->str_zero;
+    case TY_ANY: {
+        LLVMTypeRef p[1] = {g->ptr};
+        LLVMValueRef a[1] = {v};
+        /* the test rendering (§13.1) of an erased Success is its bare payload */
+        return call_rt(g, bare ? "osp_any_show_test" : "osp_any_show", g->ptr, p, a, 1);
+    }
     case TY_LIST: return cstr(g, "<list>");
     case TY_MAP: return cstr(g, "<map>");
     case TY_GPU: return cstr(g, "<gpu>");
@@ -351,4 +360,222 @@ void print_line(CG *g, LLVMValueRef s) {
     LLVMTypeRef p[1] = {g->ptr};
     LLVMValueRef a[1] = {s};
     call_rt(g, "osp_print_line", g->voidt, p, a, 1);
+}
+
+/* ---- erasure into `any` (docs/spec/language.md §4.1, §8) ---- */
+
+/* The shape descriptor (osprey_rt.h osp_shape) of `kind`, one constant per distinct shape:
+ * records with the same field names share one. `fields` NULL: none or positional. */
+static LLVMValueRef shape_global(CG *g, int kind, const char *name, const char **fields,
+                                 int nfields) {
+    static const char *const kinds[] = {"int",     "float", "bool",   "string",  "unit",
+                                        "success", "error", "record", "variant", "list",
+                                        "map",     "gpu",   "handle"};
+    const char *key = arena_printf(g->arena, "osprey.shape.%s%s%s", kinds[kind], name ? "." : "",
+                                   name ? name : "");
+    for (int i = 0; fields && i < nfields; i++)
+        key = arena_printf(g->arena, "%s%s%s", key, i ? "," : ":", fields[i]);
+    if (!fields && nfields) key = arena_printf(g->arena, "%s/%d", key, nfields);
+    LLVMValueRef gv = LLVMGetNamedGlobal(g->mod, key);
+    if (gv) return gv;
+    LLVMValueRef names = LLVMConstNull(g->ptr);
+    if (fields && nfields) {
+        LLVMValueRef *elems = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)nfields);
+        for (int i = 0; i < nfields; i++) elems[i] = cstr(g, fields[i]);
+        LLVMValueRef arr = LLVMConstArray2(g->ptr, elems, (uint64_t)nfields);
+        names = LLVMAddGlobal(g->mod, LLVMTypeOf(arr), ".shape.fields");
+        LLVMSetInitializer(names, arr);
+        LLVMSetGlobalConstant(names, 1);
+        LLVMSetLinkage(names, LLVMPrivateLinkage);
+    }
+    LLVMTypeRef ft[4] = {g->i64, g->i64, g->ptr, g->ptr};
+    LLVMTypeRef st = LLVMStructTypeInContext(g->ctx, ft, 4, 0);
+    LLVMValueRef vals[4] = {ci64(g, kind), ci64(g, nfields),
+                            name ? cstr(g, name) : LLVMConstNull(g->ptr), names};
+    LLVMValueRef init = LLVMConstNamedStruct(st, vals, 4);
+    gv = LLVMAddGlobal(g->mod, st, key);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    return gv;
+}
+
+static LLVMValueRef any_new(CG *g, LLVMValueRef shape, LLVMValueRef word) {
+    LLVMTypeRef p[2] = {g->ptr, g->i64};
+    LLVMValueRef a[2] = {shape, word};
+    return call_rt(g, "osp_any_new", g->ptr, p, a, 2);
+}
+
+/* A new block of the erased words `v[0..n)` (of types `ts`), each loaded from `blk` at word
+ * `first + i`. */
+static LLVMValueRef erase_fields(CG *g, LLVMValueRef blk, int first, Type **ts, int n) {
+    LLVMValueRef arr = gc_alloc(g, 8 * n);
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef x = unbox(g, load_word(g, blk, first + i, "field"), ts[i]);
+        store_word(g, arr, i, LLVMBuildPtrToInt(g->b, erase_value(g, x, ts[i]), g->i64, ""));
+    }
+    return LLVMBuildPtrToInt(g->b, arr, g->i64, "");
+}
+
+/* The body of the eraser of record or union type `t`: parameter 0 is the value. */
+static void eraser_body(CG *g, Type *t, LLVMValueRef v) {
+    if (t->kind == TY_RECORD) {
+        LLVMValueRef w = erase_fields(g, v, 0, t->args, t->nargs);
+        LLVMBuildRet(g->b,
+                     any_new(g, shape_global(g, OSP_SHAPE_RECORD, NULL, t->fields, t->nargs), w));
+        return;
+    }
+    TypeDecl *td = t->decl;
+    if (td->kind == TD_RECORD) {
+        Type **ts = arena_alloc(g->arena, sizeof(Type *) * (size_t)(td->nfields + 1));
+        for (int i = 0; i < td->nfields; i++)
+            ts[i] = subst_vars(g, td->types[i], td->pvars, t->args, td->nparams);
+        LLVMValueRef w = erase_fields(g, v, 0, ts, td->nfields);
+        LLVMBuildRet(
+            g->b, any_new(g, shape_global(g, OSP_SHAPE_RECORD, NULL, td->fields, td->nfields), w));
+        return;
+    }
+    /* a union: word 0 is the tag, words 1.. the payload. A positional record (§3.3: the only
+     * variant has the type's name) erases as the record `{ 0: …, 1: … }` */
+    bool positional = td->nvariants == 1 && !td->variants[0]->named &&
+                      td->variants[0]->nfields > 0 && strcmp(td->variants[0]->name, td->name) == 0;
+    LLVMValueRef tag = load_word(g, v, 0, "tag");
+    LLVMBasicBlockRef bad = new_block(g, "erase.bad");
+    LLVMValueRef sw = LLVMBuildSwitch(g->b, tag, bad, (unsigned)td->nvariants);
+    for (int k = 0; k < td->nvariants; k++) {
+        Variant *var = td->variants[k];
+        LLVMBasicBlockRef bb = new_block(g, "erase.variant");
+        LLVMAddCase(sw, ci64(g, var->tag), bb);
+        LLVMPositionBuilderAtEnd(g->b, bb);
+        int n = var->nfields;
+        Type **ts = arena_alloc(g->arena, sizeof(Type *) * (size_t)(n + 1));
+        for (int i = 0; i < n; i++) ts[i] = variant_field_type(g, t, var, i);
+        LLVMValueRef w = n ? erase_fields(g, v, 1, ts, n) : ci64(g, 0);
+        LLVMValueRef shape;
+        if (positional) {
+            const char **names = arena_alloc(g->arena, sizeof(char *) * (size_t)n);
+            for (int i = 0; i < n; i++) names[i] = arena_printf(g->arena, "%d", i);
+            shape = shape_global(g, OSP_SHAPE_RECORD, NULL, names, n);
+        } else {
+            shape =
+                shape_global(g, OSP_SHAPE_VARIANT, var->name, var->named ? var->fields : NULL, n);
+        }
+        LLVMBuildRet(g->b, any_new(g, shape, w));
+    }
+    LLVMPositionBuilderAtEnd(g->b, bad);
+    LLVMBuildUnreachable(g->b);
+}
+
+/* The function `ptr osprey.erase.<T>(ptr)` that erases a value of record or union type `t`,
+ * made once per type (it may call itself: recursive types). */
+static LLVMValueRef eraser(CG *g, Type *t) {
+    for (int i = 0; i + 1 < g->erasers.len; i += 2)
+        if (type_eq(g->erasers.items[i], t)) return g->erasers.items[i + 1];
+    const char *tname = t->kind == TY_RECORD ? "record" : ((TypeDecl *)t->decl)->name;
+    const char *name = unique_name(g, arena_printf(g->arena, "osprey.erase.%s", tname));
+    LLVMTypeRef p[1] = {g->ptr};
+    LLVMTypeRef fty = LLVMFunctionType(g->ptr, p, 1, 0);
+    LLVMValueRef fn = LLVMAddFunction(g->mod, name, fty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    vec_push(g->arena, &g->erasers, t);
+    vec_push(g->arena, &g->erasers, fn);
+    FnState *saved_fs = g->fs;
+    LLVMMetadataRef saved_loc = saved_fs ? saved_fs->loc : NULL;
+    LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(g->b);
+    FnState fs;
+    int line = t->kind == TY_RECORD ? 1 : ((TypeDecl *)t->decl)->pos.line;
+    begin_helper(g, &fs, fn, name, line);
+    eraser_body(g, t, LLVMGetParam(fn, 0));
+    g->fs = saved_fs;
+    if (saved_bb) LLVMPositionBuilderAtEnd(g->b, saved_bb);
+    LLVMSetCurrentDebugLocation2(g->b, saved_loc);
+    return fn;
+}
+
+LLVMValueRef erase_value(CG *g, LLVMValueRef v, Type *t) {
+    t = ty_rep(t);
+    switch (t->kind) {
+    case TY_ANY: return v;
+    case TY_INT:
+    case TY_FIBER:
+    case TY_CHANNEL: return any_new(g, shape_global(g, OSP_SHAPE_INT, NULL, NULL, 0), v);
+    case TY_FLOAT: return any_new(g, shape_global(g, OSP_SHAPE_FLOAT, NULL, NULL, 0), box(g, v, t));
+    case TY_BOOL: return any_new(g, shape_global(g, OSP_SHAPE_BOOL, NULL, NULL, 0), box(g, v, t));
+    case TY_STRING:
+    case TY_MATHERROR:
+    case TY_ERRORT:
+        return any_new(g, shape_global(g, OSP_SHAPE_STRING, NULL, NULL, 0), box(g, v, t));
+    case TY_UNIT: return any_new(g, shape_global(g, OSP_SHAPE_UNIT, NULL, NULL, 0), ci64(g, 0));
+    case TY_LIST: return any_new(g, shape_global(g, OSP_SHAPE_LIST, NULL, NULL, 0), box(g, v, t));
+    case TY_MAP: return any_new(g, shape_global(g, OSP_SHAPE_MAP, NULL, NULL, 0), box(g, v, t));
+    case TY_RESULT: {
+        LLVMValueRef tag = LLVMBuildExtractValue(g->b, v, 0, "tag");
+        LLVMValueRef w = LLVMBuildExtractValue(g->b, v, 1, "w");
+        LLVMValueRef is_err = LLVMBuildICmp(g->b, LLVMIntNE, tag, ci64(g, 0), "");
+        LLVMBasicBlockRef okb = new_block(g, "erase.ok"), errb = new_block(g, "erase.err"),
+                          join = new_block(g, "erase.join");
+        LLVMBuildCondBr(g->b, is_err, errb, okb);
+        LLVMPositionBuilderAtEnd(g->b, okb);
+        LLVMValueRef inner = erase_value(g, unbox(g, w, t->args[0]), t->args[0]);
+        LLVMValueRef okv = any_new(g, shape_global(g, OSP_SHAPE_SUCCESS, NULL, NULL, 0),
+                                   LLVMBuildPtrToInt(g->b, inner, g->i64, ""));
+        LLVMBasicBlockRef okend = LLVMGetInsertBlock(g->b);
+        LLVMBuildBr(g->b, join);
+        LLVMPositionBuilderAtEnd(g->b, errb);
+        LLVMValueRef errv = any_new(g, shape_global(g, OSP_SHAPE_ERROR, NULL, NULL, 0), w);
+        LLVMBuildBr(g->b, join);
+        LLVMPositionBuilderAtEnd(g->b, join);
+        LLVMValueRef phi = LLVMBuildPhi(g->b, g->ptr, "erased");
+        LLVMValueRef vals[2] = {okv, errv};
+        LLVMBasicBlockRef bbs[2] = {okend, errb};
+        LLVMAddIncoming(phi, vals, bbs, 2);
+        return phi;
+    }
+    case TY_NAMED:
+        /* a record the language declares itself (HttpResponse) is a handle (§8) */
+        if (((TypeDecl *)t->decl)->builtin) break;
+        /* fall through */
+    case TY_RECORD: {
+        LLVMValueRef fn = eraser(g, t);
+        LLVMTypeRef p[1] = {g->ptr};
+        LLVMValueRef a[1] = {v};
+        return LLVMBuildCall2(g->b, LLVMFunctionType(g->ptr, p, 1, 0), fn, a, 1, "");
+    }
+    case TY_GPU: return any_new(g, shape_global(g, OSP_SHAPE_GPU, NULL, NULL, 0), box(g, v, t));
+    default: break;
+    }
+    return any_new(g, shape_global(g, OSP_SHAPE_HANDLE, NULL, NULL, 0), box(g, v, t));
+}
+
+LLVMValueRef erase_list(CG *g, LLVMValueRef xs, Type *elem) {
+    LLVMTypeRef p1[1] = {g->ptr};
+    LLVMValueRef n = call_rt(g, "osp_list_length", g->i64, p1, &xs, 1);
+    LLVMTypeRef pa[1] = {g->i64};
+    LLVMValueRef bytes = LLVMBuildMul(g->b, LLVMBuildAdd(g->b, n, ci64(g, 1), ""), ci64(g, 8), "");
+    LLVMValueRef buf = call_rt(g, "osp_gc_alloc", g->ptr, pa, &bytes, 1);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+    LLVMBasicBlockRef head = new_block(g, "erase.loop"), body = new_block(g, "erase.elem"),
+                      done = new_block(g, "erase.done");
+    LLVMBuildBr(g->b, head);
+    LLVMPositionBuilderAtEnd(g->b, head);
+    LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, n, ""), body, done);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMTypeRef p2[2] = {g->ptr, g->i64};
+    LLVMValueRef a2[2] = {xs, i};
+    LLVMValueRef x = unbox(g, call_rt(g, "osp_list_at", g->i64, p2, a2, 2), elem);
+    LLVMValueRef e = erase_value(g, x, elem);
+    LLVMValueRef idx[1] = {i};
+    LLVMBuildStore(g->b, LLVMBuildPtrToInt(g->b, e, g->i64, ""),
+                   LLVMBuildInBoundsGEP2(g->b, g->i64, buf, idx, 1, ""));
+    LLVMValueRef next = LLVMBuildAdd(g->b, i, ci64(g, 1), "");
+    LLVMBasicBlockRef bend = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, head);
+    LLVMValueRef vals[2] = {ci64(g, 0), next};
+    LLVMBasicBlockRef bbs[2] = {pre, bend};
+    LLVMAddIncoming(i, vals, bbs, 2);
+    LLVMPositionBuilderAtEnd(g->b, done);
+    LLVMTypeRef p3[2] = {g->i64, g->ptr};
+    LLVMValueRef a3[2] = {n, buf};
+    return call_rt(g, "osp_list_new", g->ptr, p3, a3, 2);
 }

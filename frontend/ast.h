@@ -127,7 +127,9 @@ typedef enum ExprKind {
     E_HANDLE,
     E_RESUME,
     E_SEND,
-    E_RECV
+    E_RECV,
+    /* Tier 3 */
+    E_ERASE /* made by the checker: the value of u.erase.e, erased into `any` (§4.1) */
 } ExprKind;
 
 typedef enum BinOp {
@@ -160,7 +162,8 @@ typedef enum PatKind {
     PAT_ERROR,
     PAT_UNSUPPORTED,
     PAT_CTOR,
-    PAT_LIST
+    PAT_LIST,
+    PAT_STRUCT /* Tier 3: `{ f, g }`, `{ f, .. }`, `(a, _)` (docs/spec/language.md §7.1) */
 } PatKind;
 
 typedef struct Pattern Pattern;
@@ -191,6 +194,10 @@ struct Pattern {
     bool typed;       /* PAT_CTOR from a typed pattern `p: Variant` (binds the whole value) */
     bool has_args;    /* PAT_CTOR written with `(...)` or `{...}` */
     Variant *variant; /* PAT_CTOR: resolved constructor */
+    /* PAT_STRUCT: field names in `fields` (`0`, `1`, … for a tuple), each binder in subs[i]
+     * (PAT_BIND, or PAT_WILD for a tuple's `_`); `open` when written with `..` */
+    bool open;
+    bool tuple;
     bool has_rest;
     const char *rest_name;
     Pos rest_pos;
@@ -470,6 +477,9 @@ struct Expr {
         struct {
             Expr *ch;
         } recv;
+        struct {
+            Expr *e; /* its type is the erased value's (resolved per instance by codegen) */
+        } erase;
     } u;
 };
 

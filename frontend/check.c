@@ -93,8 +93,9 @@ void check_scc(Checker *c, int id) {
             c->cur_fn = save;
             continue;
         }
-        Type *bt = check_expr(c, f->body);
-        if (!ty_unify(tc, f->type->ret, bt)) {
+        Type *bt = check_expected(c, &f->body, f->type->ret);
+        if (!coerce(c, &f->body, bt, f->type->ret) &&
+            !recover_error(c, f->body->pos, bt, f->type->ret)) {
             error(c, f->body->pos, "`%s` is declared to return `%s`, but its body has type `%s`",
                   f->name, show(c, f->type->ret), show(c, bt));
         }
@@ -269,6 +270,7 @@ static void slots_expr(Checker *c, SlotFn visit, Expr *e) {
     case E_RESULT_CTOR: slots_expr(c, visit, e->u.ctor.e); return;
     case E_LIST: slots_exprs(c, visit, e->u.list.elems, e->u.list.n); return;
     case E_UNSUPPORTED: slots_exprs(c, visit, e->u.unsup.subs, e->u.unsup.nsubs); return;
+    case E_ERASE: slots_expr(c, visit, e->u.erase.e); return;
     case E_IF:
         slots_expr(c, visit, e->u.if_.cond);
         slots_expr(c, visit, e->u.if_.then);
@@ -343,7 +345,7 @@ static void slots_decls(Checker *c, SlotFn visit) {
 static void slots_program(Checker *c, SlotFn visit) {
     TypeCtx *tc = c->tc;
     Type **base[] = {&tc->t_int,       &tc->t_float,  &tc->t_bool,   &tc->t_string, &tc->t_unit,
-                     &tc->t_matherror, &tc->t_errort, &tc->t_poison, &tc->t_ptr};
+                     &tc->t_matherror, &tc->t_errort, &tc->t_poison, &tc->t_ptr,    &tc->t_any};
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) slots_type(c, visit, base[i]);
     slots_decls(c, visit);
     for (int i = 0; i < c->prog->nstmts; i++) slots_stmt(c, visit, c->prog->stmts[i]);

@@ -111,7 +111,8 @@ Type *apply_fn_type(Checker *c, Expr *e, Type *ft, Type **at, const char *who) {
         return ft->ret;
     }
     for (int i = 0; i < n; i++) {
-        if (!ty_unify(c->tc, ft->args[i], at[i]))
+        if (!coerce(c, &e->u.call.args[i], at[i], ft->args[i]) &&
+            !recover_error(c, e->u.call.args[i]->pos, at[i], ft->args[i]))
             error(c, e->u.call.args[i]->pos, "argument %d of %s has type `%s`, expected `%s`",
                   i + 1, who, show(c, at[i]), show(c, ft->args[i]));
     }
@@ -187,7 +188,8 @@ Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
             return sigt->ret;
         }
         for (int i = 0; i < n; i++) {
-            if (ty_unify(tc, sigt->args[i], at[i])) continue;
+            if (coerce(c, &args[i], at[i], sigt->args[i])) continue;
+            if (recover_error(c, args[i]->pos, at[i], sigt->args[i])) continue;
             if (b == B_FOREACH_LIST && i == 1)
                 error(c, args[i]->pos, "the callback of `forEachList` has type `%s`, expected `%s`",
                       show(c, at[i]), show(c, sigt->args[i]));

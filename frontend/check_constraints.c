@@ -86,9 +86,57 @@ static void same_overload(Checker *c, Constraint *k, int o) {
           overload_name(o), overload_name(d->overload), d->overload_pos.line, d->overload_pos.col);
 }
 
+/* docs/spec/language.md §4.1: operators, comparisons, indexing and field access do not apply
+ * to an erased `any`. Reports and returns true when an operand is one. */
+static bool erased_operand(Checker *c, Constraint *k) {
+    bool a = k->a && ty_find(k->a)->kind == TY_ANY;
+    bool b = k->b && ty_find(k->b)->kind == TY_ANY;
+    if (k->kind == C_INDEX) b = false; /* the index */
+    if (!a && !b) return false;
+    switch (k->kind) {
+    case C_FIELD:
+        error(c, k->pos, "%scannot read field `%s` of an erased `any`: match its structure instead",
+              via_prefix(c, k), k->name);
+        break;
+    case C_INDEX:
+        error(c, k->pos, "%scannot index an erased `any`: match its structure instead",
+              via_prefix(c, k));
+        break;
+    case C_SIZED:
+        error(c, k->pos, "%scannot apply `%s` to an erased `any`: match its structure instead",
+              via_prefix(c, k), k->name);
+        break;
+    default:
+        error(c, k->pos, "%scannot apply `%s` to an erased `any`: match its structure instead",
+              via_prefix(c, k), k->kind == C_NEG ? "-" : binop_spelling(k->op));
+        break;
+    }
+    if (k->res) poison(c, k->res);
+    return true;
+}
+
+/* docs/spec/language.md §9.4: `xs + ys` whose (known) element types differ is a `List<any>`. */
+static bool mixed_lists(Type *a, Type *b) {
+    a = ty_find(a);
+    b = ty_find(b);
+    if (a->kind != TY_LIST || b->kind != TY_LIST) return false;
+    Type *ea = ty_find(a->args[0]), *eb = ty_find(b->args[0]);
+    if (!ty_is_ground(ea) || !ty_is_ground(eb) || ea->kind == TY_RECORD || eb->kind == TY_RECORD)
+        return false;
+    if (ea->kind == TY_ANY || eb->kind == TY_ANY) return ea->kind != eb->kind;
+    /* two ground types unify exactly when they are equal; trying binds nothing */
+    TypeCtx scratch;
+    Arena *tmp = arena_new();
+    types_init(&scratch, tmp);
+    bool differ = !ty_unify(&scratch, ea, eb);
+    arena_free(tmp);
+    return differ;
+}
+
 static bool try_solve(Checker *c, Constraint *k) {
     TypeCtx *tc = c->tc;
     bool ra = false, rb = false, bad = false;
+    if (k->kind != C_SHOW && k->kind != C_SENDABLE && erased_operand(c, k)) return true;
     switch (k->kind) {
     case C_ARITH: {
         Type *fa = ty_find(k->a), *fb = ty_find(k->b);
@@ -117,6 +165,11 @@ static bool try_solve(Checker *c, Constraint *k) {
                 error(c, k->pos, "%soperator `%s` cannot be applied to `%s` and `%s`",
                       via_prefix(c, k), binop_spelling(k->op), show(c, k->a), show(c, k->b));
                 poison(c, k->res);
+                return true;
+            }
+            if (want == CL_LIST && !ra && !rb && mixed_lists(k->a, k->b)) {
+                unify_result(c, k, ty_con1(tc, TY_LIST, tc->t_any));
+                same_overload(c, k, OVL_LIST);
                 return true;
             }
             if (!ty_unify(tc, k->a, k->b)) {

@@ -3,8 +3,87 @@
 
 /* ---- expressions ---- */
 
+/* ---- `any` (docs/spec/language.md §4.1) ---- */
+
+bool recover_error(Checker *c, Pos pos, Type *actual, Type *expected) {
+    Type *a = ty_find(actual), *x = ty_find(expected);
+    if (a->kind != TY_ANY || x->kind == TY_ANY || x->kind == TY_POISON ||
+        (x->kind == TY_VAR && !x->rigid && !x->generic))
+        return false;
+    error(c, pos, "cannot recover `%s` from an erased `any`: match its structure instead",
+          show(c, x));
+    return true;
+}
+
+/* A Result whose Success payload has no rendering of its own cannot be erased (§8). */
+static bool unrenderable_payload(Type *t) {
+    t = ty_find(t);
+    if (t->kind != TY_RESULT) return false;
+    switch (ty_find(t->args[0])->kind) {
+    case TY_LIST:
+    case TY_MAP:
+    case TY_NAMED:
+    case TY_RECORD:
+    case TY_FN:
+    case TY_ITER:
+    case TY_PTR: return true;
+    default: return false;
+    }
+}
+
+bool coerce(Checker *c, Expr **slot, Type *actual, Type *expected) {
+    Type *a = ty_find(actual), *x = ty_find(expected);
+    Expr *lit = *slot;
+    if (lit->kind == E_LIST && x->kind == TY_LIST && ty_find(x->args[0])->kind == TY_ANY &&
+        a->kind == TY_LIST && ty_find(a->args[0])->kind != TY_ANY &&
+        ty_find(a->args[0])->kind != TY_VAR) {
+        /* a list literal where a `List<any>` is expected: its elements are elements of a
+         * `List<any>`, each erased */
+        for (int i = 0; i < lit->u.list.n; i++)
+            coerce(c, &lit->u.list.elems[i], lit->u.list.elems[i]->type, c->tc->t_any);
+        lit->type = ty_con1(c->tc, TY_LIST, c->tc->t_any);
+        return true;
+    }
+    if (x->kind != TY_ANY || a->kind == TY_ANY || a->kind == TY_POISON ||
+        (a->kind == TY_VAR && !a->rigid && !a->generic))
+        return ty_unify(c->tc, actual, expected);
+    Expr *v = *slot;
+    if (a->kind == TY_RECORD) {
+        error(c, v->pos,
+              "cannot erase an anonymous record into `any`: declare its row as a named type first");
+        return true;
+    }
+    if (unrenderable_payload(a)) {
+        error(c, v->pos,
+              "cannot erase `%s` into `any`: its Success payload has no rendering; match the "
+              "Result first",
+              show(c, a));
+        return true;
+    }
+    Expr *w = expr_new(c->a, E_ERASE, v->pos);
+    w->u.erase.e = v;
+    w->type = c->tc->t_any;
+    *slot = w;
+    return true;
+}
+
+Type *check_expected(Checker *c, Expr **slot, Type *expected) {
+    Expr *e = *slot;
+    Type *x = expected ? ty_find(expected) : NULL;
+    if (e->kind != E_LIST || e->type || !x || x->kind != TY_LIST ||
+        ty_find(x->args[0])->kind != TY_ANY)
+        return check_expr(c, e);
+    /* docs/spec/language.md §4.1: the elements of a `List<any>` are erased, whatever their
+     * types */
+    for (int i = 0; i < e->u.list.n; i++)
+        coerce(c, &e->u.list.elems[i], check_expr(c, e->u.list.elems[i]), c->tc->t_any);
+    e->type = ty_con1(c->tc, TY_LIST, c->tc->t_any);
+    return e->type;
+}
+
 bool expect_type(Checker *c, Expr *e, Type *actual, Type *expected, const char *what) {
     if (ty_unify(c->tc, actual, expected)) return true;
+    if (recover_error(c, e->pos, actual, expected)) return false;
     error(c, e->pos, "%s has type `%s`, expected `%s`", what, show(c, actual), show(c, expected));
     return false;
 }
@@ -140,12 +219,18 @@ static Type *check_call(Checker *c, Expr *e) {
     Type *ft = ty_find(check_expr(c, callee));
     int n = e->u.call.nargs;
     Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) at[i] = check_expr(c, e->u.call.args[i]);
+    bool known = ft->kind == TY_FN && ft->nargs == n;
+    for (int i = 0; i < n; i++)
+        at[i] = check_expected(c, &e->u.call.args[i], known ? ft->args[i] : NULL);
     const char *fname = callee->kind == E_IDENT   ? callee->u.ident.name
                         : callee->kind == E_FIELD ? callee->u.field.name
                                                   : NULL;
     const char *who = fname ? arena_printf(c->a, "`%s`", fname) : "the called function";
     if (ft->kind == TY_POISON) return tc->t_poison;
+    if (ft->kind == TY_ANY) {
+        error(c, callee->pos, "cannot call an erased `any`: match its structure instead");
+        return tc->t_poison;
+    }
     if (ft->kind == TY_FN) return apply_fn_type(c, e, ft, at, who);
     if (ft->kind == TY_VAR && !ft->rigid) {
         Type *ret = ty_var(tc);
@@ -191,6 +276,11 @@ static Type *check_field(Checker *c, Expr *e) {
     Type *t = ty_find(check_expr(c, e->u.field.e));
     const char *name = e->u.field.name;
     if (t->kind == TY_POISON) return tc->t_poison;
+    if (t->kind == TY_ANY) {
+        error(c, e->u.field.npos,
+              "cannot read field `%s` of an erased `any`: match its structure instead", name);
+        return tc->t_poison;
+    }
     if (t->kind == TY_VAR && !t->rigid) {
         /* docs/spec/language.md §16.1: resolved against the concrete record type once it is
          * known (per specialisation when it is a parameter), never by searching the declared
@@ -340,7 +430,7 @@ static Type *check_record(Checker *c, Expr *e) {
         seen[k] = true;
         fs[i].slot = k;
         Type *ft = inst_decl(c, td->pvars, td->nparams, named->args, ftypes[k]);
-        if (!ty_unify(tc, ft, vt))
+        if (!coerce(c, &fs[i].value, vt, ft) && !recover_error(c, fs[i].value->pos, vt, ft))
             error(c, fs[i].value->pos,
                   "field `%s` of `%s` has type `%s`, but the value has type `%s`", fs[i].name, what,
                   show(c, ft), show(c, vt));
@@ -389,7 +479,7 @@ static Type *check_update(Checker *c, Expr *e) {
             continue;
         }
         fs[i].slot = slot;
-        if (!ty_unify(tc, ft, vt))
+        if (!coerce(c, &fs[i].value, vt, ft) && !recover_error(c, fs[i].value->pos, vt, ft))
             error(c, fs[i].value->pos, "field `%s` has type `%s`, but the new value has type `%s`",
                   fs[i].name, show(c, ft), show(c, vt));
     }
@@ -454,7 +544,8 @@ static Type *check_perform(Checker *c, Expr *e) {
         return ft->ret;
     }
     for (int i = 0; i < n; i++)
-        if (!ty_unify(tc, ft->args[i], at[i]))
+        if (!coerce(c, &e->u.perform.args[i], at[i], ft->args[i]) &&
+            !recover_error(c, e->u.perform.args[i]->pos, at[i], ft->args[i]))
             error(c, e->u.perform.args[i]->pos,
                   "argument %d of `%s.%s` has type `%s`, expected `%s`", i + 1, ed->name,
                   e->u.perform.op, show(c, at[i]), show(c, ft->args[i]));
@@ -596,6 +687,11 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
     }
     case E_ELVIS: {
         Type *l = check_expr(c, e->u.elvis.l);
+        if (ty_find(l)->kind == TY_ANY) {
+            error(c, e->pos, "cannot apply `?:` to an erased `any`: match its structure instead");
+            check_expr(c, e->u.elvis.r);
+            return tc->t_poison;
+        }
         Type *payload = ty_var(tc), *err = ty_var(tc);
         err->hint = HINT_ERROR;
         if (!ty_unify(tc, l, ty_result(tc, payload, err))) {
@@ -631,10 +727,12 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
         c->handles = save;
         if (e->u.lambda.ret) {
             Type *rt = convert_type(c, e->u.lambda.ret);
-            if (!ty_unify(tc, rt, bt))
+            if (!coerce(c, &e->u.lambda.body, bt, rt) &&
+                !recover_error(c, e->u.lambda.body->pos, bt, rt))
                 error(c, e->u.lambda.body->pos,
                       "the lambda is declared to return `%s`, but its body has type `%s`",
                       show(c, rt), show(c, bt));
+            bt = rt;
         }
         return ty_fn(tc, n, ps, bt);
     }
@@ -662,6 +760,16 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
     }
     case E_LIST: {
         Type *elem = ty_var(tc);
+        /* docs/spec/language.md §4.1: a list literal with an `any` element is a `List<any>`;
+         * its other elements are erased */
+        bool erased = false;
+        for (int i = 0; i < e->u.list.n; i++)
+            if (ty_find(check_expr(c, e->u.list.elems[i]))->kind == TY_ANY) erased = true;
+        if (erased) {
+            for (int i = 0; i < e->u.list.n; i++)
+                coerce(c, &e->u.list.elems[i], e->u.list.elems[i]->type, tc->t_any);
+            return ty_con1(tc, TY_LIST, tc->t_any);
+        }
         for (int i = 0; i < e->u.list.n; i++) {
             Expr *el = e->u.list.elems[i];
             Type *t = check_expr(c, el);
@@ -677,7 +785,7 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
         return tc->t_poison;
     case E_IF: {
         Type *ct = check_expr(c, e->u.if_.cond);
-        if (!ty_unify(tc, ct, tc->t_bool))
+        if (!ty_unify(tc, ct, tc->t_bool) && !recover_error(c, e->u.if_.cond->pos, ct, tc->t_bool))
             error(c, e->u.if_.cond->pos, "the condition has type `%s`, expected `bool`",
                   show(c, ct));
         Type *a = check_expr(c, e->u.if_.then);
@@ -735,6 +843,7 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
         add_constraint(c, C_SENDABLE, OP_ADD, vt, NULL, NULL, e->u.send.v->pos, NULL);
         return tc->t_unit;
     }
+    case E_ERASE: return tc->t_any; /* made here, already checked */
     case E_RECV: {
         Type *ct = check_expr(c, e->u.recv.ch);
         Type *v = ty_var(tc);
@@ -758,10 +867,10 @@ Type *check_expr(Checker *c, Expr *e) {
 void check_stmt(Checker *c, Stmt *s, Type **value) {
     switch (s->kind) {
     case S_LET: {
-        Type *t = check_expr(c, s->u.let.init);
+        Type *at = s->u.let.annot ? convert_type(c, s->u.let.annot) : NULL;
+        Type *t = check_expected(c, &s->u.let.init, at);
         if (s->u.let.annot) {
-            Type *at = convert_type(c, s->u.let.annot);
-            if (!ty_unify(c->tc, at, t))
+            if (!coerce(c, &s->u.let.init, t, at) && !recover_error(c, s->u.let.init->pos, t, at))
                 error(c, s->u.let.init->pos, "`%s` is annotated `%s`, but its value has type `%s`",
                       s->u.let.name, show(c, at), show(c, t));
             t = at;
@@ -773,7 +882,8 @@ void check_stmt(Checker *c, Stmt *s, Type **value) {
     case S_ASSIGN: {
         Type *t = check_expr(c, s->u.assign.value);
         Sym *sym = s->u.assign.sym;
-        if (sym && sym->type && !ty_unify(c->tc, sym->type, t))
+        if (sym && sym->type && !coerce(c, &s->u.assign.value, t, sym->type) &&
+            !recover_error(c, s->u.assign.value->pos, t, sym->type))
             error(c, s->u.assign.value->pos,
                   "`%s` has type `%s`, but the assigned value has type `%s`", sym->name,
                   show(c, sym->type), show(c, t));

@@ -139,6 +139,17 @@ Type *op_type(Checker *c, EffectDecl *ed, int opi, Type **inst);
 Type **fresh_inst(Checker *c, int n);
 
 /* check_expr.c */
+/* docs/spec/language.md §4.1: unify `actual` (the type of *slot) with `expected`, except that
+ * where `expected` is `any` a value of another type is erased (*slot becomes an E_ERASE of
+ * it; an anonymous record is reported). False on a mismatch, which the caller reports. */
+bool coerce(Checker *c, Expr **slot, Type *actual, Type *expected);
+/* Report "cannot recover `T` from an erased `any`" when `actual` is `any` and `expected` is
+ * another type; false (nothing reported) otherwise. */
+bool recover_error(Checker *c, Pos pos, Type *actual, Type *expected);
+/* check_expr of *slot where a value of type `expected` (NULL: unknown) is wanted; a list
+ * literal where a `List<any>` is expected has its elements erased whatever their types
+ * (§4.1). */
+Type *check_expected(Checker *c, Expr **slot, Type *expected);
 bool expect_type(Checker *c, Expr *e, Type *actual, Type *expected, const char *what);
 Type *check_expr(Checker *c, Expr *e);
 void check_stmt(Checker *c, Stmt *s, Type **value);

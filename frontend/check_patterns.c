@@ -33,12 +33,110 @@ static Variant *typed_pattern_variant(Checker *c, TypeExpr *te, Type *st) {
     return NULL;
 }
 
+/* docs/spec/language.md §7.1: the number of fields of a record type (declared, anonymous or
+ * positional), or -1 for any other type. */
+static int row_size(Type *t) {
+    t = ty_find(t);
+    if (t->kind == TY_RECORD) return t->nargs;
+    if (t->kind == TY_NAMED && ((TypeDecl *)t->decl)->kind == TD_RECORD)
+        return ((TypeDecl *)t->decl)->nfields;
+    Variant *pv = positional_record(t);
+    return pv ? pv->nfields : -1;
+}
+
+/* The name of field `i` of record type `t` (row_size(t) > i). */
+static const char *row_field(Checker *c, Type *t, int i) {
+    t = ty_find(t);
+    if (t->kind == TY_RECORD) return t->fields[i];
+    if (t->kind == TY_NAMED && ((TypeDecl *)t->decl)->kind == TD_RECORD)
+        return ((TypeDecl *)t->decl)->fields[i];
+    return arena_printf(c->a, "%d", i);
+}
+
+/* A structural or tuple pattern (§7.1) against a value of type `st`. */
+static void check_struct_pattern(Checker *c, Pattern *p, Type *st) {
+    TypeCtx *tc = c->tc;
+    Type *s = ty_find(st);
+    if (s->kind == TY_VAR && !s->rigid && !s->generic) {
+        /* nothing says what the value is: a structural test reads it as an erased value */
+        ty_unify(tc, s, tc->t_any);
+        s = ty_find(st);
+    }
+    if (s->kind == TY_ANY || s->kind == TY_POISON) {
+        for (int i = 0; i < p->nsubs; i++)
+            if (p->subs[i]->sym) p->subs[i]->sym->type = s;
+        return;
+    }
+    int n = row_size(s);
+    if (n < 0) {
+        error(c, p->pos, "a structural pattern needs a record or `any` scrutinee, not `%s`",
+              show(c, s));
+        for (int i = 0; i < p->nsubs; i++)
+            if (p->subs[i]->sym) p->subs[i]->sym->type = tc->t_poison;
+        return;
+    }
+    for (int i = 0; i < p->nsubs; i++) {
+        int slot;
+        Type *ft = inst_field(c, s, p->fields[i], &slot);
+        if (!ft) {
+            error(c, p->field_pos[i], "`%s` has no field `%s`", show(c, s), p->fields[i]);
+            ft = tc->t_poison;
+        }
+        if (p->subs[i]->sym) p->subs[i]->sym->type = ft;
+    }
+    if (!p->open && p->nsubs < n) {
+        for (int k = 0; k < n; k++) {
+            const char *f = row_field(c, s, k);
+            bool named = false;
+            for (int i = 0; i < p->nsubs; i++)
+                if (strcmp(p->fields[i], f) == 0) named = true;
+            if (named) continue;
+            if (p->tuple)
+                error(c, p->pos, "this tuple pattern has %d slots, but `%s` has %d fields",
+                      p->nsubs, show(c, s), n);
+            else
+                error(c, p->pos,
+                      "this closed pattern omits field `%s` of `%s` (name it, or add `..`)", f,
+                      show(c, s));
+            break;
+        }
+    }
+}
+
+/* The name that describes a pattern kind that cannot read an erased `any` (§7.1), or NULL. */
+static const char *refused_over_any(Pattern *p) {
+    switch (p->kind) {
+    case PAT_INT:
+    case PAT_FLOAT:
+    case PAT_STRING:
+    case PAT_BOOL: return "a literal pattern";
+    case PAT_LIST: return "a list pattern";
+    case PAT_CTOR: return p->has_args ? "a constructor pattern" : "a variant pattern";
+    case PAT_BIND: return p->annot ? "a typed pattern" : NULL;
+    case PAT_SUCCESS:
+    case PAT_ERROR: return p->bare ? "a variant pattern" : NULL;
+    default: return NULL;
+    }
+}
+
 /* Check pattern `p` against a value of type `st`, typing its binders. */
 static void check_pattern(Checker *c, Pattern *p, Type *st) {
     TypeCtx *tc = c->tc;
     Type *pt = NULL;
     const char *pdesc = NULL;
+    if (ty_find(st)->kind == TY_ANY) {
+        const char *what = refused_over_any(p);
+        if (what) {
+            error(c, p->pos, "%s cannot read an erased `any`: match its structure instead", what);
+            if (p->sym) p->sym->type = tc->t_poison;
+            if (p->rest_sym) p->rest_sym->type = tc->t_poison;
+            for (int i = 0; i < p->nsubs; i++) check_pattern(c, p->subs[i], tc->t_poison);
+            p->kind = PAT_UNSUPPORTED; /* reported: no follow-ups, and codegen never sees it */
+            return;
+        }
+    }
     switch (p->kind) {
+    case PAT_STRUCT: check_struct_pattern(c, p, st); return;
     case PAT_WILD:
     case PAT_UNSUPPORTED: return;
     case PAT_BIND:
@@ -182,6 +280,36 @@ static void check_pattern(Checker *c, Pattern *p, Type *st) {
         error(c, p->pos, "%s cannot match a value of type `%s`", pdesc, show(c, st));
 }
 
+/* Is every name of pattern `a` one of `b`'s? */
+static bool names_within(Pattern *a, Pattern *b) {
+    for (int i = 0; i < a->nsubs; i++) {
+        bool found = false;
+        for (int k = 0; k < b->nsubs && !found; k++)
+            if (strcmp(a->fields[i], b->fields[k]) == 0) found = true;
+        if (!found) return false;
+    }
+    return true;
+}
+
+/* docs/spec/language.md §7.1: over `any`, arm `i` (a structural pattern) is unreachable when
+ * an earlier open arm names a subset of its names, or an earlier closed arm the same names
+ * (and it is closed too). */
+static void struct_shadowed(Checker *c, Expr *e, int i) {
+    Pattern *p = e->u.match.arms[i].pat;
+    for (int k = 0; k < i; k++) {
+        Pattern *q = e->u.match.arms[k].pat;
+        if (q->kind != PAT_STRUCT) continue;
+        bool shadows =
+            q->open ? names_within(q, p) : !p->open && q->nsubs == p->nsubs && names_within(q, p);
+        if (!shadows) continue;
+        error(c, p->pos,
+              "unreachable arm: the %s pattern at line %d already matches every value this one "
+              "matches",
+              q->open ? "open" : "closed", q->pos.line);
+        return;
+    }
+}
+
 Type *check_match(Checker *c, Expr *e) {
     TypeCtx *tc = c->tc;
     Type *st = check_expr(c, e->u.match.scrut);
@@ -200,6 +328,14 @@ Type *check_match(Checker *c, Expr *e) {
         else if (catchall)
             error(c, p->pos, "unreachable arm: an earlier arm already matches every value");
         check_pattern(c, p, st);
+        if (p->kind == PAT_STRUCT && !catchall) {
+            if (ty_find(st)->kind == TY_ANY)
+                struct_shadowed(c, e, i);
+            else if (row_size(st) >= 0)
+                catchall = true; /* over a record it always matches (§7.1) */
+        }
+        if (p->kind == PAT_SUCCESS && p->sym && ty_find(st)->kind == TY_ANY)
+            catchall = true; /* `Success { x }` binds the erased value itself (§7.1) */
         switch (p->kind) {
         case PAT_WILD: catchall = true; break;
         case PAT_BIND:
@@ -283,6 +419,8 @@ Type *check_match(Checker *c, Expr *e) {
                           td->name, td->variants[v]->name);
                     break;
                 }
+        } else if (s->kind == TY_ANY) {
+            error(c, e->pos, "a match over `any` is never exhaustive: add a catch-all arm");
         } else if (s->kind == TY_POISON || s->kind == TY_LIST || (seen_ok && seen_err)) {
             /* fine: list matches need no catch-all; a non-matching value is a runtime failure */
         } else {

@@ -197,8 +197,11 @@ Type *convert_type(Checker *c, TypeExpr *te) {
         return t;
     }
     if (strcmp(te->name, "any") == 0) {
-        error(c, te->pos, "not supported yet: type `any` (Tier 3)");
-        return tc->t_poison;
+        if (te->nargs) {
+            error(c, te->pos, "type `any` takes no type arguments");
+            return tc->t_poison;
+        }
+        return tc->t_any; /* docs/spec/language.md §4.1 */
     }
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcasecmp(names[i].name, te->name) == 0) {

@@ -403,6 +403,7 @@ static void walk_expr(EWalk *w, Expr *e) {
     case E_AWAIT: walk_expr(w, e->u.await.e); return;
     case E_YIELD: walk_expr(w, e->u.yield.e); return;
     case E_RESULT_CTOR: walk_expr(w, e->u.ctor.e); return;
+    case E_ERASE: walk_expr(w, e->u.erase.e); return;
     case E_LIST: walk_list(w, e->u.list.elems, e->u.list.n); return;
     case E_IF:
         walk_expr(w, e->u.if_.cond);

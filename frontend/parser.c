@@ -91,10 +91,6 @@ static Token *expect(Parser *p, TokKind k, const char *what) {
     return next(p);
 }
 
-static void unsupported(Parser *p, Pos pos, const char *feature, const char *tier) {
-    diag_error(p->d, pos, "not supported yet: %s (Tier %s)", feature, tier);
-}
-
 static void enter(Parser *p, Pos pos) {
     if (++p->depth > MAX_DEPTH) fail(p, pos, "expression is nested too deeply");
 }
@@ -330,18 +326,6 @@ static TypeExpr *parse_type(Parser *p) {
 
 /* ---- patterns ---- */
 
-/* Skip a balanced bracket group starting at the current opening token. */
-static void skip_group(Parser *p) {
-    int depth = 0;
-    do {
-        TokKind k = kind(p);
-        if (k == T_EOF) fail(p, peek(p)->pos, "unexpected end of file in pattern");
-        if (k == P_LPAREN || k == P_LBRACKET || k == P_LBRACE) depth++;
-        if (k == P_RPAREN || k == P_RBRACKET || k == P_RBRACE) depth--;
-        next(p);
-    } while (depth > 0);
-}
-
 static Pattern *parse_pattern(Parser *p);
 
 /* `Ctor(p, q)` / `Ctor { a, b }` after the constructor name. */
@@ -388,6 +372,65 @@ static void parse_ctor_args(Parser *p, Pattern *pat, Token *t) {
     }
     pat->subs = (Pattern **)subs.items;
     pat->nsubs = subs.len;
+}
+
+/* docs/spec/language.md §7.1: the structural row `{ f, g }` / `{ f, g, .. }` and the tuple row
+ * `(a, _, c)` (at least two slots), from the opening brace or parenthesis. */
+static void parse_struct_pattern(Parser *p, Pattern *pat) {
+    Token *open = next(p);
+    bool tuple = open->kind == P_LPAREN;
+    pat->kind = PAT_STRUCT;
+    pat->tuple = tuple;
+    PtrVec subs = {0}, fields = {0}, fpos = {0};
+    TokKind close = tuple ? P_RPAREN : P_RBRACE;
+    while (kind(p) != close) {
+        if (!tuple && kind(p) == P_DOTDOT) {
+            next(p);
+            pat->open = true;
+            if (kind(p) != close)
+                fail(p, peek(p)->pos, "`..` must be the last entry of a structural pattern");
+            break;
+        }
+        Token *f = peek(p);
+        if (f->kind != T_IDENT)
+            fail(p, f->pos, "expected a %s in a %s pattern, found %s",
+                 tuple ? "binder or `_`" : "field name", tuple ? "tuple" : "structural",
+                 describe(f));
+        next(p);
+        if (kind(p) == P_COLON)
+            fail(p, peek(p)->pos,
+                 "field renaming in patterns (`%s: x`) is not supported; the binder takes the "
+                 "field's name",
+                 f->text);
+        bool wild = strcmp(f->text, "_") == 0;
+        if (wild && !tuple) fail(p, f->pos, "a structural pattern names fields; `_` is not one");
+        const char *name = tuple ? arena_printf(p->a, "%d", subs.len) : f->text;
+        for (int k = 0; !tuple && k < fields.len; k++)
+            if (strcmp(fields.items[k], name) == 0)
+                fail(p, f->pos, "field `%s` is named twice in this pattern", name);
+        Pattern *b = arena_alloc(p->a, sizeof *b);
+        b->kind = wild ? PAT_WILD : PAT_BIND;
+        b->pos = f->pos;
+        b->name = wild ? NULL : f->text;
+        b->name_pos = f->pos;
+        vec_push(p->a, &subs, b);
+        vec_push(p->a, &fields, (void *)name);
+        Pos *fp = arena_alloc(p->a, sizeof *fp);
+        *fp = f->pos;
+        vec_push(p->a, &fpos, fp);
+        if (!accept(p, P_COMMA)) break;
+    }
+    expect(p, close, tuple ? "to close the tuple pattern" : "to close the structural pattern");
+    if (subs.len == 0)
+        fail(p, open->pos, "a %s pattern needs at least one %s", tuple ? "tuple" : "structural",
+             tuple ? "slot" : "field name");
+    if (tuple && subs.len < 2)
+        fail(p, open->pos, "a tuple pattern has at least two slots: `(a, b)`");
+    pat->subs = (Pattern **)subs.items;
+    pat->nsubs = subs.len;
+    pat->fields = (const char **)fields.items;
+    pat->field_pos = arena_alloc(p->a, sizeof(Pos) * (size_t)(fpos.len + 1));
+    for (int k = 0; k < fpos.len; k++) pat->field_pos[k] = *(Pos *)fpos.items[k];
 }
 
 static Pattern *parse_pattern(Parser *p) {
@@ -529,11 +572,7 @@ static Pattern *parse_pattern(Parser *p) {
         break;
     }
     case P_LBRACE:
-    case P_LPAREN:
-        unsupported(p, t->pos, "structural patterns", "3");
-        skip_group(p);
-        pat->kind = PAT_UNSUPPORTED;
-        break;
+    case P_LPAREN: parse_struct_pattern(p, pat); break;
     default: fail(p, t->pos, "expected a pattern, found %s", describe(t));
     }
     leave(p);
@@ -1333,10 +1372,70 @@ static Expr *parse_or(Parser *p) {
     return l;
 }
 
+/* After an operand: `{ a, b } ?` opens a structural ternary (docs/spec/language.md §5.6)? */
+static bool is_struct_ternary(Parser *p) {
+    if (p->no_brace || kind(p) != P_LBRACE || peek(p)->nl_before) return false;
+    for (int k = 1;; k += 2) {
+        if (peek_at(p, k)->kind != T_IDENT) return false;
+        TokKind sep = peek_at(p, k + 1)->kind;
+        if (sep == P_RBRACE) return peek_at(p, k + 2)->kind == P_QUESTION;
+        if (sep != P_COMMA) return false;
+    }
+}
+
+/*
+ * docs/spec/language.md §5.6: `r { f1, f2 } ? a : b` binds the fields of the record `r`
+ * (evaluated once) under their own names and is `a`; `b` is parsed and dropped, never
+ * evaluated nor checked. It becomes the block `{ let $struct = r  let f1 = $struct.f1 … a }`
+ * (`$struct` cannot be written in a program), so field access checks the record.
+ */
+static Expr *parse_struct_ternary(Parser *p, Expr *r) {
+    Token *open = next(p);
+    Expr *blk = expr_new(p->a, E_BLOCK, open->pos);
+    PtrVec stmts = {0};
+    Stmt *tmp = stmt_new(p->a, S_LET, r->pos);
+    tmp->u.let.name = "$struct";
+    tmp->u.let.name_pos = r->pos;
+    tmp->u.let.init = r;
+    vec_push(p->a, &stmts, tmp);
+    for (;;) {
+        Token *f = next(p);
+        for (int k = 1; k < stmts.len; k++)
+            if (strcmp(((Stmt *)stmts.items[k])->u.let.name, f->text) == 0)
+                fail(p, f->pos, "field `%s` is named twice in this structural ternary", f->text);
+        Expr *id = expr_new(p->a, E_IDENT, f->pos);
+        id->u.ident.name = "$struct";
+        Expr *fe = expr_new(p->a, E_FIELD, f->pos);
+        fe->u.field.e = id;
+        fe->u.field.name = f->text;
+        fe->u.field.npos = f->pos;
+        Stmt *st = stmt_new(p->a, S_LET, f->pos);
+        st->u.let.name = f->text;
+        st->u.let.name_pos = f->pos;
+        st->u.let.init = fe;
+        vec_push(p->a, &stmts, st);
+        if (next(p)->kind == P_RBRACE) break; /* else the comma */
+    }
+    next(p); /* ? */
+    bool nb = p->no_brace;
+    p->no_brace = false;
+    Stmt *val = stmt_new(p->a, S_EXPR, peek(p)->pos);
+    val->u.expr = parse_expr(p);
+    vec_push(p->a, &stmts, val);
+    expect(p, P_COLON, "in the structural ternary `r { f } ? a : b`");
+    p->no_brace = nb;
+    (void)parse_expr(p); /* `b`: never evaluated nor type-checked */
+    blk->u.block.stmts = (Stmt **)stmts.items;
+    blk->u.block.nstmts = stmts.len;
+    return blk;
+}
+
 static Expr *parse_expr(Parser *p) {
     enter(p, peek(p)->pos);
     Expr *l = parse_or(p);
-    if (kind(p) == P_ELVIS) {
+    if (is_struct_ternary(p)) {
+        l = parse_struct_ternary(p, l);
+    } else if (kind(p) == P_ELVIS) {
         Token *t = next(p);
         Expr *e = expr_new(p->a, E_ELVIS, t->pos);
         e->u.elvis.l = l;

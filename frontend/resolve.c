@@ -196,6 +196,13 @@ static void resolve_ident(Resolver *r, Expr *e) {
 }
 
 static void resolve_pattern(Resolver *r, Pattern *p) {
+    if (p->kind == PAT_STRUCT) {
+        /* docs/spec/language.md §7.1: binders take their fields' names (never constructors) */
+        for (int i = 0; i < p->nsubs; i++)
+            if (p->subs[i]->kind == PAT_BIND)
+                p->subs[i]->sym = bind_local(r, p->subs[i]->name, p->subs[i]->name_pos);
+        return;
+    }
     if (p->kind == PAT_BIND && !p->annot) {
         Sym *c = find_ctor(r, p->name);
         if (c) {
@@ -415,6 +422,7 @@ static void resolve_expr(Resolver *r, Expr *e) {
     case E_UNSUPPORTED:
         for (int i = 0; i < e->u.unsup.nsubs; i++) resolve_expr(r, e->u.unsup.subs[i]);
         return;
+    case E_ERASE: resolve_expr(r, e->u.erase.e); return; /* (made later, by the checker) */
     case E_IF:
         resolve_expr(r, e->u.if_.cond);
         resolve_expr(r, e->u.if_.then);

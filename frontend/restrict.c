@@ -159,6 +159,7 @@ static void restrict_expr(Restrictor *c, Expr *e, RCtx ctx) {
     case E_RESULT_CTOR: restrict_expr(c, e->u.ctor.e, R_VALUE); return;
     case E_LIST: restrict_list(c, e->u.list.elems, e->u.list.n); return;
     case E_UNSUPPORTED: restrict_list(c, e->u.unsup.subs, e->u.unsup.nsubs); return;
+    case E_ERASE: restrict_expr(c, e->u.erase.e, R_VALUE); return;
     case E_IF:
         restrict_expr(c, e->u.if_.cond, R_VALUE);
         restrict_expr(c, e->u.if_.then, R_VALUE);

@@ -22,6 +22,7 @@ void types_init(TypeCtx *tc, Arena *a) {
     tc->t_errort = mk(tc, TY_ERRORT);
     tc->t_poison = mk(tc, TY_POISON);
     tc->t_ptr = mk(tc, TY_PTR);
+    tc->t_any = mk(tc, TY_ANY);
 }
 
 Type *ty_var(TypeCtx *tc) {
@@ -232,6 +233,7 @@ static void show_rec(ShowBuf *b, Type *t, int depth) {
     case TY_STRING: sb_puts(b, "string"); return;
     case TY_UNIT: sb_puts(b, "Unit"); return;
     case TY_PTR: sb_puts(b, "Ptr"); return;
+    case TY_ANY: sb_puts(b, "any"); return;
     case TY_MATHERROR: sb_puts(b, "MathError"); return;
     case TY_ERRORT: sb_puts(b, "Error"); return;
     case TY_POISON: sb_puts(b, "<error>"); return;

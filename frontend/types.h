@@ -32,7 +32,8 @@ typedef enum TyKind {
     TY_RECORD,  /* an anonymous record: fields[i] has type args[i], names sorted */
     TY_PTR,     /* an opaque C pointer (docs/spec/language.md §3.5) */
     TY_POISON,  /* the type of an erroneous expression; unifies with anything */
-    TY_GPU      /* GpuBuffer<T>: args[0] element, int, float or bool (docs/spec/language.md §9.9) */
+    TY_ANY, /* an erased value that remembers its shape (docs/spec/language.md §4.1) */
+    TY_GPU  /* GpuBuffer<T>: args[0] element, int, float or bool (docs/spec/language.md §9.9) */
 } TyKind;
 
 /*
@@ -75,7 +76,8 @@ typedef struct TypeCtx {
     Arena *arena;
     int next_var;
     int level;
-    Type *t_int, *t_float, *t_bool, *t_string, *t_unit, *t_matherror, *t_errort, *t_poison, *t_ptr;
+    Type *t_int, *t_float, *t_bool, *t_string, *t_unit, *t_matherror, *t_errort, *t_poison, *t_ptr,
+        *t_any;
 } TypeCtx;
 
 void types_init(TypeCtx *tc, Arena *a);

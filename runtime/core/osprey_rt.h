@@ -89,6 +89,64 @@ const char *osp_show_bool(bool v);    /* "true" / "false" */
  */
 const char *osp_show_result(const osp_result *r, const char *payload, bool bare);
 
+/* ---- erased values: `any` (§4.1, §8) [T3] ----------------------------------------- */
+
+/* What an erased value is (osp_shape.kind). */
+enum {
+    OSP_SHAPE_INT = 0,     /* int, fiber or channel handle: word is the int64_t */
+    OSP_SHAPE_FLOAT = 1,   /* word is the double's bits */
+    OSP_SHAPE_BOOL = 2,    /* word is 0 or 1 */
+    OSP_SHAPE_STRING = 3,  /* word is the `const char *` (also an error type's message) */
+    OSP_SHAPE_UNIT = 4,    /* word is 0 */
+    OSP_SHAPE_SUCCESS = 5, /* a Result's Success: word is the erased payload (`osp_any *`) */
+    OSP_SHAPE_ERROR = 6,   /* a Result's Error: word is the message, or 0 for none */
+    OSP_SHAPE_RECORD = 7,  /* word is `osp_any *const *`, one erased value per field */
+    OSP_SHAPE_VARIANT = 8, /* a union value: word as for a record (unused when nullary) */
+    OSP_SHAPE_LIST = 9,    /* word is the list; renders `<list>` */
+    OSP_SHAPE_MAP = 10,    /* word is the map; renders `<map>` */
+    OSP_SHAPE_GPU = 11,    /* a GPU buffer; renders `<gpu>` */
+    OSP_SHAPE_HANDLE = 12  /* anything else (functions, Ptr, HttpResponse); renders `<handle>` */
+};
+
+/*
+ * The shape descriptor of an erased value: constant data that generated code emits once per
+ * shape (records with the same field names share one).
+ */
+typedef struct osp_shape {
+    int64_t kind;              /* OSP_SHAPE_* */
+    int64_t nfields;           /* RECORD / VARIANT: number of fields (0 for a nullary variant) */
+    const char *name;          /* VARIANT: the variant's name; else NULL */
+    const char *const *fields; /* RECORD, named VARIANT: the field names in declaration order
+                                * (`0`, `1`, … for a positional record); positional VARIANT:
+                                * NULL */
+} osp_shape;
+
+/* An erased value (a value of type `any`): a heap box of its shape and one payload word. */
+typedef struct osp_any {
+    const osp_shape *shape;
+    osp_word word; /* see OSP_SHAPE_* */
+} osp_any;
+
+/* Box `word` with `shape` into a new erased value. `shape` must outlive it (static data). */
+osp_any *osp_any_new(const osp_shape *shape, osp_word word);
+
+/*
+ * The rendering of §8 for an erased value, as a new heap string: scalars, strings and Results
+ * as in the table, a record `{ f: r, g: r }`, a union value `Eof`, `Num(4)` or
+ * `Word { text: hi }`, `<list>`, `<map>`, `<gpu>`, else `<handle>`.
+ */
+const char *osp_any_show(const osp_any *v);
+
+/* The test rendering (§13.1) of an erased value: as osp_any_show, but an erased Success
+ * renders as its bare payload. */
+const char *osp_any_show_test(const osp_any *v);
+
+/* The number of fields of an erased record (§7.1), or -1 when `v` is not a record. */
+int64_t osp_any_row_size(const osp_any *v);
+
+/* Field `name` of an erased record, or NULL when `v` is not a record or has no such field. */
+const osp_any *osp_any_field(const osp_any *v, const char *name);
+
 /* Concatenate two strings into a new heap string. */
 const char *osp_str_cat(const char *a, const char *b);
 
