@@ -278,11 +278,23 @@ bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind);
  */
 typedef struct osp_map osp_map;
 
-osp_map *osp_map_empty(void);                                        /* Map() */
-osp_map *osp_map_set(const osp_map *m, const char *key, osp_word v); /* mapSet; {k: v} */
+osp_map *osp_map_empty(void); /* Map() */
+/* mapSet; {k: v}. A transient `m` (below) is updated in place and returned. */
+osp_map *osp_map_set(osp_map *m, const char *key, osp_word v);
 /* mapGet(m, k) and m[k]: Error `mapGet: key not found`. */
 osp_rres osp_map_get(const osp_map *m, const char *key);
-osp_map *osp_map_remove(const osp_map *m, const char *key); /* mapRemove */
+/* mapRemove. A transient `m` is updated in place and returned. */
+osp_map *osp_map_remove(osp_map *m, const char *key);
+/*
+ * A transient copy of `m` (O(1); `m` is not changed): a map with the same entries that
+ * osp_map_set and osp_map_remove update in place, reusing what earlier updates of it
+ * allocated. Only for a value nothing else can observe between its updates: codegen makes one
+ * for the accumulator of a fold whose step uses it linearly (codegen/codegen_own.c) and seals
+ * it when the fold ends. Reading it (get, length, keys, ...) is like reading any map.
+ */
+osp_map *osp_map_transient(const osp_map *m);
+/* `m` made persistent again (in place; O(1)): later updates copy as usual. Returns `m`. */
+osp_map *osp_map_seal(osp_map *m);
 osp_map *osp_map_merge(const osp_map *a, const osp_map *b); /* mapMerge, a + b: b wins */
 bool osp_map_contains(const osp_map *m, const char *key);   /* mapContains */
 int64_t osp_map_length(const osp_map *m);                   /* mapLength, length(m) */

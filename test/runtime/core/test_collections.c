@@ -305,6 +305,72 @@ static void test_map_many(void **state) {
     assert_int_equal(osp_list_length(osp_map_keys(m)), 0);
 }
 
+/* A transient map (osp_map_transient) is updated in place, and never changes the map it was
+ * made from, nor any map it shared nodes with before, nor itself once sealed. */
+static void test_map_transient(void **state) {
+    (void)state;
+    char key[32];
+    osp_map *base = osp_map_empty();
+    for (int i = 0; i < 300; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        base = osp_map_set(base, osp_str_dup_n(key, strlen(key)), W(i));
+    }
+    osp_map *t = osp_map_transient(base);
+    assert_ptr_not_equal(t, base);
+    /* replace every old key twice, add 2000 new ones, remove every third old one */
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 2300; i++) {
+            snprintf(key, sizeof key, "k%d", i);
+            osp_map *u = osp_map_set(t, osp_str_dup_n(key, strlen(key)), W(i * 10 + round));
+            assert_ptr_equal(u, t); /* in place */
+        }
+    for (int i = 0; i < 300; i += 3) {
+        snprintf(key, sizeof key, "k%d", i);
+        assert_ptr_equal(osp_map_remove(t, key), t);
+    }
+    assert_ptr_equal(osp_map_remove(t, "nobody"), t);
+    GC_gcollect();
+    assert_int_equal(osp_map_length(t), 2300 - 100);
+    assert_int_equal(osp_map_length(base), 300);
+    for (int i = 0; i < 2300; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        if (i < 300 && i % 3 == 0)
+            assert_false(osp_map_contains(t, key));
+        else
+            assert_ok_int(osp_map_get(t, key), i * 10 + 1);
+        if (i < 300)
+            assert_ok_int(osp_map_get(base, key), i); /* the map it came from: untouched */
+        else
+            assert_false(osp_map_contains(base, key));
+    }
+    /* equal hashes in a transient collision node: replace in place, remove, re-add last */
+    osp_map *c = osp_map_transient(osp_map_empty());
+    osp_map_set(c, "k261234", W(1));
+    osp_map_set(c, "x", W(2));
+    osp_map_set(c, "k32728", W(3));
+    osp_map_set(c, "k261234", W(7));
+    assert_keys(c, 3, (const char *const[]){"x", "k261234", "k32728"});
+    osp_map_set(osp_map_remove(c, "k261234"), "k261234", W(8));
+    assert_keys(c, 3, (const char *const[]){"x", "k32728", "k261234"});
+    assert_ok_int(osp_map_get(c, "k261234"), 8);
+    /* sealed: persistent again, and a later transient of it does not touch it */
+    osp_map *s = osp_map_seal(t);
+    assert_ptr_equal(s, t);
+    osp_map *s2 = osp_map_set(s, "k1", W(-1));
+    assert_ptr_not_equal(s2, s);
+    assert_ok_int(osp_map_get(s, "k1"), 11);
+    osp_map *t2 = osp_map_transient(s);
+    osp_map_set(t2, "k2", W(-2));
+    osp_map_remove(t2, "k4");
+    assert_ok_int(osp_map_get(s, "k2"), 21);
+    assert_ok_int(osp_map_get(s, "k4"), 41);
+    assert_ok_int(osp_map_get(s2, "k2"), 21);
+    assert_ok_int(osp_map_get(t2, "k2"), -2);
+    assert_false(osp_map_contains(t2, "k4"));
+    assert_int_equal(osp_map_length(s), 2200);
+    assert_int_equal(osp_map_length(t2), 2199);
+}
+
 /* ---- strings ----------------------------------------------------------------------------------- */
 
 static const char *join_list(const osp_list *l) {
@@ -509,6 +575,7 @@ int main(void) {
         cmocka_unit_test(test_map_basics),
         cmocka_unit_test(test_map_many),
         cmocka_unit_test(test_map_order),
+        cmocka_unit_test(test_map_transient),
         cmocka_unit_test(test_strings_total),
         cmocka_unit_test(test_strings_fallible),
         cmocka_unit_test(test_numeric),
