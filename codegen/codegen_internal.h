@@ -10,6 +10,7 @@
  * codegen_data.c     records, variants, lists, maps
  * codegen_match.c    patterns and match
  * codegen_effects.c  effects (§12, §14.6)
+ * codegen_own.c      where an old version of a value cannot be observed (updates in place)
  */
 #ifndef OSP_CODEGEN_INTERNAL_H
 #define OSP_CODEGEN_INTERNAL_H
@@ -237,6 +238,12 @@ LLVMValueRef gen_index(CG *g, Expr *e);
 
 /* codegen_match.c */
 LLVMValueRef gen_match(CG *g, Expr *e);
+
+/* codegen_own.c */
+/* Whether the fold step `cb` uses its accumulator (first parameter) linearly: only read before
+ * one update (mapSet, mapRemove) whose result is the step's value, so the fold may keep the
+ * accumulator as a transient map updated in place. False for a callee whose body is unknown. */
+bool fold_step_linear(const Callee *cb);
 
 /* codegen_effects.c */
 Type **concrete_inst(CG *g, EffectDecl *d, Type **inst);
