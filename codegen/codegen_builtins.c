@@ -99,6 +99,12 @@ static LLVMValueRef gen_loop(CG *g, Expr *e, bool is_fold) {
     return result;
 }
 
+void release_list(CG *g, LLVMValueRef xs) {
+    if (LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(g->b))) return; /* unreachable here */
+    LLVMTypeRef p[1] = {g->ptr};
+    call_rt(g, "osp_list_release", g->voidt, p, &xs, 1);
+}
+
 LLVMValueRef str_eq(CG *g, LLVMValueRef a, LLVMValueRef b) {
     LLVMTypeRef p[2] = {g->ptr, g->ptr};
     LLVMValueRef args[2] = {a, b};
@@ -332,6 +338,13 @@ LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         }
         LLVMValueRef r = builtin_values(g, b, vals, types);
         if (!r) internal_error(g, "built-in used outside a pipeline");
+        /* lists only this call could read (codegen_own.c) */
+        for (int i = 0; i < n && i < 8; i++) {
+            if (!list_taking_arg(b, i)) continue;
+            Binding *var = args[i]->kind == E_IDENT ? lookup(g, args[i]->u.ident.sym) : NULL;
+            if (owned_list_temp(args[i]) || (var && var->kind == BIND_VALUE && var->release_at_use))
+                release_list(g, vals[i]);
+        }
         return r ? r : unit_value(g);
     }
     }

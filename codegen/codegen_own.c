@@ -17,11 +17,18 @@
  * arguments of the update itself (arguments are evaluated before the call). Anything inside a
  * lambda, `spawn`, `handle` or nested function counts as a capture. Expressions this file
  * does not know are taken as uses it cannot prove anything about.
+ *
+ *   A list that a list built-in just made (listReverse, listPrepend, listConcat, listAppend:
+ *   each returns a view object nobody else holds) is released (osp_list_release) when it is
+ *   an argument the built-in only reads, and a `let` bound to one is released after its one
+ *   use, or at the end of its block, when every use of it is such an argument (or `xs[i]`).
+ *   The runtime then frees the backing array only if that view is still its only view.
  */
 #include "codegen_internal.h"
 
-/* The built-ins that read their first argument and return nothing that shares it. */
-static bool map_borrow(Builtin b) {
+/* The built-ins that read their first argument (a map) and return nothing that shares it. */
+static bool map_borrow(Builtin b, int argi) {
+    if (argi != 0) return false;
     switch (b) {
     case B_MAP_GET:
     case B_MAP_CONTAINS:
@@ -54,15 +61,21 @@ static bool is_sym(const Expr *e, const Sym *s) {
 /* A count that no proof accepts: an expression this file does not walk. */
 enum { UNKNOWN_USES = 1 << 20 };
 
-static int uses(const Expr *e, const Sym *s, bool captured);
+/* What is being followed: the variable, and which built-in arguments only read it. */
+typedef struct Own {
+    const Sym *sym;
+    bool (*reads)(Builtin b, int argi);
+} Own;
 
-static int uses_all(Expr *const *es, int n, const Sym *s, bool captured) {
+static int uses(const Expr *e, const Own *s, bool captured);
+
+static int uses_all(Expr *const *es, int n, const Own *s, bool captured) {
     int k = 0;
     for (int i = 0; i < n; i++) k += es[i] ? uses(es[i], s, captured) : 0;
     return k;
 }
 
-static int uses_stmt(const Stmt *st, const Sym *s, bool captured) {
+static int uses_stmt(const Stmt *st, const Own *s, bool captured) {
     switch (st->kind) {
     case S_LET: return uses(st->u.let.init, s, captured);
     case S_EXPR: return uses(st->u.expr, s, captured);
@@ -77,20 +90,24 @@ static int uses_stmt(const Stmt *st, const Sym *s, bool captured) {
  * closure a read may run at any later time). UNKNOWN_USES or more for an expression kind that
  * is not walked here.
  */
-static int uses(const Expr *e, const Sym *s, bool captured) {
+static int uses(const Expr *e, const Own *s, bool captured) {
     switch (e->kind) {
     case E_INT:
     case E_FLOAT:
     case E_BOOL:
     case E_STRING: return 0;
-    case E_IDENT: return e->u.ident.sym == s ? 1 : 0;
+    case E_IDENT: return e->u.ident.sym == s->sym ? 1 : 0;
     case E_INTERP: return uses_all(e->u.interp.parts, e->u.interp.nparts, s, captured);
     case E_CALL: {
-        int k = uses(e->u.call.callee, s, captured), from = 0;
-        if (!captured && map_borrow(called_builtin(e)) && e->u.call.nargs > 0 &&
-            is_sym(e->u.call.args[0], s))
-            from = 1; /* a read */
-        return k + uses_all(e->u.call.args + from, e->u.call.nargs - from, s, captured);
+        int k = uses(e->u.call.callee, s, captured);
+        Builtin b = called_builtin(e);
+        for (int i = 0; i < e->u.call.nargs; i++) {
+            const Expr *a = e->u.call.args[i];
+            if (!captured && b != B_NONE && s->reads(b, i) && is_sym(a, s->sym))
+                continue; /* a read */
+            k += uses(a, s, captured);
+        }
+        return k;
     }
     case E_BINARY: return uses(e->u.bin.l, s, captured) + uses(e->u.bin.r, s, captured);
     case E_UNARY: return uses(e->u.un.e, s, captured);
@@ -129,7 +146,7 @@ static int uses(const Expr *e, const Sym *s, bool captured) {
     }
     case E_INDEX:
         /* m[k] reads m */
-        return (!captured && is_sym(e->u.index.e, s) ? 0 : uses(e->u.index.e, s, captured)) +
+        return (!captured && is_sym(e->u.index.e, s->sym) ? 0 : uses(e->u.index.e, s, captured)) +
                uses(e->u.index.idx, s, captured);
     case E_MAPLIT:
         return uses_all(e->u.maplit.keys, e->u.maplit.n, s, captured) +
@@ -143,17 +160,17 @@ static int uses(const Expr *e, const Sym *s, bool captured) {
 
 /* Whether the value of `r` is `p` updated in place at most once, with every other use of `p`
  * a read made before that update (see the top of the file). */
-static bool linear_result(const Expr *r, const Sym *p) {
+static bool linear_result(const Expr *r, const Own *p) {
     if (uses(r, p, false) == 0) return true; /* reads only: the step's value is another map */
     switch (r->kind) {
-    case E_IDENT: return r->u.ident.sym == p;
+    case E_IDENT: return r->u.ident.sym == p->sym;
     case E_CALL: {
         if (!map_update(called_builtin(r)) || r->u.call.nargs < 1) return false;
         const Expr *target = r->u.call.args[0];
         Expr *const *rest = r->u.call.args + 1;
         int nrest = r->u.call.nargs - 1;
         if (uses(r->u.call.callee, p, true) != 0) return false;
-        if (is_sym(target, p)) return uses_all(rest, nrest, p, false) == 0;
+        if (is_sym(target, p->sym)) return uses_all(rest, nrest, p, false) == 0;
         /* an update of an update: its other arguments run after the inner one, so they may
          * not read `p` at all */
         return linear_result(target, p) && uses_all(rest, nrest, p, true) == 0;
@@ -195,5 +212,77 @@ bool fold_step_linear(const Callee *cb) {
     }
     if (nparams < 1 || body == NULL) return false;
     if (params[0].sym == NULL) return true; /* `_`: the step never sees the accumulator */
-    return linear_result(body, params[0].sym);
+    Own acc = {params[0].sym, map_borrow};
+    return linear_result(body, &acc);
+}
+
+/* ---- lists -------------------------------------------------------------------------------- */
+
+bool owned_list_temp(const Expr *e) {
+    switch (called_builtin(e)) {
+    case B_LIST_REVERSE:
+    case B_LIST_PREPEND:
+    case B_LIST_CONCAT:
+    case B_LIST_APPEND: return true;
+    default: return false;
+    }
+}
+
+bool list_taking_arg(Builtin b, int argi) {
+    switch (b) {
+    case B_LIST_CONCAT: return argi == 0 || argi == 1;
+    case B_LIST_LENGTH:
+    case B_LIST_GET:
+    case B_LIST_CONTAINS:
+    case B_LENGTH:
+    case B_IS_EMPTY:
+    case B_LIST_APPEND:
+    case B_LIST_PREPEND:
+    case B_LIST_REVERSE: return argi == 0;
+    default: return false;
+    }
+}
+
+/* Whether a call in tail position of `e` may be a call of Osprey code (a tail call that a
+ * release after `e` would turn into an ordinary call, deepening a tail-recursive loop). */
+static bool tail_may_call(const Expr *e) {
+    switch (e->kind) {
+    case E_CALL: return called_builtin(e) == B_NONE;
+    case E_IF: return tail_may_call(e->u.if_.then) || (e->u.if_.els && tail_may_call(e->u.if_.els));
+    case E_MATCH:
+        for (int i = 0; i < e->u.match.narms; i++)
+            if (tail_may_call(e->u.match.arms[i].body)) return true;
+        return false;
+    case E_BLOCK: {
+        int n = e->u.block.nstmts;
+        return n > 0 && e->u.block.stmts[n - 1]->kind == S_EXPR &&
+               tail_may_call(e->u.block.stmts[n - 1]->u.expr);
+    }
+    case E_ELVIS: return tail_may_call(e->u.elvis.l) || tail_may_call(e->u.elvis.r);
+    case E_METHOD:
+    case E_PERFORM:
+    case E_HANDLE:
+    case E_RESUME: return true;
+    default: return false;
+    }
+}
+
+OwnPlan own_let_plan(const Expr *block, int i) {
+    Stmt *const *st = block->u.block.stmts;
+    int n = block->u.block.nstmts;
+    if (st[i]->kind != S_LET) return OWN_NONE;
+    const Sym *x = st[i]->u.let.sym;
+    if (x == NULL || x->file_scope || x->is_mut || x->static_kind != STATIC_NONE ||
+        !owned_list_temp(st[i]->u.let.init))
+        return OWN_NONE;
+    Own own = {x, list_taking_arg};
+    int all = 0, other = 0;
+    for (int k = i + 1; k < n; k++) {
+        all += uses_stmt(st[k], &own, true);
+        other += uses_stmt(st[k], &own, false);
+    }
+    if (all == 0 || other != 0) return OWN_NONE;
+    if (all == 1) return OWN_AT_USE;
+    if (st[n - 1]->kind != S_EXPR || tail_may_call(st[n - 1]->u.expr)) return OWN_NONE;
+    return OWN_AT_END;
 }

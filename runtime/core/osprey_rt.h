@@ -233,7 +233,7 @@ enum {
     OSP_LIST_START_OFFSET = 8,    /* view: int64 index of its first word in the backing */
     OSP_LIST_LENGTH_OFFSET = 16,  /* view: int64 number of elements */
     OSP_LIST_VIEW_BYTES = 24,     /* size of a view */
-    OSP_BACKING_WORDS_OFFSET = 24 /* backing: the words */
+    OSP_BACKING_WORDS_OFFSET = 32 /* backing: the words */
 };
 
 /* A list of the `n` words at `elems` (copied; `elems` may be NULL when n == 0). */
@@ -266,6 +266,13 @@ osp_list *osp_list_reverse(const osp_list *xs);                    /* listRevers
  */
 enum { OSP_EQ_WORD = 0, OSP_EQ_STRING = 1, OSP_EQ_FLOAT = 2 };
 bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind);
+/*
+ * `xs` will never be read again by anyone (codegen calls this only where it has proved so:
+ * codegen/codegen_own.c). If no other view of its backing array was ever made, the array is
+ * given back to the collector now (large arrays only) and `xs` becomes empty. Otherwise, and
+ * for shared empty lists, nothing happens.
+ */
+void osp_list_release(osp_list *xs);
 
 /* ---- maps (§9.5) ---------------------------------------------------------------------------- */
 

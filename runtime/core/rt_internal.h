@@ -68,6 +68,10 @@ void osp_heap_thread_end(void);
  * fatal). */
 void *osp_gc_alloc_atomic(size_t size);
 
+/* Give `p` (a block of the Osprey heap that nothing will ever read again) back to the
+ * collector now (GC_FREE), so the next allocation of its size can reuse it. */
+void osp_gc_free(void *p);
+
 /* ---- runtime failures --------------------------------------------------------------- */
 
 /*

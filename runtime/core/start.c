@@ -122,6 +122,10 @@ void *osp_gc_alloc_atomic(size_t size) {
     return p;
 }
 
+void osp_gc_free(void *p) {
+    GC_FREE(p);
+}
+
 char *osp_str_dup_n(const char *s, size_t n) {
     osp_rt_heap_init();
     if (n == SIZE_MAX) osp_fatal_oom();

@@ -186,6 +186,102 @@ static void test_list_contains_every_position(void **state) {
     }
 }
 
+static void *backing_of(const osp_list *l) {
+    void *b;
+    memcpy(&b, (const char *)l + OSP_LIST_BACKING_OFFSET, sizeof b);
+    return b;
+}
+
+/* The 0, 1, ..., n-1 list as a pointer-free (scalar) or a scanned list. */
+static osp_list *iota(int64_t n, bool scalar) {
+    osp_list *l = scalar ? osp_list_new_scalar(0, NULL) : osp_list_new(0, NULL);
+    for (int64_t i = 0; i < n; i++) l = osp_list_append(l, W(i));
+    return l;
+}
+
+/* osp_list_release frees a large backing only through the one view it was made for: never
+ * one that another view shares, never a small or a shared empty one. */
+static void test_list_release(void **state) {
+    (void)state;
+    for (int scalar = 0; scalar < 2; scalar++) {
+        osp_list *base = iota(3000, scalar);
+        /* the only view of a new backing: freed, and the view reads as empty */
+        osp_list *r = osp_list_reverse(base);
+        void *rb = backing_of(r);
+        assert_non_null(GC_base(rb));
+        osp_list_release(r);
+        assert_int_equal(osp_list_length(r), 0);
+        assert_null(backing_of(r));
+        osp_list_release(r); /* twice: nothing */
+        /* the next backing of that size can reuse the memory */
+        osp_list *r2 = osp_list_reverse(base);
+        assert_int_equal(osp_list_at(r2, 0), W(2999));
+        /* a backing that another view shares stays: an in-place append, a drop, a concat
+         * with an empty list (a new view, never the argument) */
+        osp_list *grown1 = osp_list_append(r2, W(-1));    /* a copy with room to grow */
+        osp_list *grown = osp_list_append(grown1, W(-2)); /* in place */
+        assert_ptr_equal(backing_of(grown), backing_of(grown1));
+        osp_list_release(grown1);
+        assert_int_equal(osp_list_length(grown1), 3001);
+        assert_int_equal(osp_list_at(grown, 3001), W(-2));
+        osp_list *tail = osp_list_drop(grown, 1);
+        osp_list_release(grown);
+        assert_int_equal(osp_list_length(grown), 3002);
+        assert_int_equal(osp_list_at(tail, 3000), W(-2));
+        osp_list_release(tail); /* a view made by drop shares its backing: nothing */
+        assert_int_equal(osp_list_at(grown, 0), W(2999));
+        osp_list *c = osp_list_reverse(base);
+        osp_list *same = osp_list_concat(c, osp_list_new(0, NULL));
+        assert_ptr_not_equal(same, c);
+        osp_list_release(c);
+        assert_int_equal(osp_list_length(same), 3000);
+        assert_int_equal(osp_list_at(same, 0), W(2999));
+        osp_list *c2 = osp_list_reverse(base);
+        osp_list *same2 = osp_list_concat(osp_list_new(0, NULL), c2);
+        assert_ptr_not_equal(same2, c2);
+        osp_list_release(c2);
+        assert_int_equal(osp_list_at(same2, 2999), W(0));
+        /* small backings and shared empty lists: nothing */
+        osp_list *small = osp_list_reverse(iota(5, scalar));
+        osp_list_release(small);
+        assert_int_equal(osp_list_length(small), 5);
+        osp_list_release(osp_list_new(0, NULL));
+        osp_list_release(osp_list_new_scalar(0, NULL));
+        osp_list_release(osp_list_drop(base, 3000));
+        GC_gcollect();
+        for (int64_t i = 0; i < 3000; i += 97) assert_int_equal(osp_list_at(base, i), W(i));
+    }
+}
+
+/* Copies into a new backing are placed co-aligned with their source (slot 0 to 3): the
+ * elements are right from every starting offset, and appends after them still work. */
+static void test_list_copies_coaligned(void **state) {
+    (void)state;
+    osp_list *base = iota(500, true);
+    for (int64_t k = 0; k < 9; k++) {
+        osp_list *v = osp_list_drop(base, k);
+        osp_list *p = osp_list_prepend(v, W(-1));
+        osp_list *c = osp_list_concat(v, osp_list_drop(base, 490));
+        osp_list *a = osp_list_append(osp_list_append(osp_list_drop(base, k), W(-2)), W(-3));
+        assert_int_equal(osp_list_length(p), 501 - k);
+        assert_int_equal(osp_list_at(p, 0), W(-1));
+        assert_int_equal(osp_list_length(c), 510 - k);
+        assert_int_equal(osp_list_length(a), 502 - k);
+        for (int64_t i = 0; i < 500 - k; i++) {
+            assert_int_equal(osp_list_at(p, 1 + i), W(k + i));
+            assert_int_equal(osp_list_at(c, i), W(k + i));
+            assert_int_equal(osp_list_at(a, i), W(k + i));
+        }
+        for (int64_t i = 0; i < 10; i++) assert_int_equal(osp_list_at(c, 500 - k + i), W(490 + i));
+        assert_int_equal(osp_list_at(a, 500 - k), W(-2));
+        assert_int_equal(osp_list_at(a, 501 - k), W(-3));
+        /* an append to the prepended list lands right after it */
+        osp_list *pa = osp_list_append(p, W(99));
+        assert_int_equal(osp_list_at(pa, 501 - k), W(99));
+        assert_int_equal(osp_list_length(p), 501 - k);
+    }
+}
+
 /* ---- maps ------------------------------------------------------------------------------------ */
 
 static void test_map_basics(void **state) {
@@ -572,6 +668,8 @@ int main(void) {
         cmocka_unit_test(test_list_contains_kinds),
         cmocka_unit_test(test_list_scalar_backings),
         cmocka_unit_test(test_list_contains_every_position),
+        cmocka_unit_test(test_list_release),
+        cmocka_unit_test(test_list_copies_coaligned),
         cmocka_unit_test(test_map_basics),
         cmocka_unit_test(test_map_many),
         cmocka_unit_test(test_map_order),
