@@ -67,10 +67,12 @@ static osp_backing *backing_new(int64_t cap, bool scalar) {
     if ((uint64_t)cap > (SIZE_MAX - sizeof(osp_backing)) / sizeof(osp_word)) osp_fatal_oom();
     size_t bytes = sizeof(osp_backing) + (size_t)cap * sizeof(osp_word);
     /* Pointer-free memory is not cleared: slots at or past `used` are never read. */
-    osp_backing *b =
-        scalar && bytes >= OSP_PTRFREE_MIN_BYTES ? osp_gc_alloc_atomic(bytes) : osp_gc_alloc(bytes);
+    osp_backing *b = bytes >= OSP_RELEASE_MIN_BYTES
+                         ? osp_gc_reuse(bytes, scalar && bytes >= OSP_PTRFREE_MIN_BYTES)
+                         : osp_gc_alloc(bytes);
     b->cap = cap;
     b->scalar = scalar;
+    b->sole = NULL; /* pointer-free memory is not cleared */
     atomic_store_explicit(&b->used, 0, memory_order_relaxed);
     return b;
 }

@@ -213,9 +213,11 @@ static void test_list_release(void **state) {
         assert_int_equal(osp_list_length(r), 0);
         assert_null(backing_of(r));
         osp_list_release(r); /* twice: nothing */
-        /* the next backing of that size can reuse the memory */
+        /* the next backing of that size reuses the memory (the thread's spare) */
         osp_list *r2 = osp_list_reverse(base);
+        assert_ptr_equal(backing_of(r2), rb);
         assert_int_equal(osp_list_at(r2, 0), W(2999));
+        assert_int_equal(osp_list_at(r2, 2999), W(0));
         /* a backing that another view shares stays: an in-place append, a drop, a concat
          * with an empty list (a new view, never the argument) */
         osp_list *grown1 = osp_list_append(r2, W(-1));    /* a copy with room to grow */
