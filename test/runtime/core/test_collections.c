@@ -469,6 +469,49 @@ static void test_map_transient(void **state) {
     assert_int_equal(osp_map_length(t2), 2199);
 }
 
+/* A transient map and a persistent one given the same updates (a fixed pseudo-random mix of
+ * sets and removes over keys that share trie paths) hold the same entries in the same order
+ * throughout, and the map the transient was made from does not change. */
+static void test_map_transient_matches_persistent(void **state) {
+    (void)state;
+    char key[32];
+    osp_map *start = osp_map_empty();
+    for (int i = 0; i < 500; i++) {
+        snprintf(key, sizeof key, "s%d", i);
+        start = osp_map_set(start, osp_str_dup_n(key, strlen(key)), W(i));
+    }
+    osp_map *t = osp_map_transient(start), *p = start;
+    uint32_t x = 12345;
+    for (int step = 1; step <= 20000; step++) {
+        x = x * 1103515245u + 12345u;
+        unsigned k = (x >> 8) % 1500;
+        snprintf(key, sizeof key, k < 500 ? "s%u" : "k%u", k);
+        const char *kk = osp_str_dup_n(key, strlen(key));
+        if ((x >> 24) % 4 == 0) {
+            assert_ptr_equal(osp_map_remove(t, kk), t);
+            p = osp_map_remove(p, kk);
+        } else {
+            assert_ptr_equal(osp_map_set(t, kk, W(step)), t);
+            p = osp_map_set(p, kk, W(step));
+        }
+        if (step % 2500 == 0) {
+            GC_gcollect();
+            assert_int_equal(osp_map_length(t), osp_map_length(p));
+            osp_list *kt = osp_map_keys(t), *kp = osp_map_keys(p);
+            osp_list *vt = osp_map_values(t), *vp = osp_map_values(p);
+            for (int64_t i = 0; i < osp_list_length(kp); i++) {
+                assert_string_equal(STR(osp_list_at(kt, i)), STR(osp_list_at(kp, i)));
+                assert_int_equal(osp_list_at(vt, i), osp_list_at(vp, i));
+            }
+        }
+    }
+    assert_int_equal(osp_map_length(start), 500);
+    for (int i = 0; i < 500; i++) {
+        snprintf(key, sizeof key, "s%d", i);
+        assert_ok_int(osp_map_get(start, key), i);
+    }
+}
+
 /* ---- strings ----------------------------------------------------------------------------------- */
 
 static const char *join_list(const osp_list *l) {
@@ -676,6 +719,7 @@ int main(void) {
         cmocka_unit_test(test_map_many),
         cmocka_unit_test(test_map_order),
         cmocka_unit_test(test_map_transient),
+        cmocka_unit_test(test_map_transient_matches_persistent),
         cmocka_unit_test(test_strings_total),
         cmocka_unit_test(test_strings_fallible),
         cmocka_unit_test(test_numeric),
