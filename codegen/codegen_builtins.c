@@ -45,6 +45,13 @@ static LLVMValueRef gen_loop(CG *g, Expr *e, bool is_fold) {
         LLVMBuildStore(g->b, init, acc_slot);
     }
     Callee cb = callee_of(g, is_fold ? args[2] : args[1]);
+    /* A map accumulator that the step uses linearly is updated in place (codegen_own.c):
+     * a transient of the initial map for the loop, sealed when it ends. */
+    bool transient = is_fold && ty_rep(acct)->kind == TY_MAP && fold_step_linear(&cb);
+    if (transient) {
+        LLVMValueRef a[1] = {LLVMBuildLoad2(g->b, g->ptr, acc_slot, "acc")};
+        LLVMBuildStore(g->b, call_sig(g, "osp_map_transient", "p:p", a, NULL), acc_slot);
+    }
     LLVMValueRef i_slot = entry_alloca(g, g->i64, "i");
     LLVMBuildStore(g->b, d->start, i_slot);
     LLVMBasicBlockRef cond = new_block(g, "loop.cond"), body = new_block(g, "loop.body"),
@@ -86,7 +93,16 @@ static LLVMValueRef gen_loop(CG *g, Expr *e, bool is_fold) {
     LLVMBuildStore(g->b, LLVMBuildNSWAdd(g->b, i2, ci64(g, 1), "i.next"), i_slot);
     LLVMBuildBr(g->b, cond);
     LLVMPositionBuilderAtEnd(g->b, done);
-    return is_fold ? LLVMBuildLoad2(g->b, llty(g, acct), acc_slot, "acc") : unit_value(g);
+    if (!is_fold) return unit_value(g);
+    LLVMValueRef result = LLVMBuildLoad2(g->b, llty(g, acct), acc_slot, "acc");
+    if (transient) result = call_sig(g, "osp_map_seal", "p:p", (LLVMValueRef[]){result}, NULL);
+    return result;
+}
+
+void release_list(CG *g, LLVMValueRef xs) {
+    if (LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(g->b))) return; /* unreachable here */
+    LLVMTypeRef p[1] = {g->ptr};
+    call_rt(g, "osp_list_release", g->voidt, p, &xs, 1);
 }
 
 LLVMValueRef str_eq(CG *g, LLVMValueRef a, LLVMValueRef b) {
@@ -328,6 +344,13 @@ LLVMValueRef gen_builtin_call(CG *g, Expr *e, Builtin b) {
         }
         LLVMValueRef r = builtin_values(g, b, vals, types);
         if (!r) internal_error(g, "built-in used outside a pipeline");
+        /* lists only this call could read (codegen_own.c) */
+        for (int i = 0; i < n && i < 8; i++) {
+            if (!list_taking_arg(b, i)) continue;
+            Binding *var = args[i]->kind == E_IDENT ? lookup(g, args[i]->u.ident.sym) : NULL;
+            if (owned_list_temp(args[i]) || (var && var->kind == BIND_VALUE && var->release_at_use))
+                release_list(g, vals[i]);
+        }
         return r ? r : unit_value(g);
     }
     }

@@ -399,7 +399,20 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
     case E_BLOCK: {
         Binding *save = g->fs->env;
         LLVMValueRef value = unit_value(g);
-        for (int i = 0; i < e->u.block.nstmts; i++) gen_stmt(g, e->u.block.stmts[i], &value);
+        LLVMValueRef at_end[16]; /* lists released when the block's value is computed */
+        int nend = 0;
+        for (int i = 0; i < e->u.block.nstmts; i++) {
+            Stmt *st = e->u.block.stmts[i];
+            gen_stmt(g, st, &value);
+            OwnPlan plan = own_let_plan(e, i);
+            Binding *b = plan != OWN_NONE ? lookup(g, st->u.let.sym) : NULL;
+            if (b == NULL || b->kind != BIND_VALUE) continue;
+            if (plan == OWN_AT_USE)
+                b->release_at_use = true;
+            else if (nend < 16)
+                at_end[nend++] = b->v;
+        }
+        for (int i = 0; i < nend; i++) release_list(g, at_end[i]);
         g->fs->env = save;
         return value;
     }

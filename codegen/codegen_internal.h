@@ -11,6 +11,7 @@
  * codegen_match.c    patterns and match
  * codegen_effects.c  effects (§12, §14.6)
  * codegen_gpu.c      GPU built-ins on the host (§9.9): chunk functions, parallel-safe kernels
+ * codegen_own.c      where an old version of a value cannot be observed (updates in place)
  */
 #ifndef OSP_CODEGEN_INTERNAL_H
 #define OSP_CODEGEN_INTERNAL_H
@@ -88,6 +89,7 @@ typedef struct Binding {
     Sym *sym;
     BindKind kind;
     LLVMValueRef v;
+    bool release_at_use; /* BIND_VALUE: a list released after its one use (codegen_own.c) */
     Callee callee;
     IterDesc *iter;
     struct Binding *next;
@@ -236,6 +238,8 @@ LLVMValueRef extern_fn_pointer(CG *g, Expr *e, Type *ft);
 
 /* codegen_builtins.c */
 IterDesc *gen_iter(CG *g, Expr *e);
+/* osp_list_release(xs): a list view nothing reads again (codegen_own.c proved it). */
+void release_list(CG *g, LLVMValueRef xs);
 LLVMValueRef str_eq(CG *g, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef call_sig(CG *g, const char *fn, const char *sig, LLVMValueRef *vals, Type **types);
 LLVMValueRef gen_size(CG *g, LLVMValueRef v, Type *t);
@@ -262,6 +266,22 @@ LLVMValueRef gen_index(CG *g, Expr *e);
 
 /* codegen_match.c */
 LLVMValueRef gen_match(CG *g, Expr *e);
+
+/* codegen_own.c */
+/* Whether the fold step `cb` uses its accumulator (first parameter) linearly: only read before
+ * one update (mapSet, mapRemove) whose result is the step's value, so the fold may keep the
+ * accumulator as a transient map updated in place. False for a callee whose body is unknown. */
+bool fold_step_linear(const Callee *cb);
+/* Whether `e` is a call of a list built-in that returns a view nobody else holds (listReverse,
+ * listPrepend, listConcat, listAppend). */
+bool owned_list_temp(const Expr *e);
+/* Whether argument `argi` of built-in `b` is a list the built-in only reads (it keeps nothing
+ * of its view), so a view nobody else holds may be released after the call. */
+bool list_taking_arg(Builtin b, int argi);
+/* For the `let` at statement `i` of the block `block`: release its list after its one use
+ * (OWN_AT_USE), at the end of the block (OWN_AT_END), or never (OWN_NONE). */
+typedef enum OwnPlan { OWN_NONE, OWN_AT_USE, OWN_AT_END } OwnPlan;
+OwnPlan own_let_plan(const Expr *block, int i);
 
 /* codegen_effects.c */
 Type **concrete_inst(CG *g, EffectDecl *d, Type **inst);

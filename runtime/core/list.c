@@ -3,6 +3,13 @@
  * backing array of boxed words. Views never change; a backing array only grows at its
  * high-water mark `used`, which is claimed with a compare-and-swap, so the one list that
  * ends exactly at the mark may append in place while every other list copies.
+ *
+ * Release. A backing also remembers the one view it was made for (`sole`) until another view
+ * of it appears. Every function here that returns a list returns a view object nobody else
+ * holds (or a shared empty view), so when generated code knows that nothing will read a view
+ * again (codegen/codegen_own.c) it calls osp_list_release, which gives a large backing whose
+ * only view that was back to the collector at once: the next list of that size reuses memory
+ * that is still in the cache, and the collector runs less often.
  */
 #include "rt_internal.h"
 
@@ -14,6 +21,9 @@ typedef struct osp_backing {
     _Atomic int64_t used; /* slots [0, used) are written and owned by some view */
     int64_t cap;
     int64_t scalar; /* 1: the words are never pointers (ints, floats, bools) */
+    /* The one view of these words, when no other view of them was ever made (else NULL).
+     * Accessed atomically (relaxed): views of one backing may be made on several threads. */
+    struct osp_list *sole;
     osp_word w[];
 } osp_backing;
 
@@ -35,7 +45,7 @@ _Static_assert(offsetof(osp_backing, w) == OSP_BACKING_WORDS_OFFSET,
  * capacity 0 is never claimed. The scalar one carries the "no pointers" mark of
  * osp_list_new_scalar to the first backing an append or prepend makes.
  */
-static osp_backing scalar_empty_backing = {0, 0, 1};
+static osp_backing scalar_empty_backing = {0, 0, 1, NULL};
 static osp_list empty_view = {NULL, 0, 0};
 static osp_list scalar_empty_view = {&scalar_empty_backing, 0, 0};
 
@@ -43,6 +53,10 @@ static osp_list scalar_empty_view = {&scalar_empty_backing, 0, 0};
  * cleared nor scanned by the collector); smaller ones come from the per-thread free lists
  * of osp_gc_alloc, which serve objects up to this size faster. */
 enum { OSP_PTRFREE_MIN_BYTES = 512 };
+
+/* Backings smaller than this are left to the collector when released: they come from the
+ * per-thread free lists, which serve them faster than an explicit free would. */
+enum { OSP_RELEASE_MIN_BYTES = 512 };
 
 static bool is_scalar(const osp_list *xs) {
     return xs->b != NULL && xs->b->scalar;
@@ -53,14 +67,17 @@ static osp_backing *backing_new(int64_t cap, bool scalar) {
     if ((uint64_t)cap > (SIZE_MAX - sizeof(osp_backing)) / sizeof(osp_word)) osp_fatal_oom();
     size_t bytes = sizeof(osp_backing) + (size_t)cap * sizeof(osp_word);
     /* Pointer-free memory is not cleared: slots at or past `used` are never read. */
-    osp_backing *b =
-        scalar && bytes >= OSP_PTRFREE_MIN_BYTES ? osp_gc_alloc_atomic(bytes) : osp_gc_alloc(bytes);
+    osp_backing *b = bytes >= OSP_RELEASE_MIN_BYTES
+                         ? osp_gc_reuse(bytes, scalar && bytes >= OSP_PTRFREE_MIN_BYTES)
+                         : osp_gc_alloc(bytes);
     b->cap = cap;
     b->scalar = scalar;
+    b->sole = NULL; /* pointer-free memory is not cleared */
     atomic_store_explicit(&b->used, 0, memory_order_relaxed);
     return b;
 }
 
+/* A new view of `b`'s words [off, off + len) (a shared empty view when len == 0). */
 static osp_list *view(osp_backing *b, int64_t off, int64_t len) {
     if (len == 0) return b != NULL && b->scalar ? &scalar_empty_view : &empty_view;
     osp_list *l = osp_gc_alloc(sizeof *l);
@@ -70,20 +87,53 @@ static osp_list *view(osp_backing *b, int64_t off, int64_t len) {
     return l;
 }
 
+/* Another view of an existing backing: it has more than one view from now on. */
+static osp_list *shared_view(osp_backing *b, int64_t off, int64_t len) {
+    if (b != NULL && __atomic_load_n(&b->sole, __ATOMIC_RELAXED) != NULL)
+        __atomic_store_n(&b->sole, NULL, __ATOMIC_RELAXED);
+    return view(b, off, len);
+}
+
+/* The first view of a new backing `b` (its words [off, off + len) written, len > 0). */
+static osp_list *first_view(osp_backing *b, int64_t off, int64_t len) {
+    atomic_store_explicit(&b->used, off + len, memory_order_relaxed);
+    osp_list *l = view(b, off, len);
+    __atomic_store_n(&b->sole, l, __ATOMIC_RELAXED);
+    return l;
+}
+
 static const osp_word *elems(const osp_list *xs) {
     return xs->b ? xs->b->w + xs->off : NULL;
 }
 
-/* A fresh backing holding `n` words from `a` then `m` from `c`, with room to grow. */
+/* Copies of at least this many words are placed 32-byte co-aligned with their source. */
+enum { OSP_COALIGN_MIN_WORDS = 64 };
+
+/*
+ * A fresh backing holding `n` words from `a` then `m` from `c`, with room to grow.
+ *
+ * The longer copy is placed so that its destination and its source are equal modulo 32
+ * bytes: the view then starts at slot 0 to 3 of the backing (the slots before it are never
+ * used). Large backings start at a page boundary, so without this a prepend copies its
+ * source to an address 8 bytes further modulo 4096, and each load of the copy is taken for
+ * a possible read of the store just before it (4K aliasing): such a copy of 16 KB took
+ * about 15 times as long as a co-aligned one on x86-64.
+ */
 static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t m, int64_t extra,
                        bool scalar) {
     int64_t len = n + m;
     if (len == 0) return scalar ? &scalar_empty_view : &empty_view;
-    osp_backing *b = backing_new(len + extra, scalar);
-    if (n) memcpy(b->w, a, (size_t)n * sizeof(osp_word));
-    if (m) memcpy(b->w + n, c, (size_t)m * sizeof(osp_word));
-    atomic_store_explicit(&b->used, len, memory_order_relaxed);
-    return view(b, 0, len);
+    bool big = (n > m ? n : m) >= OSP_COALIGN_MIN_WORDS;
+    osp_backing *b = backing_new(len + extra + (big ? 3 : 0), scalar);
+    int64_t off = 0;
+    if (big) {
+        /* the slot where the longer copy's source would land co-aligned */
+        uintptr_t src = (uintptr_t)(n >= m ? a : c), dst = (uintptr_t)(b->w + (n >= m ? 0 : n));
+        off = (int64_t)(((src - dst) & 31u) / sizeof(osp_word));
+    }
+    if (n) memcpy(b->w + off, a, (size_t)n * sizeof(osp_word));
+    if (m) memcpy(b->w + off + n, c, (size_t)m * sizeof(osp_word));
+    return first_view(b, off, len);
 }
 
 osp_list *osp_list_new(int64_t n, const osp_word *e) {
@@ -117,7 +167,7 @@ const osp_word *osp_list_words(const osp_list *xs) {
 osp_list *osp_list_drop(const osp_list *xs, int64_t k) {
     if (k <= 0) return (osp_list *)xs;
     if (k >= xs->len) return view(xs->b, 0, 0);
-    return view(xs->b, xs->off + k, xs->len - k);
+    return shared_view(xs->b, xs->off + k, xs->len - k);
 }
 
 /* Claim the slot just past `xs` in its backing, if `xs` ends at the high-water mark. */
@@ -134,7 +184,7 @@ static bool claim_next(const osp_list *xs) {
 osp_list *osp_list_append(const osp_list *xs, osp_word x) {
     if (claim_next(xs)) {
         xs->b->w[xs->off + xs->len] = x;
-        return view(xs->b, xs->off, xs->len + 1);
+        return shared_view(xs->b, xs->off, xs->len + 1);
     }
     /* Copy with room to grow: repeated appends to the newest list stay amortised O(1). */
     return fresh(elems(xs), xs->len, &x, 1, xs->len + 4, is_scalar(xs));
@@ -145,8 +195,9 @@ osp_list *osp_list_prepend(const osp_list *xs, osp_word x) {
 }
 
 osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
-    if (ys->len == 0) return (osp_list *)xs;
-    if (xs->len == 0) return (osp_list *)ys;
+    /* A new view even when one side is empty: the result is never an argument (see Release) */
+    if (ys->len == 0) return xs->len == 0 ? (osp_list *)xs : shared_view(xs->b, xs->off, xs->len);
+    if (xs->len == 0) return shared_view(ys->b, ys->off, ys->len);
     osp_backing *b = xs->b;
     int64_t end = xs->off + xs->len;
     if (end + ys->len <= b->cap) {
@@ -154,7 +205,7 @@ osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
         if (atomic_compare_exchange_strong_explicit(&b->used, &expect, end + ys->len,
                                                     memory_order_acq_rel, memory_order_relaxed)) {
             memcpy(b->w + end, elems(ys), (size_t)ys->len * sizeof(osp_word));
-            return view(b, xs->off, xs->len + ys->len);
+            return shared_view(b, xs->off, xs->len + ys->len);
         }
     }
     /* Little headroom: an append to the result that finds no room copies with room to grow
@@ -171,8 +222,19 @@ osp_list *osp_list_reverse(const osp_list *xs) {
     const osp_word *e = elems(xs);
     osp_word *w = b->w;
     for (int64_t i = 0; i < n; i++) w[i] = e[n - 1 - i];
-    atomic_store_explicit(&b->used, n, memory_order_relaxed);
-    return view(b, 0, n);
+    return first_view(b, 0, n);
+}
+
+void osp_list_release(osp_list *xs) {
+    osp_backing *b = xs ? xs->b : NULL;
+    if (b == NULL || __atomic_load_n(&b->sole, __ATOMIC_RELAXED) != xs) return;
+    if ((size_t)b->cap * sizeof(osp_word) + sizeof *b < OSP_RELEASE_MIN_BYTES) return;
+    /* Empty the view first: a second release of it, or a read that should never happen, then
+     * finds an empty list instead of freed memory. */
+    xs->b = NULL;
+    xs->off = 0;
+    xs->len = 0;
+    osp_gc_free(b);
 }
 
 bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind) {

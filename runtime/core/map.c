@@ -19,16 +19,29 @@
  * share everything else. Lookups and updates are O(log32 n) node visits plus one key compare
  * per visited entry.
  *
+ * Transient maps. The one exception: a map made by osp_map_transient carries an edit token
+ * (`edit`, never 0) that no other map has ever carried, and every node and entry that an update
+ * of that map creates is stamped with it. mapSet and mapRemove on such a map change the
+ * wrapper in place and return it, and change the nodes and entries stamped with its token in
+ * place instead of copying them (nodes from elsewhere are still copied, and the copies stamped):
+ * a fold that sets one key per step then allocates only for new keys. This is sound only
+ * because generated code makes a transient map just for a fold accumulator that each step
+ * uses linearly (codegen/codegen_own.c: read, then updated once, the update returned; never
+ * stored, captured or passed on), so nothing can observe the old version; osp_map_seal ends
+ * the token's life when the fold ends, and no map ever carries it again.
+ *
  * Memory: everything is on the collector's heap (osp_gc_alloc) and never freed explicitly.
  */
 #include "rt_internal.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 enum { HAMT_BITS = 5, HAMT_LEVELS = 7 /* 6 full chunks of 5 bits and one of 2 */ };
 
 typedef struct entry {
     uint32_t hash;
+    uint32_t edit; /* the transient map's token that created it (0: none) */
     const char *key;
     osp_word value;
 } entry;
@@ -37,12 +50,14 @@ typedef struct hnode {
     uint32_t bitmap;  /* occupied slots (collision node: 0) */
     uint32_t nodemap; /* occupied slots that hold a child node rather than an entry */
     int32_t n;        /* number of slots (popcount(bitmap); collision node: entries) */
+    uint32_t edit;    /* the transient map's token that created it (0: none) */
     void *slot[];     /* entry * or struct hnode *, in slot order */
 } hnode;
 
 struct osp_map {
     hnode *root; /* NULL for the empty map */
     int64_t count;
+    uint32_t edit; /* a transient map's token (see the top of the file); 0: persistent */
 };
 
 uint32_t osp_map_hash(const char *key) {
@@ -68,45 +83,79 @@ static int slot_index(uint32_t bitmap, unsigned bit) {
     return __builtin_popcount(bitmap & ((1u << bit) - 1u));
 }
 
-static hnode *node_new(int n) {
+static hnode *node_new(int n, uint32_t edit) {
     hnode *nd = osp_gc_alloc(sizeof *nd + (size_t)(n > 0 ? n : 1) * sizeof(void *));
     nd->n = n;
+    nd->edit = edit;
     return nd;
 }
 
-static hnode *node_copy(const hnode *o, int n) {
-    hnode *nd = node_new(n);
+static hnode *node_copy(const hnode *o, int n, uint32_t edit) {
+    hnode *nd = node_new(n, edit);
     nd->bitmap = o->bitmap;
     nd->nodemap = o->nodemap;
     memcpy(nd->slot, o->slot, (size_t)(o->n < n ? o->n : n) * sizeof(void *));
     return nd;
 }
 
-static entry *entry_new(uint32_t hash, const char *key, osp_word v) {
-    entry *e = osp_gc_alloc(sizeof *e);
-    e->hash = hash;
-    e->key = key;
-    e->value = v;
-    return e;
+/* One update: the key and value to set, or (mapMerge) an existing entry to insert as it is. */
+typedef struct upd {
+    uint32_t hash;
+    const char *key;
+    osp_word value;
+    entry *e;      /* the entry to insert: given, or made on first need */
+    uint32_t edit; /* the transient map's token, 0 for a persistent update */
+    bool added;    /* a new key (not a replaced value) */
+} upd;
+
+static entry *upd_entry(upd *u) {
+    if (u->e == NULL) {
+        u->e = osp_gc_alloc(sizeof *u->e);
+        u->e->hash = u->hash;
+        u->e->edit = u->edit;
+        u->e->key = u->key;
+        u->e->value = u->value;
+    }
+    return u->e;
+}
+
+/* Whether the transient update `u` may change `edit`-stamped memory in place. */
+static bool mine(uint32_t stamp, const upd *u) {
+    return u->edit != 0 && stamp == u->edit;
+}
+
+/* The entry that replaces `o` (whose key equals the update's): `o` itself, its value
+ * changed, when the transient update owns it. */
+static entry *replaced(entry *o, upd *u) {
+    if (mine(o->edit, u)) {
+        o->value = u->value; /* the key keeps its first string: equal bytes */
+        return o;
+    }
+    return upd_entry(u);
+}
+
+/* `nd` to change in place when the update owns it, else a copy stamped with its token. */
+static hnode *writable(hnode *nd, const upd *u) {
+    return mine(nd->edit, u) ? nd : node_copy(nd, nd->n, u->edit);
 }
 
 /* A node at `depth` holding two entries whose hashes differ at or below `depth`, or (at
  * depth HAMT_LEVELS) a collision node of both, `a` first. */
-static hnode *node_of_two(entry *a, entry *b, int depth) {
+static hnode *node_of_two(entry *a, entry *b, int depth, uint32_t edit) {
     if (depth == HAMT_LEVELS) {
-        hnode *nd = node_new(2);
+        hnode *nd = node_new(2, edit);
         nd->slot[0] = a;
         nd->slot[1] = b;
         return nd;
     }
     unsigned ca = chunk(a->hash, depth), cb = chunk(b->hash, depth);
     if (ca == cb) {
-        hnode *nd = node_new(1);
+        hnode *nd = node_new(1, edit);
         nd->bitmap = nd->nodemap = 1u << ca;
-        nd->slot[0] = node_of_two(a, b, depth + 1);
+        nd->slot[0] = node_of_two(a, b, depth + 1, edit);
         return nd;
     }
-    hnode *nd = node_new(2);
+    hnode *nd = node_new(2, edit);
     nd->bitmap = (1u << ca) | (1u << cb);
     nd->slot[ca < cb ? 0 : 1] = a;
     nd->slot[ca < cb ? 1 : 0] = b;
@@ -134,87 +183,93 @@ static const entry *find(const hnode *nd, uint32_t h, const char *key) {
     return NULL;
 }
 
-/* `nd` with `e` set (added or its value replaced); `*added` tells which. */
-static hnode *insert(const hnode *nd, entry *e, int depth, bool *added) {
+/* `nd` with the update's key set (added or its value replaced; `u->added` tells which). */
+static hnode *insert(hnode *nd, upd *u, int depth) {
     if (nd == NULL) {
-        *added = true;
-        if (depth == HAMT_LEVELS) {
-            hnode *c = node_new(1);
-            c->slot[0] = e;
-            return c;
-        }
-        hnode *c = node_new(1);
-        c->bitmap = 1u << chunk(e->hash, depth);
-        c->slot[0] = e;
+        u->added = true;
+        hnode *c = node_new(1, u->edit);
+        if (depth < HAMT_LEVELS) c->bitmap = 1u << chunk(u->hash, depth);
+        c->slot[0] = upd_entry(u);
         return c;
     }
     if (depth == HAMT_LEVELS) {
         for (int i = 0; i < nd->n; i++) {
-            const entry *o = nd->slot[i];
-            if (key_eq(o->key, e->key)) {
-                hnode *c = node_copy(nd, nd->n);
-                c->slot[i] = e; /* keeps its place */
+            entry *o = nd->slot[i];
+            if (key_eq(o->key, u->key)) {
+                hnode *c = writable(nd, u);
+                c->slot[i] = replaced(o, u); /* keeps its place */
                 return c;
             }
         }
-        *added = true;
-        hnode *c = node_copy(nd, nd->n + 1);
-        c->slot[nd->n] = e; /* a new colliding key goes last */
+        u->added = true;
+        hnode *c = node_copy(nd, nd->n + 1, u->edit);
+        c->slot[nd->n] = upd_entry(u); /* a new colliding key goes last */
         return c;
     }
-    unsigned bit = chunk(e->hash, depth);
+    unsigned bit = chunk(u->hash, depth);
     int i = slot_index(nd->bitmap, bit);
     if (!(nd->bitmap & (1u << bit))) {
-        *added = true;
-        hnode *c = node_new(nd->n + 1);
+        u->added = true;
+        hnode *c = node_new(nd->n + 1, u->edit);
         c->bitmap = nd->bitmap | (1u << bit);
         c->nodemap = nd->nodemap;
         memcpy(c->slot, nd->slot, (size_t)i * sizeof(void *));
-        c->slot[i] = e;
+        c->slot[i] = upd_entry(u);
         memcpy(c->slot + i + 1, nd->slot + i, (size_t)(nd->n - i) * sizeof(void *));
         return c;
     }
-    hnode *c = node_copy(nd, nd->n);
     if (nd->nodemap & (1u << bit)) {
-        c->slot[i] = insert(nd->slot[i], e, depth + 1, added);
+        hnode *c = writable(nd, u);
+        c->slot[i] = insert(nd->slot[i], u, depth + 1);
         return c;
     }
     entry *o = nd->slot[i];
-    if (o->hash == e->hash && key_eq(o->key, e->key)) {
-        c->slot[i] = e;
+    hnode *c = writable(nd, u);
+    if (o->hash == u->hash && key_eq(o->key, u->key)) {
+        c->slot[i] = replaced(o, u);
         return c;
     }
-    *added = true;
-    c->slot[i] = node_of_two(o, e, depth + 1);
+    u->added = true;
+    c->slot[i] = node_of_two(o, upd_entry(u), depth + 1, u->edit);
     c->nodemap |= 1u << bit;
     return c;
 }
 
-/* `nd` without `key` (NULL when nothing is left); `*removed` tells whether it was there.
- * A child left with one entry and no child nodes is replaced by that entry, so the trie stays
- * as shallow as its keys allow; the order of the remaining keys does not change. */
-static hnode *erase(const hnode *nd, uint32_t h, const char *key, int depth, bool *removed) {
+/* `nd` without slot `i` (NULL when nothing is left): in place when the update owns it. */
+static hnode *without_slot(hnode *nd, int i, uint32_t bitmap, uint32_t nodemap, const upd *u) {
+    if (nd->n == 1) return NULL;
+    hnode *c = mine(nd->edit, u) ? nd : node_new(nd->n - 1, u->edit);
+    c->bitmap = bitmap;
+    c->nodemap = nodemap;
+    if (c != nd) memcpy(c->slot, nd->slot, (size_t)i * sizeof(void *));
+    memmove(c->slot + i, nd->slot + i + 1, (size_t)(nd->n - i - 1) * sizeof(void *));
+    if (c == nd) c->slot[nd->n - 1] = NULL; /* keep nothing alive from the freed slot */
+    c->n = nd->n - 1;
+    return c;
+}
+
+/* `nd` without the update's key (NULL when nothing is left); `u->added` is set when it was
+ * there (and removed). A child left with one entry and no child nodes is replaced by that
+ * entry, so the trie stays as shallow as its keys allow; the order of the remaining keys does
+ * not change. */
+static hnode *erase(hnode *nd, upd *u, int depth) {
     if (depth == HAMT_LEVELS) {
         for (int i = 0; i < nd->n; i++) {
             const entry *o = nd->slot[i];
-            if (!key_eq(o->key, key)) continue;
-            *removed = true;
-            if (nd->n == 1) return NULL;
-            hnode *c = node_new(nd->n - 1);
-            memcpy(c->slot, nd->slot, (size_t)i * sizeof(void *));
-            memcpy(c->slot + i, nd->slot + i + 1, (size_t)(nd->n - i - 1) * sizeof(void *));
-            return c;
+            if (!key_eq(o->key, u->key)) continue;
+            u->added = true;
+            return without_slot(nd, i, 0, 0, u);
         }
-        return (hnode *)nd;
+        return nd;
     }
-    unsigned bit = chunk(h, depth);
-    if (!(nd->bitmap & (1u << bit))) return (hnode *)nd;
+    unsigned bit = chunk(u->hash, depth);
+    if (!(nd->bitmap & (1u << bit))) return nd;
     int i = slot_index(nd->bitmap, bit);
     void *replacement = NULL;
     bool is_node = false;
     if (nd->nodemap & (1u << bit)) {
-        hnode *child = erase(nd->slot[i], h, key, depth + 1, removed);
-        if (!*removed) return (hnode *)nd;
+        hnode *child = erase(nd->slot[i], u, depth + 1);
+        if (!u->added) return nd;
         if (child && child->nodemap == 0 && child->n == 1) {
             replacement = child->slot[0]; /* pull a lone entry up */
         } else if (child) {
@@ -223,11 +278,11 @@ static hnode *erase(const hnode *nd, uint32_t h, const char *key, int depth, boo
         }
     } else {
         const entry *o = nd->slot[i];
-        if (o->hash != h || !key_eq(o->key, key)) return (hnode *)nd;
-        *removed = true;
+        if (o->hash != u->hash || !key_eq(o->key, u->key)) return nd;
+        u->added = true;
     }
     if (replacement) {
-        hnode *c = node_copy(nd, nd->n);
+        hnode *c = writable(nd, u);
         c->slot[i] = replacement;
         if (is_node)
             c->nodemap |= 1u << bit;
@@ -235,13 +290,7 @@ static hnode *erase(const hnode *nd, uint32_t h, const char *key, int depth, boo
             c->nodemap &= ~(1u << bit);
         return c;
     }
-    if (nd->n == 1) return NULL;
-    hnode *c = node_new(nd->n - 1);
-    c->bitmap = nd->bitmap & ~(1u << bit);
-    c->nodemap = nd->nodemap & ~(1u << bit);
-    memcpy(c->slot, nd->slot, (size_t)i * sizeof(void *));
-    memcpy(c->slot + i, nd->slot + i + 1, (size_t)(nd->n - i - 1) * sizeof(void *));
-    return c;
+    return without_slot(nd, i, nd->bitmap & ~(1u << bit), nd->nodemap & ~(1u << bit), u);
 }
 
 static osp_map *wrap(hnode *root, int64_t count) {
@@ -255,11 +304,32 @@ osp_map *osp_map_empty(void) {
     return wrap(NULL, 0);
 }
 
-osp_map *osp_map_set(const osp_map *m, const char *key, osp_word v) {
+/* Edit tokens: each transient map gets the next one. After 2^32 - 1 of them the counter is
+ * spent and osp_map_transient hands out 0 (a persistent map): a token is never reused. */
+static _Atomic uint64_t last_edit_token;
+
+osp_map *osp_map_transient(const osp_map *m) {
+    osp_map *t = wrap(m->root, m->count);
+    uint64_t token = atomic_fetch_add_explicit(&last_edit_token, 1, memory_order_relaxed) + 1;
+    t->edit = token <= UINT32_MAX ? (uint32_t)token : 0;
+    return t;
+}
+
+osp_map *osp_map_seal(osp_map *m) {
+    if (m->edit) m->edit = 0; /* a persistent map (never transient) is not written at all */
+    return m;
+}
+
+osp_map *osp_map_set(osp_map *m, const char *key, osp_word v) {
     if (key == NULL) key = "";
-    bool added = false;
-    hnode *root = insert(m->root, entry_new(osp_map_hash(key), key, v), 0, &added);
-    return wrap(root, m->count + (added ? 1 : 0));
+    upd u = {osp_map_hash(key), key, v, NULL, m->edit, false};
+    hnode *root = insert(m->root, &u, 0);
+    if (m->edit) {
+        m->root = root;
+        m->count += u.added ? 1 : 0;
+        return m;
+    }
+    return wrap(root, m->count + (u.added ? 1 : 0));
 }
 
 osp_rres osp_map_get(const osp_map *m, const char *key) {
@@ -270,12 +340,17 @@ osp_rres osp_map_get(const osp_map *m, const char *key) {
     return (osp_rres){OSP_RESULT_SUCCESS, e->value};
 }
 
-osp_map *osp_map_remove(const osp_map *m, const char *key) {
+osp_map *osp_map_remove(osp_map *m, const char *key) {
     if (key == NULL) key = "";
-    if (m->root == NULL) return (osp_map *)m;
-    bool removed = false;
-    hnode *root = erase(m->root, osp_map_hash(key), key, 0, &removed);
-    if (!removed) return (osp_map *)m;
+    if (m->root == NULL) return m;
+    upd u = {osp_map_hash(key), key, 0, NULL, m->edit, false};
+    hnode *root = erase(m->root, &u, 0);
+    if (!u.added) return m;
+    if (m->edit) {
+        m->root = root;
+        m->count--;
+        return m;
+    }
     return wrap(root, m->count - 1);
 }
 
@@ -298,9 +373,9 @@ static void each(const hnode *nd, int depth, void (*fn)(const entry *, void *), 
 
 static void merge_one(const entry *e, void *ctx) {
     osp_map **acc = ctx;
-    bool added = false;
-    hnode *root = insert((*acc)->root, (entry *)e, 0, &added);
-    *acc = wrap(root, (*acc)->count + (added ? 1 : 0));
+    upd u = {e->hash, e->key, e->value, (entry *)e, 0, false};
+    hnode *root = insert((*acc)->root, &u, 0);
+    *acc = wrap(root, (*acc)->count + (u.added ? 1 : 0));
 }
 
 osp_map *osp_map_merge(const osp_map *a, const osp_map *b) {

@@ -291,7 +291,7 @@ enum {
     OSP_LIST_START_OFFSET = 8,    /* view: int64 index of its first word in the backing */
     OSP_LIST_LENGTH_OFFSET = 16,  /* view: int64 number of elements */
     OSP_LIST_VIEW_BYTES = 24,     /* size of a view */
-    OSP_BACKING_WORDS_OFFSET = 24 /* backing: the words */
+    OSP_BACKING_WORDS_OFFSET = 32 /* backing: the words */
 };
 
 /* A list of the `n` words at `elems` (copied; `elems` may be NULL when n == 0). */
@@ -324,6 +324,13 @@ osp_list *osp_list_reverse(const osp_list *xs);                    /* listRevers
  */
 enum { OSP_EQ_WORD = 0, OSP_EQ_STRING = 1, OSP_EQ_FLOAT = 2 };
 bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind);
+/*
+ * `xs` will never be read again by anyone (codegen calls this only where it has proved so:
+ * codegen/codegen_own.c). If no other view of its backing array was ever made, the array is
+ * given back to the collector now (large arrays only) and `xs` becomes empty. Otherwise, and
+ * for shared empty lists, nothing happens.
+ */
+void osp_list_release(osp_list *xs);
 
 /* ---- maps (§9.5) ---------------------------------------------------------------------------- */
 
@@ -336,11 +343,23 @@ bool osp_list_contains(const osp_list *xs, osp_word x, int64_t kind);
  */
 typedef struct osp_map osp_map;
 
-osp_map *osp_map_empty(void);                                        /* Map() */
-osp_map *osp_map_set(const osp_map *m, const char *key, osp_word v); /* mapSet; {k: v} */
+osp_map *osp_map_empty(void); /* Map() */
+/* mapSet; {k: v}. A transient `m` (below) is updated in place and returned. */
+osp_map *osp_map_set(osp_map *m, const char *key, osp_word v);
 /* mapGet(m, k) and m[k]: Error `mapGet: key not found`. */
 osp_rres osp_map_get(const osp_map *m, const char *key);
-osp_map *osp_map_remove(const osp_map *m, const char *key); /* mapRemove */
+/* mapRemove. A transient `m` is updated in place and returned. */
+osp_map *osp_map_remove(osp_map *m, const char *key);
+/*
+ * A transient copy of `m` (O(1); `m` is not changed): a map with the same entries that
+ * osp_map_set and osp_map_remove update in place, reusing what earlier updates of it
+ * allocated. Only for a value nothing else can observe between its updates: codegen makes one
+ * for the accumulator of a fold whose step uses it linearly (codegen/codegen_own.c) and seals
+ * it when the fold ends. Reading it (get, length, keys, ...) is like reading any map.
+ */
+osp_map *osp_map_transient(const osp_map *m);
+/* `m` made persistent again (in place; O(1)): later updates copy as usual. Returns `m`. */
+osp_map *osp_map_seal(osp_map *m);
 osp_map *osp_map_merge(const osp_map *a, const osp_map *b); /* mapMerge, a + b: b wins */
 bool osp_map_contains(const osp_map *m, const char *key);   /* mapContains */
 int64_t osp_map_length(const osp_map *m);                   /* mapLength, length(m) */

@@ -54,6 +54,7 @@ char *osp_str_dup_n(const char *s, size_t n);
 enum { OSP_HEAP_CACHE_CLASSES = 33 }; /* objects up to 511 bytes (a full map node is 272) */
 typedef struct osp_heap_cache {
     void *free_list[OSP_HEAP_CACHE_CLASSES];
+    void *spare[2]; /* the last large block given back (osp_gc_free), [1] pointer-free */
 } osp_heap_cache;
 
 /* Make `c` (cleared here) the calling thread's cache; osp_rt_start does this for the main
@@ -67,6 +68,15 @@ void osp_heap_thread_end(void);
  * for string bytes; starts the collector first if needed. Never NULL (out of memory is
  * fatal). */
 void *osp_gc_alloc_atomic(size_t size);
+
+/* Give `p` (a large block of the Osprey heap that nothing will ever read again) back: the
+ * calling thread keeps the last one of each kind (scanned, pointer-free) as its spare for
+ * osp_gc_reuse, and gives the one it kept before to the collector (GC_FREE). */
+void osp_gc_free(void *p);
+/* The thread's spare block of that kind when it has room for `size` bytes and is at most
+ * twice as large (cleared unless `atomic`), else a new block as osp_gc_alloc or
+ * osp_gc_alloc_atomic would give. Never NULL. */
+void *osp_gc_reuse(size_t size, bool atomic);
 
 /* ---- runtime failures --------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 #include "osp_prof.h"
 
 #include <gc/gc_inline.h>
+#include <gc/gc_mark.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -120,6 +121,39 @@ void *osp_gc_alloc_atomic(size_t size) {
     void *p = GC_MALLOC_ATOMIC(size ? size : 1);
     if (p == NULL) osp_fatal_oom();
     return p;
+}
+
+/*
+ * A released block is most likely followed by an allocation of the same size (a list
+ * rebuilt every round): keeping it as the thread's spare skips both the collector's free
+ * and its large-block search, and the block is still in the cache. The spare lives in the
+ * thread's heap cache, where the collector sees it, so it is never reclaimed while kept.
+ */
+void osp_gc_free(void *p) {
+    osp_heap_cache *c = heap_cache;
+    int kind = GC_get_kind_and_size(p, NULL);
+    if (c == NULL || (kind != GC_I_NORMAL && kind != GC_I_PTRFREE)) {
+        GC_FREE(p);
+        return;
+    }
+    bool atomic = kind == GC_I_PTRFREE;
+    void *old = c->spare[atomic];
+    c->spare[atomic] = p;
+    if (old) GC_FREE(old);
+}
+
+void *osp_gc_reuse(size_t size, bool atomic) {
+    osp_heap_cache *c = heap_cache;
+    void *p = c ? c->spare[atomic] : NULL;
+    if (p) {
+        size_t have = GC_size(p);
+        if (have >= size && have / 2 <= size) {
+            c->spare[atomic] = NULL;
+            if (!atomic) memset(p, 0, have); /* as the collector hands out scanned memory */
+            return p;
+        }
+    }
+    return atomic ? osp_gc_alloc_atomic(size) : osp_gc_alloc(size);
 }
 
 char *osp_str_dup_n(const char *s, size_t n) {

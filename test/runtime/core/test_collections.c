@@ -186,6 +186,104 @@ static void test_list_contains_every_position(void **state) {
     }
 }
 
+static void *backing_of(const osp_list *l) {
+    void *b;
+    memcpy(&b, (const char *)l + OSP_LIST_BACKING_OFFSET, sizeof b);
+    return b;
+}
+
+/* The 0, 1, ..., n-1 list as a pointer-free (scalar) or a scanned list. */
+static osp_list *iota(int64_t n, bool scalar) {
+    osp_list *l = scalar ? osp_list_new_scalar(0, NULL) : osp_list_new(0, NULL);
+    for (int64_t i = 0; i < n; i++) l = osp_list_append(l, W(i));
+    return l;
+}
+
+/* osp_list_release frees a large backing only through the one view it was made for: never
+ * one that another view shares, never a small or a shared empty one. */
+static void test_list_release(void **state) {
+    (void)state;
+    for (int scalar = 0; scalar < 2; scalar++) {
+        osp_list *base = iota(3000, scalar);
+        /* the only view of a new backing: freed, and the view reads as empty */
+        osp_list *r = osp_list_reverse(base);
+        void *rb = backing_of(r);
+        assert_non_null(GC_base(rb));
+        osp_list_release(r);
+        assert_int_equal(osp_list_length(r), 0);
+        assert_null(backing_of(r));
+        osp_list_release(r); /* twice: nothing */
+        /* the next backing of that size reuses the memory (the thread's spare) */
+        osp_list *r2 = osp_list_reverse(base);
+        assert_ptr_equal(backing_of(r2), rb);
+        assert_int_equal(osp_list_at(r2, 0), W(2999));
+        assert_int_equal(osp_list_at(r2, 2999), W(0));
+        /* a backing that another view shares stays: an in-place append, a drop, a concat
+         * with an empty list (a new view, never the argument) */
+        osp_list *grown1 = osp_list_append(r2, W(-1));    /* a copy with room to grow */
+        osp_list *grown = osp_list_append(grown1, W(-2)); /* in place */
+        assert_ptr_equal(backing_of(grown), backing_of(grown1));
+        osp_list_release(grown1);
+        assert_int_equal(osp_list_length(grown1), 3001);
+        assert_int_equal(osp_list_at(grown, 3001), W(-2));
+        osp_list *tail = osp_list_drop(grown, 1);
+        osp_list_release(grown);
+        assert_int_equal(osp_list_length(grown), 3002);
+        assert_int_equal(osp_list_at(tail, 3000), W(-2));
+        osp_list_release(tail); /* a view made by drop shares its backing: nothing */
+        assert_int_equal(osp_list_at(grown, 0), W(2999));
+        osp_list *c = osp_list_reverse(base);
+        osp_list *same = osp_list_concat(c, osp_list_new(0, NULL));
+        assert_ptr_not_equal(same, c);
+        osp_list_release(c);
+        assert_int_equal(osp_list_length(same), 3000);
+        assert_int_equal(osp_list_at(same, 0), W(2999));
+        osp_list *c2 = osp_list_reverse(base);
+        osp_list *same2 = osp_list_concat(osp_list_new(0, NULL), c2);
+        assert_ptr_not_equal(same2, c2);
+        osp_list_release(c2);
+        assert_int_equal(osp_list_at(same2, 2999), W(0));
+        /* small backings and shared empty lists: nothing */
+        osp_list *small = osp_list_reverse(iota(5, scalar));
+        osp_list_release(small);
+        assert_int_equal(osp_list_length(small), 5);
+        osp_list_release(osp_list_new(0, NULL));
+        osp_list_release(osp_list_new_scalar(0, NULL));
+        osp_list_release(osp_list_drop(base, 3000));
+        GC_gcollect();
+        for (int64_t i = 0; i < 3000; i += 97) assert_int_equal(osp_list_at(base, i), W(i));
+    }
+}
+
+/* Copies into a new backing are placed co-aligned with their source (slot 0 to 3): the
+ * elements are right from every starting offset, and appends after them still work. */
+static void test_list_copies_coaligned(void **state) {
+    (void)state;
+    osp_list *base = iota(500, true);
+    for (int64_t k = 0; k < 9; k++) {
+        osp_list *v = osp_list_drop(base, k);
+        osp_list *p = osp_list_prepend(v, W(-1));
+        osp_list *c = osp_list_concat(v, osp_list_drop(base, 490));
+        osp_list *a = osp_list_append(osp_list_append(osp_list_drop(base, k), W(-2)), W(-3));
+        assert_int_equal(osp_list_length(p), 501 - k);
+        assert_int_equal(osp_list_at(p, 0), W(-1));
+        assert_int_equal(osp_list_length(c), 510 - k);
+        assert_int_equal(osp_list_length(a), 502 - k);
+        for (int64_t i = 0; i < 500 - k; i++) {
+            assert_int_equal(osp_list_at(p, 1 + i), W(k + i));
+            assert_int_equal(osp_list_at(c, i), W(k + i));
+            assert_int_equal(osp_list_at(a, i), W(k + i));
+        }
+        for (int64_t i = 0; i < 10; i++) assert_int_equal(osp_list_at(c, 500 - k + i), W(490 + i));
+        assert_int_equal(osp_list_at(a, 500 - k), W(-2));
+        assert_int_equal(osp_list_at(a, 501 - k), W(-3));
+        /* an append to the prepended list lands right after it */
+        osp_list *pa = osp_list_append(p, W(99));
+        assert_int_equal(osp_list_at(pa, 501 - k), W(99));
+        assert_int_equal(osp_list_length(p), 501 - k);
+    }
+}
+
 /* ---- maps ------------------------------------------------------------------------------------ */
 
 static void test_map_basics(void **state) {
@@ -303,6 +401,115 @@ static void test_map_many(void **state) {
     }
     assert_int_equal(osp_map_length(m), 0);
     assert_int_equal(osp_list_length(osp_map_keys(m)), 0);
+}
+
+/* A transient map (osp_map_transient) is updated in place, and never changes the map it was
+ * made from, nor any map it shared nodes with before, nor itself once sealed. */
+static void test_map_transient(void **state) {
+    (void)state;
+    char key[32];
+    osp_map *base = osp_map_empty();
+    for (int i = 0; i < 300; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        base = osp_map_set(base, osp_str_dup_n(key, strlen(key)), W(i));
+    }
+    osp_map *t = osp_map_transient(base);
+    assert_ptr_not_equal(t, base);
+    /* replace every old key twice, add 2000 new ones, remove every third old one */
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 2300; i++) {
+            snprintf(key, sizeof key, "k%d", i);
+            osp_map *u = osp_map_set(t, osp_str_dup_n(key, strlen(key)), W(i * 10 + round));
+            assert_ptr_equal(u, t); /* in place */
+        }
+    for (int i = 0; i < 300; i += 3) {
+        snprintf(key, sizeof key, "k%d", i);
+        assert_ptr_equal(osp_map_remove(t, key), t);
+    }
+    assert_ptr_equal(osp_map_remove(t, "nobody"), t);
+    GC_gcollect();
+    assert_int_equal(osp_map_length(t), 2300 - 100);
+    assert_int_equal(osp_map_length(base), 300);
+    for (int i = 0; i < 2300; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        if (i < 300 && i % 3 == 0)
+            assert_false(osp_map_contains(t, key));
+        else
+            assert_ok_int(osp_map_get(t, key), i * 10 + 1);
+        if (i < 300)
+            assert_ok_int(osp_map_get(base, key), i); /* the map it came from: untouched */
+        else
+            assert_false(osp_map_contains(base, key));
+    }
+    /* equal hashes in a transient collision node: replace in place, remove, re-add last */
+    osp_map *c = osp_map_transient(osp_map_empty());
+    osp_map_set(c, "k261234", W(1));
+    osp_map_set(c, "x", W(2));
+    osp_map_set(c, "k32728", W(3));
+    osp_map_set(c, "k261234", W(7));
+    assert_keys(c, 3, (const char *const[]){"x", "k261234", "k32728"});
+    osp_map_set(osp_map_remove(c, "k261234"), "k261234", W(8));
+    assert_keys(c, 3, (const char *const[]){"x", "k32728", "k261234"});
+    assert_ok_int(osp_map_get(c, "k261234"), 8);
+    /* sealed: persistent again, and a later transient of it does not touch it */
+    osp_map *s = osp_map_seal(t);
+    assert_ptr_equal(s, t);
+    osp_map *s2 = osp_map_set(s, "k1", W(-1));
+    assert_ptr_not_equal(s2, s);
+    assert_ok_int(osp_map_get(s, "k1"), 11);
+    osp_map *t2 = osp_map_transient(s);
+    osp_map_set(t2, "k2", W(-2));
+    osp_map_remove(t2, "k4");
+    assert_ok_int(osp_map_get(s, "k2"), 21);
+    assert_ok_int(osp_map_get(s, "k4"), 41);
+    assert_ok_int(osp_map_get(s2, "k2"), 21);
+    assert_ok_int(osp_map_get(t2, "k2"), -2);
+    assert_false(osp_map_contains(t2, "k4"));
+    assert_int_equal(osp_map_length(s), 2200);
+    assert_int_equal(osp_map_length(t2), 2199);
+}
+
+/* A transient map and a persistent one given the same updates (a fixed pseudo-random mix of
+ * sets and removes over keys that share trie paths) hold the same entries in the same order
+ * throughout, and the map the transient was made from does not change. */
+static void test_map_transient_matches_persistent(void **state) {
+    (void)state;
+    char key[32];
+    osp_map *start = osp_map_empty();
+    for (int i = 0; i < 500; i++) {
+        snprintf(key, sizeof key, "s%d", i);
+        start = osp_map_set(start, osp_str_dup_n(key, strlen(key)), W(i));
+    }
+    osp_map *t = osp_map_transient(start), *p = start;
+    uint32_t x = 12345;
+    for (int step = 1; step <= 20000; step++) {
+        x = x * 1103515245u + 12345u;
+        unsigned k = (x >> 8) % 1500;
+        snprintf(key, sizeof key, k < 500 ? "s%u" : "k%u", k);
+        const char *kk = osp_str_dup_n(key, strlen(key));
+        if ((x >> 24) % 4 == 0) {
+            assert_ptr_equal(osp_map_remove(t, kk), t);
+            p = osp_map_remove(p, kk);
+        } else {
+            assert_ptr_equal(osp_map_set(t, kk, W(step)), t);
+            p = osp_map_set(p, kk, W(step));
+        }
+        if (step % 2500 == 0) {
+            GC_gcollect();
+            assert_int_equal(osp_map_length(t), osp_map_length(p));
+            osp_list *kt = osp_map_keys(t), *kp = osp_map_keys(p);
+            osp_list *vt = osp_map_values(t), *vp = osp_map_values(p);
+            for (int64_t i = 0; i < osp_list_length(kp); i++) {
+                assert_string_equal(STR(osp_list_at(kt, i)), STR(osp_list_at(kp, i)));
+                assert_int_equal(osp_list_at(vt, i), osp_list_at(vp, i));
+            }
+        }
+    }
+    assert_int_equal(osp_map_length(start), 500);
+    for (int i = 0; i < 500; i++) {
+        snprintf(key, sizeof key, "s%d", i);
+        assert_ok_int(osp_map_get(start, key), i);
+    }
 }
 
 /* ---- strings ----------------------------------------------------------------------------------- */
@@ -506,9 +713,13 @@ int main(void) {
         cmocka_unit_test(test_list_contains_kinds),
         cmocka_unit_test(test_list_scalar_backings),
         cmocka_unit_test(test_list_contains_every_position),
+        cmocka_unit_test(test_list_release),
+        cmocka_unit_test(test_list_copies_coaligned),
         cmocka_unit_test(test_map_basics),
         cmocka_unit_test(test_map_many),
         cmocka_unit_test(test_map_order),
+        cmocka_unit_test(test_map_transient),
+        cmocka_unit_test(test_map_transient_matches_persistent),
         cmocka_unit_test(test_strings_total),
         cmocka_unit_test(test_strings_fallible),
         cmocka_unit_test(test_numeric),
