@@ -7,8 +7,9 @@
  * so drift hits all alike:
  *   empty   the same handler without a walk (the floor: the handler's timing itself)
  *   fp      osp_prof__fp_walk (the walk before: frame pointers only)
- *   hybrid  osp_prof__cfi_enter + osp_prof__hybrid_walk + osp_prof__cfi_leave over the
- *           process's own CFI tables, as prof_handler.c does (the walk now)
+ *   hybrid  osp_prof__sample_walk (osp_prof__cfi_enter + osp_prof__hybrid_walk +
+ *           osp_prof__cfi_leave) over the process's own CFI tables: prof_handler.c's call
+ *           (the walk now)
  * on three stacks, each the signal's target thread interrupted by a tgkill it issued
  * itself (an inline syscall: the interrupted pc is in frame-pointer code):
  *   fp      24 distinct frame-pointer functions, the walk bounded at the outermost one's
@@ -17,10 +18,14 @@
  *           through libc's frameless __libc_start_call_main/__libc_start_main to _start,
  *           which the frame chain loses): for information;
  *   qsort   12 frames under qsort's frameless merge sort (CFI steps): for information.
- * Prints the handler's own time per sample (CLOCK_MONOTONIC around the handler body;
- * `walk` is that minus the empty mode), the whole signal's round trip, frames per walk,
- * and one 'target ...: ok / MISSED' line: hybrid handler time <= 1.10 x fp on the fp
- * stack, with the same frames.
+ * Prints the handler's own time per sample (the time-stamp counter around the handler
+ * body, calibrated to ns;
+ * `walk` is that minus the empty mode): the median over rounds of each round's
+ * interquartile mean (the mean of its middle half of signals; a round's plain mean is
+ * printed too: on a loaded machine it carries the preemptions that land inside a
+ * handler, milliseconds each, which have nothing to do with the walk), the whole signal's round trip, frames per walk, and one 'target ...: ok /
+ * MISSED' line: hybrid handler time (medians) <= 1.10 x fp on the fp stack, with the same
+ * frames.
  * Usage: unwind_cost [signals-per-round] [rounds]    (default 20000 31)
  */
 #define _GNU_SOURCE
@@ -43,6 +48,24 @@ static volatile int g_mode;
 static uintptr_t g_lo, g_hi, g_stack_hi;
 static uintptr_t g_out[OSP_PROF_MAX_FRAMES];
 static uint64_t g_handler_ns, g_frames, g_count;
+static uint32_t *g_each; /* this round's handler times, one per signal */
+static long g_each_cap;
+
+/* The handler's clock: the time-stamp counter on x86-64 (CLOCK_MONOTONIC moves in 10 ns
+ * steps on some virtual machines, as much as the difference measured here), calibrated
+ * against CLOCK_MONOTONIC at start; CLOCK_MONOTONIC elsewhere. */
+static double g_ns_per_tick = 1.0;
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static inline uint64_t ticks(void) {
+    return __rdtsc();
+}
+#else
+static uint64_t now_ns(void);
+static inline uint64_t ticks(void) {
+    return now_ns();
+}
+#endif
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -52,7 +75,7 @@ static uint64_t now_ns(void) {
 
 static void handler(int sig, siginfo_t *si, void *ucv) {
     (void)sig, (void)si;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = ticks();
     const ucontext_t *uc = ucv;
 #if defined(__x86_64__)
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -73,13 +96,13 @@ static void handler(int sig, siginfo_t *si, void *ucv) {
     } else if (g_mode == MODE_HYBRID) {
         struct osp_unwind_regs r = {.pc = pc, .sp = sp, .fp = fp, .lr = lr, .fp_known = true};
         struct osp_unwind_info info;
-        const struct osp_cfi_set *set = osp_prof__cfi_enter(0);
-        n = osp_prof__hybrid_walk(set, &r, lo, g_hi, g_out, OSP_PROF_MAX_FRAMES, &tr, &info);
-        osp_prof__cfi_leave(0);
+        n = osp_prof__sample_walk(0, &r, lo, g_hi, g_out, OSP_PROF_MAX_FRAMES, &tr, &info);
     }
     g_frames += n;
+    uint64_t dt = ticks() - t0;
+    if ((long)g_count < g_each_cap) g_each[g_count] = dt > UINT32_MAX ? UINT32_MAX : (uint32_t)dt;
     g_count++;
-    g_handler_ns += now_ns() - t0;
+    g_handler_ns += dt;
 }
 
 static long g_per_round;
@@ -174,8 +197,25 @@ static int dcmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static int u32cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The mean of the middle half of n values (sorted in place): robust against the
+ * preemptions a loaded machine puts inside some handlers, and finer than a median of
+ * per-signal times that the clock quantises (10 ns steps on some virtual machines). */
+static double middle_mean(uint32_t *v, size_t n) {
+    if (n == 0) return 0.0;
+    qsort(v, n, sizeof *v, u32cmp);
+    size_t a = n / 4, z = n - n / 4;
+    double sum = 0;
+    for (size_t i = a; i < z; i++) sum += v[i];
+    return sum / (double)(z - a);
+}
+
 struct figures {
-    double handler_ns, round_trip_ns, frames;
+    double handler_ns, handler_mean_ns, round_trip_ns, frames;
 };
 
 enum { STACK_FP, STACK_FP_ROOT, STACK_QSORT, NSTACKS };
@@ -186,9 +226,10 @@ static const char *const stack_names[NSTACKS] = {
 
 /* Median over rounds of each mode's handler time and round trip per signal. */
 static void measure(int rounds, int which, struct figures out[NMODES]) {
-    double *h[NMODES], *rt[NMODES];
+    double *h[NMODES], *hm[NMODES], *rt[NMODES];
     for (int m = 0; m < NMODES; m++) {
         h[m] = calloc((size_t)rounds, sizeof(double));
+        hm[m] = calloc((size_t)rounds, sizeof(double));
         rt[m] = calloc((size_t)rounds, sizeof(double));
     }
     double frames[NMODES] = {0};
@@ -205,17 +246,22 @@ static void measure(int rounds, int which, struct figures out[NMODES]) {
                 f0(which == STACK_FP);
             }
             uint64_t t1 = now_ns();
-            h[m][r] = (double)g_handler_ns / (double)g_count;
+            size_t ne = g_count < (uint64_t)g_each_cap ? (size_t)g_count : (size_t)g_each_cap;
+            h[m][r] = middle_mean(g_each, ne) * g_ns_per_tick;
+            hm[m][r] = (double)g_handler_ns * g_ns_per_tick / (double)g_count;
             rt[m][r] = (double)(t1 - t0) / (double)g_count;
             frames[m] = (double)g_frames / (double)g_count;
         }
     for (int m = 0; m < NMODES; m++) {
         qsort(h[m], (size_t)rounds, sizeof(double), dcmp);
+        qsort(hm[m], (size_t)rounds, sizeof(double), dcmp);
         qsort(rt[m], (size_t)rounds, sizeof(double), dcmp);
         out[m].handler_ns = h[m][rounds / 2];
+        out[m].handler_mean_ns = hm[m][rounds / 2];
         out[m].round_trip_ns = rt[m][rounds / 2];
         out[m].frames = frames[m];
         free(h[m]);
+        free(hm[m]);
         free(rt[m]);
     }
 }
@@ -224,6 +270,9 @@ int main(int argc, char **argv) {
     g_per_round = argc > 1 ? atol(argv[1]) : 20000;
     int rounds = argc > 2 ? atoi(argv[2]) : 31;
     if (g_per_round < 1 || rounds < 1) return 2;
+    g_each_cap = g_per_round;
+    g_each = calloc((size_t)g_each_cap, sizeof *g_each);
+    if (g_each == NULL) return 1;
     g_pid = getpid();
     g_tid = (pid_t)syscall(SYS_gettid);
     pthread_attr_t a;
@@ -234,22 +283,30 @@ int main(int argc, char **argv) {
     g_lo = (uintptr_t)addr;
     g_stack_hi = (uintptr_t)addr + size;
     osp_prof__cfi_refresh();
+    {
+        uint64_t n0 = now_ns(), c0 = ticks(), n1;
+        do n1 = now_ns();
+        while (n1 - n0 < 50000000ull);
+        g_ns_per_tick = (double)(n1 - n0) / (double)(ticks() - c0);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = handler;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR2, &sa, NULL);
-    printf("unwind_cost: %ld signals per round, %d rounds, medians (ns per sample)\n", g_per_round,
-           rounds);
+    printf("unwind_cost: %ld signals per round, %d rounds, medians over rounds of each round's "
+           "interquartile mean (ns per sample; mean: of each round's plain mean)\n",
+           g_per_round, rounds);
     int ok = 1;
     for (int which = 0; which < NSTACKS; which++) {
         struct figures f[NMODES];
         measure(rounds, which, f);
         printf("%s\n", stack_names[which]);
         for (int m = 0; m < NMODES; m++)
-            printf("  %-7s handler %8.1f ns  round trip %8.1f ns  %5.1f frames\n", mode_names[m],
-                   f[m].handler_ns, f[m].round_trip_ns, f[m].frames);
+            printf("  %-7s handler %8.1f ns (mean %8.1f)  round trip %8.1f ns  %5.1f frames\n",
+                   mode_names[m], f[m].handler_ns, f[m].handler_mean_ns, f[m].round_trip_ns,
+                   f[m].frames);
         double fp_w = f[MODE_FP].handler_ns - f[MODE_EMPTY].handler_ns;
         double hy_w = f[MODE_HYBRID].handler_ns - f[MODE_EMPTY].handler_ns;
         double ratio = f[MODE_HYBRID].handler_ns / f[MODE_FP].handler_ns;

@@ -59,6 +59,7 @@ struct ospprof_raw {
     ospprof_sample *samples; /* sorted stably by t_ns */
     size_t nsamples;
     uint64_t dropped;
+    uint64_t profiler_cpu_ns; /* "profiler_cpu_ns" (docs/spec/profiler.md §(e)); 0 if absent */
     bool has_weights;
 };
 
@@ -151,7 +152,8 @@ struct ospprof_profile {
     ospprof_sample *samples; /* copy of the raw samples, time ordered */
     size_t nsamples;
     uint64_t rate_hz, dropped;
-    uint64_t on_w, on_n; /* total on-CPU weight (ns) and samples */
+    uint64_t on_w, on_n;      /* total on-CPU weight (ns) and samples */
+    uint64_t profiler_cpu_ns; /* the profiler's own CPU no sample carries (raw file) */
     double wall_s;
     char *filter_desc;        /* owned: what the §(l.8) filters kept, for the report; NULL: none */
     uint64_t unfiltered_on_w; /* on-CPU weight before the filters */

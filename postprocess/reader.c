@@ -327,6 +327,7 @@ enum {
     K_WEIGHTS,
     K_TRUNC,
     K_ENGINE,
+    K_PROFILER_CPU,
     K_COUNT
 };
 static const char *const key_names[K_COUNT] = {OSP_RAW_KEY_VERSION,
@@ -343,7 +344,8 @@ static const char *const key_names[K_COUNT] = {OSP_RAW_KEY_VERSION,
                                                OSP_RAW_KEY_DROPPED,
                                                OSP_RAW_KEY_SAMPLE_WEIGHTS_NS,
                                                OSP_RAW_KEY_TRUNCATED_STACKS,
-                                               OSP_RAW_KEY_ENGINE};
+                                               OSP_RAW_KEY_ENGINE,
+                                               OSP_RAW_KEY_PROFILER_CPU_NS};
 /* required keys: all but dropped and the additional ones */
 static const unsigned required_mask = (1u << K_DROPPED) - 1;
 
@@ -797,12 +799,15 @@ static bool parse_top(rd *r, parse *ps) {
                 break;
             case K_RATE:
             case K_DROPPED:
+            case K_PROFILER_CPU:
                 if (!is_u64(&v))
                     sem(r, "key \"%s\" must be %s", kn, type_word(0));
                 else if (which == K_RATE)
                     raw->rate_hz = v.mag;
-                else
+                else if (which == K_DROPPED)
                     raw->dropped = v.mag;
+                else
+                    raw->profiler_cpu_ns = v.mag;
                 if (which == K_RATE && is_u64(&v) && v.mag == 0)
                     sem(r, "rate_hz must be at least 1");
                 break;

@@ -130,9 +130,13 @@ int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const osppro
         if (p->rows[r].n) k++;
     ospprof_buf_puts(&b, "");
     ospprof_term_text(&b, p->pname);
-    ospprof_buf_printf(&b, " · %.2fs wall · %.2fs CPU · %zu samples @ %lluHz · %zu %s", p->wall_s,
-                       (double)p->on_w / 1e9, p->nsamples, (unsigned long long)p->rate_hz, k,
-                       k == 1 ? "fiber" : "fibers");
+    ospprof_buf_printf(&b, " · %.2fs wall · %.2fs CPU", p->wall_s, (double)p->on_w / 1e9);
+    /* The profiler's own CPU that no sample carries (start-up, sampler thread, file write):
+     * accounted beside the program's, never in it. */
+    if (p->profiler_cpu_ns > 0)
+        ospprof_buf_printf(&b, " (+%.3fs profiler)", (double)p->profiler_cpu_ns / 1e9);
+    ospprof_buf_printf(&b, " · %zu samples @ %lluHz · %zu %s", p->nsamples,
+                       (unsigned long long)p->rate_hz, k, k == 1 ? "fiber" : "fibers");
     if (style && style->interrupted_signal > 0) {
         ospprof_buf_puts(&b, " (interrupted by ");
         signal_name(&b, style->interrupted_signal);

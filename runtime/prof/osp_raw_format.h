@@ -42,16 +42,22 @@
 #define OSP_RAW_KEY_ENGINE             "engine"
 
 /* Values of "engine" (§(l.3)). */
-#define OSP_RAW_ENGINE_PERF_EVENT "perf_event"
-#define OSP_RAW_ENGINE_CPU_TIMER  "cpu_timer"
-#define OSP_RAW_ENGINE_SAMPLER    "sampler"
+#define OSP_RAW_ENGINE_PERF_EVENT   "perf_event"
+#define OSP_RAW_ENGINE_CPU_TIMER    "cpu_timer"
+#define OSP_RAW_ENGINE_SAMPLER      "sampler"
 /* written by `osprey --attach` (driver/attach.c), §(l.9) */
-#define OSP_RAW_ENGINE_ATTACH     "attach"
+#define OSP_RAW_ENGINE_ATTACH       "attach"
 /* {"chain_end":N,"root":N,"no_rule":N,"bad_stack":N,"cap":N,"blocked_reads":N,
  * "blocked_skips":N}: how the walks of the stored samples ended, how many blocked threads'
  * stacks were read without a signal, and how many on-CPU requests were not sent because
  * the thread had blocked (docs/profiler-runtime.md "The unwinder"; §(l.1), §(l.4)). */
-#define OSP_RAW_KEY_UNWIND        "unwind"
+#define OSP_RAW_KEY_UNWIND          "unwind"
+/* A non-negative integer, after "unwind": CPU time in ns the profiler used that no sample
+ * can carry, because it ran where nothing is sampled: the session owner's start-up before
+ * it registered (the CFI tables, the engine), the sampler thread, and the session owner's
+ * stop and file write after sampling ended (measured up to this key, written last).
+ * Profile CPU accounts for the process's CPU as the on-CPU weights plus this. */
+#define OSP_RAW_KEY_PROFILER_CPU_NS "profiler_cpu_ns"
 
 /* Keys of one row of "threads" (§(e), §(d)). */
 #define OSP_RAW_THREAD_FIBER "fiber"

@@ -1249,13 +1249,8 @@ const struct osp_cfi_image *osp_prof__cfi_find(const struct osp_cfi_set *set, ui
     size_t a = 0, z = set->nimages;
     const struct osp_cfi_fast *f = set->fast; /* compact: a few cache lines for all images */
     if (z <= 32) {
-        /* A typical process's few images, in address order: the first whose end lies
-         * above pc is the only candidate. The program's own image usually comes first,
-         * so its frames read one entry (a binary search reads several, and its branches
-         * mispredict half the time). */
-        for (size_t i = 0; i < z; i++)
-            if (pc < f[i].hi) return pc >= f[i].lo ? &set->images[i] : NULL;
-        return NULL;
+        size_t i = osp_prof__cfi_find_index(set, pc); /* a scan, see there */
+        return i < z ? &set->images[i] : NULL;
     }
     while (a < z) {
         size_t m = a + (z - a) / 2;
@@ -1302,8 +1297,11 @@ struct osp_cfi_set *osp_prof__cfi_set_new(const struct osp_cfi_image *images, si
     set->nimages = m;
     for (size_t i = 0; i < m; i++) {
         const struct osp_cfi_table *t = &set->images[i].table;
-        set->fast[i] = (struct osp_cfi_fast){set->images[i].lo, set->images[i].hi, t->ret_run_lo,
-                                             t->ret_run_hi, t->fpmap};
+        uintptr_t lo = set->images[i].lo, rlo = t->ret_run_lo, rhi = t->ret_run_hi;
+        bool run = t->fpmap != NULL && rlo >= lo && rhi > rlo && rhi - lo <= UINT32_MAX;
+        set->fast[i] =
+            (struct osp_cfi_fast){lo, set->images[i].hi, t->fpmap, run ? (uint32_t)(rlo - lo) : 0,
+                                  run ? (uint32_t)(rhi - rlo) : 0};
     }
     return set;
 }

@@ -196,12 +196,14 @@ struct osp_cfi_image {
  * with relaxed atomic stores by any walker (a lost race only costs a search). 0 = empty;
  * the set is mapped zero-filled.
  */
-/* What the walk's fast path needs of one image, packed (the set's `fast`, in the order of
- * `images`): the table's range, its fast-path map and longest safe run. */
+/* What the walk's fast path needs of one image, packed in 32 bytes (the set's `fast`, in
+ * the order of `images`): the table's range, its fast-path map and longest safe run, as
+ * an offset from lo and a length (tables with a map span at most OSP_CFI_FPMAP_MAX_SPAN;
+ * without one the run is empty). The set's header and fast[0] share one cache line. */
 struct osp_cfi_fast {
     uintptr_t lo, hi;
-    uintptr_t run_lo, run_hi;
     const uint64_t *fpmap;
+    uint32_t run_off, run_len;
 };
 
 struct osp_cfi_set {
@@ -209,12 +211,32 @@ struct osp_cfi_set {
     size_t map_bytes;             /* of this block (the tables are mapped separately) */
     struct osp_cfi_image *images; /* nimages, in this block after `fast` */
     _Atomic uint64_t *cache;      /* OSP_CFI_CACHE_SIZE slots, in this block after `images` */
-    struct osp_cfi_fast fast[];   /* nimages: the header's cache line and the next */
+    struct osp_cfi_fast fast[];   /* nimages: fast[0] in the header's cache line */
 };
+_Static_assert(UINTPTR_MAX != UINT64_MAX ||
+                   (sizeof(struct osp_cfi_fast) == 32 && sizeof(struct osp_cfi_set) == 32),
+               "a set's header and its first image's fast-path entry fill one cache line");
 
 /* The image whose table covers `pc`, or NULL. Async-signal-safe. */
 OSP_PROF_HIDDEN const struct osp_cfi_image *osp_prof__cfi_find(const struct osp_cfi_set *set,
                                                                uintptr_t pc);
+
+/* As osp_prof__cfi_find, as an index into the set's `images` and `fast` (`set->nimages`
+ * when no image covers `pc`), inline for the walk's fast path. A typical process's few
+ * images are scanned in address order: the first whose end lies above pc is the only
+ * candidate, and the program's own image usually comes first, so its frames read one
+ * entry (a binary search reads several, and its branches mispredict half the time).
+ * Async-signal-safe. */
+static inline size_t osp_prof__cfi_find_index(const struct osp_cfi_set *set, uintptr_t pc) {
+    size_t z = set->nimages;
+    if (z > 32) {
+        const struct osp_cfi_image *img = osp_prof__cfi_find(set, pc);
+        return img != NULL ? (size_t)(img - set->images) : z;
+    }
+    for (size_t i = 0; i < z; i++)
+        if (pc < set->fast[i].hi) return pc >= set->fast[i].lo ? i : z;
+    return z;
+}
 
 /*
  * Build a set from `n` images (their tables and segments filled; ownership of the tables
@@ -301,6 +323,16 @@ static inline void osp_prof__cfi_leave(size_t walker) {
                           memory_order_release);
 }
 
+/* Forget walks of walker `walker` left entered: a thread cancelled asynchronously inside
+ * one (the SIGPROF handler does not disable cancellation: two calls into the C library
+ * per sample) never left it. Called by the walker's own thread when it releases its
+ * registry slot, with SIGPROF blocked (no walk of it can be running), before the slot
+ * (and so the id) can pass to another thread. */
+static inline void osp_prof__cfi_walker_reset(size_t walker) {
+    if (walker < OSP_CFI_WALKERS)
+        atomic_store_explicit(&osp_prof__cfi_walkers[walker].depth, 0, memory_order_release);
+}
+
 /* ---- the hybrid walk (prof_unwind.c) --------------------------------------------------- */
 
 /* Why a walk ended. */
@@ -345,6 +377,21 @@ OSP_PROF_HIDDEN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set,
                                              const struct osp_unwind_regs *r, uintptr_t lo,
                                              uintptr_t hi, uintptr_t *out, size_t cap,
                                              bool *truncated, struct osp_unwind_info *info);
+
+/*
+ * The SIGPROF handler's walk, as prof_handler.c takes it for a sample (and as
+ * bench/unwind_cost.c measures it): enter the published set as walker `walker` (the
+ * thread's registry slot index, see osp_prof__cfi_enter), osp_prof__hybrid_walk, leave.
+ * Same arguments and result as osp_prof__hybrid_walk. Async-signal-safe.
+ */
+static inline size_t osp_prof__sample_walk(size_t walker, const struct osp_unwind_regs *r,
+                                           uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
+                                           bool *truncated, struct osp_unwind_info *info) {
+    const struct osp_cfi_set *set = osp_prof__cfi_enter(walker);
+    size_t n = osp_prof__hybrid_walk(set, r, lo, hi, out, cap, truncated, info);
+    osp_prof__cfi_leave(walker);
+    return n;
+}
 
 /* Whether the bytes at `pc` are the x86-64 sigreturn trampoline (`mov $15,%eax; syscall`
  * in either encoding glibc and musl use). `pc` must point into mapped code of `img`; the

@@ -61,17 +61,13 @@ static struct osp_prof_ring_entry *ring_walk(struct osp_prof_slot *s, void *ucv,
     struct osp_unwind_regs ur = {
         .pc = regs.pc, .sp = regs.sp, .fp = regs.fp, .lr = regs.lr, .fp_known = true};
     struct osp_unwind_info info;
-    /* A thread with asynchronous cancellation must not be cancelled inside the walk: its
-     * slot's walker word would stay entered (§(l.3)). The slot's index is the walker id: one
-     * acquire load, no shared cache line written. */
-    struct osp_prof_nocancel nc;
-    osp_prof__nocancel_enter(&nc);
+    /* The slot's index is the walker id: one acquire load, no shared cache line written.
+     * A thread cancelled asynchronously inside the walk leaves its walker word entered;
+     * releasing the slot (the thread's exit) resets it (osp_prof__cfi_walker_reset), so
+     * cancellation is not disabled here (§(l.3)). */
     size_t walker = (size_t)(s - osp_prof__session.slots);
-    const struct osp_cfi_set *set = osp_prof__cfi_enter(walker);
-    e->n = (uint32_t)osp_prof__hybrid_walk(set, &ur, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES,
+    e->n = (uint32_t)osp_prof__sample_walk(walker, &ur, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES,
                                            &truncated, &info);
-    osp_prof__cfi_leave(walker);
-    osp_prof__nocancel_leave(&nc);
     e->truncated = truncated;
     e->unwind_end = info.end;
     /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)

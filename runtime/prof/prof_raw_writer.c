@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prof_session.h"
@@ -128,7 +129,14 @@ static void write_body(struct osp_prof_session *ps, struct osp_prof_out *o, uint
     osp_prof__out_u64(o, ps->blocked_reads);
     osp_prof__out_str(o, ",\"" OSP_RAW_UNWIND_BLOCKED_SKIPS "\":");
     osp_prof__out_u64(o, ps->blocked_skips);
-    osp_prof__out_str(o, "}}\n");
+    /* Last, so that the session owner's stop and most of this write are in it. */
+    osp_prof__out_str(o, "}" KEY(OSP_RAW_KEY_PROFILER_CPU_NS));
+    uint64_t own = ps->own_startup_ns + ps->sampler_cpu_ns, now;
+    if (ps->own_stop_cpu_ok && osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &now) &&
+        now > ps->own_stop_cpu_ns)
+        own += now - ps->own_stop_cpu_ns;
+    osp_prof__out_u64(o, own);
+    osp_prof__out_str(o, "}\n");
 }
 
 #undef KEY

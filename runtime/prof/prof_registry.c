@@ -66,6 +66,8 @@ void osp_prof__release_current(struct osp_prof_session *ps) {
             atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
         }
         osp_prof__stat_fd_release(ps, s);
+        /* A walk of this thread's handler cancelled asynchronously left its word entered. */
+        osp_prof__cfi_walker_reset((size_t)(s - ps->slots));
         atomic_store_explicit(&s->state, OSP_SLOT_FREE, memory_order_release);
         pthread_mutex_unlock(&ps->reg);
         osp_prof__t_slot = NULL;

@@ -267,6 +267,12 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
         pthread_mutex_unlock(&ps->session_lock);
         return false;
     }
+    /* The owner's CPU from here to its registration is the profiler's start-up, which no
+     * sample carries ("profiler_cpu_ns"). */
+    uint64_t cpu_start = 0;
+    bool cpu_start_ok = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &cpu_start);
+    ps->own_startup_ns = ps->sampler_cpu_ns = ps->own_stop_cpu_ns = 0;
+    ps->own_stop_cpu_ok = false;
     if (rate < OSP_PROF_HZ_MIN) rate = OSP_PROF_HZ_MIN;
     if (rate > OSP_PROF_HZ_MAX) rate = OSP_PROF_HZ_MAX;
     /* §(l.5): a path that cannot be written is reported now, not after the run. */
@@ -339,6 +345,10 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
         return false;
     }
     atomic_store_explicit(&ps->on, 1, memory_order_release);
+    uint64_t cpu_reg;
+    if (cpu_start_ok && osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &cpu_reg) &&
+        cpu_reg > cpu_start)
+        ps->own_startup_ns = cpu_reg - cpu_start;
     osp_prof__register_current(ps, 0, "main");
     pthread_mutex_unlock(&ps->session_lock);
     return true;
@@ -353,6 +363,10 @@ static bool session_stop_locked(struct osp_prof_session *ps) {
     if (!running) return false;
     atomic_store(&ps->on, 0);
     ps->engine->stop(ps); /* the sampler is joined; the store is ours */
+    /* Nothing is sampled from here: the owner's CPU until the file is written is the
+     * profiler's ("profiler_cpu_ns"; until now it was in the owner's samples, if it is a
+     * registered thread, up to the sampler's last read of its clock). */
+    ps->own_stop_cpu_ok = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &ps->own_stop_cpu_ns);
     /* Ending because of a terminating signal: our handler stays while the file is written,
      * so a copy of that signal arriving meanwhile is absorbed (on_term_signal), and
      * osp_prof__terminate puts the default action back itself to die of it. */

@@ -311,6 +311,15 @@ struct osp_prof_session {
     uint64_t unwind_ends[OSP_RAW_UNWIND_COUNT];
     uint64_t blocked_reads;
     uint64_t blocked_skips; /* on-CPU requests not sent: the thread was blocked by then */
+    /* The profiler's own CPU time that no sample carries ("profiler_cpu_ns", §(e) additional
+     * keys): the session owner's start-up before it registered (set by session_start), the
+     * sampler thread's CPU clock when it ends (set by the sampler thread before it returns),
+     * and the session owner's CPU clock when sampling ended (set by the stop, after the
+     * engine stopped; the writer adds what the owner used since). */
+    uint64_t own_startup_ns;
+    uint64_t sampler_cpu_ns;
+    uint64_t own_stop_cpu_ns;
+    bool own_stop_cpu_ok;
 
     /* The SIGPROF action we replaced; published before our handler is installed. */
     struct sigaction old_action;

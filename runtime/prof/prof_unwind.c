@@ -418,37 +418,83 @@ struct fast_img {
  * when q is outside the current one (a binary search over the set's few images). */
 static inline unsigned fast_bits(const struct osp_cfi_set *set, struct fast_img *f, uintptr_t q) {
     if (q - f->base >= f->span) {
-        const struct osp_cfi_image *img = osp_prof__cfi_find(set, q);
-        if (img == NULL) {
+        size_t i = osp_prof__cfi_find_index(set, q);
+        if (i >= set->nimages) {
             f->span = f->run_len = 0;
             return 0;
         }
-        const struct osp_cfi_fast *x = &set->fast[img - set->images];
+        const struct osp_cfi_fast *x = &set->fast[i];
         f->base = x->lo & ~(OSP_CFI_FP_CHUNK - 1);
         f->span = x->hi - f->base;
         f->map = x->fpmap;
-        f->run_lo = x->run_lo;
-        f->run_len = x->run_hi - x->run_lo;
+        f->run_lo = x->lo + x->run_off;
+        f->run_len = x->run_len;
     }
     if (f->map == NULL) return 0; /* a table without a map: every frame looked up */
     size_t c = (size_t)((q - f->base) >> OSP_CFI_FP_CHUNK_SHIFT);
     return (unsigned)(f->map[c / 32] >> (2 * (c % 32))) & 3u;
 }
 
-NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
-                                    uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
-                                    bool *truncated, struct osp_unwind_info *info) {
-    *truncated = false;
-    if (info) {
-        info->end = OSP_UNWIND_CHAIN_END;
-        info->cfi_steps = info->signal_frames = 0;
+/* Whether the frame record at fp may be the next one above a frame whose stack pointer
+ * is sp: the fast path's checks (those of osp_prof__fp_walk): aligned, [fp, fp + 16)
+ * inside [lo, hi16 + 16), above sp and at most OSP_PROF_MAX_FRAME_BYTES above it. */
+static inline bool chain_record(uintptr_t fp, uintptr_t sp, uintptr_t lo, uintptr_t hi16) {
+    return (fp & 7u) == 0 && fp - lo <= hi16 - lo &&
+           fp + 15 - sp < OSP_PROF_MAX_FRAME_BYTES + 16; /* sp < fp + 16 */
+}
+
+/* chain_open's frame-by-frame check, for a chain that left the image's safe run or met
+ * the frame cap. `u` is the first frame's state, frames out[*np..n) were appended by
+ * following the chain, `broke` says the chain ended (else the cap), (sp, fp) are the last
+ * frame's registers. The frames up to the first one the map does not vouch for are kept
+ * and `u` becomes that frame's state (its registers recovered by following the chain
+ * again). Returns true when the walk is over (CHAIN_END: the chain ended in a frame whose
+ * step is the chain, as hybrid_step would end it there). */
+NO_SAN static bool chain_settle(const struct osp_cfi_set *set, struct fast_img *f, struct ustate *u,
+                                uintptr_t lo, uintptr_t hi16, uintptr_t *out, size_t *np, size_t n,
+                                bool broke, uintptr_t sp, uintptr_t fp) {
+    size_t n0 = *np, i = n0;
+    for (; i < n; i++) {
+        uintptr_t q = out[i] - 1;
+        if (q - f->run_lo < f->run_len) continue;
+        if (!code_address(out[i]) || !(fast_bits(set, f, q) & OSP_CFI_FPMAP_RET)) break;
     }
-    if (cap == 0) return 0;
-    size_t n = 0;
-    out[n++] = r->pc_is_return ? r->pc - 1 : r->pc;
-    struct ustate u = {r->pc, r->sp, r->fp, !r->pc_is_return, r->fp_known};
+    if (i == n) {
+        *np = n;
+        if (broke) return true;
+        if (n > n0) *u = (struct ustate){out[n - 1], sp, fp, false, true};
+        return false;
+    }
+    if (!code_address(out[i])) {
+        /* The chain broke above frame i - 1, whose step is the chain: the walk ends. */
+        *np = i;
+        return true;
+    }
+    /* Frame i's step may not be the chain: keep frames up to it and recover its registers
+     * (stack memory is read again, so checked again). */
+    sp = u->sp;
+    fp = u->fp;
+    for (size_t k = n0; k <= i; k++) {
+        if (!chain_record(fp, sp, lo, hi16) || *(const uintptr_t *)(fp + 8) != out[k]) {
+            *np = k;
+            return true;
+        }
+        sp = fp + 16;
+        fp = *(const uintptr_t *)fp;
+    }
+    *np = i + 1;
+    *u = (struct ustate){out[i], sp, fp, false, true};
+    return false;
+}
+
+/* The walk after its opening pass: the per-frame fast path and hybrid_step, from frame
+ * out[n - 1] in state `u` (out of line: the opening pass keeps few registers live). */
+NO_SAN static __attribute__((noinline)) size_t walk_on(const struct osp_cfi_set *set,
+                                                       struct ustate u, struct fast_img f,
+                                                       uintptr_t lo, uintptr_t hi, uintptr_t *out,
+                                                       size_t n, size_t cap, bool *truncated,
+                                                       struct osp_unwind_info *info) {
     uint8_t end = OSP_UNWIND_CHAIN_END;
-    struct fast_img f = {0, 0, 0, 0, NULL};
     /* The fast path's bound: a frame record [fp, fp + 16) must lie inside [lo, hi). */
     bool fast = set != NULL && hi >= lo && hi - lo >= 16;
     uintptr_t hi16 = hi - 16;
@@ -520,6 +566,79 @@ NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct 
     }
     if (info) info->end = end;
     return n;
+}
+
+/* The walk from its first frame's registers, without the opening pass (or after it,
+ * from chain_settle's frame). */
+NO_SAN static __attribute__((noinline)) size_t walk_from(const struct osp_cfi_set *set,
+                                                         const struct osp_unwind_regs *r,
+                                                         uintptr_t lo, uintptr_t hi, uintptr_t *out,
+                                                         size_t n, size_t cap, bool *truncated,
+                                                         struct osp_unwind_info *info, bool opened,
+                                                         bool broke, uintptr_t sp, uintptr_t fp) {
+    struct ustate u = {r->pc, r->sp, r->fp, !r->pc_is_return, r->fp_known};
+    struct fast_img f = {0, 0, 0, 0, NULL};
+    if (opened) {
+        /* Frames out[1..n) came from following the chain from frame 0. */
+        size_t kept = 1;
+        if (chain_settle(set, &f, &u, lo, hi - 16, out, &kept, n, broke, sp, fp))
+            return kept; /* info->end: CHAIN_END */
+        n = kept;
+    }
+    return walk_on(set, u, f, lo, hi, out, n, cap, truncated, info);
+}
+
+/*
+ * The walk's opening, optimistic pass (frame-pointer stacks are the common case). When
+ * the first frame's step is the frame chain (its bit in its image's fast-path map), the
+ * chain is followed as far as its records are plausible, with the checks of
+ * osp_prof__fp_walk except its code-address test, which is replaced by one running
+ * maximum of (return address - 1 - the image's safe run's start): when that ends below
+ * the run's length, every return address lies in the run (so is code, and its frame's
+ * step was the chain) and the loop's work is the whole walk: the frame-pointer walk's
+ * cost, in registers, plus one subtraction and one conditional move per frame. Otherwise
+ * chain_settle checks the frames one by one and the walk goes on from the first one the
+ * map does not vouch for (walk_on: the per-frame fast path and hybrid_step).
+ */
+NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
+                                    uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
+                                    bool *truncated, struct osp_unwind_info *info) {
+    *truncated = false;
+    if (info) {
+        info->end = OSP_UNWIND_CHAIN_END;
+        info->cfi_steps = info->signal_frames = 0;
+    }
+    if (cap == 0) return 0;
+    uintptr_t q = r->pc_is_return ? r->pc - 1 : r->pc;
+    out[0] = q;
+    if (set == NULL || !r->fp_known || hi < lo || hi - lo < 16)
+        return walk_from(set, r, lo, hi, out, 1, cap, truncated, info, false, false, 0, 0);
+    size_t i = osp_prof__cfi_find_index(set, q);
+    if (i >= set->nimages || set->fast[i].fpmap == NULL)
+        return walk_from(set, r, lo, hi, out, 1, cap, truncated, info, false, false, 0, 0);
+    const struct osp_cfi_fast *x = &set->fast[i];
+    size_t c = (size_t)((q - (x->lo & ~(OSP_CFI_FP_CHUNK - 1))) >> OSP_CFI_FP_CHUNK_SHIFT);
+    unsigned need = r->pc_is_return ? OSP_CFI_FPMAP_RET : OSP_CFI_FPMAP_PC;
+    if (!((x->fpmap[c / 32] >> (2 * (c % 32))) & need))
+        return walk_from(set, r, lo, hi, out, 1, cap, truncated, info, false, false, 0, 0);
+    uintptr_t hi16 = hi - 16, sp = r->sp, fp = r->fp;
+    uintptr_t base = x->lo + x->run_off + 1, far = 0;
+    size_t n = 1;
+    for (;;) {
+        if (!chain_record(fp, sp, lo, hi16)) {
+            if (far >= x->run_len) break;
+            return n; /* every frame in the run: the chain's end is the walk's (CHAIN_END) */
+        }
+        if (n >= cap) /* the per-frame loop takes this step again and finds no room */
+            return walk_from(set, r, lo, hi, out, n, cap, truncated, info, true, false, sp, fp);
+        uintptr_t next = *(const uintptr_t *)fp, ret = *(const uintptr_t *)(fp + 8);
+        out[n++] = ret;
+        uintptr_t d = ret - base;
+        far = d > far ? d : far;
+        sp = fp + 16;
+        fp = next;
+    }
+    return walk_from(set, r, lo, hi, out, n, cap, truncated, info, true, true, sp, fp);
 }
 
 #else /* arm64: frame records are kept by the ABI's common practice; the chain walk */

@@ -139,6 +139,25 @@ static void test_running_example(void **st) {
     "\"start_unix_ns\":1000,\"end_unix_ns\":2501000,\"images\":[],\"threads\":[{\"fiber\":0,"      \
     "\"label\":\"main\"}],\"stacks\":[],\"samples\":[],\"dropped\":4}"
 
+/* "profiler_cpu_ns" (the profiler's own CPU that no sample carries) is shown beside the
+ * program's CPU in the report's header, never added to it; absent or 0: not shown. */
+static void test_report_profiler_cpu(void **st) {
+    (void)st;
+    char doc[sizeof EMPTY_RAW + 64];
+    snprintf(doc, sizeof doc, "%.*s,\"profiler_cpu_ns\":4600000}", (int)strlen(EMPTY_RAW) - 1,
+             EMPTY_RAW);
+    run r;
+    ospprof_profile *p = build(doc, demo_table, "/w/empty.osp", &r);
+    char *rep = report_text(p, "empty", false);
+    assert_non_null(strstr(
+        rep,
+        "empty.osp · 0.00s wall · 0.00s CPU (+0.005s profiler) · 0 samples @ 997Hz · 0 fibers\n"));
+    free(rep);
+    ospprof_profile_free(p);
+    tu_rmtree(r.dir);
+    free(r.dir);
+}
+
 static void test_empty_profile(void **st) {
     (void)st;
     run r;
@@ -647,12 +666,19 @@ static void test_demangled_names(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_running_example),     cmocka_unit_test(test_empty_profile),
-        cmocka_unit_test(test_single_sample),       cmocka_unit_test(test_sanitising),
-        cmocka_unit_test(test_json_numbers),        cmocka_unit_test(test_atomic_write),
-        cmocka_unit_test(test_spec_report_example), cmocka_unit_test(test_report_bars),
-        cmocka_unit_test(test_color_decision),      cmocka_unit_test(test_svg),
-        cmocka_unit_test(test_report_revision2),    cmocka_unit_test(test_report_long_names),
+        cmocka_unit_test(test_running_example),
+        cmocka_unit_test(test_empty_profile),
+        cmocka_unit_test(test_report_profiler_cpu),
+        cmocka_unit_test(test_single_sample),
+        cmocka_unit_test(test_sanitising),
+        cmocka_unit_test(test_json_numbers),
+        cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_spec_report_example),
+        cmocka_unit_test(test_report_bars),
+        cmocka_unit_test(test_color_decision),
+        cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_report_revision2),
+        cmocka_unit_test(test_report_long_names),
         cmocka_unit_test(test_demangled_names),
     };
     return cmocka_run_group_tests_name("postprocess_exports", tests, NULL, NULL);

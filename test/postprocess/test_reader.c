@@ -52,6 +52,27 @@ static void expect_variant(const char *from, const char *to, const char *msg) {
     free(doc);
 }
 
+/* "profiler_cpu_ns" (docs/spec/profiler.md §(e), additional keys): optional, 0 when
+ * absent, a non-negative integer. */
+static void test_profiler_cpu(void **st) {
+    (void)st;
+    char err[OSPPROF_ERR_MAX] = "";
+    ospprof_raw *r = parse_str(VALID, err);
+    assert_non_null(r);
+    assert_int_equal(r->profiler_cpu_ns, 0);
+    ospprof_raw_free(r);
+    char *doc = variant(TAIL, "\"dropped\":0,\"profiler_cpu_ns\":123456789}");
+    r = parse_str(doc, err);
+    assert_non_null(r);
+    assert_int_equal(r->profiler_cpu_ns, 123456789);
+    ospprof_raw_free(r);
+    free(doc);
+    expect_variant(TAIL, "\"dropped\":0,\"profiler_cpu_ns\":-5}",
+                   "t.json: key \"profiler_cpu_ns\" must be a non-negative integer");
+    expect_variant(TAIL, "\"dropped\":0,\"profiler_cpu_ns\":\"1\"}",
+                   "t.json: key \"profiler_cpu_ns\" must be a non-negative integer");
+}
+
 static void test_valid_document(void **st) {
     (void)st;
     char err[OSPPROF_ERR_MAX] = "";
@@ -480,6 +501,7 @@ int main(void) {
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_weight_total),
         cmocka_unit_test(test_whitespace_everywhere),
+        cmocka_unit_test(test_profiler_cpu),
     };
     return cmocka_run_group_tests_name("postprocess_reader", tests, NULL, NULL);
 }

@@ -100,7 +100,7 @@ void raw_load(struct raw *r, const char *path) {
         /* additional keys, in this writer's order */
         OSP_RAW_KEY_SAMPLE_WEIGHTS_NS, OSP_RAW_KEY_TICKS, OSP_RAW_KEY_LATE_TICKS,
         OSP_RAW_KEY_DROPPED_REASONS, OSP_RAW_KEY_THREADS_OVER_LIMIT, OSP_RAW_KEY_TRUNCATED_STACKS,
-        OSP_RAW_KEY_ENGINE, OSP_RAW_KEY_UNWIND};
+        OSP_RAW_KEY_ENGINE, OSP_RAW_KEY_UNWIND, OSP_RAW_KEY_PROFILER_CPU_NS};
     const cJSON *it = root->child;
     const cJSON *v[sizeof order / sizeof *order];
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
@@ -108,7 +108,9 @@ void raw_load(struct raw *r, const char *path) {
         v[i] = it;
         it = it->next;
     }
-    assert_null(it); /* nothing after unwind */
+    assert_null(it); /* nothing after profiler_cpu_ns */
+    assert_true(is_int(v[20]) && v[20]->valuedouble >= 0);
+    r->profiler_cpu_ns = (uint64_t)v[20]->valuedouble;
     assert_true(cJSON_IsString(v[18]));
     snprintf(r->engine, sizeof r->engine, "%s", v[18]->valuestring);
     assert_true(strcmp(r->engine, OSP_RAW_ENGINE_PERF_EVENT) == 0 ||

@@ -60,6 +60,8 @@ struct raw {
     /* "unwind": walks ended at chain_end, root, no_rule, bad_stack, cap; then blocked_reads
      * and blocked_skips */
     uint64_t unwind[OSP_RAW_UNWIND_COUNT + 2];
+    /* "profiler_cpu_ns": the profiler's own CPU that no sample carries */
+    uint64_t profiler_cpu_ns;
 };
 
 /* Load `path` and check every rule of §(e) that a writer must honour: one line, required

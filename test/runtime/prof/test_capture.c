@@ -158,6 +158,10 @@ static void test_capture_main_and_two_workers(void **state) {
     /* The sampler thread ticked through the session: at its engine's tick rate (100 Hz
      * beside a kernel timer), with room for a loaded machine. */
     assert_true((double)r.ticks >= 0.3 * session_s * raw_wait_hz(&r, 2000));
+    /* The profiler's own CPU no sample carries (its sampler thread ticked, the file was
+     * written): more than nothing, less than two cores' worth of the session. */
+    assert_true(r.profiler_cpu_ns > 0);
+    assert_true((double)r.profiler_cpu_ns < 2.0 * session_s * 1e9);
 
     /* Rows in registration order: main first. */
     assert_true(r.nthreads == 3);

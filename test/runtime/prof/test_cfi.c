@@ -11,6 +11,7 @@
 #include "frameless.h"
 #include "prof_blocked.h"
 #include "prof_cfi.h"
+#include "prof_session.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -746,6 +747,87 @@ static void test_planted_cfi_steps(void **state) {
     osp_prof__cfi_set_free(set);
 }
 
+/* The walk's optimistic opening pass (prof_unwind.c chain_first) follows the frame chain
+ * first and checks the frames afterwards. Here the chain is plausible all the way but
+ * passes a return address into the frameless function: the pass must keep the frames up
+ * to that one and go on with its CFI step (which finds a frame the chain skips), at every
+ * frame cap. */
+static void test_planted_chain_through_frameless(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    struct osp_cfi_set *set = synthetic_set();
+    struct planted p;
+    plant(&p, 1);
+    uintptr_t f0 = p.lo + 0x100, f1 = f0 + 0x40, f2 = f1 + 0x80;
+    word(f0, f1);
+    word(f0 + 8, 0x401011); /* into the frame-pointer function */
+    word(f1, f2);
+    word(f1 + 8, 0x401121);       /* into the frameless one (CFA = rsp + 48) */
+    word(f1 + 16 + 40, 0x401016); /* its return address, at CFA - 8 */
+    word(f2, 0);
+    word(f2 + 8, 0x402005); /* the root */
+    const uintptr_t want[] = {0x401010, 0x401011, 0x401121, 0x401016, 0x402005};
+    uintptr_t out[OSP_PROF_MAX_FRAMES];
+    bool tr;
+    struct osp_unwind_info info;
+    struct osp_unwind_regs r = {.pc = 0x401010, .sp = f0 - 32, .fp = f0, .fp_known = true};
+    size_t n = osp_prof__hybrid_walk(set, &r, p.lo, p.hi, out, OSP_PROF_MAX_FRAMES, &tr, &info);
+    assert_int_equal(n, 5);
+    assert_memory_equal(out, want, sizeof want);
+    assert_int_equal(info.end, OSP_UNWIND_ROOT);
+    assert_int_equal(info.cfi_steps, 1);
+    assert_false(tr);
+    for (size_t cap = 1; cap < 5; cap++) {
+        n = osp_prof__hybrid_walk(set, &r, p.lo, p.hi, out, cap, &tr, &info);
+        assert_int_equal(n, cap);
+        assert_memory_equal(out, want, cap * sizeof *out);
+        assert_true(tr);
+        assert_int_equal(info.end, OSP_UNWIND_CAP);
+    }
+    /* The frame chain alone skips the frameless function's caller. */
+    n = osp_prof__fp_walk(0x401010, f0, 0, f0 - 32, p.hi, out, OSP_PROF_MAX_FRAMES, &tr);
+    assert_int_equal(n, 4);
+    assert_int_equal(out[3], 0x402005);
+    /* A chain of frame-pointer frames only ends where its records stop, unchanged. */
+    word(f1 + 8, 0x401016);
+    n = osp_prof__hybrid_walk(set, &r, p.lo, p.hi, out, OSP_PROF_MAX_FRAMES, &tr, &info);
+    assert_int_equal(n, 4);
+    assert_int_equal(out[2], 0x401016);
+    assert_int_equal(out[3], 0x402005);
+    assert_int_equal(info.end, OSP_UNWIND_ROOT);
+    /* A return address that is not code ends the chain after the frame before it. */
+    word(f1 + 8, 0x10);
+    n = osp_prof__hybrid_walk(set, &r, p.lo, p.hi, out, OSP_PROF_MAX_FRAMES, &tr, &info);
+    assert_int_equal(n, 2);
+    assert_int_equal(info.end, OSP_UNWIND_CHAIN_END);
+    assert_false(tr);
+    unplant(&p);
+    osp_prof__cfi_set_free(set);
+}
+
+/* The SIGPROF handler does not disable cancellation around its walk: a thread cancelled
+ * asynchronously inside one leaves its walker word entered, and releasing its registry
+ * slot (its exit: the slot's destructor) resets the word, before the slot and its walker
+ * id can pass to another thread. Simulated: a walk entered and never left. */
+static void test_walker_word_reset_on_release(void **state) {
+    (void)state;
+    char path[] = "/tmp/osp_cfi_walker_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_true(osp_prof_session_begin(path, 100));
+    struct osp_prof_slot *s = osp_prof__t_slot;
+    assert_non_null(s);
+    size_t w = (size_t)(s - osp_prof__session.slots);
+    (void)osp_prof__cfi_enter(w); /* cancelled here: never left */
+    assert_int_equal(atomic_load(&osp_prof__cfi_walkers[w].depth), 1);
+    osp_prof_thread_unregister();
+    assert_null(osp_prof__t_slot);
+    assert_int_equal(atomic_load(&osp_prof__cfi_walkers[w].depth), 0);
+    assert_true(osp_prof_session_end());
+    unlink(path);
+}
+
 /* ---- real code: the process's own tables ------------------------------------------------ */
 
 static const char *name_of(uintptr_t pc) {
@@ -1250,6 +1332,8 @@ int main(void) {
         cmocka_unit_test(test_aarch64_rules),
         cmocka_unit_test(test_no_tables_is_fp_walk),
         cmocka_unit_test(test_planted_cfi_steps),
+        cmocka_unit_test(test_planted_chain_through_frameless),
+        cmocka_unit_test(test_walker_word_reset_on_release),
         cmocka_unit_test(test_real_frameless),
         cmocka_unit_test(test_real_qsort),
         cmocka_unit_test(test_real_debug_frame),
