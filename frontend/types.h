@@ -32,8 +32,8 @@ typedef enum TyKind {
     TY_RECORD,  /* an anonymous record: fields[i] has type args[i], names sorted */
     TY_PTR,     /* an opaque C pointer (docs/spec/language.md §3.5) */
     TY_POISON,  /* the type of an erroneous expression; unifies with anything */
-    TY_ANY, /* an erased value that remembers its shape (docs/spec/language.md §4.1) */
-    TY_GPU  /* GpuBuffer<T>: args[0] element, int, float or bool (docs/spec/language.md §9.9) */
+    TY_ANY,     /* an erased value that remembers its shape (docs/spec/language.md §4.1) */
+    TY_GPU      /* GpuBuffer<T>: args[0] element, int, float or bool (docs/spec/language.md §9.9) */
 } TyKind;
 
 /*
