@@ -284,7 +284,8 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
     return status;
 }
 
-/* OSPREY_PROFILE_HZ for --attach: 99 by default, clamped to 10..1000 (§(l.9)). */
+/* OSPREY_PROFILE_HZ for --attach: 99 by default, clamped to 10..1000 (§(l.9)) with one
+ * warning line when it is outside. */
 static unsigned attach_rate_hz(void) {
     const char *v = getenv("OSPREY_PROFILE_HZ");
     if (!v || !*v) return OSP_ATTACH_DEFAULT_HZ;
@@ -296,9 +297,16 @@ static unsigned attach_rate_hz(void) {
                 v, OSP_ATTACH_DEFAULT_HZ);
         return OSP_ATTACH_DEFAULT_HZ;
     }
-    if (errno == ERANGE || hz > OSP_ATTACH_MAX_HZ) return OSP_ATTACH_MAX_HZ;
-    if (hz < OSP_ATTACH_MIN_HZ) return OSP_ATTACH_MIN_HZ;
-    return (unsigned)hz;
+    unsigned used = errno == ERANGE          ? (hz < 0 ? OSP_ATTACH_MIN_HZ : OSP_ATTACH_MAX_HZ)
+                    : hz > OSP_ATTACH_MAX_HZ ? OSP_ATTACH_MAX_HZ
+                    : hz < OSP_ATTACH_MIN_HZ ? OSP_ATTACH_MIN_HZ
+                                             : (unsigned)hz;
+    if (errno == ERANGE || hz > OSP_ATTACH_MAX_HZ || hz < OSP_ATTACH_MIN_HZ)
+        fprintf(stderr,
+                "osprey: warning: OSPREY_PROFILE_HZ=\"%s\" is out of range %d..%d for --attach; "
+                "using %u\n",
+                v, OSP_ATTACH_MIN_HZ, OSP_ATTACH_MAX_HZ, used);
+    return used;
 }
 
 int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,

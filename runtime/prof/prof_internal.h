@@ -68,10 +68,11 @@ static inline uintptr_t osp_prof__strip_pac(uintptr_t a) {
 /*
  * Parse OSPREY_PROFILE_HZ. `s` may be NULL (unset). Returns the clamped rate in Hz.
  * Unset or empty: 997. An optional sign followed by decimal digits and nothing else is
- * clamped to [10, 10000] (overflow clamps by sign). Anything else: 997 and `*invalid` is
- * set (the caller prints the warning). Pure function.
+ * clamped to [10, 10000] (overflow clamps by sign), and `*clamped` says whether it was.
+ * Anything else: 997 and `*invalid` is set. The caller prints the warning for either.
+ * Pure function.
  */
-OSP_PROF_HIDDEN uint32_t osp_prof__parse_hz(const char *s, bool *invalid);
+OSP_PROF_HIDDEN uint32_t osp_prof__parse_hz(const char *s, bool *invalid, bool *clamped);
 
 /*
  * Write the warning for an invalid OSPREY_PROFILE_HZ value to fd `fd`, exactly
@@ -80,6 +81,13 @@ OSP_PROF_HIDDEN uint32_t osp_prof__parse_hz(const char *s, bool *invalid);
  * written as escapes. One write(2) call.
  */
 OSP_PROF_HIDDEN void osp_prof__warn_bad_hz(int fd, const char *value);
+
+/*
+ * Write the warning for an OSPREY_PROFILE_HZ value outside 10..10000 to fd `fd`, exactly
+ * `osprey profiler: OSPREY_PROFILE_HZ="<value>" is out of range 10..10000; using <used>`
+ * plus a newline, escaped as osp_prof__warn_bad_hz does. One write(2) call.
+ */
+OSP_PROF_HIDDEN void osp_prof__warn_hz_range(int fd, const char *value, uint32_t used);
 
 /*
  * Resolve `path` against the current working directory into `out` (`cap` bytes).

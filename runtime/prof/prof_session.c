@@ -433,9 +433,10 @@ static void boot_impl(void) {
     const char *out = getenv("OSPREY_PROFILE");
     if (out == NULL || out[0] == '\0') return; /* inert: nothing else happens */
     const char *hz_text = getenv("OSPREY_PROFILE_HZ");
-    bool bad = false;
-    uint32_t hz = osp_prof__parse_hz(hz_text, &bad);
+    bool bad = false, clamped = false;
+    uint32_t hz = osp_prof__parse_hz(hz_text, &bad, &clamped);
     if (bad) osp_prof__warn_bad_hz(2, hz_text);
+    if (clamped) osp_prof__warn_hz_range(2, hz_text, hz);
     char path[OSP_PROF_PATH_MAX + 1];
     int rc = osp_prof__absolute_path(out, path, sizeof path);
     char shown[256];

@@ -18,12 +18,18 @@
 
 #include "prof_session.h"
 
+static void check_hz_clamp(const char *text, uint32_t want, bool want_invalid, bool want_clamped) {
+    bool invalid = !want_invalid, clamped = !want_clamped;
+    uint32_t got = osp_prof__parse_hz(text, &invalid, &clamped);
+    if (got != want || invalid != want_invalid || clamped != want_clamped)
+        fail_msg("OSPREY_PROFILE_HZ=\"%s\": got %u%s%s, want %u%s%s", text ? text : "(unset)", got,
+                 invalid ? " (invalid)" : "", clamped ? " (clamped)" : "", want,
+                 want_invalid ? " (invalid)" : "", want_clamped ? " (clamped)" : "");
+}
+
+/* A value in range, or an invalid one (never both invalid and clamped). */
 static void check_hz(const char *text, uint32_t want, bool want_invalid) {
-    bool invalid = !want_invalid;
-    uint32_t got = osp_prof__parse_hz(text, &invalid);
-    if (got != want || invalid != want_invalid)
-        fail_msg("OSPREY_PROFILE_HZ=\"%s\": got %u%s, want %u%s", text ? text : "(unset)", got,
-                 invalid ? " (invalid)" : "", want, want_invalid ? " (invalid)" : "");
+    check_hz_clamp(text, want, want_invalid, false);
 }
 
 static void test_parse_hz(void **state) {
@@ -36,17 +42,18 @@ static void test_parse_hz(void **state) {
     check_hz("10", 10, false);
     check_hz("10000", 10000, false);
     check_hz("0010", 10, false);
-    /* clamping */
-    check_hz("9", 10, false);
-    check_hz("0", 10, false);
-    check_hz("-0", 10, false);
-    check_hz("-5", 10, false);
-    check_hz("10001", 10000, false);
-    check_hz("20000", 10000, false);
+    /* clamping, which the caller reports */
+    check_hz_clamp("9", 10, false, true);
+    check_hz_clamp("0", 10, false, true);
+    check_hz_clamp("5", 10, false, true);
+    check_hz_clamp("-0", 10, false, true);
+    check_hz_clamp("-5", 10, false, true);
+    check_hz_clamp("10001", 10000, false, true);
+    check_hz_clamp("20000", 10000, false, true);
     /* overflow clamps by sign */
-    check_hz("99999999999999999999999999", 10000, false);
-    check_hz("+99999999999999999999999999", 10000, false);
-    check_hz("-99999999999999999999999999", 10, false);
+    check_hz_clamp("99999999999999999999999999", 10000, false, true);
+    check_hz_clamp("+99999999999999999999999999", 10000, false, true);
+    check_hz_clamp("-99999999999999999999999999", 10, false, true);
     /* not an optional sign followed by digits */
     check_hz("abc", 997, true);
     check_hz("12abc", 997, true);
@@ -80,6 +87,21 @@ static void test_warning_text(void **state) {
                    "osprey profiler: OSPREY_PROFILE_HZ=\"abc\" is not an integer; using 997\n");
     expect_warning(" 5",
                    "osprey profiler: OSPREY_PROFILE_HZ=\" 5\" is not an integer; using 997\n");
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    osp_prof__warn_hz_range(fds[1], "10001", 10000);
+    osp_prof__warn_hz_range(fds[1], "-\n5", 10);
+    close(fds[1]);
+    char buf[1024];
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_string_equal(buf,
+                        "osprey profiler: OSPREY_PROFILE_HZ=\"10001\" is out of range 10..10000; "
+                        "using 10000\n"
+                        "osprey profiler: OSPREY_PROFILE_HZ=\"-\\x0a5\" is out of range 10..10000; "
+                        "using 10\n");
     /* One line, whatever the value holds. */
     expect_warning(
         "a\nb\"c\\",
