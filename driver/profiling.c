@@ -53,6 +53,25 @@ int prof_check_export_dir(const char *prefix) {
         e = ENOTDIR;
     else if (access(dir, W_OK | X_OK) != 0)
         e = errno;
+    else {
+        /* access() says yes to root almost everywhere (/proc, a read-only mount): create
+         * (and remove) a file there, as the exports' atomic write will. */
+        size_t n = strlen(dir) + 32;
+        char *probe = malloc(n);
+        if (!probe) {
+            free(dir);
+            return -1;
+        }
+        snprintf(probe, n, "%s%s.osprey-probe-XXXXXX", dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
+        int fd = mkostemp(probe, O_CLOEXEC);
+        if (fd < 0) {
+            e = errno;
+        } else {
+            close(fd);
+            unlink(probe);
+        }
+        free(probe);
+    }
     if (e) {
         bool has_slash = dir[strlen(dir) - 1] == '/';
         fprintf(stderr, "osprey: error: cannot write the profile to '%s%s': %s\n", dir,
