@@ -241,6 +241,47 @@ static char *find_program(const char *prog) {
     return NULL;
 }
 
+/* Why a program the driver preloaded may have written no profile, for the warning: a
+ * setuid/setgid file or a static ELF cannot be preloaded at all; anything else (a dynamic
+ * ELF, a script) did load the profiler and then ended without writing -- a raw exit
+ * system call, or an exec of a program that cannot be preloaded or with a cleared
+ * environment (an exec of a preloadable one is followed, docs/profiler-runtime.md). */
+static const char *no_profile_reason(const char *exe) {
+    struct stat st;
+    if (stat(exe, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+        return "did not load the profiler: a setuid or setgid program cannot be preloaded";
+    unsigned char h[64];
+    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, h, sizeof h) : -1;
+    bool is_static = false;
+    if (n == (ssize_t)sizeof h &&
+        memcmp(h,
+               "\x7f"
+               "ELF",
+               4) == 0 &&
+        h[4] == 2 && h[5] == 1) {
+        /* ELF64 little-endian: a program without PT_INTERP has no dynamic loader. */
+        uint64_t phoff;
+        uint16_t phentsize, phnum;
+        memcpy(&phoff, h + 32, 8);
+        memcpy(&phentsize, h + 54, 2);
+        memcpy(&phnum, h + 56, 2);
+        is_static = true;
+        for (uint16_t i = 0; i < phnum && phentsize >= 4; i++) {
+            uint32_t type;
+            if (pread(fd, &type, 4, (off_t)(phoff + (uint64_t)i * phentsize)) != 4) break;
+            if (type == 3 /* PT_INTERP */) {
+                is_static = false;
+                break;
+            }
+        }
+    }
+    if (fd >= 0) close(fd);
+    if (is_static) return "did not load the profiler: a static program cannot be preloaded";
+    return "loaded the profiler but ended without writing a profile: a raw exit system call, "
+           "or an exec of a static or setuid program or with a cleared environment";
+}
+
 int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns,
                      const prof_post_options *post) {
     (void)nargs;
@@ -290,10 +331,8 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
         free(lib_abs);
         return 1;
     }
-    char hint[PATH_MAX + 160];
-    snprintf(hint, sizeof hint,
-             "'%s' did not load the profiler: a static or setuid program cannot be preloaded",
-             args[0]);
+    char hint[PATH_MAX + 200];
+    snprintf(hint, sizeof hint, "'%s' %s", args[0], no_profile_reason(exe));
     int status = prof_run_and_postprocess(args, lib_abs, scratch, base, duration_ns, exe, args[0],
                                           prefix, hint, post);
     scratch_remove(scratch);

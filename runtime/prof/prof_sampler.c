@@ -702,7 +702,8 @@ void *osp_prof__sampler_main(void *arg) {
     }
     sampler_teardown(ps);
     int sig = atomic_load(&ps->term_sig);
-    if (sig != 0 && !atomic_load(&ps->stop)) osp_prof__terminate(ps, sig); /* does not return */
+    /* A signal: does not return. An _exit (OSP_PROF_TERM_EXIT): returns once written. */
+    if (sig != 0 && !atomic_load(&ps->stop)) osp_prof__terminate(ps, sig);
     return NULL;
 }
 

@@ -362,10 +362,12 @@ struct osp_prof_session {
     _Atomic int handler_lost;
 
     /* §(l.5): termination signals whose default action we replaced, and the one that
-     * arrived (0: none). The handler posts term_sem; the sampler thread writes the file. */
+     * arrived (0: none; OSP_PROF_TERM_EXIT: the program is calling _exit). The handler (or
+     * the _exit interposer) posts term_sem; the sampler thread writes the file. */
     struct sigaction term_old[3];
     bool term_installed[3];
     _Atomic int term_sig;
+    _Atomic int exit_written; /* the file of an _exit is written (or was not to be) */
     sem_t term_sem;
     bool term_sem_ok;
 };
@@ -525,11 +527,15 @@ OSP_PROF_HIDDEN void osp_prof__stat_fd_release(struct osp_prof_session *ps,
 
 /* ---- interrupted runs (prof_session.c), §(l.5) ------------------------------------------ */
 
+/* term_sig's value for "a thread of the program is calling _exit" (not a signal). */
+#define OSP_PROF_TERM_EXIT (-1)
+
 /* On the sampler thread after its teardown, once a termination signal `sig` (SIGINT,
  * SIGTERM, SIGHUP whose action was the default) arrived: stop the session, write the raw
  * file (temporary + rename), restore the signal's default action and send it to the
  * process again, so the program dies of it. Returns only if the session owner is already
- * stopping the session (it writes the file). */
+ * stopping the session (it writes the file). With `sig` OSP_PROF_TERM_EXIT (a thread is
+ * in _exit, osp_prof__exit_now): stop, write, set exit_written and return. */
 OSP_PROF_HIDDEN void osp_prof__terminate(struct osp_prof_session *ps, int sig);
 
 /* ---- the raw writer (prof_raw_writer.c) ------------------------------------------------ */
