@@ -403,7 +403,12 @@ void osp_prof__terminate(struct osp_prof_session *ps, int sig) {
     /* The session owner may be stopping the session itself (exit) and joining this
      * thread: never wait for the lock it holds. */
     while (pthread_mutex_trylock(&ps->session_lock) != 0) {
-        if (atomic_load(&ps->stop)) return;
+        if (atomic_load(&ps->stop)) {
+            /* An exit() is writing the file: a thread in _exit goes ahead (it would have
+             * ended that exit() all the same). */
+            if (sig == OSP_PROF_TERM_EXIT) atomic_store(&ps->exit_written, 1);
+            return;
+        }
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
@@ -454,7 +459,10 @@ void osp_prof__exit_now(void) {
     else if (expected != OSP_PROF_TERM_EXIT)
         return; /* a termination signal is being handled: it ends the process */
     uint64_t until = term_now_ns() + EXIT_WRITE_WAIT_NS;
-    while (!atomic_load(&ps->exit_written) && !atomic_load(&ps->stop) && term_now_ns() < until) {
+    /* Only exit_written ends the wait: `stop` is set as soon as the sampler thread starts
+     * stopping the session, before the file is written (waiting for either let this
+     * thread end the process first, about one run in six). */
+    while (!atomic_load(&ps->exit_written) && term_now_ns() < until) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
