@@ -4,7 +4,8 @@
  * thread is registered by the pthread_create interposer (§(l.2)).
  *
  *   prof_engines busy <threads> <seconds>   <threads> threads spin for <seconds> of wall
- *       time; each prints "cpu <tid> <ns>" (its own CPU clock) at the end.
+ *       time; each prints "cpu <tid> <ns> <ns0>" (its own CPU clock at the end, and when
+ *       its start routine began: after its registration) at the end.
  *   prof_engines eintr <busy> <seconds>     <busy> spinning threads beside one waiter per
  *       call (sigtimedwait, sem_timedwait, syscall(SYS_nanosleep), poll, epoll_wait,
  *       select, nanosleep with a 1 ms timeout, and a blocking read of a pipe that a
@@ -52,12 +53,16 @@ static pthread_mutex_t g_print = PTHREAD_MUTEX_INITIALIZER;
 
 static void *busy_main(void *p) {
     (void)p;
+    /* The thread was registered, and its timer armed, before its start routine runs: the
+     * CPU it used before this line (creation, registration) was not sampled. */
+    uint64_t cpu0 = thread_cpu_ns();
     volatile double x = 1;
     uint64_t end = mono_ns() + (uint64_t)(g_seconds * 1e9);
     while (mono_ns() < end && !atomic_load_explicit(&g_stop, memory_order_relaxed))
         x = spin_unit(x);
     pthread_mutex_lock(&g_print);
-    printf("cpu %ld %llu\n", (long)syscall(SYS_gettid), (unsigned long long)thread_cpu_ns());
+    printf("cpu %ld %llu %llu\n", (long)syscall(SYS_gettid), (unsigned long long)thread_cpu_ns(),
+           (unsigned long long)cpu0);
     pthread_mutex_unlock(&g_print);
     return NULL;
 }

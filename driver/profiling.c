@@ -53,6 +53,25 @@ int prof_check_export_dir(const char *prefix) {
         e = ENOTDIR;
     else if (access(dir, W_OK | X_OK) != 0)
         e = errno;
+    else {
+        /* access() says yes to root almost everywhere (/proc, a read-only mount): create
+         * (and remove) a file there, as the exports' atomic write will. */
+        size_t n = strlen(dir) + 32;
+        char *probe = malloc(n);
+        if (!probe) {
+            free(dir);
+            return -1;
+        }
+        snprintf(probe, n, "%s%s.osprey-probe-XXXXXX", dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
+        int fd = mkostemp(probe, O_CLOEXEC);
+        if (fd < 0) {
+            e = errno;
+        } else {
+            close(fd);
+            unlink(probe);
+        }
+        free(probe);
+    }
     if (e) {
         bool has_slash = dir[strlen(dir) - 1] == '/';
         fprintf(stderr, "osprey: error: cannot write the profile to '%s%s': %s\n", dir,
@@ -198,6 +217,47 @@ static char *find_program(const char *prog) {
     return NULL;
 }
 
+/* Why a program the driver preloaded may have written no profile, for the warning: a
+ * setuid/setgid file or a static ELF cannot be preloaded at all; anything else (a dynamic
+ * ELF, a script) did load the profiler and then ended without writing -- a raw exit
+ * system call, or an exec of a program that cannot be preloaded or with a cleared
+ * environment (an exec of a preloadable one is followed, docs/profiler-runtime.md). */
+static const char *no_profile_reason(const char *exe) {
+    struct stat st;
+    if (stat(exe, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+        return "did not load the profiler: a setuid or setgid program cannot be preloaded";
+    unsigned char h[64];
+    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, h, sizeof h) : -1;
+    bool is_static = false;
+    if (n == (ssize_t)sizeof h &&
+        memcmp(h,
+               "\x7f"
+               "ELF",
+               4) == 0 &&
+        h[4] == 2 && h[5] == 1) {
+        /* ELF64 little-endian: a program without PT_INTERP has no dynamic loader. */
+        uint64_t phoff;
+        uint16_t phentsize, phnum;
+        memcpy(&phoff, h + 32, 8);
+        memcpy(&phentsize, h + 54, 2);
+        memcpy(&phnum, h + 56, 2);
+        is_static = true;
+        for (uint16_t i = 0; i < phnum && phentsize >= 4; i++) {
+            uint32_t type;
+            if (pread(fd, &type, 4, (off_t)(phoff + (uint64_t)i * phentsize)) != 4) break;
+            if (type == 3 /* PT_INTERP */) {
+                is_static = false;
+                break;
+            }
+        }
+    }
+    if (fd >= 0) close(fd);
+    if (is_static) return "did not load the profiler: a static program cannot be preloaded";
+    return "loaded the profiler but ended without writing a profile: a raw exit system call, "
+           "or an exec of a static or setuid program or with a cleared environment";
+}
+
 int prof_record_main(char **args, int nargs, const char *output, uint64_t duration_ns,
                      const prof_post_options *post) {
     (void)nargs;
@@ -241,10 +301,8 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
         free(lib_abs);
         return 1;
     }
-    char hint[PATH_MAX + 160];
-    snprintf(hint, sizeof hint,
-             "'%s' did not load the profiler: a static or setuid program cannot be preloaded",
-             args[0]);
+    char hint[PATH_MAX + 200];
+    snprintf(hint, sizeof hint, "'%s' %s", args[0], no_profile_reason(exe));
     int status = prof_run_and_postprocess(args, lib_abs, scratch, base, duration_ns, exe, args[0],
                                           prefix, hint, post);
     scratch_remove(scratch);
@@ -254,7 +312,8 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
     return status;
 }
 
-/* OSPREY_PROFILE_HZ for --attach: 99 by default, clamped to 10..1000 (§(l.9)). */
+/* OSPREY_PROFILE_HZ for --attach: 99 by default, clamped to 10..1000 (§(l.9)) with one
+ * warning line when it is outside. */
 static unsigned attach_rate_hz(void) {
     const char *v = getenv("OSPREY_PROFILE_HZ");
     if (!v || !*v) return OSP_ATTACH_DEFAULT_HZ;
@@ -266,9 +325,16 @@ static unsigned attach_rate_hz(void) {
                 v, OSP_ATTACH_DEFAULT_HZ);
         return OSP_ATTACH_DEFAULT_HZ;
     }
-    if (errno == ERANGE || hz > OSP_ATTACH_MAX_HZ) return OSP_ATTACH_MAX_HZ;
-    if (hz < OSP_ATTACH_MIN_HZ) return OSP_ATTACH_MIN_HZ;
-    return (unsigned)hz;
+    unsigned used = errno == ERANGE          ? (hz < 0 ? OSP_ATTACH_MIN_HZ : OSP_ATTACH_MAX_HZ)
+                    : hz > OSP_ATTACH_MAX_HZ ? OSP_ATTACH_MAX_HZ
+                    : hz < OSP_ATTACH_MIN_HZ ? OSP_ATTACH_MIN_HZ
+                                             : (unsigned)hz;
+    if (errno == ERANGE || hz > OSP_ATTACH_MAX_HZ || hz < OSP_ATTACH_MIN_HZ)
+        fprintf(stderr,
+                "osprey: warning: OSPREY_PROFILE_HZ=\"%s\" is out of range %d..%d for --attach; "
+                "using %u\n",
+                v, OSP_ATTACH_MIN_HZ, OSP_ATTACH_MAX_HZ, used);
+    return used;
 }
 
 int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,

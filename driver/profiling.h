@@ -25,7 +25,8 @@ int prof_parse_duration(const char *text, uint64_t *duration_ns);
 
 /*
  * docs/spec/profiler.md §(l.5): the directory of the export prefix `prefix` ("dir/stem" or
- * "stem") exists, is a directory and is writable. Returns 0, or -1 after printing one line
+ * "stem") exists, is a directory and a file can be created in it (a temporary
+ * `.osprey-probe-XXXXXX` is created and removed). Returns 0, or -1 after printing one line
  * `osprey: error: cannot write the profile to '<dir>/': <reason>` (callers exit 2, before
  * anything runs).
  */

@@ -35,9 +35,9 @@
 
 /* ---- perf_event ----------------------------------------------------------------------- */
 
-/* A task-clock counter of the calling thread (`tid`) that signals it with SIGPROF every
- * `period_ns` of its user-mode CPU time. Returns the descriptor (>= OSP_PROF_FD_MIN) or
- * -1 with errno set. */
+/* A task-clock counter of the calling thread (`tid`) that will signal it with SIGPROF
+ * every `period_ns` of its user-mode CPU time, set up but not counting yet (perf_enable
+ * starts it). Returns the descriptor (>= OSP_PROF_FD_MIN) or -1 with errno set. */
 static int perf_open(pid_t tid, uint64_t period_ns) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
@@ -47,7 +47,12 @@ static int perf_open(pid_t tid, uint64_t period_ns) {
     a.sample_period = period_ns;
     a.wakeup_events = 1;
     a.disabled = 1;
-    a.exclude_kernel = 1; /* user-only: allowed at perf_event_paranoid 2, never in a syscall */
+    /* User-only: allowed at perf_event_paranoid 2, and never a signal that becomes pending
+     * inside a system call. Counting kernel mode too (allowed at paranoid <= 1) was
+     * measured to make blocking calls return EINTR: an expiry on the way into a wait
+     * leaves the signal pending, and the wait returns at once (bench/prof_engines.sh part
+     * 1: 992 EINTR in 1.5 s at 10 kHz, 27 at 997 Hz). */
+    a.exclude_kernel = 1;
     a.exclude_hv = 1;
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) return -1;
@@ -55,15 +60,23 @@ static int perf_open(pid_t tid, uint64_t period_ns) {
     if (fd < 0) return -1;
     struct f_owner_ex owner = {.type = F_OWNER_TID, .pid = tid};
     int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_ASYNC) != 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 ||
-        fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_RESET, 0) != 0 ||
-        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    if (fl < 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
+        fcntl(fd, F_SETFL, fl | O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_RESET, 0) != 0) {
         int e = errno;
         osp_prof__close_nc(fd);
         errno = e;
         return -1;
     }
     return fd;
+}
+
+/* Start a counter of perf_open; on failure it is closed. Returns 0 or -1 with errno. */
+static int perf_enable(int fd) {
+    if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0) return 0;
+    int e = errno;
+    osp_prof__close_nc(fd);
+    errno = e;
+    return -1;
 }
 
 /* ---- per-thread timers ----------------------------------------------------------------- */
@@ -87,13 +100,39 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
     s->h_rng = osp_prof__mono_ns() ^ ((uint64_t)s->tid << 20) ^ 0x9E3779B97F4A7C15ull;
     if (s->h_rng == 0) s->h_rng = 1;
     s->h_cpu_last = s->sm.cpu_req; /* the CPU clock read at registration */
-    uint64_t first = osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
+    /* The first due time comes from the residual distribution of the periods (so the
+     * expected count of a thread's samples is its CPU time over the period from its
+     * start), but never sooner than half a period: a counter that expires again and
+     * again while its thread is still in the kernel (here, on its way out of the ioctl
+     * that enabled it) is dropped each time but costs a timer interrupt each time, and
+     * with a first period of 10 µs threads were measured spending hundreds of
+     * milliseconds of CPU in that interrupt storm (64 threads at 997 Hz on this virtual
+     * machine). Flooring it loses 0.125 samples per thread on average; a first period
+     * drawn like the others lost 0.5. */
+    uint64_t first = osp_prof__first_due_ns(&s->h_rng, ps->period_ns);
+    if (first < ps->period_ns / 2) first = ps->period_ns / 2;
+    if (first < MIN_PERIOD_NS) first = MIN_PERIOD_NS;
     s->h_next_due = s->h_cpu_last + first;
-    s->h_left = rejitter_every(ps);
+    /* perf_event: the first sample draws the first real period (the kernel keeps the
+     * period it was opened with until told otherwise). */
+    s->h_left = 1;
     if (kind == OSP_KTIMER_PERF) {
         int fd = perf_open(s->tid, first);
         if (fd < 0) return;
+        /* The slot knows its counter before the counter runs: a signal of it that the
+         * handler did not recognise would not re-arm it, and with a period shorter than
+         * a signal's round trip (delivery, handler, sigreturn: over 70 µs on a loaded
+         * virtual machine) the thread then took signal after signal at the same
+         * instruction -- threads were measured spending seconds of CPU inside their
+         * registration at 10 kHz. */
         s->perf_fd = fd;
+        s->ktimer_kind = kind;
+        atomic_store_explicit(&s->ktimer_armed, 1, memory_order_release);
+        if (perf_enable(fd) != 0) {
+            atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
+            s->ktimer_kind = OSP_KTIMER_NONE;
+        }
+        return;
     } else {
         struct sigevent ev;
         memset(&ev, 0, sizeof ev);
@@ -122,23 +161,54 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
     if (!atomic_load_explicit(&s->ktimer_armed, memory_order_acquire)) return;
     if (s->ktimer_kind == OSP_KTIMER_PERF) {
         /* The kernel restarts the counter's timer by itself at every overflow, from the
-         * overflow, with the current period: consecutive samples are exactly one period
-         * of the thread's CPU time apart, whatever the signal's delivery and this
+         * overflow, with the current period, whatever the signal's delivery and this
          * handler cost. Setting a new period (PERF_EVENT_IOC_PERIOD) restarts the timer
          * from the ioctl instead, and the ioctl was measured at about 15 µs of CPU time
          * (two timer reprogrammings; more in a virtual machine): drawn for every sample,
          * it cost 15 % of the CPU and 12 % of the samples at 10 kHz, 1.5 % of both at
-         * 997 Hz. So the jittered period, uniform in [0.7p, 1.3p), is drawn again once
-         * per REJITTER_NS of CPU time (every 4th sample at 997 Hz, every 40th at 10 kHz)
-         * and the samples in between keep it (docs/profiler-runtime.md "Engines"). */
+         * 997 Hz. So a period is drawn once per REJITTER_NS of CPU time (every 4th sample
+         * at 997 Hz, every 40th at 10 kHz) and the samples in between keep it
+         * (docs/profiler-runtime.md "Sampling engines").
+         *
+         * Samples are due on a schedule of CPU-time deadlines, as with cpu_timer: the
+         * sample that draws a period was due at h_next_due, and the next one that draws
+         * is due k periods later. The period set now is the drawn one less 1/k of
+         * this sample's lateness, so the schedule, not the kernel's timer, decides the
+         * long-run count: one sample per period of the thread's CPU clock. Without
+         * it, 2.5 to 4 % of the samples were missing (measured, bench/prof_engines.sh):
+         * expiries the kernel drops while the thread is in kernel mode (exclude_kernel;
+         * counting kernel mode too made blocking calls return EINTR), a second overflow
+         * while the first signal is pending (coalesced), and the elapsed part of a
+         * period each ioctl throws away. A thread more than k periods off the schedule
+         * (it ran in the kernel for long) restarts it from now: those samples are lost,
+         * and counted (cpu_unsampled). */
         if (s->h_left > 1) {
             s->h_left--;
             return;
         }
-        s->h_left = rejitter_every(ps);
-        uint64_t v = osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
-        if (v < MIN_PERIOD_NS) v = MIN_PERIOD_NS;
-        ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &v);
+        uint32_t k = rejitter_every(ps);
+        uint64_t w = osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
+        int64_t late = (int64_t)(cpu_now - s->h_next_due);
+        int64_t span = (int64_t)k * (int64_t)ps->period_ns;
+        if (late > span || late < -span) {
+            s->h_next_due = cpu_now;
+            late = 0;
+        }
+        /* Within [0.8w, 1.25w]: the correction makes up a few per cent of lost samples,
+         * and never more. Losses grow with the time the thread spends in the kernel, our
+         * own signal deliveries included (about 50 µs each, measured on this loaded
+         * virtual machine); periods shortened without bound would add deliveries, hence
+         * losses, hence shorter periods. What the clamp leaves is counted, as
+         * cpu_unsampled. */
+        uint64_t period = osp_prof__catch_up_period(w, late, k, MIN_PERIOD_NS);
+        /* The schedule advances by k nominal periods, not by the drawn ones: the count
+         * then stays within a few samples of CPU time over the period instead of
+         * wandering with the sum of the draws (k samples share each draw, so that walk
+         * was measured at about 10 samples in 400, test_capture's rate case), and the
+         * drawn period still moves every group of samples by up to 0.3 of a group. */
+        s->h_next_due += (uint64_t)k * ps->period_ns;
+        s->h_left = k;
+        ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &period);
         return;
     }
     /* cpu_timer: samples are due at CPU-time deadlines, each a jittered period after the
@@ -192,7 +262,7 @@ void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bool release) {
 static bool timer_start(struct osp_prof_session *ps, int kind, int *cause) {
     if (kind == OSP_KTIMER_PERF) {
         int fd = perf_open((pid_t)syscall(SYS_gettid), ps->period_ns);
-        if (fd < 0) {
+        if (fd < 0 || perf_enable(fd) != 0) {
             *cause = errno;
             return false;
         }

@@ -66,12 +66,31 @@ static inline uintptr_t osp_prof__strip_pac(uintptr_t a) {
 /* ---- activation (prof_util.c), docs/spec/profiler.md §(a) --------------------------------------- */
 
 /*
+ * Called by the _exit interposer of libosprey_prof.so before the real _exit: if this
+ * process's session is running, have the sampler thread stop it and write the raw file,
+ * and wait for that (at most a few seconds). Returns at once in a forked child, on the
+ * sampler thread, or when no session runs. Not async-signal-safe in the waiting, which
+ * only sleeps; the write happens on the sampler thread.
+ */
+OSP_PROF_HIDDEN void osp_prof__exit_now(void);
+
+/*
+ * For an exec by this process (the exec interposers of libosprey_prof.so): when its
+ * session runs, write "OSPREY_PROFILE=<path>" into `prof` and "OSPREY_PROFILE_HZ=<rate>"
+ * into `hz` (`pcap`, `hcap` bytes) and return true, so the program it becomes profiles
+ * into the same file; false in a forked child (whose exec is never followed) or without
+ * a session.
+ */
+OSP_PROF_HIDDEN bool osp_prof__exec_follow(char *prof, size_t pcap, char *hz, size_t hcap);
+
+/*
  * Parse OSPREY_PROFILE_HZ. `s` may be NULL (unset). Returns the clamped rate in Hz.
  * Unset or empty: 997. An optional sign followed by decimal digits and nothing else is
- * clamped to [10, 10000] (overflow clamps by sign). Anything else: 997 and `*invalid` is
- * set (the caller prints the warning). Pure function.
+ * clamped to [10, 10000] (overflow clamps by sign), and `*clamped` says whether it was.
+ * Anything else: 997 and `*invalid` is set. The caller prints the warning for either.
+ * Pure function.
  */
-OSP_PROF_HIDDEN uint32_t osp_prof__parse_hz(const char *s, bool *invalid);
+OSP_PROF_HIDDEN uint32_t osp_prof__parse_hz(const char *s, bool *invalid, bool *clamped);
 
 /*
  * Write the warning for an invalid OSPREY_PROFILE_HZ value to fd `fd`, exactly
@@ -80,6 +99,13 @@ OSP_PROF_HIDDEN uint32_t osp_prof__parse_hz(const char *s, bool *invalid);
  * written as escapes. One write(2) call.
  */
 OSP_PROF_HIDDEN void osp_prof__warn_bad_hz(int fd, const char *value);
+
+/*
+ * Write the warning for an OSPREY_PROFILE_HZ value outside 10..10000 to fd `fd`, exactly
+ * `osprey profiler: OSPREY_PROFILE_HZ="<value>" is out of range 10..10000; using <used>`
+ * plus a newline, escaped as osp_prof__warn_bad_hz does. One write(2) call.
+ */
+OSP_PROF_HIDDEN void osp_prof__warn_hz_range(int fd, const char *value, uint32_t used);
 
 /*
  * Resolve `path` against the current working directory into `out` (`cap` bytes).

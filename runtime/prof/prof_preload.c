@@ -18,6 +18,14 @@
  * of the profiler (docs/spec/profiler.md §(b.3) "No early returns"). A call with a zero
  * timeout does not wait: it runs outside any region, so a busy poll(..., 0) loop is
  * on-CPU (§(l.3)).
+ *
+ * Ends that run no atexit handler keep their profile too: `_exit` and `_Exit` have the
+ * sampler thread write the raw file first (osp_prof__exit_now), and `execve`, `execv`,
+ * `execvp` and `execvpe` by the profiled process itself (not a forked child) give the
+ * new program OSPREY_PROFILE and OSPREY_PROFILE_HZ back, so a program that becomes
+ * another (`env ./prog`, a shell's last command) is followed: the new program, which
+ * inherits LD_PRELOAD, profiles into the same file (what ran before the exec is not
+ * kept). An exec that fails changes nothing.
  */
 #define _GNU_SOURCE
 #include "prof_internal.h"
@@ -30,9 +38,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,5 +111,87 @@ OSP_PROF_WAIT_WRAPPER_IF(int, epoll_pwait,
                           const sigset_t *mask),
                          (fd, ev, max, timeout, mask), -1, timeout != 0)
 OSP_PROF_WAIT_WRAPPER(int, pause, (void), (), -1)
+
+/* ---- _exit ----------------------------------------------------------------------------- */
+
+#define OSP_PROF_EXIT_WRAPPER(name)                                    \
+    OSP_PROF_PUBLIC __attribute__((noreturn)) void name(int status) {  \
+        static _Atomic(void *) real_;                                  \
+        void (*real)(int) = (void (*)(int))next_symbol(&real_, #name); \
+        osp_prof__exit_now();                                          \
+        if (real != NULL) real(status);                                \
+        for (;;) syscall(SYS_exit_group, status);                      \
+    }
+OSP_PROF_EXIT_WRAPPER(_exit)
+OSP_PROF_EXIT_WRAPPER(_Exit)
+
+/* ---- exec ------------------------------------------------------------------------------ */
+
+/* `envp` with this session's OSPREY_PROFILE and OSPREY_PROFILE_HZ in place of any it
+ * has, or NULL (no session to follow, or no memory: the exec goes ahead unchanged).
+ * Free with free(); the two strings live in the same block. */
+static char **follow_env(char *const envp[]) {
+    char prof[OSP_PROF_PATH_MAX + 32], hz[48];
+    if (!osp_prof__exec_follow(prof, sizeof prof, hz, sizeof hz)) return NULL;
+    size_t n = 0;
+    while (envp != NULL && envp[n] != NULL) n++;
+    size_t plen = strlen(prof) + 1, hlen = strlen(hz) + 1;
+    char **out = malloc((n + 3) * sizeof *out + plen + hlen);
+    if (out == NULL) return NULL;
+    char *text = (char *)(out + n + 3);
+    memcpy(text, prof, plen);
+    memcpy(text + plen, hz, hlen);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], "OSPREY_PROFILE=", 15) != 0 &&
+            strncmp(envp[i], "OSPREY_PROFILE_HZ=", 18) != 0)
+            out[k++] = envp[i];
+    out[k++] = text;
+    out[k++] = text + plen;
+    out[k] = NULL;
+    return out;
+}
+
+extern char **environ;
+
+OSP_PROF_PUBLIC int execve(const char *path, char *const argv[], char *const envp[]) {
+    static _Atomic(void *) real_;
+    int (*real)(const char *, char *const[], char *const[]) =
+        (int (*)(const char *, char *const[], char *const[]))next_symbol(&real_, "execve");
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    char **env = follow_env(envp);
+    int rc = real(path, argv, env != NULL ? env : envp);
+    int saved = errno;
+    free(env);
+    errno = saved;
+    return rc;
+}
+
+OSP_PROF_PUBLIC int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    static _Atomic(void *) real_;
+    int (*real)(const char *, char *const[], char *const[]) =
+        (int (*)(const char *, char *const[], char *const[]))next_symbol(&real_, "execvpe");
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    char **env = follow_env(envp);
+    int rc = real(file, argv, env != NULL ? env : envp);
+    int saved = errno;
+    free(env);
+    errno = saved;
+    return rc;
+}
+
+OSP_PROF_PUBLIC int execv(const char *path, char *const argv[]) {
+    return execve(path, argv, environ);
+}
+
+OSP_PROF_PUBLIC int execvp(const char *file, char *const argv[]) {
+    return execvpe(file, argv, environ);
+}
 
 #endif

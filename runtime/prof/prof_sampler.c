@@ -704,7 +704,8 @@ void *osp_prof__sampler_main(void *arg) {
     /* This thread's CPU is sampled nowhere: the file accounts for it ("profiler_cpu_ns"). */
     if (!osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &ps->sampler_cpu_ns)) ps->sampler_cpu_ns = 0;
     int sig = atomic_load(&ps->term_sig);
-    if (sig != 0 && !atomic_load(&ps->stop)) osp_prof__terminate(ps, sig); /* does not return */
+    /* A signal: does not return. An _exit (OSP_PROF_TERM_EXIT): returns once written. */
+    if (sig != 0 && !atomic_load(&ps->stop)) osp_prof__terminate(ps, sig);
     return NULL;
 }
 

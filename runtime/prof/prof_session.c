@@ -417,11 +417,22 @@ void osp_prof__terminate(struct osp_prof_session *ps, int sig) {
     /* The session owner may be stopping the session itself (exit) and joining this
      * thread: never wait for the lock it holds. */
     while (pthread_mutex_trylock(&ps->session_lock) != 0) {
-        if (atomic_load(&ps->stop)) return;
+        if (atomic_load(&ps->stop)) {
+            /* An exit() is writing the file: a thread in _exit goes ahead (it would have
+             * ended that exit() all the same). */
+            if (sig == OSP_PROF_TERM_EXIT) atomic_store(&ps->exit_written, 1);
+            return;
+        }
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
     session_stop_locked(ps);
+    if (sig == OSP_PROF_TERM_EXIT) {
+        /* The thread in _exit ends the process once it sees this; the lock stays held,
+         * so an exit() racing with it waits. */
+        atomic_store(&ps->exit_written, 1);
+        return;
+    }
     before_death();
     /* Die of the signal with the lock held, so an exit() racing with us waits. */
     struct sigaction dfl;
@@ -443,13 +454,51 @@ static void exit_hook(void) {
     session_stop(ps);
 }
 
+/* The _exit interposer of libosprey_prof.so: _exit runs no atexit handler, so the file
+ * is written here -- on the sampler thread, as for a termination signal, because _exit
+ * may be called from a signal handler that interrupted this thread inside malloc or a
+ * lock. The caller waits for the file up to EXIT_WRITE_WAIT_NS, then exits regardless
+ * (a write stuck behind a lock the interrupted code held). A forked child, the sampler
+ * thread itself or a stopped session: nothing. */
+#define EXIT_WRITE_WAIT_NS 5000000000ull
+
+void osp_prof__exit_now(void) {
+    struct osp_prof_session *ps = &osp_prof__session;
+    if (atomic_load(&ps->forked_child) || !atomic_load(&ps->on) || !ps->term_sem_ok) return;
+    if (getpid() != atomic_load(&ps->pid)) return;
+    if (pthread_equal(pthread_self(), ps->sampler)) return;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&ps->term_sig, &expected, OSP_PROF_TERM_EXIT))
+        sem_post(&ps->term_sem);
+    else if (expected != OSP_PROF_TERM_EXIT)
+        return; /* a termination signal is being handled: it ends the process */
+    uint64_t until = term_now_ns() + EXIT_WRITE_WAIT_NS;
+    /* Only exit_written ends the wait: `stop` is set as soon as the sampler thread starts
+     * stopping the session, before the file is written (waiting for either let this
+     * thread end the process first, about one run in six). */
+    while (!atomic_load(&ps->exit_written) && term_now_ns() < until) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+bool osp_prof__exec_follow(char *prof, size_t pcap, char *hz, size_t hcap) {
+    struct osp_prof_session *ps = &osp_prof__session;
+    if (atomic_load(&ps->forked_child) || !atomic_load(&ps->on)) return false;
+    if (getpid() != atomic_load(&ps->pid)) return false;
+    int n = snprintf(prof, pcap, "OSPREY_PROFILE=%s", ps->path);
+    int m = snprintf(hz, hcap, "OSPREY_PROFILE_HZ=%u", (unsigned)ps->rate_hz);
+    return n > 0 && (size_t)n < pcap && m > 0 && (size_t)m < hcap;
+}
+
 static void boot_impl(void) {
     const char *out = getenv("OSPREY_PROFILE");
     if (out == NULL || out[0] == '\0') return; /* inert: nothing else happens */
     const char *hz_text = getenv("OSPREY_PROFILE_HZ");
-    bool bad = false;
-    uint32_t hz = osp_prof__parse_hz(hz_text, &bad);
+    bool bad = false, clamped = false;
+    uint32_t hz = osp_prof__parse_hz(hz_text, &bad, &clamped);
     if (bad) osp_prof__warn_bad_hz(2, hz_text);
+    if (clamped) osp_prof__warn_hz_range(2, hz_text, hz);
     char path[OSP_PROF_PATH_MAX + 1];
     int rc = osp_prof__absolute_path(out, path, sizeof path);
     char shown[256];

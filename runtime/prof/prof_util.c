@@ -13,8 +13,9 @@
 
 /* ---- OSPREY_PROFILE_HZ ------------------------------------------------------------------ */
 
-uint32_t osp_prof__parse_hz(const char *s, bool *invalid) {
+uint32_t osp_prof__parse_hz(const char *s, bool *invalid, bool *clamped) {
     *invalid = false;
+    *clamped = false;
     if (s == NULL || *s == '\0') return OSP_PROF_HZ_DEFAULT;
     const char *p = s;
     bool neg = false;
@@ -38,22 +39,28 @@ uint32_t osp_prof__parse_hz(const char *s, bool *invalid) {
             if (v > OSP_PROF_HZ_MAX) big = true; /* keeps scanning for junk; clamps below */
         }
     }
+    *clamped = true;
     if (neg) return OSP_PROF_HZ_MIN; /* every negative value (and -0) clamps low */
     if (big) return OSP_PROF_HZ_MAX;
     if (v < OSP_PROF_HZ_MIN) return OSP_PROF_HZ_MIN;
+    *clamped = false;
     return (uint32_t)v;
 }
 
-void osp_prof__warn_bad_hz(int fd, const char *value) {
+/* `osprey profiler: OSPREY_PROFILE_HZ="<value, escaped>` followed by `tail`, one write. */
+static void warn_hz(int fd, const char *value, const char *tail_text) {
     static const char head[] = "osprey profiler: OSPREY_PROFILE_HZ=\"";
-    static const char tail[] = "\" is not an integer; using 997\n";
+    char tail[64];
+    size_t tail_len = strlen(tail_text) < sizeof tail - 1 ? strlen(tail_text) : sizeof tail - 1;
+    memcpy(tail, tail_text, tail_len);
+    tail[tail_len] = '\0';
     char line[512];
     size_t n = 0;
     memcpy(line, head, sizeof head - 1);
     n = sizeof head - 1;
     static const char hex[] = "0123456789abcdef";
     for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-        if (n + 4 + sizeof tail > sizeof line) { /* very long value: elide the rest */
+        if (n + 4 + tail_len + 1 > sizeof line) { /* very long value: elide the rest */
             memcpy(line + n, "...", 3);
             n += 3;
             break;
@@ -71,11 +78,28 @@ void osp_prof__warn_bad_hz(int fd, const char *value) {
             line[n++] = (char)c;
         }
     }
-    memcpy(line + n, tail, sizeof tail - 1);
-    n += sizeof tail - 1;
+    memcpy(line + n, tail, tail_len);
+    n += tail_len;
     ssize_t w;
     do w = write(fd, line, n);
     while (w < 0 && errno == EINTR);
+}
+
+void osp_prof__warn_bad_hz(int fd, const char *value) {
+    warn_hz(fd, value, "\" is not an integer; using 997\n");
+}
+
+void osp_prof__warn_hz_range(int fd, const char *value, uint32_t used) {
+    char tail[64] = "\" is out of range 10..10000; using ";
+    size_t n = strlen(tail);
+    char digits[12];
+    size_t k = 0;
+    do digits[k++] = (char)('0' + used % 10);
+    while ((used /= 10) != 0 && k < sizeof digits);
+    while (k > 0) tail[n++] = digits[--k];
+    tail[n++] = '\n';
+    tail[n] = '\0';
+    warn_hz(fd, value, tail);
 }
 
 /* ---- paths and labels ------------------------------------------------------------------- */

@@ -3,12 +3,20 @@
  * main and two threads burn CPU in target_hot, a third sleeps in one plain nanosleep
  * call (target_sleep) and prints "sleep_ret=<r> slept=<seconds>". test_preload.c runs it
  * with LD_PRELOAD=libosprey_prof.so. Built with frame pointers.
+ *
+ *   preload_target [<seconds> [<end>]]   <end>: how it ends after its work, printing
+ *       "pid=<pid>" first: "_exit" (_exit(7)), "exec" (execv of itself with <seconds> / 2
+ *       and no <end>), "forkexec" (a forked child execs itself the same way; the parent
+ *       waits for it and returns 0); default: return 0 from main.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static double cpu_now(void) {
     struct timespec ts;
@@ -57,5 +65,27 @@ int main(int argc, char **argv) {
     if (pthread_create(&t[2], NULL, sleeper, &secs) != 0) return 1;
     target_hot(secs / 2);
     for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    if (argc > 2) {
+        printf("pid=%d\n", (int)getpid());
+        fflush(stdout);
+        char half[32];
+        snprintf(half, sizeof half, "%.3f", secs / 2);
+        char *again[] = {argv[0], half, NULL};
+        if (strcmp(argv[2], "_exit") == 0) _exit(7);
+        if (strcmp(argv[2], "exec") == 0) {
+            execv(argv[0], again);
+            return 2;
+        }
+        if (strcmp(argv[2], "forkexec") == 0) {
+            pid_t c = fork();
+            if (c == 0) {
+                execv(argv[0], again);
+                _exit(2);
+            }
+            int st;
+            if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                return 3;
+        }
+    }
     return 0;
 }

@@ -185,11 +185,24 @@ static void test_rate_parsing_and_warnings(void **state) {
     expect_rate("OSPREY_PROFILE_HZ=", 997, "");
     expect_rate("OSPREY_PROFILE_HZ=250", 250, "");
     expect_rate("OSPREY_PROFILE_HZ=+40", 40, "");
-    expect_rate("OSPREY_PROFILE_HZ=5", 10, "");
-    expect_rate("OSPREY_PROFILE_HZ=-3", 10, "");
-    expect_rate("OSPREY_PROFILE_HZ=20000", 10000, "");
-    expect_rate("OSPREY_PROFILE_HZ=99999999999999999999999", 10000, "");
-    expect_rate("OSPREY_PROFILE_HZ=-99999999999999999999999", 10, "");
+    expect_rate("OSPREY_PROFILE_HZ=10", 10, "");
+    expect_rate("OSPREY_PROFILE_HZ=10000", 10000, "");
+    /* Out of range: clamped, and said once. */
+    expect_rate("OSPREY_PROFILE_HZ=0", 10,
+                "osprey profiler: OSPREY_PROFILE_HZ=\"0\" is out of range 10..10000; using 10\n");
+    expect_rate("OSPREY_PROFILE_HZ=5", 10,
+                "osprey profiler: OSPREY_PROFILE_HZ=\"5\" is out of range 10..10000; using 10\n");
+    expect_rate("OSPREY_PROFILE_HZ=-3", 10,
+                "osprey profiler: OSPREY_PROFILE_HZ=\"-3\" is out of range 10..10000; using 10\n");
+    expect_rate("OSPREY_PROFILE_HZ=10001", 10000,
+                "osprey profiler: OSPREY_PROFILE_HZ=\"10001\" is out of range 10..10000; using "
+                "10000\n");
+    expect_rate("OSPREY_PROFILE_HZ=99999999999999999999999", 10000,
+                "osprey profiler: OSPREY_PROFILE_HZ=\"99999999999999999999999\" is out of range "
+                "10..10000; using 10000\n");
+    expect_rate("OSPREY_PROFILE_HZ=-99999999999999999999999", 10,
+                "osprey profiler: OSPREY_PROFILE_HZ=\"-99999999999999999999999\" is out of range "
+                "10..10000; using 10\n");
     expect_rate("OSPREY_PROFILE_HZ=abc", 997,
                 "osprey profiler: OSPREY_PROFILE_HZ=\"abc\" is not an integer; using 997\n");
     expect_rate("OSPREY_PROFILE_HZ=1e3", 997,

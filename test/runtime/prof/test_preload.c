@@ -2,7 +2,9 @@
  * test_preload.c — libosprey_prof.so profiles an unmodified program when preloaded
  * (docs/profiler-runtime.md): the main thread is registered by the library's
  * constructor, the program's threads as they start (pthread_create interposed), and a
- * plain nanosleep call runs to its end (sleeping calls are blocking regions).
+ * plain nanosleep call runs to its end (sleeping calls are blocking regions). A program
+ * that ends with _exit keeps its profile; one that execs itself is followed into the new
+ * program, a forked child's exec is not.
  */
 #define _GNU_SOURCE
 #include "support.h"
@@ -10,6 +12,7 @@
 #include <math.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,9 +104,82 @@ static void test_preloaded_program_is_profiled(void **state) {
     scratch_cleanup(dir);
 }
 
+/* Run the target with `end` (see preload_target.c); returns its exit status, its pid
+ * (from "pid=<n>") and the number of "sleep_ret=" lines; the raw file is `path`. */
+static int run_ending(const char *dir, const char *path, const char *end, int *pid, int *sleeps) {
+    char var[PATH_MAX + 32];
+    snprintf(var, sizeof var, "OSPREY_PROFILE=%s", path);
+    char *env[] = {var, "OSPREY_PROFILE_HZ=2000", "LD_PRELOAD=" PROF_PRELOAD_LIB, NULL};
+    char *argv[] = {PROF_PRELOAD_TARGET, "0.2", (char *)end, NULL};
+    char err[4096], out_path[PATH_MAX], out[4096];
+    snprintf(out_path, sizeof out_path, "%s/stdout-%s", dir, end);
+    int status = run_child(argv, env, dir, out_path, err, sizeof err);
+    assert_true(read_text(out_path, out, sizeof out) > 0);
+    assert_string_equal(err, "");
+    const char *p = strstr(out, "pid=");
+    assert_non_null(p);
+    *pid = atoi(p + 4);
+    *sleeps = 0;
+    for (p = out; (p = strstr(p, "sleep_ret=")) != NULL; p++) (*sleeps)++;
+    return status;
+}
+
+/* _exit runs no atexit handler: the profile is written all the same (by the sampler
+ * thread, before the real _exit), and the exit status is the program's. */
+static void test_exit_underscore_keeps_profile(void **state) {
+    (void)state;
+    char dir[PATH_MAX], path[PATH_MAX];
+    scratch_dir(dir, sizeof dir, "preload_exit");
+    snprintf(path, sizeof path, "%s/exit.json", dir);
+    int pid, sleeps;
+    int status = run_ending(dir, path, "_exit", &pid, &sleeps);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 7);
+    struct raw r;
+    raw_load(&r, path);
+    assert_int_equal(r.pid, pid);
+    assert_int_equal(r.nthreads, 4);
+    assert_true(r.nsamples > 0);
+    raw_free(&r);
+    scratch_cleanup(dir);
+}
+
+/* exec by the profiled process: the new program (LD_PRELOAD inherited) gets the profile
+ * back and writes it at its own exit; an exec in a forked child is not followed (the
+ * file is the parent's). */
+static void test_exec_is_followed(void **state) {
+    (void)state;
+    char dir[PATH_MAX], path[PATH_MAX];
+    scratch_dir(dir, sizeof dir, "preload_exec");
+    snprintf(path, sizeof path, "%s/exec.json", dir);
+    int pid, sleeps;
+    int status = run_ending(dir, path, "exec", &pid, &sleeps);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(sleeps, 2); /* the program, then what it became */
+    struct raw r;
+    raw_load(&r, path);
+    assert_int_equal(r.pid, pid);    /* exec keeps the pid */
+    assert_int_equal(r.nthreads, 4); /* the new program's own threads */
+    assert_int_equal(r.rate_hz, 2000);
+    raw_free(&r);
+
+    snprintf(path, sizeof path, "%s/forkexec.json", dir);
+    status = run_ending(dir, path, "forkexec", &pid, &sleeps);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(sleeps, 2);
+    raw_load(&r, path);
+    assert_int_equal(r.pid, pid); /* the parent's file, not overwritten by the child */
+    raw_free(&r);
+    scratch_cleanup(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preloaded_program_is_profiled),
+        cmocka_unit_test(test_exit_underscore_keeps_profile),
+        cmocka_unit_test(test_exec_is_followed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

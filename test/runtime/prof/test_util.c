@@ -1,8 +1,9 @@
 /*
  * test_util.c — pure parts of the profiler runtime: OSPREY_PROFILE_HZ parsing and
  * clamping (docs/spec/profiler.md §(a)), the exact warning text, output path resolution, label
- * cutting (§(d)), JSON string escaping and integers (§(e)), and the sample store
- * (§(b.5)).
+ * cutting (§(d)), JSON string escaping and integers (§(e)), the sample store
+ * (§(b.5)), and the kernel-timed engines' periods (§(l.3)): the first due time of a new
+ * timer and the perf_event engine's catch-up period.
  */
 #define _GNU_SOURCE
 #include "support.h"
@@ -15,12 +16,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "prof_session.h"
+
+static void check_hz_clamp(const char *text, uint32_t want, bool want_invalid, bool want_clamped) {
+    bool invalid = !want_invalid, clamped = !want_clamped;
+    uint32_t got = osp_prof__parse_hz(text, &invalid, &clamped);
+    if (got != want || invalid != want_invalid || clamped != want_clamped)
+        fail_msg("OSPREY_PROFILE_HZ=\"%s\": got %u%s%s, want %u%s%s", text ? text : "(unset)", got,
+                 invalid ? " (invalid)" : "", clamped ? " (clamped)" : "", want,
+                 want_invalid ? " (invalid)" : "", want_clamped ? " (clamped)" : "");
+}
+
+/* A value in range, or an invalid one (never both invalid and clamped). */
 static void check_hz(const char *text, uint32_t want, bool want_invalid) {
-    bool invalid = !want_invalid;
-    uint32_t got = osp_prof__parse_hz(text, &invalid);
-    if (got != want || invalid != want_invalid)
-        fail_msg("OSPREY_PROFILE_HZ=\"%s\": got %u%s, want %u%s", text ? text : "(unset)", got,
-                 invalid ? " (invalid)" : "", want, want_invalid ? " (invalid)" : "");
+    check_hz_clamp(text, want, want_invalid, false);
 }
 
 static void test_parse_hz(void **state) {
@@ -33,17 +42,18 @@ static void test_parse_hz(void **state) {
     check_hz("10", 10, false);
     check_hz("10000", 10000, false);
     check_hz("0010", 10, false);
-    /* clamping */
-    check_hz("9", 10, false);
-    check_hz("0", 10, false);
-    check_hz("-0", 10, false);
-    check_hz("-5", 10, false);
-    check_hz("10001", 10000, false);
-    check_hz("20000", 10000, false);
+    /* clamping, which the caller reports */
+    check_hz_clamp("9", 10, false, true);
+    check_hz_clamp("0", 10, false, true);
+    check_hz_clamp("5", 10, false, true);
+    check_hz_clamp("-0", 10, false, true);
+    check_hz_clamp("-5", 10, false, true);
+    check_hz_clamp("10001", 10000, false, true);
+    check_hz_clamp("20000", 10000, false, true);
     /* overflow clamps by sign */
-    check_hz("99999999999999999999999999", 10000, false);
-    check_hz("+99999999999999999999999999", 10000, false);
-    check_hz("-99999999999999999999999999", 10, false);
+    check_hz_clamp("99999999999999999999999999", 10000, false, true);
+    check_hz_clamp("+99999999999999999999999999", 10000, false, true);
+    check_hz_clamp("-99999999999999999999999999", 10, false, true);
     /* not an optional sign followed by digits */
     check_hz("abc", 997, true);
     check_hz("12abc", 997, true);
@@ -77,6 +87,21 @@ static void test_warning_text(void **state) {
                    "osprey profiler: OSPREY_PROFILE_HZ=\"abc\" is not an integer; using 997\n");
     expect_warning(" 5",
                    "osprey profiler: OSPREY_PROFILE_HZ=\" 5\" is not an integer; using 997\n");
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    osp_prof__warn_hz_range(fds[1], "10001", 10000);
+    osp_prof__warn_hz_range(fds[1], "-\n5", 10);
+    close(fds[1]);
+    char buf[1024];
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_string_equal(buf,
+                        "osprey profiler: OSPREY_PROFILE_HZ=\"10001\" is out of range 10..10000; "
+                        "using 10000\n"
+                        "osprey profiler: OSPREY_PROFILE_HZ=\"-\\x0a5\" is out of range 10..10000; "
+                        "using 10\n");
     /* One line, whatever the value holds. */
     expect_warning(
         "a\nb\"c\\",
@@ -242,12 +267,49 @@ static void test_store(void **state) {
     assert_int_equal(s.samples_limit, 5000);
 }
 
+/* The first due time follows the residual distribution of the jittered periods
+ * (uniform in [0.7p, 1.3p)): density 1/p on [0, 0.7p), falling linearly to 0 at 1.3p.
+ * Its mean is E[X^2] / (2 E[X]) = 0.515p; 70 % of it lies below 0.7p, 7.5 % above p. */
+static void test_first_due(void **state) {
+    (void)state;
+    const uint64_t p = 1000000;
+    uint64_t rng = 0x1234567887654321ull;
+    const int n = 200000;
+    double sum = 0;
+    int below = 0, above = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t x = osp_prof__first_due_ns(&rng, p);
+        if (x >= p * 13 / 10) fail_msg("first due %llu ns >= 1.3p", (unsigned long long)x);
+        sum += (double)x;
+        below += x < p * 7 / 10;
+        above += x >= p;
+    }
+    double mean = sum / n / (double)p;
+    if (mean < 0.510 || mean > 0.520) fail_msg("mean first due %.4f p, want 0.515 p", mean);
+    if (below < n * 0.69 || below > n * 0.71) fail_msg("%d of %d below 0.7p, want 70 %%", below, n);
+    if (above < n * 0.070 || above > n * 0.080)
+        fail_msg("%d of %d at or above p, want 7.5 %%", above, n);
+}
+
+/* The catch-up period: the drawn one less 1/k of the lateness, within [0.8w, 1.25w]. */
+static void test_catch_up_period(void **state) {
+    (void)state;
+    assert_int_equal(osp_prof__catch_up_period(1000, 0, 4, 10), 1000);
+    assert_int_equal(osp_prof__catch_up_period(1000, 400, 4, 10), 900);    /* late: shorter */
+    assert_int_equal(osp_prof__catch_up_period(1000, -400, 4, 10), 1100);  /* early: longer */
+    assert_int_equal(osp_prof__catch_up_period(1000, 4000, 4, 10), 800);   /* never below 0.8w */
+    assert_int_equal(osp_prof__catch_up_period(1000, -4000, 4, 10), 1250); /* nor above 1.25w */
+    assert_int_equal(osp_prof__catch_up_period(1000, 400, 40, 10), 990);
+    assert_int_equal(osp_prof__catch_up_period(10, 4, 1, 9), 9); /* the kernel's minimum */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_hz),      cmocka_unit_test(test_warning_text),
-        cmocka_unit_test(test_absolute_path), cmocka_unit_test(test_cut_label),
-        cmocka_unit_test(test_json_strings),  cmocka_unit_test(test_integers_and_overflow),
-        cmocka_unit_test(test_store),
+        cmocka_unit_test(test_parse_hz),        cmocka_unit_test(test_warning_text),
+        cmocka_unit_test(test_absolute_path),   cmocka_unit_test(test_cut_label),
+        cmocka_unit_test(test_json_strings),    cmocka_unit_test(test_integers_and_overflow),
+        cmocka_unit_test(test_store),           cmocka_unit_test(test_first_due),
+        cmocka_unit_test(test_catch_up_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
