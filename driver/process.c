@@ -44,7 +44,13 @@ static int g_forward;    /* SIGTERM/SIGHUP that arrived while spawning: forward 
 static int g_pending;    /* terminating signal to die of once the tool has exited */
 static int g_interrupt;  /* PROC_PROFILED: first SIGINT/SIGTERM/SIGHUP the driver received */
 static bool g_capturing; /* between proc_capture_begin and proc_capture_end */
-static _Atomic int g_capture_sig; /* first stopping signal received while capturing */
+/* When the last PROC_PROFILED child was reaped (CLOCK_MONOTONIC ns; 0: none yet). A
+ * terminal's Ctrl-C reaches the program and the driver at once; when the program handles
+ * its copy first, the driver's may be taken only after the program was reaped, while the
+ * profile is post-processed: that copy is the same interrupt, not a second one. */
+static uint64_t g_profiled_end_ns;
+#define OSP_INTERRUPT_COPY_NS 1000000000u /* how late a copy of that interrupt may come */
+static _Atomic int g_capture_sig;         /* first stopping signal received while capturing */
 
 static void signal_set(sigset_t *set) {
     sigemptyset(set);
@@ -92,6 +98,12 @@ static bool is_interrupt(int sig) {
     return sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
 }
 
+static uint64_t mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static void *signal_thread(void *arg) {
     (void)arg;
     sigset_t set;
@@ -135,6 +147,11 @@ static void *signal_thread(void *arg) {
              * The program's own status is the driver's: carry on when it exits. */
             if (g_child_kind == PROC_TOOL && !g_pending) g_pending = sig;
             pthread_mutex_unlock(&g_lock);
+            continue;
+        }
+        if (is_interrupt(sig) && g_profiled_end_ns &&
+            mono_ns() - g_profiled_end_ns < OSP_INTERRUPT_COPY_NS) {
+            pthread_mutex_unlock(&g_lock); /* the program's interrupt, taken late: keep going */
             continue;
         }
         pthread_mutex_unlock(&g_lock);
@@ -259,6 +276,7 @@ static int run_child(char *const argv[], char *const envp[], proc_kind kind, uin
     }
     pthread_mutex_lock(&g_lock);
     g_child = 0;
+    if (kind == PROC_PROFILED) g_profiled_end_ns = mono_ns();
     int pending = g_pending;
     g_pending = 0;
     if (interrupt_sig) *interrupt_sig = g_interrupt;
