@@ -44,11 +44,14 @@ static int g_forward;    /* SIGTERM/SIGHUP that arrived while spawning: forward 
 static int g_pending;    /* terminating signal to die of once the tool has exited */
 static int g_interrupt;  /* PROC_PROFILED: first SIGINT/SIGTERM/SIGHUP the driver received */
 static bool g_capturing; /* between proc_capture_begin and proc_capture_end */
-/* When the last PROC_PROFILED child was reaped (CLOCK_MONOTONIC ns; 0: none yet). A
- * terminal's Ctrl-C reaches the program and the driver at once; when the program handles
- * its copy first, the driver's may be taken only after the program was reaped, while the
- * profile is post-processed: that copy is the same interrupt, not a second one. */
+/* When the last PROC_PROFILED child was reaped (CLOCK_MONOTONIC ns) after it died of an
+ * interrupt signal, and which (0: none). A terminal's Ctrl-C reaches the program and the
+ * driver at once; when the program handles its copy first, the driver's may be taken only
+ * after the program was reaped, while the profile is post-processed: a copy of the signal
+ * the program died of, that soon, is the same interrupt, not a second one. Any other
+ * signal (a SIGTERM while the exports are written) still ends the driver. */
 static uint64_t g_profiled_end_ns;
+static int g_profiled_end_sig;
 #define OSP_INTERRUPT_COPY_NS 1000000000u /* how late a copy of that interrupt may come */
 static _Atomic int g_capture_sig;         /* first stopping signal received while capturing */
 
@@ -149,8 +152,7 @@ static void *signal_thread(void *arg) {
             pthread_mutex_unlock(&g_lock);
             continue;
         }
-        if (is_interrupt(sig) && g_profiled_end_ns &&
-            mono_ns() - g_profiled_end_ns < OSP_INTERRUPT_COPY_NS) {
+        if (sig == g_profiled_end_sig && mono_ns() - g_profiled_end_ns < OSP_INTERRUPT_COPY_NS) {
             pthread_mutex_unlock(&g_lock); /* the program's interrupt, taken late: keep going */
             continue;
         }
@@ -257,7 +259,7 @@ static int run_child(char *const argv[], char *const envp[], proc_kind kind, uin
     }
     pthread_mutex_unlock(&g_lock);
 
-    int status = -1;
+    int status = -1, died_of = 0;
     bool exp = false;
     if (rc != 0) {
         fprintf(stderr, "osprey: error: cannot run '%s': %s\n", argv[0], strerror(rc));
@@ -271,12 +273,16 @@ static int run_child(char *const argv[], char *const envp[], proc_kind kind, uin
             status = WEXITSTATUS(ws);
         } else if (WIFSIGNALED(ws)) {
             status = 128 + WTERMSIG(ws);
+            died_of = WTERMSIG(ws);
             if (termsig) *termsig = WTERMSIG(ws);
         }
     }
     pthread_mutex_lock(&g_lock);
     g_child = 0;
-    if (kind == PROC_PROFILED) g_profiled_end_ns = mono_ns();
+    if (kind == PROC_PROFILED && is_interrupt(died_of)) {
+        g_profiled_end_ns = mono_ns();
+        g_profiled_end_sig = died_of;
+    }
     int pending = g_pending;
     g_pending = 0;
     if (interrupt_sig) *interrupt_sig = g_interrupt;
