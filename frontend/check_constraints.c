@@ -136,7 +136,8 @@ static bool mixed_lists(Type *a, Type *b) {
 static bool try_solve(Checker *c, Constraint *k) {
     TypeCtx *tc = c->tc;
     bool ra = false, rb = false, bad = false;
-    if (k->kind != C_SHOW && k->kind != C_SENDABLE && erased_operand(c, k)) return true;
+    if (k->kind != C_SHOW && k->kind != C_SENDABLE && k->kind != C_GPU_ELEM && erased_operand(c, k))
+        return true;
     switch (k->kind) {
     case C_ARITH: {
         Type *fa = ty_find(k->a), *fb = ty_find(k->b);
