@@ -106,6 +106,12 @@ static bool erased_operand(Checker *c, Constraint *k) {
         error(c, k->pos, "%scannot apply `%s` to an erased `any`: match its structure instead",
               via_prefix(c, k), k->name);
         break;
+    case C_EQUATABLE:
+        error(c, k->pos,
+              "%scannot compare an erased `any` (`%s` compares elements with `==`): match its "
+              "structure instead",
+              via_prefix(c, k), k->name);
+        break;
     default:
         error(c, k->pos, "%scannot apply `%s` to an erased `any`: match its structure instead",
               via_prefix(c, k), k->kind == C_NEG ? "-" : binop_spelling(k->op));
@@ -393,6 +399,9 @@ static bool try_solve(Checker *c, Constraint *k) {
                   via_prefix(c, k), k->name, show(c, t));
         return true;
     }
+    case C_EQUATABLE:
+        /* an erased `any` was reported above; anything else compares as it did */
+        return ty_find(k->a)->kind != TY_VAR;
     }
     return true;
 }
