@@ -179,6 +179,10 @@ Type *check_builtin_call(Checker *c, Expr *e, Builtin b) {
     }
     if (b == B_HTTP_LISTEN && n == 2) check_http_handler(c, args[1]);
     if (sigt) gpu_elements(c, e, b, sigt);
+    /* docs/spec/language.md §4.1: `any` values are not compared, and listContains compares */
+    if (sigt && b == B_LIST_CONTAINS && sigt->nargs == 2)
+        add_constraint_named(c, C_EQUATABLE, OP_EQ, sigt->args[1], NULL, NULL, e->pos, NULL,
+                             builtin_name(b));
     if (sigt) {
         Type **at = arena_alloc(c->a, sizeof(Type *) * (size_t)(n + 1));
         for (int i = 0; i < n; i++) at[i] = check_expr(c, args[i]);

@@ -106,6 +106,12 @@ static bool erased_operand(Checker *c, Constraint *k) {
         error(c, k->pos, "%scannot apply `%s` to an erased `any`: match its structure instead",
               via_prefix(c, k), k->name);
         break;
+    case C_EQUATABLE:
+        error(c, k->pos,
+              "%scannot compare an erased `any` (`%s` compares elements with `==`): match its "
+              "structure instead",
+              via_prefix(c, k), k->name);
+        break;
     default:
         error(c, k->pos, "%scannot apply `%s` to an erased `any`: match its structure instead",
               via_prefix(c, k), k->kind == C_NEG ? "-" : binop_spelling(k->op));
@@ -136,7 +142,9 @@ static bool mixed_lists(Type *a, Type *b) {
 static bool try_solve(Checker *c, Constraint *k) {
     TypeCtx *tc = c->tc;
     bool ra = false, rb = false, bad = false;
-    if (k->kind != C_SHOW && k->kind != C_SENDABLE && erased_operand(c, k)) return true;
+    if (k->kind != C_SHOW && k->kind != C_SENDABLE && k->kind != C_GPU_ELEM &&
+        k->kind != C_ERASABLE && erased_operand(c, k))
+        return true;
     switch (k->kind) {
     case C_ARITH: {
         Type *fa = ty_find(k->a), *fb = ty_find(k->b);
@@ -391,6 +399,40 @@ static bool try_solve(Checker *c, Constraint *k) {
                   "%s`%s` would make a `GpuBuffer<%s>`: a GPU buffer holds int, float or bool",
                   via_prefix(c, k), k->name, show(c, t));
         return true;
+    }
+    case C_EQUATABLE:
+        /* an erased `any` was reported above; anything else compares as it did */
+        return ty_find(k->a)->kind != TY_VAR;
+    case C_ERASABLE: {
+        /* docs/spec/language.md §4.1, §8: what `any` may hold (it must render) */
+        Type *t = ty_find(k->a);
+        if (t->kind == TY_VAR) return false;
+        if (t->kind == TY_RECORD) {
+            error(c, k->pos,
+                  "%scannot erase an anonymous record into `any`: declare its row as a named type "
+                  "first",
+                  via_prefix(c, k));
+            return true;
+        }
+        if (t->kind != TY_RESULT) return true;
+        Type *p = ty_find(t->args[0]);
+        while (p->kind == TY_RESULT) p = ty_find(p->args[0]);
+        switch (p->kind) {
+        case TY_VAR: return false;
+        case TY_LIST:
+        case TY_MAP:
+        case TY_NAMED:
+        case TY_RECORD:
+        case TY_FN:
+        case TY_ITER:
+        case TY_PTR:
+            error(c, k->pos,
+                  "%scannot erase `%s` into `any`: its Success payload has no rendering; match "
+                  "the Result first",
+                  via_prefix(c, k), show(c, t));
+            return true;
+        default: return true;
+        }
     }
     }
     return true;

@@ -15,22 +15,6 @@ bool recover_error(Checker *c, Pos pos, Type *actual, Type *expected) {
     return true;
 }
 
-/* A Result whose Success payload has no rendering of its own cannot be erased (§8). */
-static bool unrenderable_payload(Type *t) {
-    t = ty_find(t);
-    if (t->kind != TY_RESULT) return false;
-    switch (ty_find(t->args[0])->kind) {
-    case TY_LIST:
-    case TY_MAP:
-    case TY_NAMED:
-    case TY_RECORD:
-    case TY_FN:
-    case TY_ITER:
-    case TY_PTR: return true;
-    default: return false;
-    }
-}
-
 bool coerce(Checker *c, Expr **slot, Type *actual, Type *expected) {
     Type *a = ty_find(actual), *x = ty_find(expected);
     Expr *lit = *slot;
@@ -48,18 +32,9 @@ bool coerce(Checker *c, Expr **slot, Type *actual, Type *expected) {
         (a->kind == TY_VAR && !a->rigid && !a->generic))
         return ty_unify(c->tc, actual, expected);
     Expr *v = *slot;
-    if (a->kind == TY_RECORD) {
-        error(c, v->pos,
-              "cannot erase an anonymous record into `any`: declare its row as a named type first");
-        return true;
-    }
-    if (unrenderable_payload(a)) {
-        error(c, v->pos,
-              "cannot erase `%s` into `any`: its Success payload has no rendering; match the "
-              "Result first",
-              show(c, a));
-        return true;
-    }
+    /* an anonymous record, or a Result without a rendering, is refused: now, or at each call
+     * of a generic function when a type parameter decides it */
+    add_constraint(c, C_ERASABLE, OP_ADD, actual, NULL, NULL, v->pos, NULL);
     Expr *w = expr_new(c->a, E_ERASE, v->pos);
     w->u.erase.e = v;
     w->type = c->tc->t_any;

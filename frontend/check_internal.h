@@ -32,6 +32,11 @@
  *   C_SENDABLE a may cross a channel (not a Result)
  *   C_GPU_ELEM a is int, float or bool: a GpuBuffer element or gpuFold's accumulator (§9.9);
  *              name: the built-in, b non-NULL for the accumulator
+ *   C_EQUATABLE a is compared for equality by built-in `name` (listContains): not an erased
+ *              `any` (§4.1)
+ *   C_ERASABLE a is erased into `any` (§4.1): not an anonymous record, nor a Result whose
+ *              Success payload (through nested Results) has no rendering; deferred while a
+ *              type parameter leaves that open, so a generic function checks it at each call
  */
 typedef enum CKind {
     C_ARITH,
@@ -42,7 +47,9 @@ typedef enum CKind {
     C_SIZED,
     C_FIELD,
     C_SENDABLE,
-    C_GPU_ELEM
+    C_GPU_ELEM,
+    C_EQUATABLE,
+    C_ERASABLE
 } CKind;
 
 struct Constraint {

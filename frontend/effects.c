@@ -132,11 +132,13 @@ static void escape(EWalk *w, EffKey *k, Pos pos, const char *via) {
         w->errors++;
     }
     if (!w->sink) {
+        /* a static effect is handled only by `handle static E` (§12.5) */
+        const char *kw = k->decl->is_static ? "handle static" : "handle";
         const char *why =
             k->decl->nparams > 0
-                ? arena_printf(w->a, "no enclosing `handle %s` handles `%s` at this instantiation",
+                ? arena_printf(w->a, "no enclosing `%s %s` handles `%s` at this instantiation", kw,
                                k->decl->name, k->decl->ops[k->opi].name)
-                : arena_printf(w->a, "no enclosing `handle %s` handles `%s`", k->decl->name,
+                : arena_printf(w->a, "no enclosing `%s %s` handles `%s`", kw, k->decl->name,
                                k->decl->ops[k->opi].name);
         if (via)
             diag_error(w->d, pos, "unhandled effect `%s` (performed by `%s`): %s", key_name(w, k),

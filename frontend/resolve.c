@@ -238,6 +238,32 @@ static void resolve_pattern(Resolver *r, Pattern *p) {
     }
 }
 
+/* docs/spec/language.md §7.1: a pattern binds each name once (`(x, x)`, `T(y, y)`, `[a, a]`).
+ * A field named twice in one braced constructor pattern is reported by resolve_pattern. */
+static void note_binder(Resolver *r, PtrVec *seen, const char *name, Pos pos) {
+    for (int i = 0; i < seen->len; i++)
+        if (strcmp(seen->items[i], name) == 0) {
+            error(r, pos, "`%s` is bound twice in this pattern; use a different name", name);
+            return;
+        }
+    vec_push(r->a, seen, (void *)name);
+}
+
+static void check_binders(Resolver *r, Pattern *p, PtrVec *seen) {
+    if ((p->kind == PAT_BIND || p->kind == PAT_SUCCESS || p->kind == PAT_ERROR) && p->name &&
+        p->sym)
+        note_binder(r, seen, p->name, p->name_pos);
+    if (p->kind != PAT_CTOR && p->kind != PAT_LIST && p->kind != PAT_STRUCT) return;
+    for (int i = 0; i < p->nsubs; i++) {
+        bool reported = false;
+        for (int j = 0; p->kind == PAT_CTOR && p->named && j < i; j++)
+            if (strcmp(p->fields[i], p->fields[j]) == 0) reported = true;
+        if (!reported) check_binders(r, p->subs[i], seen);
+    }
+    if (p->kind == PAT_LIST && p->rest_name && p->rest_sym)
+        note_binder(r, seen, p->rest_name, p->rest_pos);
+}
+
 /* Does `e` contain a `resume` that belongs to the arm being scanned (not to a nested arm)? */
 static bool mentions_resume(Expr *e);
 static bool stmt_mentions_resume(Stmt *s) {
@@ -358,6 +384,8 @@ static void resolve_expr(Resolver *r, Expr *e) {
         for (int i = 0; i < e->u.match.narms; i++) {
             int mark = r->locals.len;
             resolve_pattern(r, e->u.match.arms[i].pat);
+            PtrVec seen = {0};
+            check_binders(r, e->u.match.arms[i].pat, &seen);
             resolve_expr(r, e->u.match.arms[i].body);
             r->locals.len = mark;
         }

@@ -50,67 +50,97 @@ static void put(Text *t, const char *s) {
     t->len += n;
 }
 
-static void show(Text *t, const osp_any *v);
+/* Rendering walks an explicit stack of work (on the Osprey heap, so the collector sees the
+ * values it holds): a value nested 100,000 deep renders without deep C recursion. Each item
+ * is a value to render or, when `v` is NULL, a literal to append. */
+typedef struct Work {
+    const osp_any *v;
+    const char *s;
+} Work;
 
-/* The fields of a record or union value: `{ f: r, g: r }`, ` { f: r }` or `(r, r)`. */
-static void show_fields(Text *t, const osp_any *v, bool record) {
-    const osp_shape *s = v->shape;
-    const osp_any *const *fields = (const osp_any *const *)(uintptr_t)v->word;
-    if (s->fields == NULL) {
-        put(t, "(");
-        for (int64_t i = 0; i < s->nfields; i++) {
-            if (i) put(t, ", ");
-            show(t, fields[i]);
-        }
-        put(t, ")");
-        return;
+typedef struct Stack {
+    Work *items;
+    size_t len, cap;
+} Stack;
+
+static void push(Stack *st, const osp_any *v, const char *s) {
+    if (st->len == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 64;
+        if (cap > SIZE_MAX / sizeof(Work)) osp_fatal_oom();
+        Work *items = osp_gc_alloc(cap * sizeof(Work));
+        if (st->len) memcpy(items, st->items, st->len * sizeof(Work));
+        st->items = items;
+        st->cap = cap;
     }
-    put(t, record ? "{ " : " { ");
-    for (int64_t i = 0; i < s->nfields; i++) {
-        if (i) put(t, ", ");
-        put(t, s->fields[i]);
-        put(t, ": ");
-        show(t, fields[i]);
-    }
-    put(t, " }");
+    st->items[st->len++] = (Work){v, s};
 }
 
-static void show(Text *t, const osp_any *v) {
-    switch (v->shape->kind) {
-    case OSP_SHAPE_INT: put(t, osp_show_int((int64_t)v->word)); return;
-    case OSP_SHAPE_FLOAT: {
-        double d;
-        memcpy(&d, &v->word, sizeof d);
-        put(t, osp_show_float(d));
-        return;
-    }
-    case OSP_SHAPE_BOOL: put(t, v->word ? "true" : "false"); return;
-    case OSP_SHAPE_STRING: put(t, (const char *)(uintptr_t)v->word); return;
-    case OSP_SHAPE_UNIT: put(t, "0"); return;
-    case OSP_SHAPE_SUCCESS:
-        put(t, "Success(");
-        show(t, (const osp_any *)(uintptr_t)v->word);
-        put(t, ")");
-        return;
-    case OSP_SHAPE_ERROR:
-        if (v->word == 0) {
-            put(t, "Error");
-            return;
+/* The fields of a record or union value, `{ f: r, g: r }`, ` { f: r }` or `(r, r)`: pushed in
+ * reverse, so they come off the stack in order. */
+static void push_fields(Stack *st, const osp_any *v, bool record) {
+    const osp_shape *s = v->shape;
+    const osp_any *const *fields = (const osp_any *const *)(uintptr_t)v->word;
+    bool positional = s->fields == NULL;
+    push(st, NULL, positional ? ")" : " }");
+    for (int64_t i = s->nfields - 1; i >= 0; i--) {
+        push(st, fields[i], NULL);
+        if (!positional) {
+            push(st, NULL, ": ");
+            push(st, NULL, s->fields[i]);
         }
-        put(t, "Error(");
-        put(t, (const char *)(uintptr_t)v->word);
-        put(t, ")");
-        return;
-    case OSP_SHAPE_RECORD: show_fields(t, v, true); return;
-    case OSP_SHAPE_VARIANT:
-        put(t, v->shape->name);
-        if (v->shape->nfields > 0) show_fields(t, v, false);
-        return;
-    case OSP_SHAPE_LIST: put(t, "<list>"); return;
-    case OSP_SHAPE_MAP: put(t, "<map>"); return;
-    case OSP_SHAPE_GPU: put(t, "<gpu>"); return;
-    default: put(t, "<handle>"); return;
+        if (i) push(st, NULL, ", ");
     }
+    push(st, NULL, positional ? "(" : record ? "{ " : " { ");
+}
+
+static void show(Text *t, const osp_any *root) {
+    Stack st = {0};
+    push(&st, root, NULL);
+    while (st.len) {
+        Work w = st.items[--st.len];
+        const osp_any *v = w.v;
+        if (v == NULL) {
+            put(t, w.s);
+            continue;
+        }
+        switch (v->shape->kind) {
+        case OSP_SHAPE_INT: put(t, osp_show_int((int64_t)v->word)); break;
+        case OSP_SHAPE_FLOAT: {
+            double d;
+            memcpy(&d, &v->word, sizeof d);
+            put(t, osp_show_float(d));
+            break;
+        }
+        case OSP_SHAPE_BOOL: put(t, v->word ? "true" : "false"); break;
+        case OSP_SHAPE_STRING: put(t, (const char *)(uintptr_t)v->word); break;
+        case OSP_SHAPE_UNIT: put(t, "0"); break;
+        case OSP_SHAPE_SUCCESS:
+            put(t, "Success(");
+            push(&st, NULL, ")");
+            push(&st, (const osp_any *)(uintptr_t)v->word, NULL);
+            break;
+        case OSP_SHAPE_ERROR:
+            if (v->word == 0) {
+                put(t, "Error");
+                break;
+            }
+            put(t, "Error(");
+            put(t, (const char *)(uintptr_t)v->word);
+            put(t, ")");
+            break;
+        case OSP_SHAPE_RECORD: push_fields(&st, v, true); break;
+        case OSP_SHAPE_VARIANT:
+            put(t, v->shape->name);
+            if (v->shape->nfields > 0) push_fields(&st, v, false);
+            break;
+        case OSP_SHAPE_LIST: put(t, "<list>"); break;
+        case OSP_SHAPE_MAP: put(t, "<map>"); break;
+        case OSP_SHAPE_GPU: put(t, "<gpu>"); break;
+        default: put(t, "<handle>"); break;
+        }
+    }
+    /* keep the root reachable until the walk is done */
+    __asm__ volatile("" : : "r"(root) : "memory");
 }
 
 const char *osp_any_show_test(const osp_any *v) {
