@@ -297,6 +297,16 @@ static void test_busy_poll_zero_is_on_cpu(void **state) {
 
 static void test_itimer_prof_without_handler_kills(void **state) {
     (void)state;
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    /* ThreadSanitizer defers a signal that arrives outside a safe point and keeps one pending
+     * signal per number per thread, so the program's ITIMER_PROF signal and a profiler
+     * sample that arrive together become one inside TSan itself: the program survived 3 runs
+     * in 12 under TSan with the cpu_timer engine, 0 in 24 in the release build. The case is
+     * checked by the release and ASan builds. */
+    skip();
+#endif
+#endif
     char raw[PATH_MAX];
     snprintf(raw, sizeof raw, "%s/itimer.json", g_dir);
     struct proc p;
