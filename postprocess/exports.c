@@ -13,6 +13,7 @@
 #include "internal.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -497,6 +498,25 @@ int ospprof_write_exports(const ospprof_profile *p, const char *prefix, char *er
     return ospprof_write_exports_ex(p, prefix, false, err, errlen);
 }
 
+/* The speedscope export, the largest, is written on a second thread beside the others: the
+ * bodies share the profile read-only (speedscope's per-stack index lists are the one cache,
+ * and only speedscope_body reads or fills it) and each writes its own ospprof_out. */
+typedef struct export_job {
+    const ospprof_profile *p;
+    body_fn body;
+    ospprof_out *out;
+} export_job;
+
+static void write_body(const export_job *j) {
+    j->body(j->p, j->out);
+    ospprof_out_flush(j->out);
+}
+
+static void *export_job_run(void *arg) {
+    write_body(arg);
+    return NULL;
+}
+
 int ospprof_write_exports_ex(const ospprof_profile *p, const char *prefix, bool pprof, char *err,
                              size_t errlen) {
     static const body_fn bodies[OSPPROF_NEXPORTS + 1] = {speedscope_body,  cpuprofile_body,
@@ -504,29 +524,39 @@ int ospprof_write_exports_ex(const ospprof_profile *p, const char *prefix, bool 
                                                          ospprof_svg_body, ospprof_pprof_body};
     size_t nset = OSPPROF_NEXPORTS + (pprof ? 1 : 0);
     ospprof_out set[OSPPROF_NEXPORTS + 1];
+    char *paths[OSPPROF_NEXPORTS + 1];
     size_t plen = strlen(prefix);
-    char *path = ospprof_xrealloc(NULL, plen + 32);
     size_t opened = 0;
     int rc = 0;
     /* every temporary first ... */
     for (; opened < nset; opened++) {
-        memcpy(path, prefix, plen);
-        strcpy(path + plen,
-               opened < OSPPROF_NEXPORTS ? ospprof_export_ext[opened] : OSPPROF_PPROF_EXT);
-        if (ospprof_out_open(&set[opened], path, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        bodies[opened](p, &set[opened]);
-        ospprof_out_flush(&set[opened]);
-        if (set[opened].failed) {
-            ospprof_seterr(err, errlen, "cannot write %s: %s", path, set[opened].reason);
-            opened++;
+        const char *ext =
+            opened < OSPPROF_NEXPORTS ? ospprof_export_ext[opened] : OSPPROF_PPROF_EXT;
+        paths[opened] = ospprof_xrealloc(NULL, plen + strlen(ext) + 1);
+        memcpy(paths[opened], prefix, plen);
+        strcpy(paths[opened] + plen, ext);
+        if (ospprof_out_open(&set[opened], paths[opened], err, errlen) != 0) {
+            free(paths[opened]);
             rc = -1;
             break;
         }
     }
-    free(path);
+    if (rc == 0) {
+        export_job first = {p, bodies[0], &set[0]};
+        pthread_t th;
+        bool threaded = pthread_create(&th, NULL, export_job_run, &first) == 0;
+        if (!threaded) write_body(&first);
+        for (size_t i = 1; i < nset; i++) write_body(&(export_job){p, bodies[i], &set[i]});
+        if (threaded) pthread_join(th, NULL);
+        for (size_t i = 0; i < nset; i++) {
+            if (set[i].failed) {
+                ospprof_seterr(err, errlen, "cannot write %s: %s", paths[i], set[i].reason);
+                rc = -1;
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < opened; i++) free(paths[i]);
     if (rc != 0) {
         for (size_t i = 0; i < opened; i++) ospprof_out_abort(&set[i]);
         return -1;
