@@ -31,6 +31,22 @@ IterDesc *gen_iter(CG *g, Expr *e) {
     st->out = ty_rep(ety(g, e))->args[0];
     return d;
 }
+void emit_stages(CG *g, IterDesc *d, LLVMValueRef *x, Type **xt, LLVMBasicBlockRef skip) {
+    for (int k = 0; k < d->nstages; k++) {
+        Stage *st = &d->stages[k];
+        LLVMValueRef a[1] = {*x};
+        Type *at[1] = {*xt};
+        LLVMValueRef r = call_callee(g, &st->cb, a, at, 1);
+        if (st->is_filter) {
+            LLVMBasicBlockRef pass = new_block(g, "filter.pass");
+            LLVMBuildCondBr(g->b, r, pass, skip);
+            LLVMPositionBuilderAtEnd(g->b, pass);
+        } else {
+            *x = r;
+            *xt = st->out;
+        }
+    }
+}
 
 /* forEach / fold: one counted loop over the pipeline. */
 static LLVMValueRef gen_loop(CG *g, Expr *e, bool is_fold) {
@@ -63,20 +79,7 @@ static LLVMValueRef gen_loop(CG *g, Expr *e, bool is_fold) {
     LLVMPositionBuilderAtEnd(g->b, body);
     LLVMValueRef x = i;
     Type *xt = g->tc->t_int;
-    for (int k = 0; k < d->nstages; k++) {
-        Stage *st = &d->stages[k];
-        LLVMValueRef a[1] = {x};
-        Type *at[1] = {xt};
-        LLVMValueRef r = call_callee(g, &st->cb, a, at, 1);
-        if (st->is_filter) {
-            LLVMBasicBlockRef pass = new_block(g, "filter.pass");
-            LLVMBuildCondBr(g->b, r, pass, latch);
-            LLVMPositionBuilderAtEnd(g->b, pass);
-        } else {
-            x = r;
-            xt = st->out;
-        }
-    }
+    emit_stages(g, d, &x, &xt, latch);
     (void)elem;
     if (is_fold) {
         LLVMValueRef a[2] = {LLVMBuildLoad2(g->b, llty(g, acct), acc_slot, "acc"), x};

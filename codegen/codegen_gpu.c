@@ -374,20 +374,7 @@ static LLVMValueRef gen_to_gpu_iter(CG *g, Expr *src) {
     LLVMPositionBuilderAtEnd(g->b, body);
     LLVMValueRef x = i;
     Type *xt = g->tc->t_int;
-    for (int s = 0; s < d->nstages; s++) {
-        Stage *st = &d->stages[s];
-        LLVMValueRef a[1] = {x};
-        Type *at[1] = {xt};
-        LLVMValueRef r = call_callee(g, &st->cb, a, at, 1);
-        if (st->is_filter) {
-            LLVMBasicBlockRef pass = new_block(g, "togpu.pass");
-            LLVMBuildCondBr(g->b, r, pass, latch);
-            LLVMPositionBuilderAtEnd(g->b, pass);
-        } else {
-            x = r;
-            xt = st->out;
-        }
-    }
+    emit_stages(g, d, &x, &xt, latch);
     LLVMValueRef k = LLVMBuildLoad2(g->b, g->i64, k_slot, "k");
     store_at(g, words, k, box(g, x, xt));
     LLVMBuildStore(g->b, LLVMBuildNSWAdd(g->b, k, ci64(g, 1), ""), k_slot);

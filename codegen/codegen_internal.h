@@ -167,6 +167,11 @@ typedef struct CG {
     char *error;
 } CG;
 
+/* Emits the stages of `d` on the value *x of type *xt at the builder's position: a map stage
+ * replaces both, a filter stage branches to `skip` when it rejects (the builder is left in
+ * the block where the value passed every stage). */
+void emit_stages(CG *g, IterDesc *d, LLVMValueRef *x, Type **xt, LLVMBasicBlockRef skip);
+
 /* codegen_values.c */
 LLVMValueRef ci64(CG *g, int64_t v);
 LLVMValueRef ci32(CG *g, int v);
