@@ -378,6 +378,22 @@ OSP_PROF_HIDDEN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set,
                                              uintptr_t hi, uintptr_t *out, size_t cap,
                                              bool *truncated, struct osp_unwind_info *info);
 
+#if defined(__x86_64__)
+/*
+ * osp_prof__hybrid_walk over a copy of the stack (the perf_event engine's ring delivery,
+ * docs/profiler-runtime.md "Sampling engines"): the walk is that of osp_prof__hybrid_walk
+ * for a stack whose bytes [lo, hi) are readable at [lo + d, hi + d) instead (a buffer the
+ * kernel filled with the thread's stack at the sample; `d` = buffer - lo). Registers,
+ * bounds and frames are the stack's own addresses; code is read where it is mapped (only
+ * for a signal trampoline's check). Same result as osp_prof__hybrid_walk; d = 0 is it.
+ */
+OSP_PROF_HIDDEN size_t osp_prof__hybrid_walk_copy(const struct osp_cfi_set *set,
+                                                  const struct osp_unwind_regs *r, uintptr_t lo,
+                                                  uintptr_t hi, intptr_t d, uintptr_t *out,
+                                                  size_t cap, bool *truncated,
+                                                  struct osp_unwind_info *info);
+#endif
+
 /*
  * The SIGPROF handler's walk, as prof_handler.c takes it for a sample (and as
  * bench/unwind_cost.c measures it): enter the published set as walker `walker` (the

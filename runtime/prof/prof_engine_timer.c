@@ -26,26 +26,39 @@
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "prof_cfi.h"
 #include "prof_session.h"
+
+#if defined(__x86_64__)
+#include <asm/perf_regs.h>
+#define PERF_RING_SUPPORTED 1
+#else
+#define PERF_RING_SUPPORTED 0
+#endif
 
 /* ---- perf_event ----------------------------------------------------------------------- */
 
-/* A task-clock counter of the calling thread (`tid`) that will signal it with SIGPROF
- * every `period_ns` of its user-mode CPU time, set up but not counting yet (perf_enable
- * starts it). Returns the descriptor (>= OSP_PROF_FD_MIN) or -1 with errno set. */
-static int perf_open(pid_t tid, uint64_t period_ns) {
+/* A task-clock counter of the calling thread (`tid`) that samples it every `period_ns` of
+ * its user-mode CPU time, set up but not counting yet (perf_enable starts it). With
+ * `ring` the samples go to a ring buffer the caller maps (perf_ring_map): each carries
+ * the time, the counter's value, the kernel's frame-pointer call chain, rbp/rsp/rip and a
+ * copy of the top OSP_PROF_PERF_STACK_BYTES of the stack, and the thread is never
+ * interrupted for it beyond the timer itself. Without, each overflow signals the thread
+ * with SIGPROF. Returns the descriptor (>= OSP_PROF_FD_MIN) or -1 with errno set. */
+static int perf_open(pid_t tid, uint64_t period_ns, bool ring) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
     a.type = PERF_TYPE_SOFTWARE;
     a.config = PERF_COUNT_SW_TASK_CLOCK;
     a.sample_period = period_ns;
-    a.wakeup_events = 1;
     a.disabled = 1;
     /* User-only: allowed at perf_event_paranoid 2, and never a signal that becomes pending
      * inside a system call. Counting kernel mode too (allowed at paranoid <= 1) was
@@ -54,10 +67,39 @@ static int perf_open(pid_t tid, uint64_t period_ns) {
      * 1: 992 EINTR in 1.5 s at 10 kHz, 27 at 997 Hz). */
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
+#if PERF_RING_SUPPORTED
+    if (ring) {
+        a.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_READ | PERF_SAMPLE_CALLCHAIN |
+                        PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a.exclude_callchain_kernel = 1;
+        a.sample_regs_user =
+            1ull << PERF_REG_X86_BP | 1ull << PERF_REG_X86_SP | 1ull << PERF_REG_X86_IP;
+        a.sample_stack_user = OSP_PROF_PERF_STACK_BYTES;
+        a.use_clockid = 1;
+        a.clockid = CLOCK_MONOTONIC;
+        /* No wake-ups: the sampler thread empties the ring on its own ticks. A wake-up is
+         * an interrupt on the sampled thread's core. */
+        a.watermark = 1;
+        a.wakeup_watermark = 0x7fffffff;
+    } else
+#endif
+    {
+        (void)ring;
+        a.wakeup_events = 1;
+    }
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) return -1;
     fd = osp_prof__fd_high(fd);
     if (fd < 0) return -1;
+    if (ring) {
+        if (ioctl(fd, PERF_EVENT_IOC_RESET, 0) != 0) {
+            int e = errno;
+            osp_prof__close_nc(fd);
+            errno = e;
+            return -1;
+        }
+        return fd;
+    }
     struct f_owner_ex owner = {.type = F_OWNER_TID, .pid = tid};
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
@@ -82,16 +124,252 @@ static int perf_enable(int fd) {
 /* ---- per-thread timers ----------------------------------------------------------------- */
 
 /* The shortest period the kernel's software timers accept (perf: 10 µs). */
-#define MIN_PERIOD_NS 10000ull
-/* CPU time between two new draws of a perf_event counter's period (see below). */
-#define REJITTER_NS   4000000ull
+#define MIN_PERIOD_NS    10000ull
+/* CPU time between two new draws of a perf_event counter's period (see perf_schedule):
+ * signal delivery draws in the handler; ring delivery from the sampler thread, where each
+ * draw costs the sampled thread an interrupt (the ioctl reaches its core), so less often. */
+#define REJITTER_NS      4000000ull
+#define RING_REJITTER_NS 16000000ull
 
-/* Samples of a perf_event counter that share one drawn period: one draw per REJITTER_NS
+/* Samples of a perf_event counter that share one drawn period: one draw per `every_ns`
  * of CPU time, at least one per sample. */
-static uint32_t rejitter_every(const struct osp_prof_session *ps) {
-    uint64_t k = REJITTER_NS / (ps->period_ns ? ps->period_ns : 1);
+static uint32_t rejitter_every(const struct osp_prof_session *ps, uint64_t every_ns) {
+    uint64_t k = every_ns / (ps->period_ns ? ps->period_ns : 1);
     return k < 1 ? 1 : k > 1000 ? 1000 : (uint32_t)k;
 }
+
+static bool perf_schedule(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t cpu_now,
+                          uint32_t k, uint64_t *period);
+
+/* ---- perf_event ring delivery (x86-64) ------------------------------------------------- */
+
+static size_t page_bytes(void) {
+    static size_t pg;
+    if (pg == 0) {
+        long v = sysconf(_SC_PAGESIZE);
+        pg = v > 0 ? (size_t)v : 4096;
+    }
+    return pg;
+}
+
+/* A ring's data bytes for the session's rate (a power of two): room for about 25 of the
+ * largest records up to 2 kHz, 50 above. */
+static size_t perf_ring_bytes(const struct osp_prof_session *ps) {
+    return ps->period_ns >= 500000 ? (size_t)256 << 10 : (size_t)512 << 10;
+}
+
+/* The longest the sampler thread may wait between two drains of a ring: the time the
+ * thread needs to fill half of it with samples. */
+static uint64_t perf_ring_tick_ns(const struct osp_prof_session *ps) {
+    uint64_t records = perf_ring_bytes(ps) / OSP_PROF_PERF_RECORD_MAX;
+    return records / 2 * ps->period_ns;
+}
+
+static void perf_ring_unmap(struct osp_prof_slot *s) {
+    if (s->perf_rb != NULL) munmap(s->perf_rb, page_bytes() + s->perf_rb_bytes);
+    s->perf_rb = NULL;
+    s->perf_rb_bytes = 0;
+}
+
+#if PERF_RING_SUPPORTED
+
+/* One stack of a ring sample: the hybrid walk over the stack copy [sp, sp + dyn) (bytes at
+ * `stack`), then, where the copy ended below the top of the thread's stack, the kernel's
+ * frame-pointer chain `kc[0..kn)` (kc[0] the pc, kc[i + 1] the return address of the i-th
+ * frame record from rbp) spliced on: the walk's last frame must be the return address of
+ * the chain's last record inside the copy, the chain's next record must lie above the
+ * copy, and every record of the chain inside the copy must be one the walk can have
+ * followed (same return address). Where the stack goes on and nothing can be spliced
+ * (the leaf's rbp was not a frame pointer, so the kernel's chain is not this stack's) the
+ * sample is marked truncated. Returns the frame count. */
+static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set *set, uint64_t ip,
+                         uint64_t sp, uint64_t bp, const uint8_t *stack, uint64_t dyn,
+                         const uintptr_t *kc, size_t kn, uintptr_t *out, bool *trunc) {
+    size_t cap = OSP_PROF_MAX_FRAMES;
+    *trunc = false;
+    if (stack == NULL || dyn < 16 || sp == 0) {
+        /* No registers or no copy: the kernel's chain is all there is. */
+        size_t n = 0;
+        for (size_t i = 0; i < kn && n < cap; i++) out[n++] = kc[i];
+        *trunc = kn > cap;
+        return n;
+    }
+    uintptr_t lo = (uintptr_t)sp, hi = (uintptr_t)(sp + dyn);
+    bool on_stack = s->lo < s->hi && lo >= s->lo && lo < s->hi;
+    if (on_stack && hi > s->hi) hi = s->hi;
+    intptr_t d = (intptr_t)((uintptr_t)stack - lo);
+    struct osp_unwind_regs r = {.pc = (uintptr_t)ip,
+                                .sp = lo,
+                                .fp = (uintptr_t)bp,
+                                .lr = 0,
+                                .pc_is_return = false,
+                                .fp_known = true};
+    struct osp_unwind_info info;
+    size_t n = osp_prof__hybrid_walk_copy(set, &r, lo, hi, d, out, cap, trunc, &info);
+    if (*trunc || n == 0 || info.end == OSP_UNWIND_ROOT) return n;
+    if (!on_stack || hi >= s->hi) return n; /* the copy reached the top: the walk is whole */
+    /* The kernel's chain inside the copy, record by record. */
+    uintptr_t b = (uintptr_t)bp, b_last = 0;
+    size_t idx = 0;
+    while (idx + 1 < kn && (b & 7u) == 0 && b >= lo && b <= hi - 16) {
+        uintptr_t next, ret;
+        memcpy(&next, (const void *)(b + (uintptr_t)d), sizeof next);
+        memcpy(&ret, (const void *)(b + 8 + (uintptr_t)d), sizeof ret);
+        if (ret != kc[idx + 1]) break;
+        idx++;
+        b_last = b;
+        b = next;
+    }
+    *trunc = true;
+    if (idx == 0 || b < hi || b > s->hi - 16 || out[n - 1] != kc[idx]) return n;
+    /* The walk left the copy through the frame record at b. The rest of the stack is
+     * read where it is (the thread cannot exit: the registry mutex is held), from that
+     * record on, if the kernel read the same return address there at the sample: then
+     * the thread has not returned past it since, and the frames above it (the outer ones,
+     * up to the thread's root) are still those of the sample. */
+    uintptr_t live[OSP_PROF_MAX_FRAMES];
+    bool live_trunc;
+    struct osp_unwind_regs lr = {.pc = out[n - 1],
+                                 .sp = b_last + 16,
+                                 .fp = b,
+                                 .lr = 0,
+                                 .pc_is_return = true,
+                                 .fp_known = true};
+    size_t m =
+        osp_prof__hybrid_walk(set, &lr, b_last + 16, s->hi, live, cap - n + 1, &live_trunc, NULL);
+    if (m >= 2 && idx + 1 < kn && live[1] == kc[idx + 1]) {
+        for (size_t k = 1; k < m; k++) out[n++] = live[k]; /* live[0] is out[n - 1] - 1 */
+        *trunc = live_trunc;
+        return n;
+    }
+    /* The stack moved on: the kernel's chain, as far as it names code, marked truncated
+     * (a frame without a frame record above the copy ends it). */
+    for (size_t k = idx + 1; k < kn && n < cap; k++) {
+        if (kc[k] < 4096 || set == NULL || osp_prof__cfi_find(set, kc[k] - 1) == NULL) break;
+        out[n++] = kc[k];
+    }
+    return n;
+}
+
+/* Read the 8-byte word at `off` of a record of `size` bytes. */
+static bool rec_u64(const uint8_t *rec, size_t size, size_t *off, uint64_t *v) {
+    if (*off > size || size - *off < 8) return false;
+    memcpy(v, rec + *off, 8);
+    *off += 8;
+    return true;
+}
+
+/* One PERF_RECORD_SAMPLE (layout: perf_open's sample_type, in the kernel's order: time,
+ * counter value, call chain, user registers, user stack) into the store. Returns false
+ * for a record too short for its fields (nothing recorded). `*cpu_out`: the thread's CPU
+ * clock at the sample. */
+static bool perf_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
+                        const struct osp_cfi_set *set, const uint8_t *rec, size_t size,
+                        uint64_t *cpu_out) {
+    size_t off = sizeof(struct perf_event_header);
+    uint64_t t, value, nr, abi, bp = 0, sp = 0, ip = 0, ssize, dyn = 0;
+    if (!rec_u64(rec, size, &off, &t) || !rec_u64(rec, size, &off, &value) ||
+        !rec_u64(rec, size, &off, &nr) || nr > (size - off) / 8)
+        return false;
+    uintptr_t kc[OSP_PROF_MAX_FRAMES + 1];
+    size_t kn = 0;
+    for (uint64_t i = 0; i < nr; i++) {
+        uint64_t v;
+        memcpy(&v, rec + off + 8 * i, 8);
+        if (v >= (uint64_t)PERF_CONTEXT_MAX) continue; /* context markers */
+        if (kn < sizeof kc / sizeof *kc) kc[kn++] = (uintptr_t)v;
+    }
+    off += (size_t)nr * 8;
+    if (!rec_u64(rec, size, &off, &abi)) return false;
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE &&
+        (!rec_u64(rec, size, &off, &bp) || !rec_u64(rec, size, &off, &sp) ||
+         !rec_u64(rec, size, &off, &ip)))
+        return false;
+    if (!rec_u64(rec, size, &off, &ssize)) return false;
+    const uint8_t *stack = NULL;
+    if (ssize != 0) {
+        if (ssize > size - off) return false;
+        stack = rec + off;
+        off += (size_t)ssize;
+        if (!rec_u64(rec, size, &off, &dyn)) return false;
+        if (dyn > ssize) dyn = ssize;
+    }
+    uint64_t cpu = s->perf_cpu0 + value;
+    uint64_t weight = cpu > s->h_cpu_last ? cpu - s->h_cpu_last : 0;
+    if (cpu > s->h_cpu_last) s->h_cpu_last = cpu;
+    uintptr_t pcs[OSP_PROF_MAX_FRAMES];
+    bool trunc = false;
+    size_t n = 0;
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE && ip >= 4096)
+        n = perf_stack(s, set, ip, sp, bp, stack, dyn, kc, kn, pcs, &trunc);
+    else
+        n = perf_stack(s, set, 0, 0, 0, NULL, 0, kc, kn, pcs, &trunc);
+    osp_prof__record_timer_sample(ps, s, t, cpu, weight, pcs, (uint32_t)n, trunc);
+    *cpu_out = cpu;
+    return true;
+}
+
+void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    struct perf_event_mmap_page *pg = s->perf_rb;
+    if (pg == NULL) return;
+    size_t size = s->perf_rb_bytes;
+    const uint8_t *data =
+        (const uint8_t *)s->perf_rb + (pg->data_offset ? pg->data_offset : page_bytes());
+    uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = pg->data_tail;
+    const struct osp_cfi_set *set = NULL;
+    bool entered = false, draw = false;
+    uint64_t period = 0;
+    uint32_t k = rejitter_every(ps, RING_REJITTER_NS);
+    while (head - tail >= sizeof(struct perf_event_header)) {
+        size_t at = (size_t)(tail & (size - 1));
+        struct perf_event_header h;
+        memcpy(&h, data + at, sizeof h); /* records are 8-byte multiples: never split */
+        if (h.size < sizeof h || h.size > head - tail) break;
+        const uint8_t *rec = data + at;
+        if (at + h.size > size) {
+            if (h.size > sizeof ps->perf_scratch) {
+                tail += h.size;
+                continue;
+            }
+            size_t first = size - at;
+            memcpy(ps->perf_scratch, rec, first);
+            memcpy(ps->perf_scratch + first, data, h.size - first);
+            rec = ps->perf_scratch;
+        }
+        if (h.type == PERF_RECORD_SAMPLE) {
+            if (!entered) {
+                set = osp_prof__cfi_acquire();
+                entered = true;
+            }
+            uint64_t cpu, p;
+            if (perf_sample(ps, s, set, rec, h.size, &cpu) && perf_schedule(ps, s, cpu, k, &p)) {
+                draw = true;
+                period = p;
+            }
+        } else if (h.type == PERF_RECORD_LOST && h.size >= 24) {
+            /* Samples the kernel had no room for: ring_full (their CPU time is in the next
+             * sample's weight, the counter's value being cumulative). */
+            uint64_t lost;
+            memcpy(&lost, rec + 16, sizeof lost);
+            atomic_fetch_add_explicit(&s->ring_full, lost, memory_order_relaxed);
+        }
+        tail += h.size;
+    }
+    __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+    if (entered) osp_prof__cfi_release();
+    if (draw && atomic_load_explicit(&s->ktimer_armed, memory_order_acquire))
+        ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &period);
+}
+
+#else
+
+void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    (void)ps;
+    (void)s;
+}
+
+#endif /* PERF_RING_SUPPORTED */
 
 /* Give the calling thread (slot `s`, already active) its timer of `kind`. On failure
  * the slot keeps OSP_KTIMER_NONE. */
@@ -117,7 +395,25 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
      * period it was opened with until told otherwise). */
     s->h_left = 1;
     if (kind == OSP_KTIMER_PERF) {
-        int fd = perf_open(s->tid, first);
+        int fd = -1;
+        void *rb = NULL;
+        size_t bytes = 0;
+        if (ps->perf_ring) {
+            /* Ring delivery; where the ring cannot be mapped (the locked-memory limit of an
+             * unprivileged user: perf_event_mlock_kb, then RLIMIT_MEMLOCK), this thread's
+             * counter signals it instead. */
+            fd = perf_open(s->tid, first, true);
+            if (fd >= 0) {
+                bytes = perf_ring_bytes(ps);
+                rb = mmap(NULL, page_bytes() + bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (rb == MAP_FAILED) {
+                    rb = NULL;
+                    osp_prof__close_nc(fd);
+                    fd = -1;
+                }
+            }
+        }
+        if (fd < 0) fd = perf_open(s->tid, first, false);
         if (fd < 0) return;
         /* The slot knows its counter before the counter runs: a signal of it that the
          * handler did not recognise would not re-arm it, and with a period shorter than
@@ -126,11 +422,18 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
          * instruction -- threads were measured spending seconds of CPU inside their
          * registration at 10 kHz. */
         s->perf_fd = fd;
+        s->perf_rb = rb;
+        s->perf_rb_bytes = bytes;
+        if (rb != NULL) {
+            uint64_t c;
+            s->perf_cpu0 = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &c) ? c : s->h_cpu_last;
+        }
         s->ktimer_kind = kind;
         atomic_store_explicit(&s->ktimer_armed, 1, memory_order_release);
         if (perf_enable(fd) != 0) {
             atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
             s->ktimer_kind = OSP_KTIMER_NONE;
+            perf_ring_unmap(s);
         }
         return;
     } else {
@@ -154,6 +457,61 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
     }
     s->ktimer_kind = kind;
     atomic_store_explicit(&s->ktimer_armed, 1, memory_order_release);
+}
+
+/* One more sample of a perf_event counter, taken when the thread's CPU clock read
+ * `cpu_now`; `k` samples share a drawn period. Returns true with `*period` when this
+ * sample ends a group: the counter's next period (PERF_EVENT_IOC_PERIOD), else false.
+ * Async-signal-safe (the signal delivery's handler; the sampler thread for ring delivery).
+ *
+ * The kernel restarts the counter's timer by itself at every overflow, from the overflow,
+ * with the current period, whatever the signal's delivery and the handler cost. Setting a
+ * new period restarts the timer from the ioctl instead, and the ioctl was measured at
+ * about 15 µs of CPU time (two timer reprogrammings; more in a virtual machine): drawn
+ * for every sample, it cost 15 % of the CPU and 12 % of the samples at 10 kHz, 1.5 % of
+ * both at 997 Hz. So a period is drawn once per group of k samples and the samples in
+ * between keep it (docs/profiler-runtime.md "Sampling engines").
+ *
+ * Samples are due on a schedule of CPU-time deadlines, as with cpu_timer: the sample that
+ * draws a period was due at h_next_due, and the next one that draws is due k periods
+ * later. The period set now is the drawn one less 1/k of this sample's lateness, so the
+ * schedule, not the kernel's timer, decides the long-run count: one sample per period of
+ * the thread's CPU clock. Without it, 2.5 to 4 % of the samples were missing (measured,
+ * bench/prof_engines.sh): expiries the kernel drops while the thread is in kernel mode
+ * (exclude_kernel; counting kernel mode too made blocking calls return EINTR), a second
+ * overflow while the first signal is pending (coalesced), and the elapsed part of a
+ * period each ioctl throws away (with ring delivery the ioctl comes from the sampler
+ * thread, after the group's last sample: the time since that sample is thrown away, and
+ * made up by the next group). A thread more than k periods off the schedule (it ran in
+ * the kernel for long) restarts it from now: those samples are lost, and counted
+ * (cpu_unsampled). */
+static bool perf_schedule(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t cpu_now,
+                          uint32_t k, uint64_t *period) {
+    if (s->h_left > 1) {
+        s->h_left--;
+        return false;
+    }
+    uint64_t w = osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
+    int64_t late = (int64_t)(cpu_now - s->h_next_due);
+    int64_t span = (int64_t)k * (int64_t)ps->period_ns;
+    if (late > span || late < -span) {
+        s->h_next_due = cpu_now;
+        late = 0;
+    }
+    /* Within [0.8w, 1.25w]: the correction makes up a few per cent of lost samples, and
+     * never more. Losses grow with the time the thread spends in the kernel, our own
+     * signal deliveries included (about 50 µs each, measured on this loaded virtual
+     * machine); periods shortened without bound would add deliveries, hence losses, hence
+     * shorter periods. What the clamp leaves is counted, as cpu_unsampled. */
+    *period = osp_prof__catch_up_period(w, late, k, MIN_PERIOD_NS);
+    /* The schedule advances by k nominal periods, not by the drawn ones: the count then
+     * stays within a few samples of CPU time over the period instead of wandering with the
+     * sum of the draws (k samples share each draw, so that walk was measured at about 10
+     * samples in 400, test_capture's rate case), and the drawn period still moves every
+     * group of samples by up to 0.3 of a group. */
+    s->h_next_due += (uint64_t)k * ps->period_ns;
+    s->h_left = k;
+    return true;
 }
 
 void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s,
@@ -182,33 +540,9 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
          * period each ioctl throws away. A thread more than k periods off the schedule
          * (it ran in the kernel for long) restarts it from now: those samples are lost,
          * and counted (cpu_unsampled). */
-        if (s->h_left > 1) {
-            s->h_left--;
-            return;
-        }
-        uint32_t k = rejitter_every(ps);
-        uint64_t w = osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
-        int64_t late = (int64_t)(cpu_now - s->h_next_due);
-        int64_t span = (int64_t)k * (int64_t)ps->period_ns;
-        if (late > span || late < -span) {
-            s->h_next_due = cpu_now;
-            late = 0;
-        }
-        /* Within [0.8w, 1.25w]: the correction makes up a few per cent of lost samples,
-         * and never more. Losses grow with the time the thread spends in the kernel, our
-         * own signal deliveries included (about 50 µs each, measured on this loaded
-         * virtual machine); periods shortened without bound would add deliveries, hence
-         * losses, hence shorter periods. What the clamp leaves is counted, as
-         * cpu_unsampled. */
-        uint64_t period = osp_prof__catch_up_period(w, late, k, MIN_PERIOD_NS);
-        /* The schedule advances by k nominal periods, not by the drawn ones: the count
-         * then stays within a few samples of CPU time over the period instead of
-         * wandering with the sum of the draws (k samples share each draw, so that walk
-         * was measured at about 10 samples in 400, test_capture's rate case), and the
-         * drawn period still moves every group of samples by up to 0.3 of a group. */
-        s->h_next_due += (uint64_t)k * ps->period_ns;
-        s->h_left = k;
-        ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &period);
+        uint64_t period;
+        if (perf_schedule(ps, s, cpu_now, rejitter_every(ps, REJITTER_NS), &period))
+            ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &period);
         return;
     }
     /* cpu_timer: samples are due at CPU-time deadlines, each a jittered period after the
@@ -242,7 +576,10 @@ static void ktimer_disarm(struct osp_prof_slot *s, bool release) {
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
     if (s->ktimer_kind == OSP_KTIMER_PERF) {
         ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-        if (release) osp_prof__close_nc(s->perf_fd);
+        if (release) {
+            perf_ring_unmap(s); /* emptied by the caller first (osp_prof__drain) */
+            osp_prof__close_nc(s->perf_fd);
+        }
     } else {
         struct itimerspec zero;
         memset(&zero, 0, sizeof zero);
@@ -261,12 +598,32 @@ void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bool release) {
 /* Probe that the calling thread can get a timer of `kind`, then start like the sampler. */
 static bool timer_start(struct osp_prof_session *ps, int kind, int *cause) {
     if (kind == OSP_KTIMER_PERF) {
-        int fd = perf_open((pid_t)syscall(SYS_gettid), ps->period_ns);
+        int fd = perf_open((pid_t)syscall(SYS_gettid), ps->period_ns, false);
         if (fd < 0 || perf_enable(fd) != 0) {
             *cause = errno;
             return false;
         }
         osp_prof__close_nc(fd);
+        /* Ring delivery (no signal per sample) where this architecture has it and a ring
+         * can be opened and mapped here; OSPREY_PROFILE_PERF_DELIVERY=signal (for testing,
+         * docs/profiler-runtime.md) keeps signal delivery. */
+        const char *dv = getenv("OSPREY_PROFILE_PERF_DELIVERY");
+        ps->perf_ring = false;
+        if (PERF_RING_SUPPORTED && (dv == NULL || strcmp(dv, "signal") != 0)) {
+            fd = perf_open((pid_t)syscall(SYS_gettid), ps->period_ns, true);
+            if (fd >= 0) {
+                size_t bytes = perf_ring_bytes(ps);
+                void *rb =
+                    mmap(NULL, page_bytes() + bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (rb != MAP_FAILED) {
+                    munmap(rb, page_bytes() + bytes);
+                    ps->perf_ring = true;
+                    uint64_t t = perf_ring_tick_ns(ps);
+                    if (t < ps->tick_ns) ps->tick_ns = t > ps->period_ns ? t : ps->period_ns;
+                }
+                osp_prof__close_nc(fd);
+            }
+        }
     } else {
         timer_t t;
         struct sigevent ev;
@@ -298,7 +655,11 @@ static void cpu_timer_registered(struct osp_prof_session *ps, struct osp_prof_sl
 /* On the thread itself with SIGPROF blocked: no handler of ours is running on it, so the
  * timer can go at once. */
 static void timer_unregistered(struct osp_prof_session *ps, struct osp_prof_slot *s) {
-    (void)ps;
+    if (s->perf_rb != NULL) {
+        /* The samples the kernel wrote until now become samples before the ring goes. */
+        ktimer_disarm(s, false);
+        osp_prof__perf_ring_drain(ps, s);
+    }
     ktimer_disarm(s, true);
 }
 
@@ -320,6 +681,9 @@ static void timer_fork_child(struct osp_prof_session *ps) {
         atomic_store_explicit(&s->ktimer_armed, 0, memory_order_relaxed);
         if (s->ktimer_kind == OSP_KTIMER_PERF) osp_prof__close_nc(s->perf_fd);
         s->ktimer_kind = OSP_KTIMER_NONE;
+        /* A ring is not mapped in the child (the kernel maps it VM_DONTCOPY). */
+        s->perf_rb = NULL;
+        s->perf_rb_bytes = 0;
     }
     if (atomic_load(&ps->old_action_ready)) sigaction(SIGPROF, &ps->old_action, NULL);
 }

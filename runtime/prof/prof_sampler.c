@@ -264,9 +264,31 @@ static void settle_unsampled(struct osp_prof_session *ps, struct osp_prof_sample
     m->rf_credit = 0;
 }
 
+void osp_prof__record_timer_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
+                                   uint64_t t_ns, uint64_t cpu_ns, uint64_t weight_ns,
+                                   const uintptr_t *pcs, uint32_t n, bool truncated) {
+    struct osp_prof_sampler_state *m = &s->sm;
+    if (n == 0 || !osp_prof__store_record(&ps->store, t_rel(ps, t_ns), s->row, pcs, n, truncated,
+                                          OSP_RAW_STATE_ON_CPU, weight_ns)) {
+        if (n == 0) ps->store.dropped[OSP_DROP_ALLOC]++;
+        m->carry_w += weight_ns;
+    } else {
+        m->last_on = (int64_t)ps->store.nsamples - 1;
+        if (m->carry_w) {
+            ps->store.samples[m->last_on].weight_ns += m->carry_w;
+            m->carry_w = 0;
+        }
+        count_unsampled(ps, m, ps->store.samples[m->last_on].weight_ns);
+    }
+    if (cpu_ns > m->cpu_req) m->cpu_req = cpu_ns;
+    if (cpu_ns > m->cpu_base) m->cpu_base = cpu_ns;
+}
+
 /* Turn ring entries into samples; each answers the pending request of the same sequence
- * number, others are discarded. */
+ * number, others are discarded. A perf_event counter with ring delivery has its kernel
+ * buffer emptied first (its thread's handler never writes this ring then). */
 void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    if (s->perf_rb != NULL) osp_prof__perf_ring_drain(ps, s);
     struct osp_prof_ring *r = s->ring;
     struct osp_prof_sampler_state *m = &s->sm;
     uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -280,22 +302,9 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
         if (e->seq == 0) {
             /* A sample of the thread's own kernel timer (§(l.3)), weighted by the CPU
              * time since its previous one. */
-            uint32_t n = e->n > OSP_PROF_MAX_FRAMES ? OSP_PROF_MAX_FRAMES : e->n;
-            if (n == 0 ||
-                !osp_prof__store_record(&ps->store, t_rel(ps, e->t_ns), s->row, e->pcs, n,
-                                        e->truncated != 0, OSP_RAW_STATE_ON_CPU, e->weight_ns)) {
-                if (n == 0) ps->store.dropped[OSP_DROP_ALLOC]++;
-                m->carry_w += e->weight_ns;
-            } else {
-                m->last_on = (int64_t)ps->store.nsamples - 1;
-                if (m->carry_w) {
-                    ps->store.samples[m->last_on].weight_ns += m->carry_w;
-                    m->carry_w = 0;
-                }
-                count_unsampled(ps, m, ps->store.samples[m->last_on].weight_ns);
-            }
-            if (e->cpu_ns > m->cpu_req) m->cpu_req = e->cpu_ns;
-            if (e->cpu_ns > m->cpu_base) m->cpu_base = e->cpu_ns;
+            osp_prof__record_timer_sample(ps, s, e->t_ns, e->cpu_ns, e->weight_ns, e->pcs,
+                                          e->n > OSP_PROF_MAX_FRAMES ? OSP_PROF_MAX_FRAMES : e->n,
+                                          e->truncated != 0);
         } else if (m->pend_on && e->seq == m->pend_seq) {
             uint32_t n = e->n > OSP_PROF_MAX_FRAMES ? OSP_PROF_MAX_FRAMES : e->n;
             int64_t k = n ? osp_prof__store_intern(&ps->store, e->pcs, n, e->truncated != 0) : -1;

@@ -521,6 +521,7 @@ static void boot_impl(void) {
         osp_prof__say("osprey profiler: cannot start sampler: %s; profiling disabled",
                       strerror(cause));
     unsetenv("OSPREY_PROFILE_ENGINE");
+    unsetenv("OSPREY_PROFILE_PERF_DELIVERY");
 }
 
 OSP_PROF_PUBLIC void osp_prof_boot(void) {

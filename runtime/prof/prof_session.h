@@ -57,9 +57,15 @@
          * CPU at 10 kHz; 64 entries lost 1.9 % of the samples to ring_full at 10 kHz on a
          * loaded machine). About 136 KiB per registered thread, touched as it fills. */
 #define OSP_PROF_WAIT_HZ_MAX \
-    100                     /* sampler ticks per second beside a kernel timer, unless \
+    100                               /* sampler ticks per second beside a kernel timer, unless \
                                   * the rings need more (osp_prof__tick_ns) */
-#define OSP_PROF_FD_MIN 100 /* profiler descriptors are kept at or above this, §(l.3) */
+#define OSP_PROF_FD_MIN           100 /* profiler descriptors are kept at or above this, §(l.3) */
+/* perf_event ring delivery (prof_engine_timer.c): bytes of the top of the stack the kernel
+ * copies with each sample, and the largest sample record it can then write (header, time,
+ * counter value, a call chain of up to 127 user frames plus context markers, three
+ * registers, the stack copy with its two size words), rounded up. */
+#define OSP_PROF_PERF_STACK_BYTES 8192
+#define OSP_PROF_PERF_RECORD_MAX  (OSP_PROF_PERF_STACK_BYTES + 2048)
 
 enum { OSP_SLOT_FREE = 0, OSP_SLOT_ACTIVE = 1, OSP_SLOT_RETIRED = 2 };
 enum { OSP_SESSION_IDLE = 0, OSP_SESSION_RUNNING = 1, OSP_SESSION_STOPPING = 2 };
@@ -149,9 +155,20 @@ struct osp_prof_slot {
     _Atomic int ktimer_kind; /* OSP_KTIMER_*: set by the thread, cleared under the registry mutex */
     _Atomic int ktimer_armed; /* the handler may re-arm it */
     int perf_fd;              /* OSP_KTIMER_PERF */
-    timer_t posix_timer;      /* OSP_KTIMER_POSIX */
-    uintptr_t block_frame;    /* owner only: frame address of the outermost region's hook */
-    bool auto_reg;            /* registered by the pthread_create interposer, §(l.2) */
+    /* OSP_KTIMER_PERF with ring delivery (docs/profiler-runtime.md "Sampling engines"):
+     * the counter's mapped ring buffer (its control page, then perf_rb_bytes of data, a
+     * power of two), which the kernel fills with samples -- registers, call chain and a
+     * copy of the top of the stack -- and the sampler thread empties (osp_prof__perf_ring
+     * _drain); NULL: the counter signals the thread instead (F_SETSIG). perf_cpu0 is the
+     * thread's CPU clock when the counter started (plus a sample's counter value: its CPU
+     * clock at the sample), perf_last the counter value at the previous sample. Under the
+     * registry mutex once set up. */
+    void *perf_rb;
+    size_t perf_rb_bytes;
+    uint64_t perf_cpu0, perf_last;
+    timer_t posix_timer;   /* OSP_KTIMER_POSIX */
+    uintptr_t block_frame; /* owner only: frame address of the outermost region's hook */
+    bool auto_reg;         /* registered by the pthread_create interposer, §(l.2) */
     /* Handler side (the owning thread, in signal context or with SIGPROF blocked). */
     uint64_t h_cpu_last; /* CPU clock at the previous timer sample */
     uint64_t h_rng;      /* xorshift state: jittered periods */
@@ -289,6 +306,25 @@ static inline uint64_t osp_prof__catch_up_period(uint64_t w, int64_t late_ns, ui
  * async-signal-safe. */
 OSP_PROF_HIDDEN void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s,
                                             uint64_t cpu_now);
+/* A perf_event counter with ring delivery (slot->perf_rb): turn the samples the kernel
+ * wrote since the last call into on-CPU samples of the store, walking each one's copy of
+ * the stack (osp_prof__hybrid_walk_copy) and splicing the kernel's frame-pointer call
+ * chain above it; count lost records as ring_full; draw the counter's next jittered
+ * period. Called by osp_prof__drain (the sampler thread, an unregistering thread), under
+ * the registry mutex. Does nothing for other slots. prof_engine_timer.c. */
+OSP_PROF_HIDDEN void osp_prof__perf_ring_drain(struct osp_prof_session *ps,
+                                               struct osp_prof_slot *s);
+/* One on-CPU sample of a thread's own kernel timer into the store (§(l.3)): taken at
+ * monotonic time `t_ns` when the thread's CPU clock read `cpu_ns`, weighted with
+ * `weight_ns` (its CPU time since its previous sample), stack `pcs[0..n)` (n may be 0: the
+ * loss is counted and the weight carried to the next sample). Under the registry mutex.
+ * prof_sampler.c. */
+OSP_PROF_HIDDEN void osp_prof__record_timer_sample(struct osp_prof_session *ps,
+                                                   struct osp_prof_slot *s, uint64_t t_ns,
+                                                   uint64_t cpu_ns, uint64_t weight_ns,
+                                                   const uintptr_t *pcs, uint32_t n,
+                                                   bool truncated);
+
 /* Disarm and release every slot's kernel timer (engine stop, handler replaced). Under the
  * registry mutex. */
 OSP_PROF_HIDDEN void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bool release);
@@ -362,6 +398,13 @@ struct osp_prof_session {
     uint64_t sampler_cpu_ns;
     uint64_t own_stop_cpu_ns;
     bool own_stop_cpu_ok;
+
+    /* perf_event engine: counters are opened with ring delivery where the kernel allows
+     * it (x86-64; OSPREY_PROFILE_PERF_DELIVERY not "signal"), prof_engine_timer.c. The
+     * scratch buffer holds a record that wraps around a ring's end (sampler side, under
+     * the registry mutex). */
+    bool perf_ring;
+    uint8_t perf_scratch[OSP_PROF_PERF_RECORD_MAX];
 
     /* The SIGPROF action we replaced; published before our handler is installed. */
     struct sigaction old_action;

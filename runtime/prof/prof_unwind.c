@@ -106,12 +106,16 @@ osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintpt
  * frame pointer's value is unknown (a thread blocked in the kernel, §(l.4)). */
 #define FP_SEARCH_BYTES ((uintptr_t)16384)
 
-/* One aligned stack word inside [lo, hi). */
+/* One aligned stack word inside [lo, hi), read at its address + d (d: the offset of a copy
+ * of the stack from the stack itself, 0 for the live stack). Every stack read of the walk
+ * goes through d. */
+#define RD(a)  (*(const uintptr_t *)((a) + (uintptr_t)d))
 #define NO_SAN __attribute__((no_sanitize("address", "thread", "undefined")))
 
-NO_SAN static inline bool stack_word(uintptr_t a, uintptr_t lo, uintptr_t hi, uintptr_t *v) {
+NO_SAN static inline bool stack_word(uintptr_t a, uintptr_t lo, uintptr_t hi, intptr_t d,
+                                     uintptr_t *v) {
     if ((a & 7u) != 0 || a < lo || hi < 8 || a > hi - 8) return false;
-    *v = *(const uintptr_t *)a;
+    *v = *(const uintptr_t *)(a + (uintptr_t)d);
     return true;
 }
 
@@ -240,11 +244,11 @@ NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_
  * like a frame record) skip that function's own caller.
  */
 NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, uintptr_t lo,
-                               uintptr_t hi, uint8_t *end, struct osp_unwind_info *info,
+                               uintptr_t hi, intptr_t d, uint8_t *end, struct osp_unwind_info *info,
                                bool search);
 
 NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q, uintptr_t sp,
-                                     uintptr_t lo, uintptr_t hi, uintptr_t *fp_out) {
+                                     uintptr_t lo, uintptr_t hi, intptr_t d, uintptr_t *fp_out) {
     /* The entry of the function the record belongs to (the frame at lookup address q). */
     uintptr_t entry = 0;
     const struct osp_cfi_image *fimg = osp_prof__cfi_find(set, q);
@@ -260,20 +264,21 @@ NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q,
     uintptr_t best_at = 0;
     for (; a + 16 <= stop && best < CALL_RESOLVED; a += 8) {
         uintptr_t next, ret;
-        if (!stack_word(a + 8, lo, hi, &ret) || !code_address(ret)) continue;
+        if (!stack_word(a + 8, lo, hi, d, &ret) || !code_address(ret)) continue;
         const struct osp_cfi_image *img = osp_prof__cfi_find(set, ret - 1);
         if (img == NULL) continue;
         int how = call_into(set, img, ret, entry);
         if (how == CALL_DIRECT) how = CALL_RESOLVED; /* equally good evidence */
         if (how <= best) continue;
-        if (!stack_word(a, lo, hi, &next)) continue;
+        if (!stack_word(a, lo, hi, d, &next)) continue;
         if (next != 0 && (next <= a || (next & 7u) != 0 || next > hi - 16)) continue;
         /* Stale frame records of earlier, deeper calls lie in uninitialised locals: a
          * candidate counts only if the walk from it reaches the thread's root. */
         struct ustate t = {ret, a + 16, next, false, true};
         uint8_t end = OSP_UNWIND_CHAIN_END;
         int steps = 0;
-        while (steps++ < OSP_PROF_MAX_FRAMES && hybrid_step(set, &t, lo, hi, &end, NULL, false)) {
+        while (steps++ < OSP_PROF_MAX_FRAMES &&
+               hybrid_step(set, &t, lo, hi, d, &end, NULL, false)) {
         }
         if (end != OSP_UNWIND_ROOT) continue;
         best = how;
@@ -287,7 +292,7 @@ NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q,
 /* One step to the caller. Returns true with `u` updated, or false with `*end` set.
  * `search`: an unknown rbp may be located with find_frame_record (not inside one). */
 NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, uintptr_t lo,
-                               uintptr_t hi, uint8_t *end, struct osp_unwind_info *info,
+                               uintptr_t hi, intptr_t d, uint8_t *end, struct osp_unwind_info *info,
                                bool search) {
     uintptr_t q = u->precise ? u->pc : u->pc - 1;
     if (set != NULL) {
@@ -307,9 +312,9 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                  * sp points at the ucontext (§(l.1) "signal frames"). */
                 uintptr_t g = u->sp + offsetof(ucontext_t, uc_mcontext.gregs);
                 uintptr_t pc, sp, fp;
-                if (!stack_word(g + 8 * REG_RIP, lo, hi, &pc) ||
-                    !stack_word(g + 8 * REG_RSP, lo, hi, &sp) ||
-                    !stack_word(g + 8 * REG_RBP, lo, hi, &fp)) {
+                if (!stack_word(g + 8 * REG_RIP, lo, hi, d, &pc) ||
+                    !stack_word(g + 8 * REG_RSP, lo, hi, d, &sp) ||
+                    !stack_word(g + 8 * REG_RBP, lo, hi, d, &fp)) {
                     *end = OSP_UNWIND_BAD_STACK;
                     return false;
                 }
@@ -333,7 +338,7 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                 base = u->sp;
             } else {
                 if (!u->fp_known) {
-                    if (!search || !find_frame_record(set, q, u->sp, lo, hi, &u->fp)) {
+                    if (!search || !find_frame_record(set, q, u->sp, lo, hi, d, &u->fp)) {
                         *end = OSP_UNWIND_NO_RULE;
                         return false;
                     }
@@ -345,7 +350,7 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
             if (r->kind == OSP_CFI_PLT && (u->pc & 15u) >= r->plt_min) cfa += 8;
             uintptr_t ra, fp = u->fp;
             if (cfa <= u->sp || cfa > hi ||
-                !stack_word(cfa + (uintptr_t)(intptr_t)r->ra_off, lo, hi, &ra)) {
+                !stack_word(cfa + (uintptr_t)(intptr_t)r->ra_off, lo, hi, d, &ra)) {
                 *end = OSP_UNWIND_BAD_STACK;
                 return false;
             }
@@ -356,7 +361,7 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                  * function's end): the slot is below sp, the register holds the caller's
                  * value. Only an interrupted frame can be here. */
             } else if (r->fp_rule == OSP_CFI_FP_OFFSET) {
-                if (!stack_word(fp_slot, lo, hi, &fp)) {
+                if (!stack_word(fp_slot, lo, hi, d, &fp)) {
                     *end = OSP_UNWIND_BAD_STACK;
                     return false;
                 }
@@ -381,7 +386,7 @@ fp_step:
     /* The frame chain (§(c) item 2): a frame without a table, or one whose CFI is the
      * frame-pointer rule. sp only moves up, which bounds the walk. */
     if (!u->fp_known) {
-        if (set == NULL || !search || !find_frame_record(set, q, u->sp, lo, hi, &u->fp)) {
+        if (set == NULL || !search || !find_frame_record(set, q, u->sp, lo, hi, d, &u->fp)) {
             *end = OSP_UNWIND_NO_RULE;
             return false;
         }
@@ -392,8 +397,8 @@ fp_step:
         *end = OSP_UNWIND_CHAIN_END;
         return false;
     }
-    uintptr_t next = *(const uintptr_t *)u->fp;
-    uintptr_t ret = *(const uintptr_t *)(u->fp + 8);
+    uintptr_t next = RD(u->fp);
+    uintptr_t ret = RD(u->fp + 8);
     if (!code_address(ret)) {
         *end = OSP_UNWIND_CHAIN_END;
         return false;
@@ -451,8 +456,8 @@ static inline bool chain_record(uintptr_t fp, uintptr_t sp, uintptr_t lo, uintpt
  * again). Returns true when the walk is over (CHAIN_END: the chain ended in a frame whose
  * step is the chain, as hybrid_step would end it there). */
 NO_SAN static bool chain_settle(const struct osp_cfi_set *set, struct fast_img *f, struct ustate *u,
-                                uintptr_t lo, uintptr_t hi16, uintptr_t *out, size_t *np, size_t n,
-                                bool broke, uintptr_t sp, uintptr_t fp) {
+                                uintptr_t lo, uintptr_t hi16, intptr_t d, uintptr_t *out,
+                                size_t *np, size_t n, bool broke, uintptr_t sp, uintptr_t fp) {
     size_t n0 = *np, i = n0;
     for (; i < n; i++) {
         uintptr_t q = out[i] - 1;
@@ -475,12 +480,12 @@ NO_SAN static bool chain_settle(const struct osp_cfi_set *set, struct fast_img *
     sp = u->sp;
     fp = u->fp;
     for (size_t k = n0; k <= i; k++) {
-        if (!chain_record(fp, sp, lo, hi16) || *(const uintptr_t *)(fp + 8) != out[k]) {
+        if (!chain_record(fp, sp, lo, hi16) || RD(fp + 8) != out[k]) {
             *np = k;
             return true;
         }
         sp = fp + 16;
-        fp = *(const uintptr_t *)fp;
+        fp = RD(fp);
     }
     *np = i + 1;
     *u = (struct ustate){out[i], sp, fp, false, true};
@@ -491,8 +496,9 @@ NO_SAN static bool chain_settle(const struct osp_cfi_set *set, struct fast_img *
  * out[n - 1] in state `u` (out of line: the opening pass keeps few registers live). */
 NO_SAN static __attribute__((noinline)) size_t walk_on(const struct osp_cfi_set *set,
                                                        struct ustate u, struct fast_img f,
-                                                       uintptr_t lo, uintptr_t hi, uintptr_t *out,
-                                                       size_t n, size_t cap, bool *truncated,
+                                                       uintptr_t lo, uintptr_t hi, intptr_t d,
+                                                       uintptr_t *out, size_t n, size_t cap,
+                                                       bool *truncated,
                                                        struct osp_unwind_info *info) {
     uint8_t end = OSP_UNWIND_CHAIN_END;
     /* The fast path's bound: a frame record [fp, fp + 16) must lie inside [lo, hi). */
@@ -521,8 +527,8 @@ NO_SAN static __attribute__((noinline)) size_t walk_on(const struct osp_cfi_set 
                 bool ok = (fp & 7u) == 0 && fp - lo <= hi16 - lo &&
                           fp + 15 - sp < OSP_PROF_MAX_FRAME_BYTES + 16; /* sp < fp + 16 */
                 if (ok) {
-                    next = *(const uintptr_t *)fp;
-                    ret = *(const uintptr_t *)(fp + 8);
+                    next = RD(fp);
+                    ret = RD(fp + 8);
                     ok = code_address(ret);
                 }
                 if (!ok) {
@@ -556,7 +562,7 @@ NO_SAN static __attribute__((noinline)) size_t walk_on(const struct osp_cfi_set 
                 u.precise = false;
             }
         }
-        if (!hybrid_step(set, &u, lo, hi, &end, info, true)) break;
+        if (!hybrid_step(set, &u, lo, hi, d, &end, info, true)) break;
         if (n >= cap) {
             *truncated = true;
             end = OSP_UNWIND_CAP;
@@ -570,22 +576,20 @@ NO_SAN static __attribute__((noinline)) size_t walk_on(const struct osp_cfi_set 
 
 /* The walk from its first frame's registers, without the opening pass (or after it,
  * from chain_settle's frame). */
-NO_SAN static __attribute__((noinline)) size_t walk_from(const struct osp_cfi_set *set,
-                                                         const struct osp_unwind_regs *r,
-                                                         uintptr_t lo, uintptr_t hi, uintptr_t *out,
-                                                         size_t n, size_t cap, bool *truncated,
-                                                         struct osp_unwind_info *info, bool opened,
-                                                         bool broke, uintptr_t sp, uintptr_t fp) {
+NO_SAN static __attribute__((noinline)) size_t
+walk_from(const struct osp_cfi_set *set, const struct osp_unwind_regs *r, uintptr_t lo,
+          uintptr_t hi, intptr_t d, uintptr_t *out, size_t n, size_t cap, bool *truncated,
+          struct osp_unwind_info *info, bool opened, bool broke, uintptr_t sp, uintptr_t fp) {
     struct ustate u = {r->pc, r->sp, r->fp, !r->pc_is_return, r->fp_known};
     struct fast_img f = {0, 0, 0, 0, NULL};
     if (opened) {
         /* Frames out[1..n) came from following the chain from frame 0. */
         size_t kept = 1;
-        if (chain_settle(set, &f, &u, lo, hi - 16, out, &kept, n, broke, sp, fp))
+        if (chain_settle(set, &f, &u, lo, hi - 16, d, out, &kept, n, broke, sp, fp))
             return kept; /* info->end: CHAIN_END */
         n = kept;
     }
-    return walk_on(set, u, f, lo, hi, out, n, cap, truncated, info);
+    return walk_on(set, u, f, lo, hi, d, out, n, cap, truncated, info);
 }
 
 /*
@@ -600,9 +604,10 @@ NO_SAN static __attribute__((noinline)) size_t walk_from(const struct osp_cfi_se
  * chain_settle checks the frames one by one and the walk goes on from the first one the
  * map does not vouch for (walk_on: the per-frame fast path and hybrid_step).
  */
-NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
-                                    uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
-                                    bool *truncated, struct osp_unwind_info *info) {
+NO_SAN size_t osp_prof__hybrid_walk_copy(const struct osp_cfi_set *set,
+                                         const struct osp_unwind_regs *r, uintptr_t lo,
+                                         uintptr_t hi, intptr_t d, uintptr_t *out, size_t cap,
+                                         bool *truncated, struct osp_unwind_info *info) {
     *truncated = false;
     if (info) {
         info->end = OSP_UNWIND_CHAIN_END;
@@ -612,15 +617,15 @@ NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct 
     uintptr_t q = r->pc_is_return ? r->pc - 1 : r->pc;
     out[0] = q;
     if (set == NULL || !r->fp_known || hi < lo || hi - lo < 16)
-        return walk_from(set, r, lo, hi, out, 1, cap, truncated, info, false, false, 0, 0);
+        return walk_from(set, r, lo, hi, d, out, 1, cap, truncated, info, false, false, 0, 0);
     size_t i = osp_prof__cfi_find_index(set, q);
     if (i >= set->nimages || set->fast[i].fpmap == NULL)
-        return walk_from(set, r, lo, hi, out, 1, cap, truncated, info, false, false, 0, 0);
+        return walk_from(set, r, lo, hi, d, out, 1, cap, truncated, info, false, false, 0, 0);
     const struct osp_cfi_fast *x = &set->fast[i];
     size_t c = (size_t)((q - (x->lo & ~(OSP_CFI_FP_CHUNK - 1))) >> OSP_CFI_FP_CHUNK_SHIFT);
     unsigned need = r->pc_is_return ? OSP_CFI_FPMAP_RET : OSP_CFI_FPMAP_PC;
     if (!((x->fpmap[c / 32] >> (2 * (c % 32))) & need))
-        return walk_from(set, r, lo, hi, out, 1, cap, truncated, info, false, false, 0, 0);
+        return walk_from(set, r, lo, hi, d, out, 1, cap, truncated, info, false, false, 0, 0);
     uintptr_t hi16 = hi - 16, sp = r->sp, fp = r->fp;
     uintptr_t base = x->lo + x->run_off + 1, far = 0;
     size_t n = 1;
@@ -630,15 +635,21 @@ NO_SAN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct 
             return n; /* every frame in the run: the chain's end is the walk's (CHAIN_END) */
         }
         if (n >= cap) /* the per-frame loop takes this step again and finds no room */
-            return walk_from(set, r, lo, hi, out, n, cap, truncated, info, true, false, sp, fp);
-        uintptr_t next = *(const uintptr_t *)fp, ret = *(const uintptr_t *)(fp + 8);
+            return walk_from(set, r, lo, hi, d, out, n, cap, truncated, info, true, false, sp, fp);
+        uintptr_t next = RD(fp), ret = RD(fp + 8);
         out[n++] = ret;
         uintptr_t d = ret - base;
         far = d > far ? d : far;
         sp = fp + 16;
         fp = next;
     }
-    return walk_from(set, r, lo, hi, out, n, cap, truncated, info, true, true, sp, fp);
+    return walk_from(set, r, lo, hi, d, out, n, cap, truncated, info, true, true, sp, fp);
+}
+
+size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set, const struct osp_unwind_regs *r,
+                             uintptr_t lo, uintptr_t hi, uintptr_t *out, size_t cap,
+                             bool *truncated, struct osp_unwind_info *info) {
+    return osp_prof__hybrid_walk_copy(set, r, lo, hi, 0, out, cap, truncated, info);
 }
 
 #else /* arm64: frame records are kept by the ABI's common practice; the chain walk */

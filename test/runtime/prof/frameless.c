@@ -37,3 +37,9 @@ __attribute__((noinline)) int osp_test_frameless_nested(void (*fn)(void *), void
     osp_test_frameless_sink += pad[9];
     return osp_test_frameless_sink;
 }
+
+__attribute__((noinline)) long osp_test_frameless_spin(long iterations) {
+    volatile long pad[8] = {0};
+    for (long i = 0; i < iterations; i++) pad[i & 7] += i ^ pad[(i + 3) & 7];
+    return pad[0] + pad[5];
+}

@@ -1,0 +1,272 @@
+/*
+ * test_ring.c — the perf_event engine's two deliveries (docs/profiler-runtime.md
+ * "Sampling engines"): ring delivery, where the kernel writes each sample (registers, its
+ * frame-pointer call chain and a copy of the top of the stack) into a ring buffer that the
+ * sampler thread walks later, and signal delivery (OSPREY_PROFILE_PERF_DELIVERY=signal),
+ * where the counter signals the thread and the handler walks the live stack. Both must
+ * give the same stacks:
+ *  - a stack deeper than the ring's stack copy (60 frames of 400+ bytes): the walk over
+ *    the copy is continued with the kernel's chain, every frame, not marked truncated;
+ *  - a leaf without frame pointers: its caller (which a frame-pointer walk skips) is
+ *    found from the leaf's CFI over the copy;
+ *  - a callback under two frameless frames: both are there;
+ * and on-CPU weight adds up to the thread's CPU time. Ring delivery is checked to be the
+ * one running by its mapping in /proc/self/maps (skipped where the kernel refuses rings:
+ * perf_event_paranoid 3, a locked-memory limit).
+ */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include "frameless.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "osp_prof.h"
+
+static char g_dir[PATH_MAX];
+
+static int setup(void **state) {
+    (void)state;
+    scratch_dir(g_dir, sizeof g_dir, "ring");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    scratch_cleanup(g_dir);
+    return 0;
+}
+
+static int end_session(void **state) {
+    (void)state;
+    osp_prof_session_end();
+    unsetenv("OSPREY_PROFILE_PERF_DELIVERY");
+    unsetenv("OSPREY_PROFILE_ENGINE");
+    return 0;
+}
+
+/* Whether a perf_event ring is mapped in this process now. */
+static bool ring_mapped(void) {
+    static char buf[1 << 20];
+    long n = read_text("/proc/self/maps", buf, sizeof buf);
+    return n > 0 && strstr(buf, "perf_event") != NULL;
+}
+
+/* Start a session at `hz` with the given delivery ("ring" or "signal"); false when the
+ * perf_event engine (or, for "ring", ring delivery) is not available here. */
+static bool begin(const char *path, unsigned hz, const char *delivery) {
+    setenv("OSPREY_PROFILE_ENGINE", "perf_event", 1);
+    setenv("OSPREY_PROFILE_PERF_DELIVERY", delivery, 1);
+    assert_true(osp_prof_session_begin(path, hz));
+    if (strcmp(delivery, "ring") == 0 && !ring_mapped()) {
+        osp_prof_session_end();
+        return false;
+    }
+    return true;
+}
+
+static bool engine_ok(const struct raw *r) {
+    return strcmp(r->engine, "perf_event") == 0;
+}
+
+/* ---- a stack deeper than the copy --------------------------------------------------------- */
+
+#define DEPTH 60
+
+__attribute__((noinline)) double ring_deep(int n) {
+    volatile char pad[400];
+    memset((char *)pad, n, sizeof pad);
+    double v = n == 0 ? burn_cpu(0.4) : ring_deep(n - 1);
+    return v + pad[n % 400];
+}
+
+/* Frames of stack `k` named `fn`. */
+static size_t count_named(const struct raw *r, uint32_t k, const char *fn) {
+    size_t c = 0;
+    for (uint32_t i = 0; i < r->stack_len[k]; i++)
+        if (strcmp(sym_name(r->stacks[k][i], i > 0), fn) == 0) c++;
+    return c;
+}
+
+static void deep_case(const char *delivery) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/deep-%s.json", g_dir, delivery);
+    if (!begin(path, 997, delivery)) {
+        print_message("ring delivery unavailable here: skipped\n");
+        return;
+    }
+    double c0 = thread_cpu_seconds();
+    ring_deep(DEPTH);
+    double used = thread_cpu_seconds() - c0;
+    assert_true(osp_prof_session_end());
+    struct raw r;
+    raw_load(&r, path);
+    if (!engine_ok(&r)) {
+        raw_free(&r);
+        return;
+    }
+    size_t hot = 0, whole = 0, truncated = 0;
+    uint64_t w = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        if (r.samples[i].state != 0) continue;
+        w += r.samples[i].weight;
+        uint32_t k = r.samples[i].stack;
+        if (!raw_stack_has(&r, k, "hot_loop")) continue;
+        hot++;
+        if (r.truncated[k]) truncated++;
+        /* DEPTH + 1 calls of ring_deep, then this function and main. */
+        if (count_named(&r, k, "ring_deep") == DEPTH + 1 && raw_stack_has(&r, k, "main")) whole++;
+    }
+    print_message(
+        "%s: %zu samples in hot_loop, %zu whole, %zu truncated; weight %.3f s of %.3f s CPU\n",
+        delivery, hot, whole, truncated, (double)w / 1e9, used);
+    assert_true(hot >= 200);
+    assert_true(whole >= hot * 95 / 100);
+    assert_true(truncated <= hot / 100);
+    /* Weight: the CPU from the session's start (before the timed call) is in it too. */
+    assert_true((double)w / 1e9 >= used * 0.97);
+    raw_free(&r);
+}
+
+static void test_deep_ring(void **state) {
+    (void)state;
+    deep_case("ring");
+}
+
+static void test_deep_signal(void **state) {
+    (void)state;
+    deep_case("signal");
+}
+
+/* ---- frameless frames --------------------------------------------------------------------- */
+
+__attribute__((noinline)) long ring_spin_caller(void) {
+    long acc = 0;
+    double end = thread_cpu_seconds() + 0.3;
+    while (thread_cpu_seconds() < end) acc += osp_test_frameless_spin(200000);
+    return acc;
+}
+
+static void ring_callback(void *arg) {
+    *(double *)arg += burn_cpu(0.3);
+}
+
+__attribute__((noinline)) void ring_frameless_outer(void) {
+    double acc = 0;
+    osp_test_frameless_nested(ring_callback, &acc);
+}
+
+static void frameless_case(const char *delivery) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/frameless-%s.json", g_dir, delivery);
+    if (!begin(path, 997, delivery)) {
+        print_message("ring delivery unavailable here: skipped\n");
+        return;
+    }
+    ring_spin_caller();
+    ring_frameless_outer();
+    assert_true(osp_prof_session_end());
+    struct raw r;
+    raw_load(&r, path);
+    if (!engine_ok(&r)) {
+        raw_free(&r);
+        return;
+    }
+    /* Leaf spin: frame 1 is its caller. Callback: both frameless frames above it. */
+    size_t spin = 0, spin_ok = 0, cb = 0, cb_ok = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        if (r.samples[i].state != 0) continue;
+        uint32_t k = r.samples[i].stack;
+        if (r.stack_len[k] >= 2 &&
+            strcmp(sym_name(r.stacks[k][0], false), "osp_test_frameless_spin") == 0) {
+            spin++;
+            if (strcmp(sym_name(r.stacks[k][1], true), "ring_spin_caller") == 0 &&
+                raw_stack_has(&r, k, "main"))
+                spin_ok++;
+        } else if (raw_stack_has(&r, k, "hot_loop") &&
+                   raw_stack_has(&r, k, "ring_frameless_outer")) {
+            cb++;
+            if (raw_stack_has(&r, k, "osp_test_frameless_call") &&
+                raw_stack_has(&r, k, "osp_test_frameless_nested"))
+                cb_ok++;
+        }
+    }
+    print_message(
+        "%s: frameless leaf %zu/%zu with its caller, callback %zu/%zu with both frameless "
+        "frames\n",
+        delivery, spin_ok, spin, cb_ok, cb);
+    assert_true(spin >= 150);
+    assert_true(cb >= 150);
+    assert_true(spin_ok >= spin * 97 / 100);
+    assert_true(cb_ok >= cb * 97 / 100);
+    raw_free(&r);
+}
+
+static void test_frameless_ring(void **state) {
+    (void)state;
+    frameless_case("ring");
+}
+
+static void test_frameless_signal(void **state) {
+    (void)state;
+    frameless_case("signal");
+}
+
+/* ---- threads that come and go ----------------------------------------------------------- */
+
+void *ring_short_worker(void *p) {
+    osp_prof_thread_register((int64_t)(intptr_t)p, "fiber");
+    burn_cpu(0.05);
+    osp_prof_thread_unregister();
+    return NULL;
+}
+
+/* Each thread's ring is emptied when it unregisters: the samples of 16 threads that each
+ * run 50 ms are all there (about 50 each at 997 Hz). */
+static void test_ring_threads_unregister(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/threads.json", g_dir);
+    if (!begin(path, 997, "ring")) {
+        print_message("ring delivery unavailable here: skipped\n");
+        return;
+    }
+    for (int round = 0; round < 4; round++) {
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(pthread_create(&t[i], NULL, ring_short_worker,
+                                            (void *)(intptr_t)(round * 4 + i + 1)),
+                             0);
+        for (int i = 0; i < 4; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    }
+    assert_true(osp_prof_session_end());
+    struct raw r;
+    raw_load(&r, path);
+    if (!engine_ok(&r)) {
+        raw_free(&r);
+        return;
+    }
+    size_t on = 0;
+    for (size_t i = 0; i < r.nsamples; i++)
+        if (r.samples[i].state == 0 && raw_stack_has(&r, r.samples[i].stack, "ring_short_worker"))
+            on++;
+    print_message("16 threads of 50 ms: %zu on-CPU samples (expected about 800)\n", on);
+    assert_true(on >= 16 * 50 * 85 / 100);
+    raw_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_deep_ring, end_session),
+        cmocka_unit_test_teardown(test_deep_signal, end_session),
+        cmocka_unit_test_teardown(test_frameless_ring, end_session),
+        cmocka_unit_test_teardown(test_frameless_signal, end_session),
+        cmocka_unit_test_teardown(test_ring_threads_unregister, end_session),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
