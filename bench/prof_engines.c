@@ -11,8 +11,13 @@
  *       select, nanosleep with a 1 ms timeout, and a blocking read of a pipe that a
  *       feeder thread writes every 2 ms), each looping over its call; prints
  *       "eintr <call> <count> <calls>".
- *   prof_engines work <units>               one thread computes <units> fixed units and
- *       prints "work_ns <wall ns>".
+ *   prof_engines work <units> [floor]       one thread computes <units> fixed units and
+ *       prints "work_ns <wall ns>". With a floor, no profiler runs but the bare mechanism
+ *       does, at 997 Hz, so its cost is measured apart from ours: "timer" a task-clock
+ *       counter of the thread writing bare samples (the time only) to a ring nobody reads
+ *       (the kernel timer alone, as under ring delivery or perf record); "tgkill" a second
+ *       thread that sends SIGPROF to it every 1.003 ms to an empty handler (the sampler
+ *       engine's delivery).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,7 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -48,6 +56,21 @@ __attribute__((noinline)) static double spin_unit(double x) {
 }
 
 static atomic_int g_stop;
+
+/* The "tgkill" floor of `work`: SIGPROF to g_kick_tid every 1.003 ms, to an empty handler. */
+static pid_t g_kick_tid;
+static void empty_handler(int sig) {
+    (void)sig;
+}
+static void *kicker_main(void *p) {
+    (void)p;
+    struct timespec ts = {0, 1003000};
+    for (;;) {
+        nanosleep(&ts, NULL);
+        syscall(SYS_tgkill, getpid(), g_kick_tid, SIGPROF);
+    }
+    return NULL;
+}
 static double g_seconds;
 static pthread_mutex_t g_print = PTHREAD_MUTEX_INITIALIZER;
 
@@ -187,6 +210,33 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "work") == 0) {
         long units = atol(argv[2]);
+        const char *floor_kind = argc > 3 ? argv[3] : "";
+        pthread_t kick;
+        if (strcmp(floor_kind, "timer") == 0) {
+            struct perf_event_attr a;
+            memset(&a, 0, sizeof a);
+            a.size = sizeof a;
+            a.type = PERF_TYPE_SOFTWARE;
+            a.config = PERF_COUNT_SW_TASK_CLOCK;
+            a.sample_period = 1003009;
+            a.sample_type = PERF_SAMPLE_TIME;
+            a.exclude_kernel = 1;
+            a.exclude_hv = 1;
+            a.watermark = 1;
+            a.wakeup_watermark = 0x7fffffff;
+            int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+            if (fd < 0 ||
+                mmap(NULL, 65 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED)
+                return 3;
+        } else if (strcmp(floor_kind, "tgkill") == 0) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = empty_handler;
+            sa.sa_flags = SA_RESTART;
+            sigaction(SIGPROF, &sa, NULL);
+            g_kick_tid = (pid_t)syscall(SYS_gettid);
+            pthread_create(&kick, NULL, kicker_main, NULL);
+        }
         volatile double x = 1;
         uint64_t t0 = mono_ns();
         for (long i = 0; i < units; i++) x = spin_unit(x);

@@ -137,7 +137,11 @@ if "2" in PARTS:
 if "3" in PARTS:
     print(f"\n3. Wall time of fixed work on one thread, {REPS} interleaved rounds (ratio to unprofiled)")
     units = "6000"
-    kinds = ["none"] + ENGINES + ["perf"]
+    # perf_event twice: its ring delivery (the default) and its signal delivery; then the
+    # bare mechanisms with no profiler code (the floors: a kernel timer per thread, a
+    # directed signal from another thread), and perf record.
+    kinds = ["none"] + ENGINES + (["perf_event/signal"] if "perf_event" in ENGINES else []) + \
+        ["floor:timer", "floor:tgkill", "perf"]
     walls = {k: [] for k in kinds}
     import random
     for r in range(REPS):
@@ -147,6 +151,12 @@ if "3" in PARTS:
             raw = f"{SCRATCH}/w.json"
             if k == "none":
                 out, _, _ = run([f"{BIN}/prof_engines", "work", units])
+            elif k.startswith("floor:"):
+                out, _, _ = run([f"{BIN}/prof_engines", "work", units, k[6:]])
+            elif k == "perf_event/signal":
+                os.environ["OSPREY_PROFILE_PERF_DELIVERY"] = "signal"
+                out, _, _ = run([f"{BIN}/prof_engines", "work", units], "perf_event", 997, raw)
+                del os.environ["OSPREY_PROFILE_PERF_DELIVERY"]
             elif k == "perf":
                 out, _, _ = run(["perf", "record", "-q", "-F", "997", "--call-graph", "fp", "-o",
                                  f"{SCRATCH}/perf.data", f"{BIN}/prof_engines", "work", units])
@@ -156,7 +166,9 @@ if "3" in PARTS:
     base = statistics.median(walls["none"])
     ratio = {k: statistics.median(walls[k]) / base for k in kinds}
     for k in kinds:
-        print(f"  {k:>10}: median {statistics.median(walls[k]):.4f} s, ratio {ratio[k]:.4f}")
+        print(f"  {k:>17}: median {statistics.median(walls[k]):.4f} s, ratio {ratio[k]:.4f}")
+    print("  (floor:timer: a bare task-clock counter per thread, the timer interrupt alone, no profiler;"
+          " floor:tgkill: SIGPROF from another thread to an empty handler, no profiler)")
     verdicts.append(("wall overhead <= 1.01 with one busy thread at 997 Hz (perf_event)", ratio["perf_event"] <= 1.01, f"{ratio['perf_event']:.4f}"))
     verdicts.append(("wall overhead <= perf record -F 997 --call-graph fp (perf_event)", ratio["perf_event"] <= ratio["perf"] + 1e-9, f"{ratio['perf_event']:.4f} vs perf {ratio['perf']:.4f}"))
 

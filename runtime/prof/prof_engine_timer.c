@@ -153,9 +153,9 @@ static size_t page_bytes(void) {
 }
 
 /* A ring's data bytes for the session's rate (a power of two): room for about 25 of the
- * largest records up to 2 kHz, 50 above. */
+ * largest records up to 1 kHz, 50 above. */
 static size_t perf_ring_bytes(const struct osp_prof_session *ps) {
-    return ps->period_ns >= 500000 ? (size_t)256 << 10 : (size_t)512 << 10;
+    return ps->period_ns >= 1000000 ? (size_t)256 << 10 : (size_t)512 << 10;
 }
 
 /* The longest the sampler thread may wait between two drains of a ring: the time the
@@ -251,6 +251,37 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
     return n;
 }
 
+/* How often the sampler thread reads a ring-delivery counter together with its thread's
+ * CPU clock (slot perf_ca/perf_va/perf_rho). Reading a running thread's counter from
+ * another thread interrupts that thread's core (the kernel brings the count up to date
+ * there), so it is done at most this often. */
+#define CALIBRATE_NS 50000000ull
+
+/* Read the counter and the thread's CPU clock together (the counter first: the clock is
+ * read within microseconds after) and move the anchor there, with the ratio of the two
+ * clocks' advance since the previous anchor; windows under 2 ms of counter time only
+ * move nothing. Under the registry mutex. */
+static void perf_calibrate(struct osp_prof_slot *s, uint64_t now) {
+    s->perf_cal_t = now;
+    uint64_t v, c;
+    if (syscall(SYS_read, s->perf_fd, &v, sizeof v) != (long)sizeof v) return;
+    if (!osp_prof__read_clock(s->cpu_clock, &c)) return;
+    if (v < s->perf_va + 2000000 || c <= s->perf_ca) return;
+    double rho = (double)(c - s->perf_ca) / (double)(v - s->perf_va);
+    /* A counter never runs slower than the CPU clock by more than the reading's own
+     * jitter; steal beyond half of the time is not believed either. */
+    s->perf_rho = rho > 1.01 ? 1.01 : rho < 0.5 ? 0.5 : rho;
+    s->perf_ca = c;
+    s->perf_va = v;
+}
+
+/* The thread's CPU clock when its counter read `v` (see perf_calibrate). */
+static uint64_t perf_cpu_at(const struct osp_prof_slot *s, uint64_t v) {
+    double d = ((double)v - (double)s->perf_va) * s->perf_rho;
+    double c = (double)s->perf_ca + d;
+    return c <= 0 ? 0 : (uint64_t)c;
+}
+
 /* Read the 8-byte word at `off` of a record of `size` bytes. */
 static bool rec_u64(const uint8_t *rec, size_t size, size_t *off, uint64_t *v) {
     if (*off > size || size - *off < 8) return false;
@@ -294,7 +325,7 @@ static bool perf_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
         if (!rec_u64(rec, size, &off, &dyn)) return false;
         if (dyn > ssize) dyn = ssize;
     }
-    uint64_t cpu = s->perf_cpu0 + value;
+    uint64_t cpu = perf_cpu_at(s, value);
     uint64_t weight = cpu > s->h_cpu_last ? cpu - s->h_cpu_last : 0;
     if (cpu > s->h_cpu_last) s->h_cpu_last = cpu;
     uintptr_t pcs[OSP_PROF_MAX_FRAMES];
@@ -315,6 +346,8 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
     size_t size = s->perf_rb_bytes;
     const uint8_t *data =
         (const uint8_t *)s->perf_rb + (pg->data_offset ? pg->data_offset : page_bytes());
+    uint64_t now = osp_prof__mono_ns();
+    if (now - s->perf_cal_t >= CALIBRATE_NS) perf_calibrate(s, now);
     uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = pg->data_tail;
     const struct osp_cfi_set *set = NULL;
@@ -358,8 +391,12 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
     }
     __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
     if (entered) osp_prof__cfi_release();
-    if (draw && atomic_load_explicit(&s->ktimer_armed, memory_order_acquire))
+    if (draw && atomic_load_explicit(&s->ktimer_armed, memory_order_acquire)) {
+        /* The schedule is in the thread's CPU clock; the counter's period in its own. */
+        double pc = (double)period / s->perf_rho;
+        period = pc < (double)MIN_PERIOD_NS ? MIN_PERIOD_NS : (uint64_t)pc;
         ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &period);
+    }
 }
 
 #else
@@ -427,6 +464,11 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         if (rb != NULL) {
             uint64_t c;
             s->perf_cpu0 = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &c) ? c : s->h_cpu_last;
+            /* The counter reads 0 at this clock reading. */
+            s->perf_ca = s->perf_cpu0;
+            s->perf_va = 0;
+            s->perf_rho = 1.0;
+            s->perf_cal_t = osp_prof__mono_ns();
         }
         s->ktimer_kind = kind;
         atomic_store_explicit(&s->ktimer_armed, 1, memory_order_release);
@@ -656,8 +698,11 @@ static void cpu_timer_registered(struct osp_prof_session *ps, struct osp_prof_sl
  * timer can go at once. */
 static void timer_unregistered(struct osp_prof_session *ps, struct osp_prof_slot *s) {
     if (s->perf_rb != NULL) {
-        /* The samples the kernel wrote until now become samples before the ring goes. */
+        /* The samples the kernel wrote until now become samples before the ring goes,
+         * their CPU clock from a last reading of both clocks (on the thread itself: no
+         * interrupt). */
         ktimer_disarm(s, false);
+        s->perf_cal_t = 0;
         osp_prof__perf_ring_drain(ps, s);
     }
     ktimer_disarm(s, true);

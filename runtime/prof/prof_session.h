@@ -165,7 +165,16 @@ struct osp_prof_slot {
      * registry mutex once set up. */
     void *perf_rb;
     size_t perf_rb_bytes;
-    uint64_t perf_cpu0, perf_last;
+    uint64_t perf_cpu0;
+    /* Ring delivery: the counter runs on the kernel's clock while the thread is on a CPU,
+     * which also counts interrupt time and, in a virtual machine, time the host took the
+     * CPU away (steal): up to a few per cent more than the thread's CPU clock. A sample's
+     * counter value v is turned into the thread's CPU clock as perf_ca + perf_rho * (v -
+     * perf_va): (perf_ca, perf_va) a pair of CPU clock and counter read together, at most
+     * CALIBRATE_NS ago (prof_engine_timer.c), perf_rho the ratio of the two clocks' advance
+     * over the window before it. perf_cal_t: monotonic time of that reading. */
+    uint64_t perf_ca, perf_va, perf_cal_t;
+    double perf_rho;
     timer_t posix_timer;   /* OSP_KTIMER_POSIX */
     uintptr_t block_frame; /* owner only: frame address of the outermost region's hook */
     bool auto_reg;         /* registered by the pthread_create interposer, §(l.2) */
