@@ -75,7 +75,10 @@ void osp_prof__engine_restore_action(struct osp_prof_session *ps) {
     /* A program that installs its own SIGPROF action (setitimer(ITIMER_PROF) and a
      * handler, another profiler) takes every sample signal from then on: say so once,
      * rather than hand over a silently empty profile ((k) item 9; issue 3). */
-    if (!ours)
+    /* Ring delivery needs no signal: where every thread had it, nothing was lost and
+     * nothing is said. */
+    if (!ours && (ps->engine != &osp_prof__engine_perf_event || !ps->perf_ring ||
+                  ps->store.dropped[OSP_DROP_HANDLER_REPLACED] > 0))
         osp_prof__say("osprey profiler: SIGPROF handler was replaced by the program; samples "
                       "after that point are lost");
     if (ours) {

@@ -173,18 +173,39 @@ static void perf_ring_unmap(struct osp_prof_slot *s) {
 
 #if PERF_RING_SUPPORTED
 
+/* A registered thread's live stack, read from another thread (inside its bounds, under
+ * the registry mutex: mapped). Not instrumented: the words may lie in a sanitizer's
+ * redzone of that thread's frames, or be written by it meanwhile. `live_copy` copies
+ * [a, a + len) to `to` word by word; `live_same` compares [a, a + len) with `with`. */
+__attribute__((no_sanitize("address", "thread", "undefined"), noinline)) static void
+live_copy(uint8_t *to, uintptr_t a, size_t len) {
+    for (size_t i = 0; i + 8 <= len; i += 8) {
+        uintptr_t w = *(const volatile uintptr_t *)(a + i);
+        memcpy(to + i, &w, 8);
+    }
+}
+
+__attribute__((no_sanitize("address", "thread", "undefined"), noinline)) static bool
+live_same(uintptr_t a, const uint8_t *with, size_t len) {
+    for (size_t i = 0; i + 8 <= len; i += 8) {
+        uintptr_t w = *(const volatile uintptr_t *)(a + i), c;
+        memcpy(&c, with + i, 8);
+        if (w != c) return false;
+    }
+    return true;
+}
+
 /* One stack of a ring sample: the hybrid walk over the stack copy [sp, sp + dyn) (bytes at
- * `stack`), then, where the copy ended below the top of the thread's stack, the kernel's
- * frame-pointer chain `kc[0..kn)` (kc[0] the pc, kc[i + 1] the return address of the i-th
- * frame record from rbp) spliced on: the walk's last frame must be the return address of
- * the chain's last record inside the copy, the chain's next record must lie above the
- * copy, and every record of the chain inside the copy must be one the walk can have
- * followed (same return address). Where the stack goes on and nothing can be spliced
- * (the leaf's rbp was not a frame pointer, so the kernel's chain is not this stack's) the
- * sample is marked truncated. Returns the frame count. */
-static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set *set, uint64_t ip,
-                         uint64_t sp, uint64_t bp, const uint8_t *stack, uint64_t dyn,
-                         const uintptr_t *kc, size_t kn, uintptr_t *out, bool *trunc) {
+ * `stack`). Where the copy ended below the top of the thread's stack before the walk did,
+ * the walk is taken again over the copy followed by the live stack above it (in `view`,
+ * OSP_PROF_PERF_VIEW_BYTES), if the live stack still holds the copy's top; failing that,
+ * the kernel's frame-pointer chain `kc[0..kn)` (kc[0] the pc, kc[i + 1] the return
+ * address in the i-th frame record from rbp) is spliced on where it is this stack's, and
+ * the sample is marked truncated. Returns the frame count. */
+static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set *set,
+                         uint8_t *view, uint64_t ip, uint64_t sp, uint64_t bp, const uint8_t *stack,
+                         uint64_t dyn, const uintptr_t *kc, size_t kn, uintptr_t *out,
+                         bool *trunc) {
     size_t cap = OSP_PROF_MAX_FRAMES;
     *trunc = false;
     if (stack == NULL || dyn < 16 || sp == 0) {
@@ -208,8 +229,35 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
     size_t n = osp_prof__hybrid_walk_copy(set, &r, lo, hi, d, out, cap, trunc, &info);
     if (*trunc || n == 0 || info.end == OSP_UNWIND_ROOT) return n;
     if (!on_stack || hi >= s->hi) return n; /* the copy reached the top: the walk is whole */
-    /* The kernel's chain inside the copy, record by record. */
-    uintptr_t b = (uintptr_t)bp, b_last = 0;
+    *trunc = true;
+    /* The copy ended below the top of the thread's stack, and the walk there. The walk is
+     * taken again over the copy followed by the live stack above it, read now (the thread
+     * cannot exit: the registry mutex is held), if the copy's last 32 bytes are still
+     * what they were at the sample: then the thread has not returned past the frame that
+     * holds them, and the frames above it (the outer ones, up to the thread's root, whose
+     * return addresses and saved registers do not change while they are active) are the
+     * sample's. */
+    uintptr_t top = s->hi - lo > OSP_PROF_PERF_VIEW_BYTES ? lo + OSP_PROF_PERF_VIEW_BYTES : s->hi;
+    hi &= ~(uintptr_t)7;
+    if (hi - lo >= 32 && top > hi && live_same(hi - 32, stack + (hi - 32 - lo), 32)) {
+        memcpy(view, stack, hi - lo);
+        live_copy(view + (hi - lo), hi, top - hi);
+        uintptr_t all[OSP_PROF_MAX_FRAMES];
+        bool all_trunc;
+        struct osp_unwind_info all_info;
+        size_t m = osp_prof__hybrid_walk_copy(set, &r, lo, top, (intptr_t)((uintptr_t)view - lo),
+                                              all, cap, &all_trunc, &all_info);
+        if (m > n) {
+            memcpy(out, all, m * sizeof *out);
+            *trunc = all_trunc || (all_info.end != OSP_UNWIND_ROOT && top < s->hi);
+            return m;
+        }
+    }
+    /* The thread has returned past it: the kernel's frame-pointer chain, if it is this
+     * stack's (its records in the copy are those the walk followed: the same return
+     * addresses, and the walk's last frame is the chain's last one in the copy), as far
+     * as it names code; still marked truncated. */
+    uintptr_t b = (uintptr_t)bp;
     size_t idx = 0;
     while (idx + 1 < kn && (b & 7u) == 0 && b >= lo && b <= hi - 16) {
         uintptr_t next, ret;
@@ -217,33 +265,9 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
         memcpy(&ret, (const void *)(b + 8 + (uintptr_t)d), sizeof ret);
         if (ret != kc[idx + 1]) break;
         idx++;
-        b_last = b;
         b = next;
     }
-    *trunc = true;
-    if (idx == 0 || b < hi || b > s->hi - 16 || out[n - 1] != kc[idx]) return n;
-    /* The walk left the copy through the frame record at b. The rest of the stack is
-     * read where it is (the thread cannot exit: the registry mutex is held), from that
-     * record on, if the kernel read the same return address there at the sample: then
-     * the thread has not returned past it since, and the frames above it (the outer ones,
-     * up to the thread's root) are still those of the sample. */
-    uintptr_t live[OSP_PROF_MAX_FRAMES];
-    bool live_trunc;
-    struct osp_unwind_regs lr = {.pc = out[n - 1],
-                                 .sp = b_last + 16,
-                                 .fp = b,
-                                 .lr = 0,
-                                 .pc_is_return = true,
-                                 .fp_known = true};
-    size_t m =
-        osp_prof__hybrid_walk(set, &lr, b_last + 16, s->hi, live, cap - n + 1, &live_trunc, NULL);
-    if (m >= 2 && idx + 1 < kn && live[1] == kc[idx + 1]) {
-        for (size_t k = 1; k < m; k++) out[n++] = live[k]; /* live[0] is out[n - 1] - 1 */
-        *trunc = live_trunc;
-        return n;
-    }
-    /* The stack moved on: the kernel's chain, as far as it names code, marked truncated
-     * (a frame without a frame record above the copy ends it). */
+    if (idx == 0 || b < hi || out[n - 1] != kc[idx]) return n;
     for (size_t k = idx + 1; k < kn && n < cap; k++) {
         if (kc[k] < 4096 || set == NULL || osp_prof__cfi_find(set, kc[k] - 1) == NULL) break;
         out[n++] = kc[k];
@@ -332,9 +356,9 @@ static bool perf_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
     bool trunc = false;
     size_t n = 0;
     if (abi != PERF_SAMPLE_REGS_ABI_NONE && ip >= 4096)
-        n = perf_stack(s, set, ip, sp, bp, stack, dyn, kc, kn, pcs, &trunc);
+        n = perf_stack(s, set, ps->perf_view, ip, sp, bp, stack, dyn, kc, kn, pcs, &trunc);
     else
-        n = perf_stack(s, set, 0, 0, 0, NULL, 0, kc, kn, pcs, &trunc);
+        n = perf_stack(s, set, ps->perf_view, 0, 0, 0, NULL, 0, kc, kn, pcs, &trunc);
     osp_prof__record_timer_sample(ps, s, t, cpu, weight, pcs, (uint32_t)n, trunc);
     *cpu_out = cpu;
     return true;
@@ -410,8 +434,10 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
 
 /* Give the calling thread (slot `s`, already active) its timer of `kind`. On failure
  * the slot keeps OSP_KTIMER_NONE. */
-static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, int kind) {
+static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, int kind,
+                          bool ring_only) {
     s->ktimer_kind = OSP_KTIMER_NONE;
+    s->ring_delivery = false;
     s->h_rng = osp_prof__mono_ns() ^ ((uint64_t)s->tid << 20) ^ 0x9E3779B97F4A7C15ull;
     if (s->h_rng == 0) s->h_rng = 1;
     s->h_cpu_last = s->sm.cpu_req; /* the CPU clock read at registration */
@@ -450,8 +476,9 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
                 }
             }
         }
-        if (fd < 0) fd = perf_open(s->tid, first, false);
+        if (fd < 0 && !ring_only) fd = perf_open(s->tid, first, false);
         if (fd < 0) return;
+        s->ring_delivery = rb != NULL;
         /* The slot knows its counter before the counter runs: a signal of it that the
          * handler did not recognise would not re-arm it, and with a period shorter than
          * a signal's round trip (delivery, handler, sigreturn: over 70 µs on a loaded
@@ -635,6 +662,11 @@ void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bool release) {
     for (size_t i = 0; i < ps->slots_hi; i++) ktimer_disarm(&ps->slots[i], release);
 }
 
+void osp_prof__ktimer_disarm_signalling(struct osp_prof_session *ps) {
+    for (size_t i = 0; i < ps->slots_hi; i++)
+        if (!ps->slots[i].ring_delivery) ktimer_disarm(&ps->slots[i], false);
+}
+
 /* ---- the engines ------------------------------------------------------------------------ */
 
 /* Probe that the calling thread can get a timer of `kind`, then start like the sampler. */
@@ -687,11 +719,16 @@ static bool cpu_timer_start(struct osp_prof_session *ps, int *cause) {
     return timer_start(ps, OSP_KTIMER_POSIX, cause);
 }
 
+/* Once the program took SIGPROF, a new thread still gets a counter with ring delivery
+ * (which needs no signal), never one that would signal it. */
 static void perf_registered(struct osp_prof_session *ps, struct osp_prof_slot *s) {
-    if (!atomic_load(&ps->handler_lost)) ktimer_create(ps, s, OSP_KTIMER_PERF);
+    if (!atomic_load(&ps->handler_lost))
+        ktimer_create(ps, s, OSP_KTIMER_PERF, false);
+    else if (ps->perf_ring)
+        ktimer_create(ps, s, OSP_KTIMER_PERF, true);
 }
 static void cpu_timer_registered(struct osp_prof_session *ps, struct osp_prof_slot *s) {
-    if (!atomic_load(&ps->handler_lost)) ktimer_create(ps, s, OSP_KTIMER_POSIX);
+    if (!atomic_load(&ps->handler_lost)) ktimer_create(ps, s, OSP_KTIMER_POSIX, false);
 }
 
 /* On the thread itself with SIGPROF blocked: no handler of ours is running on it, so the

@@ -155,6 +155,8 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     s->block_frame = 0;
     s->auto_reg = is_auto;
     s->ktimer_kind = OSP_KTIMER_NONE;
+    s->ring_delivery = false;
+    s->perf_rb = NULL;
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_relaxed);
     atomic_store_explicit(&s->in_block, 0, memory_order_relaxed);
     memset(&s->sm, 0, sizeof s->sm);

@@ -157,7 +157,7 @@ void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s, 
     struct osp_prof_sampler_state *m = &s->sm;
     uint64_t tail = (c > m->cpu_req ? c - m->cpu_req : 0) + m->carry_w;
     if (m->pend_on && !m->pend_capture) tail += m->pend_w;
-    if (atomic_load_explicit(&ps->handler_lost, memory_order_relaxed)) {
+    if (atomic_load_explicit(&ps->handler_lost, memory_order_relaxed) && !s->ring_delivery) {
         /* The program took SIGPROF (§(l.3)): this CPU time had no sample of ours; it is
          * counted as lost samples, never charged to the sample before the replacement. */
         ps->store.dropped[OSP_DROP_HANDLER_REPLACED] += tail / ps->period_ns;
@@ -565,7 +565,7 @@ blocked:
 void osp_prof__sigprof_replaced(struct osp_prof_session *ps) {
     if (atomic_exchange(&ps->handler_lost, 1)) return;
     pthread_mutex_lock(&ps->reg);
-    osp_prof__ktimer_disarm_all(ps, false);
+    osp_prof__ktimer_disarm_signalling(ps);
     for (size_t i = 0; i < ps->slots_hi; i++) {
         struct osp_prof_slot *s = &ps->slots[i];
         if (atomic_load_explicit(&s->state, memory_order_relaxed) != OSP_SLOT_ACTIVE) continue;

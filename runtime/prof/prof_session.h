@@ -66,6 +66,9 @@
  * registers, the stack copy with its two size words), rounded up. */
 #define OSP_PROF_PERF_STACK_BYTES 8192
 #define OSP_PROF_PERF_RECORD_MAX  (OSP_PROF_PERF_STACK_BYTES + 2048)
+/* The most of a thread's stack, from the sampled sp up, a ring sample's walk reads (the
+ * copy, then the live stack above it). */
+#define OSP_PROF_PERF_VIEW_BYTES  (256 * 1024)
 
 enum { OSP_SLOT_FREE = 0, OSP_SLOT_ACTIVE = 1, OSP_SLOT_RETIRED = 2 };
 enum { OSP_SESSION_IDLE = 0, OSP_SESSION_RUNNING = 1, OSP_SESSION_STOPPING = 2 };
@@ -165,6 +168,10 @@ struct osp_prof_slot {
      * registry mutex once set up. */
     void *perf_rb;
     size_t perf_rb_bytes;
+    /* This registration's counter has ring delivery (kept after the ring is unmapped at
+     * unregistration, until the slot's next registration): its samples never depended
+     * on SIGPROF, so a program that takes SIGPROF loses none of them. */
+    bool ring_delivery;
     uint64_t perf_cpu0;
     /* Ring delivery: the counter runs on the kernel's clock while the thread is on a CPU,
      * which also counts interrupt time and, in a virtual machine, time the host took the
@@ -334,9 +341,11 @@ OSP_PROF_HIDDEN void osp_prof__record_timer_sample(struct osp_prof_session *ps,
                                                    const uintptr_t *pcs, uint32_t n,
                                                    bool truncated);
 
-/* Disarm and release every slot's kernel timer (engine stop, handler replaced). Under the
- * registry mutex. */
+/* Disarm and release every slot's kernel timer (engine stop). Under the registry mutex. */
 OSP_PROF_HIDDEN void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bool release);
+/* Disarm the kernel timers that signal their thread (every one but ring delivery's), when
+ * the program took SIGPROF (§(l.3)). Under the registry mutex. */
+OSP_PROF_HIDDEN void osp_prof__ktimer_disarm_signalling(struct osp_prof_session *ps);
 
 /* Move descriptor `fd` to the lowest free number >= OSP_PROF_FD_MIN, close-on-exec, and
  * close the original (§(l.3): a program that closes stdin gets fd 0 back from its next
@@ -414,6 +423,9 @@ struct osp_prof_session {
      * the registry mutex). */
     bool perf_ring;
     uint8_t perf_scratch[OSP_PROF_PERF_RECORD_MAX];
+    /* A ring sample's stack copy followed by the live stack above it, for a walk that the
+     * copy alone could not finish (prof_engine_timer.c perf_stack). */
+    uint8_t perf_view[OSP_PROF_PERF_VIEW_BYTES];
 
     /* The SIGPROF action we replaced; published before our handler is installed. */
     struct sigaction old_action;

@@ -28,6 +28,15 @@
 
 #include "osp_prof.h"
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RUNNING_UNDER_TSAN 1
+#endif
+#endif
+#ifndef RUNNING_UNDER_TSAN
+#define RUNNING_UNDER_TSAN 0
+#endif
+
 static char g_dir[PATH_MAX];
 
 static int setup(void **state) {
@@ -200,7 +209,9 @@ static void frameless_case(const char *delivery) {
         "%s: frameless leaf %zu/%zu with its caller, callback %zu/%zu with both frameless "
         "frames\n",
         delivery, spin_ok, spin, cb_ok, cb);
-    assert_true(spin >= 150);
+    /* Under ThreadSanitizer the spin's volatile accesses call into its runtime, where
+     * most of the samples land: fewer have the frameless leaf itself. */
+    assert_true(spin >= (RUNNING_UNDER_TSAN ? 10 : 150));
     assert_true(cb >= 150);
     assert_true(spin_ok >= spin * 97 / 100);
     assert_true(cb_ok >= cb * 97 / 100);
