@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,7 +88,7 @@ static int perf_open(pid_t tid, uint64_t period_ns, bool ring) {
         (void)ring;
         a.wakeup_events = 1;
     }
-    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) return -1;
     fd = osp_prof__fd_high(fd);
     if (fd < 0) return -1;
@@ -152,6 +153,31 @@ static size_t page_bytes(void) {
     return pg;
 }
 
+/* Remember what the slot's perf_fd is; perf_fd_ours: it still is (§(l.3): a program may
+ * close every descriptor and reuse the number). */
+static void perf_fd_remember(struct osp_prof_slot *s) {
+    struct stat st;
+    if (fstat(s->perf_fd, &st) == 0) {
+        s->perf_dev = (uint64_t)st.st_dev;
+        s->perf_ino = (uint64_t)st.st_ino;
+    } else {
+        s->perf_dev = s->perf_ino = 0;
+    }
+}
+
+static bool perf_fd_ours(const struct osp_prof_slot *s) {
+    struct stat st;
+    return fstat(s->perf_fd, &st) == 0 && (uint64_t)st.st_dev == s->perf_dev &&
+           (uint64_t)st.st_ino == s->perf_ino;
+}
+
+/* The session's own process, not a child made by a raw fork or clone system call (which
+ * runs no atfork handler, so its slots still describe the parent's counters and rings,
+ * whose descriptors it shares and whose rings it does not have). */
+static bool in_session_process(const struct osp_prof_session *ps) {
+    return (pid_t)syscall(SYS_getpid) == atomic_load_explicit(&ps->pid, memory_order_relaxed);
+}
+
 /* A ring's data bytes for the session's rate (a power of two): room for about 25 of the
  * largest records up to 1 kHz, 50 above. */
 static size_t perf_ring_bytes(const struct osp_prof_session *ps) {
@@ -175,8 +201,8 @@ static void perf_ring_unmap(struct osp_prof_slot *s) {
 
 /* A registered thread's live stack, read from another thread (inside its bounds, under
  * the registry mutex: mapped). Not instrumented: the words may lie in a sanitizer's
- * redzone of that thread's frames, or be written by it meanwhile. `live_copy` copies
- * [a, a + len) to `to` word by word; `live_same` compares [a, a + len) with `with`. */
+ * redzone of that thread's frames, or be written by it meanwhile. Copies [a, a + len) to
+ * `to` word by word. */
 __attribute__((no_sanitize("address", "thread", "undefined"), noinline)) static void
 live_copy(uint8_t *to, uintptr_t a, size_t len) {
     for (size_t i = 0; i + 8 <= len; i += 8) {
@@ -185,29 +211,20 @@ live_copy(uint8_t *to, uintptr_t a, size_t len) {
     }
 }
 
-__attribute__((no_sanitize("address", "thread", "undefined"), noinline)) static bool
-live_same(uintptr_t a, const uint8_t *with, size_t len) {
-    for (size_t i = 0; i + 8 <= len; i += 8) {
-        uintptr_t w = *(const volatile uintptr_t *)(a + i), c;
-        memcpy(&c, with + i, 8);
-        if (w != c) return false;
-    }
-    return true;
-}
-
 /* One stack of a ring sample: the hybrid walk over the stack copy [sp, sp + dyn) (bytes at
  * `stack`). Where the copy ended below the top of the thread's stack before the walk did,
- * the walk is taken again over the copy followed by the live stack above it (in `view`,
- * OSP_PROF_PERF_VIEW_BYTES), if the live stack still holds the copy's top; failing that,
- * the kernel's frame-pointer chain `kc[0..kn)` (kc[0] the pc, kc[i + 1] the return
- * address in the i-th frame record from rbp) is spliced on where it is this stack's, and
- * the sample is marked truncated. Returns the frame count. */
+ * what lies above it is taken from the kernel's frame-pointer chain `kc[0..kn)` (kc[0]
+ * the pc, kc[i + 1] the return address in the i-th frame record from rbp), checked to be
+ * this stack's, through a walk over the copy followed by the live stack (in `view`,
+ * OSP_PROF_PERF_VIEW_BYTES) that must agree with it; where nothing above the copy can be
+ * told, the sample is marked truncated and `*cut` set. Returns the frame count. */
 static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set *set,
                          uint8_t *view, uint64_t ip, uint64_t sp, uint64_t bp, const uint8_t *stack,
-                         uint64_t dyn, const uintptr_t *kc, size_t kn, uintptr_t *out,
-                         bool *trunc) {
+                         uint64_t dyn, const uintptr_t *kc, size_t kn, uintptr_t *out, bool *trunc,
+                         bool *cut) {
     size_t cap = OSP_PROF_MAX_FRAMES;
     *trunc = false;
+    *cut = false;
     if (stack == NULL || dyn < 16 || sp == 0) {
         /* No registers or no copy: the kernel's chain is all there is. */
         size_t n = 0;
@@ -228,35 +245,22 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
     struct osp_unwind_info info;
     size_t n = osp_prof__hybrid_walk_copy(set, &r, lo, hi, d, out, cap, trunc, &info);
     if (*trunc || n == 0 || info.end == OSP_UNWIND_ROOT) return n;
-    if (!on_stack || hi >= s->hi) return n; /* the copy reached the top: the walk is whole */
-    *trunc = true;
-    /* The copy ended below the top of the thread's stack, and the walk there. The walk is
-     * taken again over the copy followed by the live stack above it, read now (the thread
-     * cannot exit: the registry mutex is held), if the copy's last 32 bytes are still
-     * what they were at the sample: then the thread has not returned past the frame that
-     * holds them, and the frames above it (the outer ones, up to the thread's root, whose
-     * return addresses and saved registers do not change while they are active) are the
-     * sample's. */
-    uintptr_t top = s->hi - lo > OSP_PROF_PERF_VIEW_BYTES ? lo + OSP_PROF_PERF_VIEW_BYTES : s->hi;
-    hi &= ~(uintptr_t)7;
-    if (hi - lo >= 32 && top > hi && live_same(hi - 32, stack + (hi - 32 - lo), 32)) {
-        memcpy(view, stack, hi - lo);
-        live_copy(view + (hi - lo), hi, top - hi);
-        uintptr_t all[OSP_PROF_MAX_FRAMES];
-        bool all_trunc;
-        struct osp_unwind_info all_info;
-        size_t m = osp_prof__hybrid_walk_copy(set, &r, lo, top, (intptr_t)((uintptr_t)view - lo),
-                                              all, cap, &all_trunc, &all_info);
-        if (m > n) {
-            memcpy(out, all, m * sizeof *out);
-            *trunc = all_trunc || (all_info.end != OSP_UNWIND_ROOT && top < s->hi);
-            return m;
-        }
+    if (!on_stack || hi >= s->hi) {
+        /* The copy reached the top of the thread's stack: the walk is whole. Off the
+         * registered stack (a makecontext or alternate stack), a copy that was cut says
+         * nothing of what lies above it. */
+        if (!on_stack && dyn >= OSP_PROF_PERF_STACK_BYTES && info.end != OSP_UNWIND_ROOT)
+            *trunc = true;
+        return n;
     }
-    /* The thread has returned past it: the kernel's frame-pointer chain, if it is this
-     * stack's (its records in the copy are those the walk followed: the same return
-     * addresses, and the walk's last frame is the chain's last one in the copy), as far
-     * as it names code; still marked truncated. */
+    /* The copy ended below the top of the thread's stack, and the walk there. What lies
+     * above it is known for certain only from the kernel's frame-pointer chain, taken at
+     * the sample: it must be this stack's (its records in the copy are those the walk
+     * followed: the same return addresses, and the walk's last frame is the chain's last
+     * one in the copy), or nothing above the copy can be told (the leaf's rbp was not a
+     * frame pointer): the sample is cut there, marked truncated, and counted against the
+     * thread (*cut). */
+    *trunc = true;
     uintptr_t b = (uintptr_t)bp;
     size_t idx = 0;
     while (idx + 1 < kn && (b & 7u) == 0 && b >= lo && b <= hi - 16) {
@@ -267,7 +271,41 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
         idx++;
         b = next;
     }
-    if (idx == 0 || b < hi || out[n - 1] != kc[idx]) return n;
+    if (idx == 0 || b < hi || b > s->hi - 16 || out[n - 1] != kc[idx]) {
+        *cut = true;
+        return n;
+    }
+    /* The chain above the copy is right for frames with frame records and turns to
+     * garbage at the first frame without one (whose rbp it reads). So the walk is taken
+     * again over the copy followed by the live stack above it (read now: the thread
+     * cannot exit, the registry mutex is held), which steps through such frames by their
+     * CFI, and kept if it agrees with every return address of the chain above the copy
+     * up to the first one that is not code (the chain's garbage): then the thread is
+     * still inside those frames, and the outer ones are the sample's. */
+    uintptr_t top = s->hi - lo > OSP_PROF_PERF_VIEW_BYTES ? lo + OSP_PROF_PERF_VIEW_BYTES : s->hi;
+    hi &= ~(uintptr_t)7;
+    if (top > hi) {
+        memcpy(view, stack, hi - lo);
+        live_copy(view + (hi - lo), hi, top - hi);
+        uintptr_t all[OSP_PROF_MAX_FRAMES];
+        bool all_trunc;
+        struct osp_unwind_info all_info;
+        size_t m = osp_prof__hybrid_walk_copy(set, &r, lo, top, (intptr_t)((uintptr_t)view - lo),
+                                              all, cap, &all_trunc, &all_info);
+        bool agree = m > n && all[n - 1] == out[n - 1];
+        for (size_t i = n, k = idx + 1; agree && i < m && k < kn; i++, k++) {
+            if (kc[k] < 4096 || set == NULL || osp_prof__cfi_find(set, kc[k] - 1) == NULL) break;
+            if (all[i] != kc[k]) agree = false;
+        }
+        if (agree) {
+            memcpy(out, all, m * sizeof *out);
+            *trunc = all_trunc || (all_info.end != OSP_UNWIND_ROOT && top < s->hi);
+            return m;
+        }
+    }
+    /* The live stack moved on, or the chain named code where the live walk did not: the
+     * chain, as far as it names code, still cut (marked truncated and counted). */
+    *cut = true;
     for (size_t k = idx + 1; k < kn && n < cap; k++) {
         if (kc[k] < 4096 || set == NULL || osp_prof__cfi_find(set, kc[k] - 1) == NULL) break;
         out[n++] = kc[k];
@@ -288,7 +326,7 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
 static void perf_calibrate(struct osp_prof_slot *s, uint64_t now) {
     s->perf_cal_t = now;
     uint64_t v, c;
-    if (syscall(SYS_read, s->perf_fd, &v, sizeof v) != (long)sizeof v) return;
+    if (!perf_fd_ours(s) || syscall(SYS_read, s->perf_fd, &v, sizeof v) != (long)sizeof v) return;
     if (!osp_prof__read_clock(s->cpu_clock, &c)) return;
     if (v < s->perf_va + 2000000 || c <= s->perf_ca) return;
     double rho = (double)(c - s->perf_ca) / (double)(v - s->perf_va);
@@ -353,30 +391,30 @@ static bool perf_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
     uint64_t weight = cpu > s->h_cpu_last ? cpu - s->h_cpu_last : 0;
     if (cpu > s->h_cpu_last) s->h_cpu_last = cpu;
     uintptr_t pcs[OSP_PROF_MAX_FRAMES];
-    bool trunc = false;
+    bool trunc = false, cut = false;
     size_t n = 0;
     if (abi != PERF_SAMPLE_REGS_ABI_NONE && ip >= 4096)
-        n = perf_stack(s, set, ps->perf_view, ip, sp, bp, stack, dyn, kc, kn, pcs, &trunc);
+        n = perf_stack(s, set, ps->perf_view, ip, sp, bp, stack, dyn, kc, kn, pcs, &trunc, &cut);
     else
-        n = perf_stack(s, set, ps->perf_view, 0, 0, 0, NULL, 0, kc, kn, pcs, &trunc);
+        n = perf_stack(s, set, ps->perf_view, 0, 0, 0, NULL, 0, kc, kn, pcs, &trunc, &cut);
     osp_prof__record_timer_sample(ps, s, t, cpu, weight, pcs, (uint32_t)n, trunc);
+    if (cut) s->perf_cut++;
     *cpu_out = cpu;
     return true;
 }
 
-void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+/* Turn the records the kernel wrote since the last call into samples. Returns true with
+ * `*period` (in the thread's CPU clock) when a group of samples ended: the counter's next
+ * period is due. */
+static bool perf_ring_read(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t *period) {
     struct perf_event_mmap_page *pg = s->perf_rb;
-    if (pg == NULL) return;
     size_t size = s->perf_rb_bytes;
     const uint8_t *data =
         (const uint8_t *)s->perf_rb + (pg->data_offset ? pg->data_offset : page_bytes());
-    uint64_t now = osp_prof__mono_ns();
-    if (now - s->perf_cal_t >= CALIBRATE_NS) perf_calibrate(s, now);
     uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = pg->data_tail;
     const struct osp_cfi_set *set = NULL;
     bool entered = false, draw = false;
-    uint64_t period = 0;
     uint32_t k = rejitter_every(ps, RING_REJITTER_NS);
     while (head - tail >= sizeof(struct perf_event_header)) {
         size_t at = (size_t)(tail & (size - 1));
@@ -402,7 +440,7 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
             uint64_t cpu, p;
             if (perf_sample(ps, s, set, rec, h.size, &cpu) && perf_schedule(ps, s, cpu, k, &p)) {
                 draw = true;
-                period = p;
+                *period = p;
             }
         } else if (h.type == PERF_RECORD_LOST && h.size >= 24) {
             /* Samples the kernel had no room for: ring_full (their CPU time is in the next
@@ -415,7 +453,51 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
     }
     __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
     if (entered) osp_prof__cfi_release();
-    if (draw && atomic_load_explicit(&s->ktimer_armed, memory_order_acquire)) {
+    return draw;
+}
+
+/* Ring samples a thread may have cut at the copy before it is moved to signal delivery. */
+#define CUT_LIMIT 8
+
+/* Move a thread whose stacks the copy keeps cutting (deep stacks under code without
+ * frame records: its ring samples cannot tell what lies above the copy) to signal
+ * delivery: a new counter of that thread that signals it, opened here, enabled once the
+ * ring counter is stopped and emptied. Its handler then walks the whole live stack. On
+ * any failure the thread keeps its ring. Sampler thread, under the registry mutex. */
+static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    int fd = perf_open(s->tid, ps->period_ns, false);
+    if (fd < 0) return;
+    bool ours = perf_fd_ours(s);
+    if (ours) ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+    uint64_t period;
+    (void)perf_ring_read(ps, s, &period);
+    int old = s->perf_fd;
+    perf_ring_unmap(s);
+    s->ring_delivery = false;
+    s->h_left = 1; /* the handler's first sample draws a period */
+    s->perf_fd = fd;
+    perf_fd_remember(s);
+    if (ours) osp_prof__close_nc(old);
+    ps->perf_to_signal++;
+    if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
+        s->ktimer_kind = OSP_KTIMER_NONE;
+        osp_prof__close_nc(fd);
+    }
+}
+
+void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    if (s->perf_rb == NULL || !in_session_process(ps)) return;
+    uint64_t now = osp_prof__mono_ns();
+    if (now - s->perf_cal_t >= CALIBRATE_NS) perf_calibrate(s, now);
+    uint64_t period = 0;
+    bool draw = perf_ring_read(ps, s, &period);
+    bool armed = atomic_load_explicit(&s->ktimer_armed, memory_order_acquire);
+    if (armed && s->perf_cut >= CUT_LIMIT && !atomic_load(&ps->handler_lost)) {
+        perf_to_signal(ps, s);
+        return;
+    }
+    if (draw && armed && perf_fd_ours(s)) {
         /* The schedule is in the thread's CPU clock; the counter's period in its own. */
         double pc = (double)period / s->perf_rho;
         period = pc < (double)MIN_PERIOD_NS ? MIN_PERIOD_NS : (uint64_t)pc;
@@ -486,8 +568,10 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
          * instruction -- threads were measured spending seconds of CPU inside their
          * registration at 10 kHz. */
         s->perf_fd = fd;
+        perf_fd_remember(s);
         s->perf_rb = rb;
         s->perf_rb_bytes = bytes;
+        s->perf_cut = 0;
         if (rb != NULL) {
             uint64_t c;
             s->perf_cpu0 = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &c) ? c : s->h_cpu_last;
@@ -644,10 +728,11 @@ static void ktimer_disarm(struct osp_prof_slot *s, bool release) {
     if (s->ktimer_kind == OSP_KTIMER_NONE) return;
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
     if (s->ktimer_kind == OSP_KTIMER_PERF) {
-        ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+        bool ours = perf_fd_ours(s);
+        if (ours) ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
         if (release) {
             perf_ring_unmap(s); /* emptied by the caller first (osp_prof__drain) */
-            osp_prof__close_nc(s->perf_fd);
+            if (ours) osp_prof__close_nc(s->perf_fd);
         }
     } else {
         struct itimerspec zero;
@@ -734,6 +819,13 @@ static void cpu_timer_registered(struct osp_prof_session *ps, struct osp_prof_sl
 /* On the thread itself with SIGPROF blocked: no handler of ours is running on it, so the
  * timer can go at once. */
 static void timer_unregistered(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    if (!in_session_process(ps)) {
+        /* A raw fork's child: the counter and the ring are the parent's (stopping it
+         * would stop the parent's thread's sampling; the ring is not mapped here). */
+        s->perf_rb = NULL;
+        s->ktimer_kind = OSP_KTIMER_NONE;
+        return;
+    }
     if (s->perf_rb != NULL) {
         /* The samples the kernel wrote until now become samples before the ring goes,
          * their CPU clock from a last reading of both clocks (on the thread itself: no

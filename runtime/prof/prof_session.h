@@ -182,6 +182,13 @@ struct osp_prof_slot {
      * over the window before it. perf_cal_t: monotonic time of that reading. */
     uint64_t perf_ca, perf_va, perf_cal_t;
     double perf_rho;
+    /* Ring samples whose stack had to be cut at the copy (nothing above it could be told):
+     * past a few, the thread is moved to signal delivery. */
+    uint32_t perf_cut;
+    /* What perf_fd was when opened (fstat): a program that closes every descriptor and
+     * opens its own at that number keeps it -- the profiler then never reads, stops or
+     * closes it. */
+    uint64_t perf_dev, perf_ino;
     timer_t posix_timer;   /* OSP_KTIMER_POSIX */
     uintptr_t block_frame; /* owner only: frame address of the outermost region's hook */
     bool auto_reg;         /* registered by the pthread_create interposer, §(l.2) */
@@ -426,6 +433,7 @@ struct osp_prof_session {
     /* A ring sample's stack copy followed by the live stack above it, for a walk that the
      * copy alone could not finish (prof_engine_timer.c perf_stack). */
     uint8_t perf_view[OSP_PROF_PERF_VIEW_BYTES];
+    uint64_t perf_to_signal; /* threads moved from ring to signal delivery */
 
     /* The SIGPROF action we replaced; published before our handler is installed. */
     struct sigaction old_action;

@@ -638,8 +638,8 @@ NO_SAN size_t osp_prof__hybrid_walk_copy(const struct osp_cfi_set *set,
             return walk_from(set, r, lo, hi, d, out, n, cap, truncated, info, true, false, sp, fp);
         uintptr_t next = RD(fp), ret = RD(fp + 8);
         out[n++] = ret;
-        uintptr_t d = ret - base;
-        far = d > far ? d : far;
+        uintptr_t dist = ret - base;
+        far = dist > far ? dist : far;
         sp = fp + 16;
         fp = next;
     }

@@ -39,7 +39,32 @@ __attribute__((noinline)) int osp_test_frameless_nested(void (*fn)(void *), void
 }
 
 __attribute__((noinline)) long osp_test_frameless_spin(long iterations) {
-    volatile long pad[8] = {0};
-    for (long i = 0; i < iterations; i++) pad[i & 7] += i ^ pad[(i + 3) & 7];
-    return pad[0] + pad[5];
+    volatile unsigned long pad[8] = {0};
+    for (long i = 0; i < iterations; i++) pad[i & 7] += (unsigned long)i ^ pad[(i + 3) & 7];
+    return (long)(pad[0] + pad[5]);
 }
+
+#if defined(__x86_64__)
+/* rbp holds no frame pointer while the loop runs (it is saved on the stack, as the CFI
+ * directives say, and holds a constant): the kernel's frame-pointer chain from this leaf
+ * is garbage, only CFI finds its caller. */
+__attribute__((noinline)) long osp_test_clobber_spin(long iterations) {
+    long acc;
+    __asm__ volatile("push %%rbp\n\t"
+                     ".cfi_adjust_cfa_offset 8\n\t"
+                     ".cfi_rel_offset %%rbp, 0\n\t"
+                     "mov $0x5a5a5a5a, %%rbp\n\t"
+                     "xor %0, %0\n"
+                     "1:\n\t"
+                     "add %%rbp, %0\n\t"
+                     "dec %1\n\t"
+                     "jnz 1b\n\t"
+                     "pop %%rbp\n\t"
+                     ".cfi_adjust_cfa_offset -8\n\t"
+                     ".cfi_restore %%rbp\n\t"
+                     : "=&r"(acc), "+r"(iterations)
+                     :
+                     : "cc", "memory");
+    return acc;
+}
+#endif

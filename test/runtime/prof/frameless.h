@@ -16,5 +16,9 @@ int osp_test_frameless_nested(void (*fn)(void *), void *arg);
  * alone (so rbp is its caller's frame record, and a frame-pointer walk skips the caller's
  * call site); returns a value that keeps the loop alive. */
 long osp_test_frameless_spin(long iterations);
+#if defined(__x86_64__)
+/* Spin for `iterations` (> 0) with rbp saved and overwritten by a constant. */
+long osp_test_clobber_spin(long iterations);
+#endif
 
 #endif
