@@ -158,10 +158,10 @@ static void test_deep_signal(void **state) {
 /* ---- frameless frames --------------------------------------------------------------------- */
 
 __attribute__((noinline)) long ring_spin_caller(void) {
-    long acc = 0;
+    unsigned long acc = 0;
     double end = thread_cpu_seconds() + 0.3;
-    while (thread_cpu_seconds() < end) acc += osp_test_frameless_spin(200000);
-    return acc;
+    while (thread_cpu_seconds() < end) acc += (unsigned long)osp_test_frameless_spin(200000);
+    return (long)(acc & 0xffff);
 }
 
 static void ring_callback(void *arg) {
