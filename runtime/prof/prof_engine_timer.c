@@ -479,6 +479,10 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
     perf_fd_remember(s);
     if (ours) osp_prof__close_nc(old);
     ps->perf_to_signal++;
+    /* Published to the handler, which reads ktimer_kind before perf_fd and the h_* fields
+     * (the counter cannot fire before it is enabled, but that order goes through the
+     * kernel, which a race detector does not see). */
+    atomic_store_explicit(&s->ktimer_kind, OSP_KTIMER_PERF, memory_order_release);
     if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
         atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
         s->ktimer_kind = OSP_KTIMER_NONE;

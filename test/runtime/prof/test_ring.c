@@ -295,8 +295,12 @@ static void callers_case(const char *delivery) {
     print_message("%s: under phase a %zu, under b %zu, under both %zu, under neither %zu\n",
                   delivery, a, b, both, cut);
     assert_int_equal(both, 0);
-    assert_true(a >= 100 && b >= 100);
-    assert_true(cut * 10 <= a + b);
+    /* Under ThreadSanitizer samples land at its interceptors' exits and its frames
+     * change the stacks' shape: only "never mixed" is checked there. */
+    if (!RUNNING_UNDER_TSAN) {
+        assert_true(a >= 100 && b >= 100);
+        assert_true(cut * 10 <= a + b);
+    }
     raw_free(&r);
 }
 
@@ -357,6 +361,13 @@ static void test_clobbered_rbp_deep(void **state) {
     print_message("clobbered rbp: %zu samples in the leaf, %zu whole, %zu truncated\n", leaf, whole,
                   truncated);
     assert_true(leaf >= (RUNNING_UNDER_TSAN ? 10 : 200));
+    /* ThreadSanitizer runs a signal handler at its next interceptor with the context of
+     * the moment the signal came: signal delivery's walks of that stale context are not
+     * whole there (see test_capture), so after the move only the count is checked. */
+    if (RUNNING_UNDER_TSAN) {
+        raw_free(&r);
+        return;
+    }
     /* The samples before the move are cut (marked truncated), never wrong. */
     assert_true(whole + truncated == leaf);
     assert_true(whole >= leaf * 90 / 100);
