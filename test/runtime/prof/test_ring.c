@@ -74,13 +74,20 @@ static bool begin(const char *path, unsigned hz, const char *delivery) {
     assert_true(osp_prof_session_begin(path, hz));
     if (strcmp(delivery, "ring") == 0 && !ring_mapped()) {
         osp_prof_session_end();
+        print_message("ring delivery unavailable here: skipped\n");
         return false;
     }
     return true;
 }
 
-static bool engine_ok(const struct raw *r) {
-    return strcmp(r->engine, "perf_event") == 0;
+/* End the session and load its file into `r`; false (nothing kept) when an engine other
+ * than perf_event ran (the kernel refused it). */
+static bool finish(const char *path, struct raw *r) {
+    assert_true(osp_prof_session_end());
+    raw_load(r, path);
+    if (strcmp(r->engine, "perf_event") == 0) return true;
+    raw_free(r);
+    return false;
 }
 
 /* ---- a stack deeper than the copy --------------------------------------------------------- */
@@ -105,20 +112,12 @@ static size_t count_named(const struct raw *r, uint32_t k, const char *fn) {
 static void deep_case(const char *delivery) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/deep-%s.json", g_dir, delivery);
-    if (!begin(path, 997, delivery)) {
-        print_message("ring delivery unavailable here: skipped\n");
-        return;
-    }
+    if (!begin(path, 997, delivery)) return;
     double c0 = thread_cpu_seconds();
     ring_deep(DEPTH);
     double used = thread_cpu_seconds() - c0;
-    assert_true(osp_prof_session_end());
     struct raw r;
-    raw_load(&r, path);
-    if (!engine_ok(&r)) {
-        raw_free(&r);
-        return;
-    }
+    if (!finish(path, &r)) return;
     size_t hot = 0, whole = 0, truncated = 0;
     uint64_t w = 0;
     for (size_t i = 0; i < r.nsamples; i++) {
@@ -176,19 +175,11 @@ __attribute__((noinline)) void ring_frameless_outer(void) {
 static void frameless_case(const char *delivery) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/frameless-%s.json", g_dir, delivery);
-    if (!begin(path, 997, delivery)) {
-        print_message("ring delivery unavailable here: skipped\n");
-        return;
-    }
+    if (!begin(path, 997, delivery)) return;
     ring_spin_caller();
     ring_frameless_outer();
-    assert_true(osp_prof_session_end());
     struct raw r;
-    raw_load(&r, path);
-    if (!engine_ok(&r)) {
-        raw_free(&r);
-        return;
-    }
+    if (!finish(path, &r)) return;
     /* Leaf spin: frame 1 is its caller. Callback: both frameless frames above it. */
     size_t spin = 0, spin_ok = 0, cb = 0, cb_ok = 0;
     for (size_t i = 0; i < r.nsamples; i++) {
@@ -262,10 +253,7 @@ __attribute__((noinline)) double ring_phase_b(void) {
 static void callers_case(const char *delivery) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/callers-%s.json", g_dir, delivery);
-    if (!begin(path, 997, delivery)) {
-        print_message("ring delivery unavailable here: skipped\n");
-        return;
-    }
+    if (!begin(path, 997, delivery)) return;
     double end = thread_cpu_seconds() + 0.5;
     volatile double acc = 0;
     while (thread_cpu_seconds() < end) {
@@ -274,13 +262,8 @@ static void callers_case(const char *delivery) {
         t = thread_cpu_seconds() + 0.005;
         while (thread_cpu_seconds() < t) acc += ring_phase_b();
     }
-    assert_true(osp_prof_session_end());
     struct raw r;
-    raw_load(&r, path);
-    if (!engine_ok(&r)) {
-        raw_free(&r);
-        return;
-    }
+    if (!finish(path, &r)) return;
     size_t a = 0, b = 0, both = 0, cut = 0;
     for (size_t i = 0; i < r.nsamples; i++) {
         if (r.samples[i].state != 0) continue;
@@ -336,18 +319,10 @@ static void test_clobbered_rbp_deep(void **state) {
     (void)state;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/clobber.json", g_dir);
-    if (!begin(path, 997, "ring")) {
-        print_message("ring delivery unavailable here: skipped\n");
-        return;
-    }
+    if (!begin(path, 997, "ring")) return;
     ring_clobber_deep(DEPTH);
-    assert_true(osp_prof_session_end());
     struct raw r;
-    raw_load(&r, path);
-    if (!engine_ok(&r)) {
-        raw_free(&r);
-        return;
-    }
+    if (!finish(path, &r)) return;
     size_t leaf = 0, whole = 0, truncated = 0;
     for (size_t i = 0; i < r.nsamples; i++) {
         if (r.samples[i].state != 0) continue;
@@ -390,10 +365,7 @@ static void test_ring_threads_unregister(void **state) {
     (void)state;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/threads.json", g_dir);
-    if (!begin(path, 997, "ring")) {
-        print_message("ring delivery unavailable here: skipped\n");
-        return;
-    }
+    if (!begin(path, 997, "ring")) return;
     for (int round = 0; round < 4; round++) {
         pthread_t t[4];
         for (int i = 0; i < 4; i++)
@@ -402,13 +374,8 @@ static void test_ring_threads_unregister(void **state) {
                              0);
         for (int i = 0; i < 4; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
     }
-    assert_true(osp_prof_session_end());
     struct raw r;
-    raw_load(&r, path);
-    if (!engine_ok(&r)) {
-        raw_free(&r);
-        return;
-    }
+    if (!finish(path, &r)) return;
     size_t on = 0;
     for (size_t i = 0; i < r.nsamples; i++)
         if (r.samples[i].state == 0 && raw_stack_has(&r, r.samples[i].stack, "ring_short_worker"))
