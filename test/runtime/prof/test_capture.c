@@ -991,6 +991,10 @@ static void test_truncated_stacks(void **state) {
     size_t truncated = 0;
     for (size_t k = 0; k < r.nstacks; k++) {
         if (!r.truncated[k]) continue;
+        /* Ring delivery also marks a stack truncated where it was cut at the kernel's
+         * stack copy (the leaf's rbp was no frame pointer: under ThreadSanitizer, its
+         * runtime's frames; docs/profiler-runtime.md "Sampling engines"): shorter. */
+        if (r.stack_len[k] < 128) continue;
         truncated++;
         assert_int_equal(r.stack_len[k], 128);
         /* The root end is what is missing: the last frames are all deep_recursion. */
