@@ -48,7 +48,7 @@
 
 /* A task-clock counter of the calling thread (`tid`) that samples it every `period_ns` of
  * its user-mode CPU time, set up but not counting yet (perf_enable starts it). With
- * `ring` the samples go to a ring buffer the caller maps (perf_ring_map): each carries
+ * `ring` the samples go to a ring buffer the caller maps (perf_ring_open): each carries
  * the time, the counter's value, the kernel's frame-pointer call chain, rbp/rsp/rip and a
  * copy of the top OSP_PROF_PERF_STACK_BYTES of the stack, and the thread is never
  * interrupted for it beyond the timer itself. Without, each overflow signals the thread
@@ -191,6 +191,27 @@ static uint64_t perf_ring_tick_ns(const struct osp_prof_session *ps) {
     return records / 2 * ps->period_ns;
 }
 
+/* A ring-delivery counter of thread `tid` (perf_open) with its ring mapped: the
+ * descriptor, with the mapping in *rb and its data bytes in *bytes; -1 (nothing left
+ * open) where the counter is refused or the ring cannot be mapped (the locked-memory
+ * limit of an unprivileged user: perf_event_mlock_kb, then RLIMIT_MEMLOCK). */
+static int perf_ring_open(const struct osp_prof_session *ps, pid_t tid, uint64_t period_ns,
+                          void **rb, size_t *bytes) {
+    *rb = NULL;
+    *bytes = 0;
+    int fd = perf_open(tid, period_ns, true);
+    if (fd < 0) return -1;
+    size_t len = perf_ring_bytes(ps);
+    void *m = mmap(NULL, page_bytes() + len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        osp_prof__close_nc(fd);
+        return -1;
+    }
+    *rb = m;
+    *bytes = len;
+    return fd;
+}
+
 static void perf_ring_unmap(struct osp_prof_slot *s) {
     if (s->perf_rb != NULL) munmap(s->perf_rb, page_bytes() + s->perf_rb_bytes);
     s->perf_rb = NULL;
@@ -209,6 +230,12 @@ live_copy(uint8_t *to, uintptr_t a, size_t len) {
         uintptr_t w = *(const volatile uintptr_t *)(a + i);
         memcpy(to + i, &w, 8);
     }
+}
+
+/* Whether `ret`, an entry of the kernel's frame-pointer chain, is a return address into
+ * an image of `set` (past a frame without a frame record the chain reads garbage). */
+static bool chain_code(const struct osp_cfi_set *set, uintptr_t ret) {
+    return ret >= 4096 && set != NULL && osp_prof__cfi_find(set, ret - 1) != NULL;
 }
 
 /* One stack of a ring sample: the hybrid walk over the stack copy [sp, sp + dyn) (bytes at
@@ -249,8 +276,7 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
         /* The copy reached the top of the thread's stack: the walk is whole. Off the
          * registered stack (a makecontext or alternate stack), a copy that was cut says
          * nothing of what lies above it. */
-        if (!on_stack && dyn >= OSP_PROF_PERF_STACK_BYTES && info.end != OSP_UNWIND_ROOT)
-            *trunc = true;
+        if (!on_stack && dyn >= OSP_PROF_PERF_STACK_BYTES) *trunc = true;
         return n;
     }
     /* The copy ended below the top of the thread's stack, and the walk there. What lies
@@ -294,7 +320,7 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
                                               all, cap, &all_trunc, &all_info);
         bool agree = m > n && all[n - 1] == out[n - 1];
         for (size_t i = n, k = idx + 1; agree && i < m && k < kn; i++, k++) {
-            if (kc[k] < 4096 || set == NULL || osp_prof__cfi_find(set, kc[k] - 1) == NULL) break;
+            if (!chain_code(set, kc[k])) break;
             if (all[i] != kc[k]) agree = false;
         }
         if (agree) {
@@ -307,7 +333,7 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
      * chain, as far as it names code, still cut (marked truncated and counted). */
     *cut = true;
     for (size_t k = idx + 1; k < kn && n < cap; k++) {
-        if (kc[k] < 4096 || set == NULL || osp_prof__cfi_find(set, kc[k] - 1) == NULL) break;
+        if (!chain_code(set, kc[k])) break;
         out[n++] = kc[k];
     }
     return n;
@@ -478,7 +504,6 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
     s->perf_fd = fd;
     perf_fd_remember(s);
     if (ours) osp_prof__close_nc(old);
-    ps->perf_to_signal++;
     /* Published to the handler, which reads ktimer_kind before perf_fd and the h_* fields
      * (the counter cannot fire before it is enabled, but that order goes through the
      * kernel, which a race detector does not see). */
@@ -547,21 +572,8 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         int fd = -1;
         void *rb = NULL;
         size_t bytes = 0;
-        if (ps->perf_ring) {
-            /* Ring delivery; where the ring cannot be mapped (the locked-memory limit of an
-             * unprivileged user: perf_event_mlock_kb, then RLIMIT_MEMLOCK), this thread's
-             * counter signals it instead. */
-            fd = perf_open(s->tid, first, true);
-            if (fd >= 0) {
-                bytes = perf_ring_bytes(ps);
-                rb = mmap(NULL, page_bytes() + bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-                if (rb == MAP_FAILED) {
-                    rb = NULL;
-                    osp_prof__close_nc(fd);
-                    fd = -1;
-                }
-            }
-        }
+        /* Ring delivery; where it cannot be had, this thread's counter signals it. */
+        if (ps->perf_ring) fd = perf_ring_open(ps, s->tid, first, &rb, &bytes);
         if (fd < 0 && !ring_only) fd = perf_open(s->tid, first, false);
         if (fd < 0) return;
         s->ring_delivery = rb != NULL;
@@ -577,10 +589,9 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         s->perf_rb_bytes = bytes;
         s->perf_cut = 0;
         if (rb != NULL) {
-            uint64_t c;
-            s->perf_cpu0 = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &c) ? c : s->h_cpu_last;
             /* The counter reads 0 at this clock reading. */
-            s->perf_ca = s->perf_cpu0;
+            if (!osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &s->perf_ca))
+                s->perf_ca = s->h_cpu_last;
             s->perf_va = 0;
             s->perf_rho = 1.0;
             s->perf_cal_t = osp_prof__mono_ns();
@@ -675,28 +686,8 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
                             uint64_t cpu_now) {
     if (!atomic_load_explicit(&s->ktimer_armed, memory_order_acquire)) return;
     if (s->ktimer_kind == OSP_KTIMER_PERF) {
-        /* The kernel restarts the counter's timer by itself at every overflow, from the
-         * overflow, with the current period, whatever the signal's delivery and this
-         * handler cost. Setting a new period (PERF_EVENT_IOC_PERIOD) restarts the timer
-         * from the ioctl instead, and the ioctl was measured at about 15 µs of CPU time
-         * (two timer reprogrammings; more in a virtual machine): drawn for every sample,
-         * it cost 15 % of the CPU and 12 % of the samples at 10 kHz, 1.5 % of both at
-         * 997 Hz. So a period is drawn once per REJITTER_NS of CPU time (every 4th sample
-         * at 997 Hz, every 40th at 10 kHz) and the samples in between keep it
-         * (docs/profiler-runtime.md "Sampling engines").
-         *
-         * Samples are due on a schedule of CPU-time deadlines, as with cpu_timer: the
-         * sample that draws a period was due at h_next_due, and the next one that draws
-         * is due k periods later. The period set now is the drawn one less 1/k of
-         * this sample's lateness, so the schedule, not the kernel's timer, decides the
-         * long-run count: one sample per period of the thread's CPU clock. Without
-         * it, 2.5 to 4 % of the samples were missing (measured, bench/prof_engines.sh):
-         * expiries the kernel drops while the thread is in kernel mode (exclude_kernel;
-         * counting kernel mode too made blocking calls return EINTR), a second overflow
-         * while the first signal is pending (coalesced), and the elapsed part of a
-         * period each ioctl throws away. A thread more than k periods off the schedule
-         * (it ran in the kernel for long) restarts it from now: those samples are lost,
-         * and counted (cpu_unsampled). */
+        /* A new jittered period once per REJITTER_NS of CPU time, on the CPU-time
+         * schedule (perf_schedule). */
         uint64_t period;
         if (perf_schedule(ps, s, cpu_now, rejitter_every(ps, REJITTER_NS), &period))
             ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &period);
@@ -773,18 +764,15 @@ static bool timer_start(struct osp_prof_session *ps, int kind, int *cause) {
         const char *dv = getenv("OSPREY_PROFILE_PERF_DELIVERY");
         ps->perf_ring = false;
         if (PERF_RING_SUPPORTED && (dv == NULL || strcmp(dv, "signal") != 0)) {
-            fd = perf_open((pid_t)syscall(SYS_gettid), ps->period_ns, true);
+            void *rb;
+            size_t bytes;
+            fd = perf_ring_open(ps, (pid_t)syscall(SYS_gettid), ps->period_ns, &rb, &bytes);
             if (fd >= 0) {
-                size_t bytes = perf_ring_bytes(ps);
-                void *rb =
-                    mmap(NULL, page_bytes() + bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-                if (rb != MAP_FAILED) {
-                    munmap(rb, page_bytes() + bytes);
-                    ps->perf_ring = true;
-                    uint64_t t = perf_ring_tick_ns(ps);
-                    if (t < ps->tick_ns) ps->tick_ns = t > ps->period_ns ? t : ps->period_ns;
-                }
+                munmap(rb, page_bytes() + bytes);
                 osp_prof__close_nc(fd);
+                ps->perf_ring = true;
+                uint64_t t = perf_ring_tick_ns(ps);
+                if (t < ps->tick_ns) ps->tick_ns = t > ps->period_ns ? t : ps->period_ns;
             }
         }
     } else {

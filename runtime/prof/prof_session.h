@@ -162,9 +162,7 @@ struct osp_prof_slot {
      * the counter's mapped ring buffer (its control page, then perf_rb_bytes of data, a
      * power of two), which the kernel fills with samples -- registers, call chain and a
      * copy of the top of the stack -- and the sampler thread empties (osp_prof__perf_ring
-     * _drain); NULL: the counter signals the thread instead (F_SETSIG). perf_cpu0 is the
-     * thread's CPU clock when the counter started (plus a sample's counter value: its CPU
-     * clock at the sample), perf_last the counter value at the previous sample. Under the
+     * _drain); NULL: the counter signals the thread instead (F_SETSIG). Under the
      * registry mutex once set up. */
     void *perf_rb;
     size_t perf_rb_bytes;
@@ -172,7 +170,6 @@ struct osp_prof_slot {
      * unregistration, until the slot's next registration): its samples never depended
      * on SIGPROF, so a program that takes SIGPROF loses none of them. */
     bool ring_delivery;
-    uint64_t perf_cpu0;
     /* Ring delivery: the counter runs on the kernel's clock while the thread is on a CPU,
      * which also counts interrupt time and, in a virtual machine, time the host took the
      * CPU away (steal): up to a few per cent more than the thread's CPU clock. A sample's
@@ -433,7 +430,6 @@ struct osp_prof_session {
     /* A ring sample's stack copy followed by the live stack above it, for a walk that the
      * copy alone could not finish (prof_engine_timer.c perf_stack). */
     uint8_t perf_view[OSP_PROF_PERF_VIEW_BYTES];
-    uint64_t perf_to_signal; /* threads moved from ring to signal delivery */
 
     /* The SIGPROF action we replaced; published before our handler is installed. */
     struct sigaction old_action;

@@ -17,6 +17,17 @@
 
 #include "prof_internal.h"
 
+/* 1 in a ThreadSanitizer build: it runs a signal handler at the thread's next
+ * interceptor, not where the signal came, so checks of where samples land differ there. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RUNNING_UNDER_TSAN 1
+#endif
+#endif
+#ifndef RUNNING_UNDER_TSAN
+#define RUNNING_UNDER_TSAN 0
+#endif
+
 struct raw_thread {
     int64_t fiber;
     char label[64];

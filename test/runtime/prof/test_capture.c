@@ -37,15 +37,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RUNNING_UNDER_TSAN 1
-#endif
-#endif
-#ifndef RUNNING_UNDER_TSAN
-#define RUNNING_UNDER_TSAN 0
-#endif
-
 static char g_dir[PATH_MAX];
 
 static int setup(void **state) {
@@ -729,17 +720,28 @@ static void test_blocking_region(void **state) {
     struct row_stats st;
     row_stats(&r, row, &st);
     uint64_t longest_wait_ns = 0;
+    size_t distrusted = 0;
     for (size_t s = 0; s < r.nsamples; s++) {
         if ((long)r.samples[s].row != row || r.samples[s].state != 1) continue;
         if (r.samples[s].weight > longest_wait_ns) longest_wait_ns = r.samples[s].weight;
         uint32_t k = r.samples[s].stack;
-        /* Frame 0 is the hook's return address - 1: inside region_wait. */
-        assert_string_equal(sym_name(r.stacks[k][0], false), "region_wait");
-        assert_true(r.stack_len[k] >= 2);
-        assert_string_equal(sym_name(r.stacks[k][1], true), "region_thread_main");
+        /* The region's own stack: frame 0 is the hook's return address - 1, inside
+         * region_wait. Or, where the thread's CPU clock moved by more than the signal
+         * allowance inside the region between two ticks (a loaded machine), the region is
+         * distrusted and the blocked thread's stack is read from /proc: the C library's
+         * sleep frames, then region_wait (docs/profiler-runtime.md, "siglongjmp"). Either
+         * way region_wait is called by region_thread_main. */
+        uint32_t j = 0;
+        while (j < r.stack_len[k] && strcmp(sym_name(r.stacks[k][j], j > 0), "region_wait") != 0)
+            j++;
+        assert_true(j < r.stack_len[k]);
+        if (j > 0) distrusted++;
+        assert_true(j + 1 < r.stack_len[k]);
+        assert_string_equal(sym_name(r.stacks[k][j + 1], true), "region_thread_main");
     }
-    print_message("region: %zu waiting %.3f s, %zu on-CPU, eintr %d\n", st.n[1],
-                  (double)st.w[1] / 1e9, st.n[0], g.eintr);
+    print_message(
+        "region: %zu waiting %.3f s (%zu with the stack from /proc), %zu on-CPU, eintr %d\n",
+        st.n[1], (double)st.w[1] / 1e9, distrusted, st.n[0], g.eintr);
     /* Checks on events, not on how fast a loaded machine ran the test (how close the
      * waiting weight comes to the region's length is bench/ material): the region was
      * sampled as waiting and the CPU burnt around it as on-CPU; a waiting weight is the wall

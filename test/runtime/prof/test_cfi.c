@@ -28,15 +28,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RUNNING_UNDER_TSAN 1
-#endif
-#endif
-#ifndef RUNNING_UNDER_TSAN
-#define RUNNING_UNDER_TSAN 0
-#endif
-
 /* The hand-assembled records use x86-64's DWARF registers, and the CFI steps and blocked
  * reads are x86-64's (arm64 keeps the frame-record walk): elsewhere those tests skip. */
 #if defined(__x86_64__)

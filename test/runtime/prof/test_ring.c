@@ -28,15 +28,6 @@
 
 #include "osp_prof.h"
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RUNNING_UNDER_TSAN 1
-#endif
-#endif
-#ifndef RUNNING_UNDER_TSAN
-#define RUNNING_UNDER_TSAN 0
-#endif
-
 static char g_dir[PATH_MAX];
 
 static int setup(void **state) {
