@@ -1224,6 +1224,22 @@ bool osp_prof__cfi_function_entry(const struct osp_cfi_table *t, uintptr_t pc, u
     return true;
 }
 
+bool osp_prof__cfi_function_end(const struct osp_cfi_table *t, uintptr_t entry, uintptr_t *end) {
+    if (t->nstarts == 0 || entry < t->lo || entry >= t->hi) return false;
+    uint32_t off = (uint32_t)(entry - t->lo);
+    size_t a = 0, z = t->nstarts; /* the first start > off is at z */
+    while (a < z) {
+        size_t m = a + (z - a) / 2;
+        if (t->starts[m] <= off)
+            a = m + 1;
+        else
+            z = m;
+    }
+    if (a == 0 || t->starts[a - 1] != off) return false;
+    *end = a < t->nstarts ? t->lo + t->starts[a] : t->hi;
+    return true;
+}
+
 /* Clip a table's rows to the image's executable segments: a range outside them (a
  * corrupt FDE) becomes NONE, so every looked-up pc is in mapped code. */
 static void clip_to_segments(struct osp_cfi_image *img) {
@@ -1604,6 +1620,10 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
             img.segs[img.nsegs][0] = info->dlpi_addr + ph->p_vaddr;
             img.segs[img.nsegs][1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
             img.nsegs++;
+        } else if (!(ph->p_flags & PF_X) && (ph->p_flags & PF_R) && img.ndsegs < OSP_CFI_MAX_SEGS) {
+            img.dsegs[img.ndsegs][0] = info->dlpi_addr + ph->p_vaddr;
+            img.dsegs[img.ndsegs][1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+            img.ndsegs++;
         }
     }
     if (img.nsegs == 0) return 0;

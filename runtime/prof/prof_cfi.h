@@ -172,6 +172,12 @@ OSP_PROF_HIDDEN const struct osp_cfi_row *osp_prof__cfi_lookup(const struct osp_
 OSP_PROF_HIDDEN bool osp_prof__cfi_function_entry(const struct osp_cfi_table *t, uintptr_t pc,
                                                   uintptr_t *entry);
 
+/* The end of the function (FDE) that starts at `entry`: the next FDE start, or the table's
+ * end, into *end. False when `entry` is not an FDE start of the table. Binary search;
+ * async-signal-safe. */
+OSP_PROF_HIDDEN bool osp_prof__cfi_function_end(const struct osp_cfi_table *t, uintptr_t entry,
+                                                uintptr_t *end);
+
 /* ---- the set of images the walker sees ------------------------------------------------ */
 
 #define OSP_CFI_MAX_SEGS   8    /* executable PT_LOAD segments kept per image */
@@ -183,6 +189,10 @@ struct osp_cfi_image {
     uintptr_t lo, hi; /* the table's range, for the image search */
     uintptr_t segs[OSP_CFI_MAX_SEGS][2];
     size_t nsegs;
+    /* The read-only and writable PT_LOAD segments (the GOT is in one of them), read when a
+     * PLT stub's slot is followed; a segment past OSP_CFI_MAX_SEGS is never read. */
+    uintptr_t dsegs[OSP_CFI_MAX_SEGS][2];
+    size_t ndsegs;
     uintptr_t load_bias; /* dlpi_addr */
     uintptr_t key;       /* identity across rescans: load bias + first PT_LOAD vaddr */
     struct osp_cfi_table table;

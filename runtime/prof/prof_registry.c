@@ -54,6 +54,7 @@ void osp_prof__release_current(struct osp_prof_session *ps) {
     pthread_sigmask(SIG_BLOCK, &block, &old);
     struct osp_prof_slot *s = osp_prof__t_slot;
     if (s != NULL) {
+        atomic_store_explicit(&s->leaving, 1, memory_order_seq_cst);
         pthread_mutex_lock(&ps->reg);
         int st = atomic_load_explicit(&s->state, memory_order_relaxed);
         if (st == OSP_SLOT_ACTIVE) {
@@ -159,6 +160,7 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     s->perf_rb = NULL;
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_relaxed);
     atomic_store_explicit(&s->in_block, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->leaving, 0, memory_order_relaxed);
     memset(&s->sm, 0, sizeof s->sm);
     s->sm.last_t = osp_prof__mono_ns();
     s->sm.cpu_req = s->sm.cpu_base = s->sm.cpu_due = cpu0; /* first progress: a request */

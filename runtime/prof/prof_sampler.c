@@ -520,6 +520,10 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     }
     if (st == SCHED_RUNNABLE) return; /* running or preempted: neither sample nor wait */
 blocked:
+    /* Blocked while it unregisters: waiting for the registry mutex this thread holds, a
+     * wait of the profiler's making, not the program's (§(d) "unregister"). The store came
+     * before the thread blocked, and the scheduler's answer after it. */
+    if (atomic_load_explicit(&s->leaving, memory_order_seq_cst)) return;
     if (region_distrusted) {
         /* Blocked inside a region it also ran in: waiting, with the region's stack. */
         int64_t k = block_stack(ps, s);

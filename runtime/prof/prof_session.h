@@ -145,6 +145,10 @@ struct osp_prof_slot {
     /* Blocking region: written by the owner, read by the sampler under block_seq. */
     int block_depth; /* owner only */
     _Atomic int in_block;
+    /* Set by the owner before it takes the registry mutex to unregister: blocked from then
+     * on, it waits for the sampler (which holds the mutex while it examines the slot), a
+     * wait the profiler causes and never samples as the program's. */
+    _Atomic int leaving;
     _Atomic uint32_t block_seq; /* odd while the owner writes the stack */
     _Atomic uint32_t block_n, block_trunc;
     _Atomic uintptr_t block_pcs[OSP_PROF_MAX_FRAMES];

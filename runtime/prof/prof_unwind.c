@@ -171,19 +171,71 @@ static inline bool fp_row(const struct osp_cfi_row *r) {
            r->ra_off == -8 && r->fp_rule == OSP_CFI_FP_OFFSET && r->fp_off == -16;
 }
 
-/* If the code at `pc` (in an executable segment of `img`) is `jmp rel32`, optionally after
- * endbr64, its destination into *to. */
+/* Whether [a, a + n) lies inside one executable segment of `img` (code) or one of its
+ * other loaded segments (data): the only bytes the walk reads outside a stack. */
+static bool in_segs(const uintptr_t (*segs)[2], size_t nsegs, uintptr_t a, size_t n) {
+    for (size_t j = 0; j < nsegs; j++)
+        if (a >= segs[j][0] && a < segs[j][1] && segs[j][1] - a >= n) return true;
+    return false;
+}
+
+static inline int32_t rel32_at(const uint8_t *p) {
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                     (uint32_t)p[3] << 24);
+}
+
+/* If the code at `pc` (in `img`) is a jump stub, its destination into *to: `jmp rel32`
+ * (sanitizer interceptors, thunks), or a PLT entry's `jmp *slot(%rip)` (optionally with a
+ * bnd prefix), whose slot is read -- the function the dynamic linker bound the entry to, or
+ * before binding the entry's own lazy path. Either optionally after endbr64. */
 NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, uintptr_t *to) {
-    for (size_t j = 0; j < img->nsegs; j++) {
-        uintptr_t lo = img->segs[j][0], hi = img->segs[j][1];
-        if (pc < lo || pc >= hi || hi - pc < 9) continue;
-        const uint8_t *p = (const uint8_t *)pc;
-        if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) p += 4;
-        if (p[0] != 0xe9) return false;
-        int32_t rel = (int32_t)((uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
-                                (uint32_t)p[4] << 24);
-        *to = (uintptr_t)(p + 5) + (uintptr_t)(intptr_t)rel;
+    if (!in_segs(img->segs, img->nsegs, pc, 5)) return false;
+    const uint8_t *p = (const uint8_t *)pc;
+    if (in_segs(img->segs, img->nsegs, pc, 9) && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e &&
+        p[3] == 0xfa)
+        p += 4;
+    if (p[0] == 0xe9) {
+        *to = (uintptr_t)(p + 5) + (uintptr_t)(intptr_t)rel32_at(p + 1);
         return true;
+    }
+    if (in_segs(img->segs, img->nsegs, (uintptr_t)p, 7) && p[0] == 0xf2) p++;
+    if (!in_segs(img->segs, img->nsegs, (uintptr_t)p, 6) || p[0] != 0xff || p[1] != 0x25)
+        return false;
+    uintptr_t slot = (uintptr_t)(p + 6) + (uintptr_t)(intptr_t)rel32_at(p + 2);
+    if (!in_segs(img->dsegs, img->ndsegs, slot, 8)) return false;
+    __builtin_memcpy(to, (const void *)slot, sizeof *to); /* one load */
+    return true;
+}
+
+/* How far into a function its tail jumps are looked for (tail_jumps_to). */
+#define TAIL_SCAN_BYTES ((uintptr_t)4096)
+
+/* Whether the function [f, end) of `img` can tail-call `entry`: its first TAIL_SCAN_BYTES
+ * hold a `jmp rel32`, `jcc rel32` or `jmp rel8` to it, directly or through one jump stub
+ * (a PLT entry). A byte scan: a false match needs the exact displacement to `entry` at a
+ * jump opcode's byte; a miss only leaves a frame record unproven. */
+NO_SAN static bool tail_jumps_to(const struct osp_cfi_set *set, const struct osp_cfi_image *img,
+                                 uintptr_t f, uintptr_t end, uintptr_t entry) {
+    if (end - f > TAIL_SCAN_BYTES) end = f + TAIL_SCAN_BYTES;
+    for (uintptr_t a = f; a < end; a++) {
+        const uint8_t *p = (const uint8_t *)a;
+        uintptr_t dest;
+        if (p[0] == 0xeb && in_segs(img->segs, img->nsegs, a, 2)) {
+            if (a + 2 + (uintptr_t)(intptr_t)(int8_t)p[1] == entry) return true;
+            continue;
+        }
+        if (p[0] == 0xe9 && in_segs(img->segs, img->nsegs, a, 5))
+            dest = a + 5 + (uintptr_t)(intptr_t)rel32_at(p + 1);
+        else if (p[0] == 0x0f && (p[1] & 0xf0) == 0x80 && in_segs(img->segs, img->nsegs, a, 6))
+            dest = a + 6 + (uintptr_t)(intptr_t)rel32_at(p + 2);
+        else
+            continue;
+        if (dest == entry) return true;
+        const struct osp_cfi_image *di = osp_prof__cfi_find(set, dest);
+        const struct osp_cfi_row *dr = di ? osp_prof__cfi_lookup(&di->table, dest) : NULL;
+        uintptr_t via;
+        if (dr != NULL && dr->kind == OSP_CFI_PLT && jump_target(di, dest, &via) && via == entry)
+            return true;
     }
     return false;
 }
@@ -191,15 +243,18 @@ NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, ui
 /* How well the instruction ending at `ret` (inside an executable segment of `img`) shows
  * a call that can have entered the function whose entry is `entry` (0: unknown):
  *   CALL_DIRECT    a direct call (e8 rel32) to that entry, possibly through up to two
- *                  jump trampolines (`jmp rel32` after an optional endbr64, as sanitizer
- *                  interceptors and some thunks are);
- *   CALL_RESOLVED  a direct call to a PLT stub or to code without CFI (resolved elsewhere),
- *                  or any direct call when the entry is unknown;
+ *                  jump stubs (jump_target: a PLT entry followed through its slot, or
+ *                  `jmp rel32` as sanitizer interceptors and some thunks are);
+ *   CALL_RESOLVED  a direct call to a function that can tail-call the entry, to a PLT stub
+ *                  not yet bound or to code without CFI (resolved elsewhere), or any direct
+ *                  call when the entry is unknown;
  *   CALL_INDIRECT  an indirect call (ff /2 with a register, disp8, SIB or disp32 operand):
  *                  any function;
  *   CALL_NONE      not a call, or a direct call to another function: a frame record whose
- *                  return address follows one is a stale record of an earlier call.
- * Code bytes are read only inside the image's executable segment. */
+ *                  return address follows one is a stale record of an earlier call (a call
+ *                  through the PLT to another library's function is one).
+ * Code bytes are read only inside the image's executable segments, a PLT slot only inside
+ * its other loaded segments. */
 enum { CALL_NONE = 0, CALL_INDIRECT, CALL_RESOLVED, CALL_DIRECT };
 
 NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_image *img,
@@ -209,17 +264,24 @@ NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_
         if (ret < lo + 7 || ret > hi) continue;
         const uint8_t *p = (const uint8_t *)ret;
         if (p[-5] == 0xe8) {
-            int32_t rel = (int32_t)((uint32_t)p[-4] | (uint32_t)p[-3] << 8 | (uint32_t)p[-2] << 16 |
-                                    (uint32_t)p[-1] << 24);
-            uintptr_t target = ret + (uintptr_t)(intptr_t)rel;
+            uintptr_t target = ret + (uintptr_t)(intptr_t)rel32_at(p - 4);
             for (int hop = 0; hop < 3; hop++) {
                 if (entry == 0) return CALL_RESOLVED;
                 if (target == entry) return CALL_DIRECT;
                 const struct osp_cfi_image *ti = osp_prof__cfi_find(set, target);
                 const struct osp_cfi_row *tr = ti ? osp_prof__cfi_lookup(&ti->table, target) : NULL;
-                if (tr == NULL || tr->kind == OSP_CFI_PLT || tr->kind == OSP_CFI_GAP)
+                if (tr == NULL || tr->kind == OSP_CFI_GAP) return CALL_RESOLVED;
+                uintptr_t to;
+                if (jump_target(ti, target, &to)) {
+                    target = to;
+                    continue;
+                }
+                if (tr->kind == OSP_CFI_PLT) return CALL_RESOLVED; /* the lazy path */
+                uintptr_t end;
+                if (osp_prof__cfi_function_end(&ti->table, target, &end) &&
+                    tail_jumps_to(set, ti, target, end, entry))
                     return CALL_RESOLVED;
-                if (!jump_target(ti, target, &target)) return CALL_NONE;
+                return CALL_NONE;
             }
             return CALL_NONE;
         }

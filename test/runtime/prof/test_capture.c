@@ -734,6 +734,13 @@ static void test_blocking_region(void **state) {
         uint32_t j = 0;
         while (j < r.stack_len[k] && strcmp(sym_name(r.stacks[k][j], j > 0), "region_wait") != 0)
             j++;
+        if (j == r.stack_len[k]) {
+            print_message("region: waiting sample %zu at %.3f s without region_wait:\n", s,
+                          (double)r.samples[s].t / 1e9);
+            for (uint32_t f = 0; f < r.stack_len[k]; f++)
+                print_message("  #%u %#llx %s\n", f, (unsigned long long)r.stacks[k][f],
+                              sym_name(r.stacks[k][f], f > 0));
+        }
         assert_true(j < r.stack_len[k]);
         if (j > 0) distrusted++;
         assert_true(j + 1 < r.stack_len[k]);
@@ -1021,5 +1028,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_fork_child_never_writes, end_session),
         cmocka_unit_test_teardown(test_truncated_stacks, end_session),
     };
+    /* PROF_TEST_FILTER=test_blocking_region runs the matching cases only (debugging). */
+    const char *only = getenv("PROF_TEST_FILTER");
+    if (only && *only) cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, setup, teardown);
 }
