@@ -17,7 +17,10 @@
  *       counter of the thread writing bare samples (the time only) to a ring nobody reads
  *       (the kernel timer alone, as under ring delivery or perf record); "tgkill" a second
  *       thread that sends SIGPROF to it every 1.003 ms to an empty handler (the sampler
- *       engine's delivery).
+ *       engine's delivery); "chain" the timer writing, as ring delivery's counter does, the
+ *       user registers and the frame-pointer call chain too, and "copy" those and 8 KiB of
+ *       the user stack, each to a 256 KiB ring that a second thread empties every 5 ms
+ *       without reading it (the kernel's share of ring delivery, without our sampler).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +29,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +72,20 @@ static void *kicker_main(void *p) {
     for (;;) {
         nanosleep(&ts, NULL);
         syscall(SYS_tgkill, getpid(), g_kick_tid, SIGPROF);
+    }
+    return NULL;
+}
+/* The "chain" and "copy" floors: the ring's control page; its records are discarded
+ * every 5 ms by moving the tail to the head (nothing is read). */
+static struct perf_event_mmap_page *g_floor_rb;
+
+static void *discard_main(void *p) {
+    (void)p;
+    struct timespec ts = {0, 5000000};
+    for (;;) {
+        nanosleep(&ts, NULL);
+        uint64_t head = __atomic_load_n(&g_floor_rb->data_head, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&g_floor_rb->data_tail, head, __ATOMIC_RELEASE);
     }
     return NULL;
 }
@@ -212,7 +230,8 @@ int main(int argc, char **argv) {
         long units = atol(argv[2]);
         const char *floor_kind = argc > 3 ? argv[3] : "";
         pthread_t kick;
-        if (strcmp(floor_kind, "timer") == 0) {
+        bool chain = strcmp(floor_kind, "chain") == 0, copy = strcmp(floor_kind, "copy") == 0;
+        if (strcmp(floor_kind, "timer") == 0 || chain || copy) {
             struct perf_event_attr a;
             memset(&a, 0, sizeof a);
             a.size = sizeof a;
@@ -220,14 +239,27 @@ int main(int argc, char **argv) {
             a.config = PERF_COUNT_SW_TASK_CLOCK;
             a.sample_period = 1003009;
             a.sample_type = PERF_SAMPLE_TIME;
+            if (chain || copy) {
+                a.sample_type |= PERF_SAMPLE_READ | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER;
+                a.exclude_callchain_kernel = 1;
+                a.sample_regs_user = 1ull << 6 | 1ull << 7 | 1ull << 8; /* bp, sp, ip (x86-64) */
+            }
+            if (copy) {
+                a.sample_type |= PERF_SAMPLE_STACK_USER;
+                a.sample_stack_user = 8192;
+            }
             a.exclude_kernel = 1;
             a.exclude_hv = 1;
             a.watermark = 1;
             a.wakeup_watermark = 0x7fffffff;
             int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-            if (fd < 0 ||
-                mmap(NULL, 65 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED)
-                return 3;
+            void *rb = fd < 0 ? MAP_FAILED
+                              : mmap(NULL, 65 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (rb == MAP_FAILED) return 3;
+            if (chain || copy) {
+                g_floor_rb = rb;
+                pthread_create(&kick, NULL, discard_main, NULL);
+            }
         } else if (strcmp(floor_kind, "tgkill") == 0) {
             struct sigaction sa;
             memset(&sa, 0, sizeof sa);
