@@ -1224,22 +1224,6 @@ bool osp_prof__cfi_function_entry(const struct osp_cfi_table *t, uintptr_t pc, u
     return true;
 }
 
-bool osp_prof__cfi_function_end(const struct osp_cfi_table *t, uintptr_t entry, uintptr_t *end) {
-    if (t->nstarts == 0 || entry < t->lo || entry >= t->hi) return false;
-    uint32_t off = (uint32_t)(entry - t->lo);
-    size_t a = 0, z = t->nstarts; /* the first start > off is at z */
-    while (a < z) {
-        size_t m = a + (z - a) / 2;
-        if (t->starts[m] <= off)
-            a = m + 1;
-        else
-            z = m;
-    }
-    if (a == 0 || t->starts[a - 1] != off) return false;
-    *end = a < t->nstarts ? t->lo + t->starts[a] : t->hi;
-    return true;
-}
-
 /* Clip a table's rows to the image's executable segments: a range outside them (a
  * corrupt FDE) becomes NONE, so every looked-up pc is in mapped code. */
 static void clip_to_segments(struct osp_cfi_image *img) {

@@ -172,12 +172,6 @@ OSP_PROF_HIDDEN const struct osp_cfi_row *osp_prof__cfi_lookup(const struct osp_
 OSP_PROF_HIDDEN bool osp_prof__cfi_function_entry(const struct osp_cfi_table *t, uintptr_t pc,
                                                   uintptr_t *entry);
 
-/* The end of the function (FDE) that starts at `entry`: the next FDE start, or the table's
- * end, into *end. False when `entry` is not an FDE start of the table. Binary search;
- * async-signal-safe. */
-OSP_PROF_HIDDEN bool osp_prof__cfi_function_end(const struct osp_cfi_table *t, uintptr_t entry,
-                                                uintptr_t *end);
-
 /* ---- the set of images the walker sees ------------------------------------------------ */
 
 #define OSP_CFI_MAX_SEGS   8    /* executable PT_LOAD segments kept per image */

@@ -1141,7 +1141,8 @@ enum block_kind {
     BLOCK_SEM,
     BLOCK_JOIN,
     BLOCK_FRAMELESS_READ,
-    BLOCK_TAIL_OVER_STALE
+    BLOCK_TAIL_OVER_STALE,
+    BLOCK_TAIL_OVER_STALE_REALIGNED
 };
 
 struct blocker {
@@ -1210,7 +1211,19 @@ __attribute__((noinline)) void cfi_block_over_stale(struct blocker *b) {
     __asm__ volatile("" ::: "memory");
 }
 
+/* The same in a realigned frame (`and $-64,%rsp` in its prologue). */
+__attribute__((noinline)) void cfi_block_over_stale_realigned(struct blocker *b) {
+    _Alignas(64) char locals[512];
+    __asm__ volatile("" : : "r"(locals) : "memory");
+    atomic_store(&b->ready, 1);
+    pthread_mutex_lock(&b->held);
+    pthread_mutex_unlock(&b->held);
+    __asm__ volatile("" ::: "memory");
+}
+
 __attribute__((noinline)) void cfi_tail_jumper(struct blocker *b) {
+    if (b->kind == BLOCK_TAIL_OVER_STALE_REALIGNED) __attribute__
+        ((musttail)) return cfi_block_over_stale_realigned(b);
     __attribute__((musttail)) return cfi_block_over_stale(b);
 }
 
@@ -1227,7 +1240,7 @@ __attribute__((noinline)) void cfi_tail_over_stale(struct blocker *b) {
     __asm__ volatile("" ::: "memory");
 }
 
-static void *blocker_body(void *arg) {
+void *blocker_body(void *arg) {
     struct blocker *b = arg;
     b->tid = (pid_t)syscall(SYS_gettid);
     stack_of_self(&b->lo, &b->hi);
@@ -1237,7 +1250,8 @@ static void *blocker_body(void *arg) {
     case BLOCK_SEM: cfi_block_in_sem(b); break;
     case BLOCK_JOIN: cfi_block_in_join(b); break;
     case BLOCK_FRAMELESS_READ: osp_test_frameless_call(cfi_block_in_read, b); break;
-    case BLOCK_TAIL_OVER_STALE: cfi_tail_over_stale(b); break;
+    case BLOCK_TAIL_OVER_STALE:
+    case BLOCK_TAIL_OVER_STALE_REALIGNED: cfi_tail_over_stale(b); break;
     }
     return NULL;
 }
@@ -1329,20 +1343,34 @@ static void test_blocked_read_under_frameless(void **state) {
 }
 
 /* rbp is unknown in a blocked thread, so the frame record of the first frame-pointer
- * function is searched for above sp. A stale record left in its locals by an earlier call
- * through the PLT to another function is not it, nor is a record's return address after a
- * call to a function that tail-calls this one a reason to reject it: the walk goes from
- * cfi_block_over_stale straight to cfi_tail_over_stale (cfi_tail_jumper's frame is gone),
- * never through cfi_stale_clock. */
+ * function is located from its prologue (its frame's size above sp), whatever called it:
+ * the walk goes from the blocked function straight to cfi_tail_over_stale
+ * (cfi_tail_jumper's frame is gone after its tail call), never through the stale record
+ * that cfi_stale_clock's call of clock_gettime left in the locals. Both with a fixed-size
+ * frame and with a realigned one. */
+static void check_tail_over_stale(enum block_kind kind, const char *fn) {
+    struct walk_result w;
+    check_blocked_walk(kind, fn, &w);
+    size_t i = 0;
+    while (i < w.n && strcmp(name_of(w.pcs[i]), fn) != 0) i++;
+    assert_true(i + 1 < w.n);
+    const char *caller = name_of(w.pcs[i + 1]);
+    if (kind == BLOCK_TAIL_OVER_STALE_REALIGNED && strcmp(caller, "blocker_body") == 0) {
+        /* A realigned frame's record has a few possible places; where the caller's own
+         * record is among them too, the walk may skip the caller -- it never shows one
+         * that is not on the stack (docs/profiler-runtime.md, "Blocked threads"). */
+        print_message("%s: the caller's frame skipped (a realigned frame)\n", fn);
+    } else {
+        assert_string_equal(caller, "cfi_tail_over_stale");
+    }
+    assert_false(has_frame(w.pcs, w.n, "cfi_stale_clock"));
+    assert_false(has_frame(w.pcs, w.n, "clock_gettime"));
+}
+
 static void test_blocked_tail_call_over_stale_record(void **state) {
     (void)state;
-    struct walk_result w;
-    check_blocked_walk(BLOCK_TAIL_OVER_STALE, "cfi_block_over_stale", &w);
-    size_t i = 0;
-    while (i < w.n && strcmp(name_of(w.pcs[i]), "cfi_block_over_stale") != 0) i++;
-    assert_true(i + 1 < w.n);
-    assert_string_equal(name_of(w.pcs[i + 1]), "cfi_tail_over_stale");
-    assert_false(has_frame(w.pcs, w.n, "cfi_stale_clock"));
+    check_tail_over_stale(BLOCK_TAIL_OVER_STALE, "cfi_block_over_stale");
+    check_tail_over_stale(BLOCK_TAIL_OVER_STALE_REALIGNED, "cfi_block_over_stale_realigned");
 }
 
 /* A thread that is running (spinning): the kernel says "running", nothing is walked. A
