@@ -378,6 +378,13 @@ static bool rec_u64(const uint8_t *rec, size_t size, size_t *off, uint64_t *v) {
     return true;
 }
 
+/* Ring samples a thread may have cut at the copy before it is moved to signal delivery:
+ * the first. Each cut sample is a truncated stack in the profile; a thread that cuts once
+ * (the collector's marker threads, whose mark stack is a 64 KiB local under frames without
+ * frame records) cuts again, and 8 cuts per marker thread left 3.7 % of an allocating
+ * Osprey program's CPU weight in truncated stacks (bench/unwind.sh). */
+#define CUT_LIMIT 1
+
 /* One PERF_RECORD_SAMPLE (layout: perf_open's sample_type, in the kernel's order: time,
  * counter value, call chain, user registers, user stack) into the store. Returns false
  * for a record too short for its fields (nothing recorded). `*cpu_out`: the thread's CPU
@@ -414,8 +421,7 @@ static bool perf_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
         if (dyn > ssize) dyn = ssize;
     }
     uint64_t cpu = perf_cpu_at(s, value);
-    uint64_t weight = cpu > s->h_cpu_last ? cpu - s->h_cpu_last : 0;
-    if (cpu > s->h_cpu_last) s->h_cpu_last = cpu;
+    *cpu_out = cpu;
     uintptr_t pcs[OSP_PROF_MAX_FRAMES];
     bool trunc = false, cut = false;
     size_t n = 0;
@@ -423,9 +429,19 @@ static bool perf_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
         n = perf_stack(s, set, ps->perf_view, ip, sp, bp, stack, dyn, kc, kn, pcs, &trunc, &cut);
     else
         n = perf_stack(s, set, ps->perf_view, 0, 0, 0, NULL, 0, kc, kn, pcs, &trunc, &cut);
+    if (cut) {
+        s->perf_cut++;
+        if (s->perf_cut >= CUT_LIMIT && !s->perf_stays &&
+            !atomic_load_explicit(&ps->handler_lost, memory_order_relaxed))
+            /* Its thread moves to signal delivery after this read: the sample is not
+             * kept with a truncated stack, its CPU time goes to the thread's next sample
+             * (a whole stack, walked live by the handler), and it counts as a sample the
+             * rate asked for and that was not taken (cpu_unsampled). */
+            return true;
+    }
+    uint64_t weight = cpu > s->h_cpu_last ? cpu - s->h_cpu_last : 0;
+    if (cpu > s->h_cpu_last) s->h_cpu_last = cpu;
     osp_prof__record_timer_sample(ps, s, t, cpu, weight, pcs, (uint32_t)n, trunc);
-    if (cut) s->perf_cut++;
-    *cpu_out = cpu;
     return true;
 }
 
@@ -482,9 +498,6 @@ static bool perf_ring_read(struct osp_prof_session *ps, struct osp_prof_slot *s,
     return draw;
 }
 
-/* Ring samples a thread may have cut at the copy before it is moved to signal delivery. */
-#define CUT_LIMIT 8
-
 /* Move a thread whose stacks the copy keeps cutting (deep stacks under code without
  * frame records: its ring samples cannot tell what lies above the copy) to signal
  * delivery: a new counter of that thread that signals it, opened here, enabled once the
@@ -492,7 +505,10 @@ static bool perf_ring_read(struct osp_prof_session *ps, struct osp_prof_slot *s,
  * any failure the thread keeps its ring. Sampler thread, under the registry mutex. */
 static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s) {
     int fd = perf_open(s->tid, ps->period_ns, false);
-    if (fd < 0) return;
+    if (fd < 0) {
+        s->perf_stays = true;
+        return;
+    }
     bool ours = perf_fd_ours(s);
     if (ours) ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
     uint64_t period;
@@ -512,6 +528,7 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
         atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
         s->ktimer_kind = OSP_KTIMER_NONE;
         osp_prof__close_nc(fd);
+        s->perf_stays = true;
     }
 }
 
@@ -522,7 +539,7 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
     uint64_t period = 0;
     bool draw = perf_ring_read(ps, s, &period);
     bool armed = atomic_load_explicit(&s->ktimer_armed, memory_order_acquire);
-    if (armed && s->perf_cut >= CUT_LIMIT && !atomic_load(&ps->handler_lost)) {
+    if (armed && s->perf_cut >= CUT_LIMIT && !s->perf_stays && !atomic_load(&ps->handler_lost)) {
         perf_to_signal(ps, s);
         return;
     }
@@ -588,6 +605,7 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         s->perf_rb = rb;
         s->perf_rb_bytes = bytes;
         s->perf_cut = 0;
+        s->perf_stays = false;
         if (rb != NULL) {
             /* The counter reads 0 at this clock reading. */
             if (!osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &s->perf_ca))

@@ -184,8 +184,9 @@ struct osp_prof_slot {
     uint64_t perf_ca, perf_va, perf_cal_t;
     double perf_rho;
     /* Ring samples whose stack had to be cut at the copy (nothing above it could be told):
-     * past a few, the thread is moved to signal delivery. */
+     * at the first, the thread is moved to signal delivery (CUT_LIMIT). */
     uint32_t perf_cut;
+    bool perf_stays; /* its move to signal delivery failed: cut samples are kept truncated */
     /* What perf_fd was when opened (fstat): a program that closes every descriptor and
      * opens its own at that number keeps it -- the profiler then never reads, stops or
      * closes it. */

@@ -176,7 +176,11 @@ static void interrupted_by(int sig) {
     size_t on = 0;
     for (size_t i = 0; i < r.nsamples; i++) on += r.samples[i].state == 0;
     print_message("signal %d [%s]: died of it, %zu on-CPU samples written\n", sig, r.engine, on);
-    assert_true(on >= 5); /* the samples of the run before the signal are in the file */
+    /* The samples of the run before the signal are in the file. ThreadSanitizer defers a
+     * signal's handler to the thread's next interceptor, which a spinning thread seldom
+     * reaches: the cpu_timer engine wrote 13 to 16 samples for 0.2 s of CPU there, and
+     * fewer on a loaded machine (one failure of `on >= 5` in a make test run). */
+    assert_true(on >= (UNDER_TSAN ? 1u : 5u));
     raw_free(&r);
 }
 
