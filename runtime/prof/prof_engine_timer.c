@@ -431,12 +431,15 @@ static bool perf_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
         n = perf_stack(s, set, ps->perf_view, 0, 0, 0, NULL, 0, kc, kn, pcs, &trunc, &cut);
     if (cut) {
         s->perf_cut++;
-        if (s->perf_cut >= CUT_LIMIT && !s->perf_stays &&
+        if (s->perf_cut >= CUT_LIMIT && !s->perf_stays && s->sm.last_on >= 0 &&
             !atomic_load_explicit(&ps->handler_lost, memory_order_relaxed))
             /* Its thread moves to signal delivery after this read: the sample is not
              * kept with a truncated stack, its CPU time goes to the thread's next sample
-             * (a whole stack, walked live by the handler), and it counts as a sample the
-             * rate asked for and that was not taken (cpu_unsampled). */
+             * (a whole stack, walked live by the handler) or, if the thread ends first,
+             * to its last one (osp_prof__flush_tail: the CPU time since the last recorded
+             * sample), and it counts as a sample the rate asked for and that was not
+             * taken (cpu_unsampled). A thread with no sample yet keeps it, truncated:
+             * its CPU time would have no sample to go to. */
             return true;
     }
     uint64_t weight = cpu > s->h_cpu_last ? cpu - s->h_cpu_last : 0;

@@ -188,8 +188,7 @@ static inline int32_t rel32_at(const uint8_t *p) {
  * (sanitizer interceptors, thunks), or a PLT entry's `jmp *slot(%rip)` (optionally with a
  * bnd prefix), whose slot is read -- the function the dynamic linker bound the entry to, or
  * before binding the entry's own lazy path. Either optionally after endbr64. */
-NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, uintptr_t *to,
-                               bool *via_slot) {
+NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, uintptr_t *to) {
     if (!in_segs(img->segs, img->nsegs, pc, 5)) return false;
     const uint8_t *p = (const uint8_t *)pc;
     if (in_segs(img->segs, img->nsegs, pc, 9) && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e &&
@@ -205,7 +204,6 @@ NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, ui
     uintptr_t slot = (uintptr_t)(p + 6) + (uintptr_t)(intptr_t)rel32_at(p + 2);
     if (!in_segs(img->dsegs, img->ndsegs, slot, 8)) return false;
     __builtin_memcpy(to, (const void *)slot, sizeof *to); /* one load */
-    *via_slot = true;
     return true;
 }
 
@@ -214,9 +212,9 @@ NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, ui
  *   CALL_DIRECT    a direct call (e8 rel32) to that entry, possibly through up to two
  *                  jump stubs (jump_target: a PLT entry followed through its slot, or
  *                  `jmp rel32` as sanitizer interceptors and some thunks are);
- *   CALL_RESOLVED  a direct call through a PLT entry (bound to another function, which may
- *                  reach this one by a tail call, or not bound yet), to code without CFI, or
- *                  any direct call when the entry is unknown;
+ *   CALL_RESOLVED  a direct call into a PLT (a row of the PLT kind: its entry bound to
+ *                  another function, which may reach this one by a tail call, or not bound
+ *                  yet), to code without CFI, or any direct call when the entry is unknown;
  *   CALL_INDIRECT  an indirect call (ff /2 with a register, disp8, SIB or disp32 operand):
  *                  any function;
  *   CALL_NONE      not a call, or a direct call to another function of a known image.
@@ -232,21 +230,21 @@ NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_
         const uint8_t *p = (const uint8_t *)ret;
         if (p[-5] == 0xe8) {
             uintptr_t target = ret + (uintptr_t)(intptr_t)rel32_at(p - 4);
-            bool via_slot = false;
+            /* What the call shows when it does not lead to the entry: a call into a PLT
+             * (a row of the PLT kind) may reach it by a tail call of the function bound
+             * there, or not be bound yet; a call to another function, directly or through
+             * a jump stub without such a row, is a stale record's. */
+            int otherwise = CALL_NONE;
             for (int hop = 0; hop < 3; hop++) {
                 if (entry == 0) return CALL_RESOLVED;
                 if (target == entry) return CALL_DIRECT;
                 const struct osp_cfi_image *ti = osp_prof__cfi_find(set, target);
                 const struct osp_cfi_row *tr = ti ? osp_prof__cfi_lookup(&ti->table, target) : NULL;
                 if (tr == NULL || tr->kind == OSP_CFI_GAP) return CALL_RESOLVED;
-                uintptr_t to;
-                if (jump_target(ti, target, &to, &via_slot)) {
-                    target = to;
-                    continue;
-                }
-                return via_slot || tr->kind == OSP_CFI_PLT ? CALL_RESOLVED : CALL_NONE;
+                if (tr->kind == OSP_CFI_PLT) otherwise = CALL_RESOLVED;
+                if (!jump_target(ti, target, &target)) return otherwise;
             }
-            return via_slot ? CALL_RESOLVED : CALL_NONE;
+            return otherwise;
         }
         static const int lens[] = {2, 3, 4, 6, 7};
         for (size_t k = 0; k < sizeof lens / sizeof *lens; k++)
@@ -260,9 +258,7 @@ NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_
  * The frame pointer of a frame-pointer function whose rbp is unknown (§(l.4): the kernel
  * reports sp and pc of a blocked thread, not rbp). Every frame below it left rbp alone
  * (a frame that changes rbp saves it, and its CFI says where, which would have made rbp
- * known), so rbp is still this function's frame record, which lies above sp. Where the
- * function's prologue gives its frame's size, prologue_frame_record finds it exactly; this
- * search is the fallback (a realigned frame, alloca, an unusual prologue). The first
+ * known), so rbp is still this function's frame record, which lies above sp. The first
  * word pair {next, ret} above sp where ret is a return address after a direct call that
  * can have entered this function (or, failing any within FP_SEARCH_BYTES, after an
  * indirect call) in a known image, next is 0 or a frame record above it, and the walk
@@ -273,20 +269,16 @@ NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_
 NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, uintptr_t lo,
                                uintptr_t hi, intptr_t d, uint8_t *end, struct osp_unwind_info *info,
                                bool search);
-NO_SAN static bool prologue_frame_record(const struct osp_cfi_set *set, uintptr_t q, uintptr_t sp,
-                                         uintptr_t lo, uintptr_t hi, intptr_t d, uintptr_t *fp_out);
 
-/* Whether the walk from the frame record at `a` ({next, ret}) reaches the thread's root
- * (or, `deep_ok`, goes on for OSP_PROF_MAX_FRAMES frames without an error). */
+/* Whether the walk from the frame record at `a` ({next, ret}) reaches the thread's root. */
 NO_SAN static bool walk_from_record(const struct osp_cfi_set *set, uintptr_t a, uintptr_t next,
-                                    uintptr_t ret, uintptr_t lo, uintptr_t hi, intptr_t d,
-                                    bool deep_ok) {
+                                    uintptr_t ret, uintptr_t lo, uintptr_t hi, intptr_t d) {
     struct ustate t = {ret, a + 16, next, false, true};
     uint8_t end = OSP_UNWIND_CHAIN_END;
     int steps = 0;
     while (steps < OSP_PROF_MAX_FRAMES && hybrid_step(set, &t, lo, hi, d, &end, NULL, false))
         steps++;
-    return end == OSP_UNWIND_ROOT || (deep_ok && steps == OSP_PROF_MAX_FRAMES);
+    return end == OSP_UNWIND_ROOT;
 }
 
 NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q, uintptr_t sp,
@@ -316,7 +308,7 @@ NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q,
         if (next != 0 && (next <= a || (next & 7u) != 0 || next > hi - 16)) continue;
         /* Stale frame records of earlier, deeper calls lie in uninitialised locals: a
          * candidate counts only if the walk from it reaches the thread's root. */
-        if (!walk_from_record(set, a, next, ret, lo, hi, d, false)) continue;
+        if (!walk_from_record(set, a, next, ret, lo, hi, d)) continue;
         best = how;
         best_at = a;
     }
@@ -325,121 +317,12 @@ NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q,
     return true;
 }
 
-/* The frame of a frame-pointer function, read from its prologue as compilers emit it:
- * endbr64 (optional), push %rbp, mov %rsp,%rbp, pushes of other registers (`pushed`
- * bytes), optionally `and $-align,%rsp` (a realigned frame), and at most one sub of an
- * immediate from %rsp (`sub` bytes), which ends it. At a call site in the body, where
- * nothing else moved sp (alloca, pushed arguments: the caller verifies), the frame record
- * lies `pushed + sub` bytes above sp, or for a realigned frame that plus 0 to align - 8. */
-struct prologue {
-    uintptr_t pushed, sub, align;
-};
-
-/* Decode the prologue of the function whose entry is `entry` (in `img`). False for any
- * other shape. Reads at most 64 bytes, inside the entry's segment. */
-NO_SAN static bool prologue_of(const struct osp_cfi_image *img, uintptr_t entry,
-                               struct prologue *pr) {
-    uintptr_t avail = 0;
-    for (size_t j = 0; j < img->nsegs; j++)
-        if (entry >= img->segs[j][0] && entry < img->segs[j][1]) avail = img->segs[j][1] - entry;
-    if (avail > 64) avail = 64;
-    const uint8_t *p = (const uint8_t *)entry, *end = p + avail;
-    if (end - p >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) p += 4;
-    if (end - p < 4 || p[0] != 0x55) return false; /* push %rbp */
-    p++;
-    if (p[0] != 0x48 || !((p[1] == 0x89 && p[2] == 0xe5) || (p[1] == 0x8b && p[2] == 0xec)))
-        return false; /* mov %rsp,%rbp */
-    p += 3;
-    pr->pushed = pr->sub = pr->align = 0;
-    while (p < end) {
-        if (pr->align == 0 && *p >= 0x50 && *p <= 0x57 && *p != 0x54 && *p != 0x55) {
-            pr->pushed += 8; /* push %rax..%rdi */
-            p++;
-        } else if (pr->align == 0 && end - p >= 2 && p[0] == 0x41 && p[1] >= 0x50 && p[1] <= 0x57) {
-            pr->pushed += 8; /* push %r8..%r15 */
-            p += 2;
-        } else if (pr->align == 0 && end - p >= 4 && p[0] == 0x48 && p[1] == 0x83 && p[2] == 0xe4) {
-            int8_t m = (int8_t)p[3]; /* and $-align,%rsp */
-            uintptr_t a = (uintptr_t)(-(intptr_t)m);
-            if (m >= -8 || (a & (a - 1)) != 0) return false;
-            pr->align = a;
-            p += 4;
-        } else if (end - p >= 4 && p[0] == 0x48 && p[1] == 0x83 && p[2] == 0xec) {
-            if ((int8_t)p[3] < 0) return false; /* sub $imm8,%rsp */
-            pr->sub = p[3];
-            break;
-        } else if (end - p >= 7 && p[0] == 0x48 && p[1] == 0x81 && p[2] == 0xec) {
-            int32_t v = rel32_at(p + 3); /* sub $imm32,%rsp */
-            if (v < 0 || (uint32_t)v > OSP_PROF_MAX_FRAME_BYTES) return false;
-            pr->sub = (uintptr_t)v;
-            break;
-        } else if (end - p >= 3 && p[0] == 0x48 && (p[1] == 0x83 || p[1] == 0x81) && p[2] == 0xe4) {
-            return false; /* a realignment of another form */
-        } else {
-            break;
-        }
-    }
-    return true;
-}
-
-/* Whether {next, ret} at `a` can be the frame record of a frame whose sp is `sp`: ret
- * follows a call instruction and the walk from it reaches the thread's root, or goes on
- * for OSP_PROF_MAX_FRAMES frames. */
-NO_SAN static bool record_checks(const struct osp_cfi_set *set, uintptr_t a, uintptr_t sp,
-                                 uintptr_t lo, uintptr_t hi, intptr_t d) {
-    uintptr_t next, ret;
-    if ((a & 7u) != 0 || a < sp || a >= hi || hi - a < 16) return false;
-    if (!stack_word(a, lo, hi, d, &next) || !stack_word(a + 8, lo, hi, d, &ret) ||
-        !code_address(ret))
-        return false;
-    if (next != 0 && (next <= a || (next & 7u) != 0 || next > hi - 16)) return false;
-    const struct osp_cfi_image *rimg = osp_prof__cfi_find(set, ret - 1);
-    if (rimg == NULL || call_into(set, rimg, ret, 0) == CALL_NONE) return false;
-    return walk_from_record(set, a, next, ret, lo, hi, d, true);
-}
-
-/* The frame record of the frame-pointer function at lookup address q, whose sp is `sp`
- * and rbp unknown, from its prologue (prologue_of), when it passes record_checks (for a
- * realigned frame, the highest of its possible places that does). Unlike find_frame_record, it needs
- * no evidence of which function was called (a tail call leaves none), and a stale record
- * in the function's locals cannot be chosen over the real one. */
-NO_SAN static bool prologue_frame_record(const struct osp_cfi_set *set, uintptr_t q, uintptr_t sp,
-                                         uintptr_t lo, uintptr_t hi, intptr_t d,
-                                         uintptr_t *fp_out) {
-    const struct osp_cfi_image *fimg = osp_prof__cfi_find(set, q);
-    uintptr_t entry;
-    struct prologue pr;
-    if (fimg == NULL || !osp_prof__cfi_function_entry(&fimg->table, q, &entry) ||
-        !prologue_of(fimg, entry, &pr))
-        return false;
-    uintptr_t a0 = sp + pr.sub + pr.pushed;
-    if (a0 < sp) return false;
-    if (pr.align == 0) {
-        if (!record_checks(set, a0, sp, lo, hi, d)) return false;
-        *fp_out = a0;
-        return true;
-    }
-    /* Realigned: rbp is 16-byte aligned (sp is at every call, and rbp is sp after the
-     * push), and lies less than align bytes above a0. Below it is the alignment's padding
-     * (uninitialised: stale records of earlier, deeper calls, which would show a caller
-     * that is not on the stack), above it the caller's frame (where a record that passes
-     * is the caller's own: taking it skips one frame, it invents none). So the highest
-     * place that passes is taken. */
-    for (uintptr_t a = ((a0 + 15) & ~(uintptr_t)15) + pr.align - 16; a >= a0; a -= 16)
-        if (a - a0 < pr.align && record_checks(set, a, sp, lo, hi, d)) {
-            *fp_out = a;
-            return true;
-        }
-    return false;
-}
-
 /* One step to the caller. Returns true with `u` updated, or false with `*end` set.
  * `search`: an unknown rbp may be located with find_frame_record (not inside one). */
 NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, uintptr_t lo,
                                uintptr_t hi, intptr_t d, uint8_t *end, struct osp_unwind_info *info,
                                bool search) {
     uintptr_t q = u->precise ? u->pc : u->pc - 1;
-    bool in_fde = false; /* q is inside an FDE (not a gap): its function's entry is known */
     if (set != NULL) {
         const struct osp_cfi_image *img;
         const struct osp_cfi_row *r = cached_lookup(set, q, &img);
@@ -477,17 +360,13 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
             }
             default: break;
             }
-            if (fp_row(r)) {
-                in_fde = true;
-                goto fp_step;
-            }
+            if (fp_row(r)) goto fp_step;
             uintptr_t base;
             if (r->cfa_reg == OSP_CFI_REG_SP) {
                 base = u->sp;
             } else {
                 if (!u->fp_known) {
-                    if (!search || (!prologue_frame_record(set, q, u->sp, lo, hi, d, &u->fp) &&
-                                    !find_frame_record(set, q, u->sp, lo, hi, d, &u->fp))) {
+                    if (!search || !find_frame_record(set, q, u->sp, lo, hi, d, &u->fp)) {
                         *end = OSP_UNWIND_NO_RULE;
                         return false;
                     }
@@ -535,9 +414,7 @@ fp_step:
     /* The frame chain (§(c) item 2): a frame without a table, or one whose CFI is the
      * frame-pointer rule. sp only moves up, which bounds the walk. */
     if (!u->fp_known) {
-        if (set == NULL || !search ||
-            (!(in_fde && prologue_frame_record(set, q, u->sp, lo, hi, d, &u->fp)) &&
-             !find_frame_record(set, q, u->sp, lo, hi, d, &u->fp))) {
+        if (set == NULL || !search || !find_frame_record(set, q, u->sp, lo, hi, d, &u->fp)) {
             *end = OSP_UNWIND_NO_RULE;
             return false;
         }

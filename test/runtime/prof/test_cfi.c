@@ -1135,19 +1135,10 @@ static void test_parse_task_syscall(void **state) {
     assert_int_equal(pc, 8);
 }
 
-enum block_kind {
-    BLOCK_COND,
-    BLOCK_READ,
-    BLOCK_SEM,
-    BLOCK_JOIN,
-    BLOCK_FRAMELESS_READ,
-    BLOCK_TAIL_OVER_STALE,
-    BLOCK_TAIL_OVER_STALE_REALIGNED
-};
+enum block_kind { BLOCK_COND, BLOCK_READ, BLOCK_SEM, BLOCK_JOIN, BLOCK_FRAMELESS_READ };
 
 struct blocker {
     enum block_kind kind;
-    pthread_mutex_t held; /* locked by the test while the thread blocks on it */
     pid_t tid;
     uintptr_t lo, hi;
     _Atomic int ready;
@@ -1197,50 +1188,7 @@ __attribute__((noinline)) void cfi_block_in_join(struct blocker *b) {
     __asm__ volatile("" ::: "memory");
 }
 
-/* A function reached by a tail call from cfi_tail_jumper, which blocks with its locals
- * uninitialised: they still hold what cfi_stale_clock and the C library left there,
- * among them a frame record whose return address follows a call to clock_gettime through
- * the PLT -- a record that reaches the thread's root. The record that belongs to this frame
- * has a return address after the call to cfi_tail_jumper, not to this function. */
-__attribute__((noinline)) void cfi_block_over_stale(struct blocker *b) {
-    char locals[512];
-    __asm__ volatile("" : : "r"(locals) : "memory");
-    atomic_store(&b->ready, 1);
-    pthread_mutex_lock(&b->held); /* held by the test until it wakes us */
-    pthread_mutex_unlock(&b->held);
-    __asm__ volatile("" ::: "memory");
-}
-
-/* The same in a realigned frame (`and $-64,%rsp` in its prologue). */
-__attribute__((noinline)) void cfi_block_over_stale_realigned(struct blocker *b) {
-    _Alignas(64) char locals[512];
-    __asm__ volatile("" : : "r"(locals) : "memory");
-    atomic_store(&b->ready, 1);
-    pthread_mutex_lock(&b->held);
-    pthread_mutex_unlock(&b->held);
-    __asm__ volatile("" ::: "memory");
-}
-
-__attribute__((noinline)) void cfi_tail_jumper(struct blocker *b) {
-    if (b->kind == BLOCK_TAIL_OVER_STALE_REALIGNED) __attribute__
-        ((musttail)) return cfi_block_over_stale_realigned(b);
-    __attribute__((musttail)) return cfi_block_over_stale(b);
-}
-
-__attribute__((noinline)) double cfi_stale_clock(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_nsec;
-}
-
-__attribute__((noinline)) void cfi_tail_over_stale(struct blocker *b) {
-    volatile double d = cfi_stale_clock();
-    (void)d;
-    cfi_tail_jumper(b);
-    __asm__ volatile("" ::: "memory");
-}
-
-void *blocker_body(void *arg) {
+static void *blocker_body(void *arg) {
     struct blocker *b = arg;
     b->tid = (pid_t)syscall(SYS_gettid);
     stack_of_self(&b->lo, &b->hi);
@@ -1250,8 +1198,6 @@ void *blocker_body(void *arg) {
     case BLOCK_SEM: cfi_block_in_sem(b); break;
     case BLOCK_JOIN: cfi_block_in_join(b); break;
     case BLOCK_FRAMELESS_READ: osp_test_frameless_call(cfi_block_in_read, b); break;
-    case BLOCK_TAIL_OVER_STALE:
-    case BLOCK_TAIL_OVER_STALE_REALIGNED: cfi_tail_over_stale(b); break;
     }
     return NULL;
 }
@@ -1270,14 +1216,7 @@ static bool asleep(pid_t tid) {
     return rp && rp[1] == ' ' && rp[2] == 'S';
 }
 
-static void check_blocked_walk(enum block_kind kind, const char *caller, struct walk_result *w);
-
 static void check_blocked(enum block_kind kind, const char *caller) {
-    struct walk_result w;
-    check_blocked_walk(kind, caller, &w);
-}
-
-static void check_blocked_walk(enum block_kind kind, const char *caller, struct walk_result *out) {
     X86_64_ONLY();
     osp_prof__cfi_refresh();
     struct blocker b;
@@ -1285,8 +1224,6 @@ static void check_blocked_walk(enum block_kind kind, const char *caller, struct 
     b.kind = kind;
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
-    pthread_mutex_init(&b.held, NULL);
-    pthread_mutex_lock(&b.held);
     assert_int_equal(pipe(b.pipe_fd), 0);
     sem_init(&b.sem, 0, 0);
     pthread_t t;
@@ -1306,7 +1243,6 @@ static void check_blocked_walk(enum block_kind kind, const char *caller, struct 
     assert_true(w.n > 2);
     assert_true(has_frame(w.pcs, w.n, caller));
     assert_int_equal(w.info.end, OSP_UNWIND_ROOT);
-    *out = w;
     /* Wake it. */
     pthread_mutex_lock(&b.mu);
     b.go = 1;
@@ -1314,7 +1250,6 @@ static void check_blocked_walk(enum block_kind kind, const char *caller, struct 
     pthread_mutex_unlock(&b.mu);
     assert_int_equal(write(b.pipe_fd[1], "x", 1), 1);
     sem_post(&b.sem);
-    pthread_mutex_unlock(&b.held);
     pthread_join(t, NULL);
     close(b.pipe_fd[0]);
     close(b.pipe_fd[1]);
@@ -1340,37 +1275,6 @@ static void test_blocked_join(void **state) {
 static void test_blocked_read_under_frameless(void **state) {
     (void)state;
     check_blocked(BLOCK_FRAMELESS_READ, "osp_test_frameless_call");
-}
-
-/* rbp is unknown in a blocked thread, so the frame record of the first frame-pointer
- * function is located from its prologue (its frame's size above sp), whatever called it:
- * the walk goes from the blocked function straight to cfi_tail_over_stale
- * (cfi_tail_jumper's frame is gone after its tail call), never through the stale record
- * that cfi_stale_clock's call of clock_gettime left in the locals. Both with a fixed-size
- * frame and with a realigned one. */
-static void check_tail_over_stale(enum block_kind kind, const char *fn) {
-    struct walk_result w;
-    check_blocked_walk(kind, fn, &w);
-    size_t i = 0;
-    while (i < w.n && strcmp(name_of(w.pcs[i]), fn) != 0) i++;
-    assert_true(i + 1 < w.n);
-    const char *caller = name_of(w.pcs[i + 1]);
-    if (kind == BLOCK_TAIL_OVER_STALE_REALIGNED && strcmp(caller, "blocker_body") == 0) {
-        /* A realigned frame's record has a few possible places; where the caller's own
-         * record is among them too, the walk may skip the caller -- it never shows one
-         * that is not on the stack (docs/profiler-runtime.md, "Blocked threads"). */
-        print_message("%s: the caller's frame skipped (a realigned frame)\n", fn);
-    } else {
-        assert_string_equal(caller, "cfi_tail_over_stale");
-    }
-    assert_false(has_frame(w.pcs, w.n, "cfi_stale_clock"));
-    assert_false(has_frame(w.pcs, w.n, "clock_gettime"));
-}
-
-static void test_blocked_tail_call_over_stale_record(void **state) {
-    (void)state;
-    check_tail_over_stale(BLOCK_TAIL_OVER_STALE, "cfi_block_over_stale");
-    check_tail_over_stale(BLOCK_TAIL_OVER_STALE_REALIGNED, "cfi_block_over_stale_realigned");
 }
 
 /* A thread that is running (spinning): the kernel says "running", nothing is walked. A
@@ -1433,7 +1337,6 @@ int main(void) {
         cmocka_unit_test(test_blocked_sem),
         cmocka_unit_test(test_blocked_join),
         cmocka_unit_test(test_blocked_read_under_frameless),
-        cmocka_unit_test(test_blocked_tail_call_over_stale_record),
         cmocka_unit_test(test_blocked_not_blocked),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,10 +126,10 @@ static void deep_case(const char *delivery) {
         delivery, hot, whole, truncated, (double)w / 1e9, used);
     assert_true(hot >= 200);
     /* A sample whose outer frames cannot be told for certain is cut at the copy: never
-     * kept wrong, nor truncated -- its thread is moved to signal delivery and its CPU
-     * time goes to the next sample. */
-    assert_int_equal(truncated, 0);
-    assert_true(whole + 2 >= hot);
+     * kept wrong, and (but for a thread's first) not kept at all -- its thread is moved to
+     * signal delivery and its CPU time goes to the next sample. */
+    assert_true(truncated <= 1); /* a thread's first cut sample is kept */
+    assert_true(whole + truncated + 2 >= hot);
     assert_true(whole >= hot * 93 / 100);
     /* Weight: the CPU from the session's start (before the timed call) is in it too. */
     assert_true((double)w / 1e9 >= used * 0.97);
@@ -292,8 +292,8 @@ static void test_callers_signal(void **state) {
 #if defined(__x86_64__)
 /* A deep stack under a leaf whose rbp is not a frame pointer: ring samples cannot tell
  * what lies above the copy, so at the first the thread is moved to signal delivery; the
- * cut samples are not kept (their CPU time goes to the next sample), so every stack is
- * whole, and the weights still add up to the CPU time used. */
+ * cut samples are not kept (their CPU time goes to the next sample) except a thread's
+ * first, so every stack but that one is whole, and the weights add up to the CPU time. */
 __attribute__((noinline)) double ring_clobber_deep(int n) {
     volatile char pad[400];
     memset((char *)pad, n, sizeof pad);
@@ -342,7 +342,8 @@ static void test_clobbered_rbp_deep(void **state) {
         raw_free(&r);
         return;
     }
-    assert_int_equal(truncated, 0);
+    /* At most the first: a thread with no sample yet keeps its first cut sample. */
+    assert_true(truncated <= 1);
     assert_true(whole + 2 >= leaf);
     raw_free(&r);
 }
