@@ -24,6 +24,9 @@
 #define RUNNING_UNDER_TSAN 1
 #endif
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define RUNNING_UNDER_TSAN 1
+#endif
 #ifndef RUNNING_UNDER_TSAN
 #define RUNNING_UNDER_TSAN 0
 #endif

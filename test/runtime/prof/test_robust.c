@@ -42,21 +42,12 @@ static char g_dir[PATH_MAX];
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define UNDER_SANITIZER 1
 #endif
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
 #endif
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
 #endif
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#endif
 #ifndef UNDER_SANITIZER
 #define UNDER_SANITIZER 0
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
 #endif
 
 static int setup(void **state) {
@@ -178,9 +169,10 @@ static void interrupted_by(int sig) {
     print_message("signal %d [%s]: died of it, %zu on-CPU samples written\n", sig, r.engine, on);
     /* The samples of the run before the signal are in the file. ThreadSanitizer defers a
      * signal's handler to the thread's next interceptor, which a spinning thread seldom
-     * reaches: the cpu_timer engine wrote 13 to 16 samples for 0.2 s of CPU there, and
-     * fewer on a loaded machine (one failure of `on >= 5` in a make test run). */
-    assert_true(on >= (UNDER_TSAN ? 1u : 5u));
+     * reaches: the cpu_timer engine wrote 13 to 16 samples for 0.2 s of CPU there, close
+     * enough to 5 for a loaded machine (this case failed once in a make test run under
+     * ThreadSanitizer; which check failed was not recorded). */
+    assert_true(on >= (RUNNING_UNDER_TSAN ? 1u : 5u));
     raw_free(&r);
 }
 
@@ -241,7 +233,7 @@ static void test_sa_onstack_handler_on_small_altstack(void **state) {
  * while it held the registry mutex would deadlock its own exit (and the sampler) on it. */
 static void test_async_cancellation_never_deadlocks(void **state) {
     (void)state;
-    if (UNDER_TSAN) skip();
+    if (RUNNING_UNDER_TSAN) skip();
     char raw[PATH_MAX];
     snprintf(raw, sizeof raw, "%s/cancel.json", g_dir);
     struct proc p;

@@ -31,9 +31,20 @@ if handler < 0.5 * total:
     fail(f"only {handler} of {total} samples in the server fiber's handler (serve → fib)")
 
 summary = json.load(open(base + ".profile.json"))
-names = {f["name"]: f for f in summary["hotFunctions"]}
+hot = summary["hotFunctions"]
+names = {f["name"]: f for f in hot}
+# hotFunctions holds the first 50 functions by self weight. `serve` has almost none of
+# its own (fib has it), so where more than 50 functions have self samples (the runtime's
+# and a sanitizer's, in an ASan build) it may fall off the list: then the full list must
+# end below it, and the .cpuprofile must name its .osp file.
 for fn in ("serve", "fib"):
     f = names.get(fn)
+    if f is None and fn == "serve" and len(hot) == 50 and hot[-1]["selfSamples"] <= 1:
+        urls = {n["callFrame"]["url"] for n in json.load(open(base + ".cpuprofile"))["nodes"]
+                if n["callFrame"]["functionName"] == fn}
+        if any(u.endswith(".osp") for u in urls):
+            continue
+        fail(f"{fn} is not in profile.json's full hotFunctions, nor of the .osp file in the .cpuprofile: {urls}")
     if f is None or f["kind"] != "user" or not f["file"].endswith(".osp"):
         fail(f"{fn} is not a user function of the .osp file in profile.json: {f}")
 print(f"check_http_profile: {handler} of {total} samples in the handler on the server's fiber")
