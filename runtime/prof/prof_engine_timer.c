@@ -130,7 +130,10 @@ static int perf_enable(int fd) {
  * signal delivery draws in the handler; ring delivery from the sampler thread, where each
  * draw costs the sampled thread an interrupt (the ioctl reaches its core), so less often. */
 #define REJITTER_NS      4000000ull
-#define RING_REJITTER_NS 16000000ull
+/* Each draw of ring delivery interrupts the sampled thread's core and keeps the sampler
+ * thread waiting for that core to answer (smp_call_function_single: it was a quarter of
+ * the sampler thread's CPU with one draw per 16 ms of CPU on this virtual machine). */
+#define RING_REJITTER_NS 32000000ull
 
 /* Samples of a perf_event counter that share one drawn period: one draw per `every_ns`
  * of CPU time, at least one per sample. */
@@ -342,8 +345,12 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
 /* How often the sampler thread reads a ring-delivery counter together with its thread's
  * CPU clock (slot perf_ca/perf_va/perf_rho). Reading a running thread's counter from
  * another thread interrupts that thread's core (the kernel brings the count up to date
- * there), so it is done at most this often. */
-#define CALIBRATE_NS 50000000ull
+ * there) and keeps the sampler thread waiting for it, so it is done at most this often:
+ * every CALIBRATE_NS for a thread's first CALIBRATE_EARLY readings (its ratio settles),
+ * then every CALIBRATE_LATE_NS. */
+#define CALIBRATE_NS      50000000ull
+#define CALIBRATE_LATE_NS 200000000ull
+#define CALIBRATE_EARLY   4
 
 /* Read the counter and the thread's CPU clock together (the counter first: the clock is
  * read within microseconds after) and move the anchor there, with the ratio of the two
@@ -361,6 +368,7 @@ static void perf_calibrate(struct osp_prof_slot *s, uint64_t now) {
     s->perf_rho = rho > 1.01 ? 1.01 : rho < 0.5 ? 0.5 : rho;
     s->perf_ca = c;
     s->perf_va = v;
+    if (s->perf_cal_n < CALIBRATE_EARLY) s->perf_cal_n++;
 }
 
 /* The thread's CPU clock when its counter read `v` (see perf_calibrate). */
@@ -538,7 +546,8 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
 void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
     if (s->perf_rb == NULL || !in_session_process(ps)) return;
     uint64_t now = osp_prof__mono_ns();
-    if (now - s->perf_cal_t >= CALIBRATE_NS) perf_calibrate(s, now);
+    if (now - s->perf_cal_t >= (s->perf_cal_n < CALIBRATE_EARLY ? CALIBRATE_NS : CALIBRATE_LATE_NS))
+        perf_calibrate(s, now);
     uint64_t period = 0;
     bool draw = perf_ring_read(ps, s, &period);
     bool armed = atomic_load_explicit(&s->ktimer_armed, memory_order_acquire);
@@ -615,6 +624,7 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
                 s->perf_ca = s->h_cpu_last;
             s->perf_va = 0;
             s->perf_rho = 1.0;
+            s->perf_cal_n = 0;
             s->perf_cal_t = osp_prof__mono_ns();
         }
         s->ktimer_kind = kind;

@@ -180,8 +180,10 @@ struct osp_prof_slot {
      * counter value v is turned into the thread's CPU clock as perf_ca + perf_rho * (v -
      * perf_va): (perf_ca, perf_va) a pair of CPU clock and counter read together, at most
      * CALIBRATE_NS ago (prof_engine_timer.c), perf_rho the ratio of the two clocks' advance
-     * over the window before it. perf_cal_t: monotonic time of that reading. */
+     * over the window before it. perf_cal_t: monotonic time of that reading; perf_cal_n:
+     * the readings so far, up to CALIBRATE_EARLY (they come less often after that). */
     uint64_t perf_ca, perf_va, perf_cal_t;
+    uint32_t perf_cal_n;
     double perf_rho;
     /* Ring samples whose stack had to be cut at the copy (nothing above it could be told):
      * at the first, the thread is moved to signal delivery (CUT_LIMIT). */
