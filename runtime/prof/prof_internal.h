@@ -24,6 +24,23 @@
 #define OSP_PROF_SAMPLER 0
 #endif
 
+/* Sanitizer builds (clang's __has_feature, gcc's __SANITIZE_*__): OSP_PROF_UNDER_ASAN and
+ * OSP_PROF_UNDER_TSAN are defined to 1 in AddressSanitizer and ThreadSanitizer builds. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OSP_PROF_UNDER_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define OSP_PROF_UNDER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(OSP_PROF_UNDER_ASAN)
+#define OSP_PROF_UNDER_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(OSP_PROF_UNDER_TSAN)
+#define OSP_PROF_UNDER_TSAN 1
+#endif
+
 /* Internal symbols stay out of the dynamic symbol table of libosprey_prof.so. */
 #define OSP_PROF_HIDDEN __attribute__((visibility("hidden")))
 #define OSP_PROF_PUBLIC __attribute__((visibility("default")))

@@ -38,12 +38,7 @@
 
 #include "prof_session.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define OSP_PROF_NO_INTERPOSE 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(OSP_PROF_UNDER_ASAN) || defined(OSP_PROF_UNDER_TSAN)
 #define OSP_PROF_NO_INTERPOSE 1
 #endif
 

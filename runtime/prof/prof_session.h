@@ -548,13 +548,6 @@ static inline void osp_prof__nocancel_enter(struct osp_prof_nocancel *g) {
  * request could still unwind a thread inside one of them with a profiler lock held.
  * Every descriptor the profiler closes or reads under the registry mutex on a program
  * thread goes through these. Same results and errno as the libc functions. */
-#if defined(__SANITIZE_THREAD__)
-#define OSP_PROF_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define OSP_PROF_UNDER_TSAN 1
-#endif
-#endif
 static inline int osp_prof__close_nc(int fd) {
 #ifdef OSP_PROF_UNDER_TSAN
     /* ThreadSanitizer must see the close: it keeps its own table of descriptors, and a

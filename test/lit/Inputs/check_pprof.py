@@ -40,6 +40,12 @@ for line in out.stdout.splitlines():
         theirs[name] = theirs.get(name, 0.0) + float(m.group(1))
 bad = []
 for name, pct in ours.items():
+    if name not in theirs and name.count("(") > name.count(")"):
+        # A C++ signature with spaces ("f(char const*, int)"), cut at its first space by
+        # the row pattern above: the one pprof name it begins.
+        whole = [n for n in theirs if n.startswith(name)]
+        if len(whole) == 1:
+            name = whole[0]
     if name not in theirs:
         bad.append(f"{name}: in our report ({pct}%) but not listed by pprof")
     elif abs(theirs[name] - pct) > 0.1 + 0.05:  # ours is rounded to 0.1

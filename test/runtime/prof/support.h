@@ -19,15 +19,9 @@
 
 /* 1 in a ThreadSanitizer build: it runs a signal handler at the thread's next
  * interceptor, not where the signal came, so checks of where samples land differ there. */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
+#ifdef OSP_PROF_UNDER_TSAN
 #define RUNNING_UNDER_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define RUNNING_UNDER_TSAN 1
-#endif
-#ifndef RUNNING_UNDER_TSAN
+#else
 #define RUNNING_UNDER_TSAN 0
 #endif
 

@@ -38,15 +38,9 @@ static char g_dir[PATH_MAX];
  * slot lock, and its exit (the forced unwind's pthread_once, intercepted) waits on it
  * forever, with no profiler frame on any stack (seen with gdb); the cancellation case
  * runs in the release and ASan builds. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#if defined(OSP_PROF_UNDER_ASAN) || defined(OSP_PROF_UNDER_TSAN)
 #define UNDER_SANITIZER 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#endif
-#ifndef UNDER_SANITIZER
+#else
 #define UNDER_SANITIZER 0
 #endif
 
