@@ -110,6 +110,7 @@ const struct osp_prof_engine osp_prof__engine_sampler = {
     .name = OSP_RAW_ENGINE_SAMPLER,
     .start = sampler_start,
     .stop = sampler_stop,
+    .thread_prepare = NULL,
     .thread_registered = NULL,
     .thread_unregistered = NULL,
     .fork_child = sampler_fork_child,

@@ -183,28 +183,29 @@ static bool in_session_process(const struct osp_prof_session *ps) {
 
 /* A ring's data bytes for the session's rate (a power of two): room for about 25 of the
  * largest records up to 1 kHz, 50 above. */
-static size_t perf_ring_bytes(const struct osp_prof_session *ps) {
-    return ps->period_ns >= 1000000 ? (size_t)256 << 10 : (size_t)512 << 10;
+static size_t perf_ring_bytes(uint64_t session_period_ns) {
+    return session_period_ns >= 1000000 ? (size_t)256 << 10 : (size_t)512 << 10;
 }
 
 /* The longest the sampler thread may wait between two drains of a ring: the time the
  * thread needs to fill half of it with samples. */
 static uint64_t perf_ring_tick_ns(const struct osp_prof_session *ps) {
-    uint64_t records = perf_ring_bytes(ps) / OSP_PROF_PERF_RECORD_MAX;
+    uint64_t records = perf_ring_bytes(ps->period_ns) / OSP_PROF_PERF_RECORD_MAX;
     return records / 2 * ps->period_ns;
 }
 
-/* A ring-delivery counter of thread `tid` (perf_open) with its ring mapped: the
- * descriptor, with the mapping in *rb and its data bytes in *bytes; -1 (nothing left
- * open) where the counter is refused or the ring cannot be mapped (the locked-memory
- * limit of an unprivileged user: perf_event_mlock_kb, then RLIMIT_MEMLOCK). */
-static int perf_ring_open(const struct osp_prof_session *ps, pid_t tid, uint64_t period_ns,
-                          void **rb, size_t *bytes) {
+/* A ring-delivery counter of thread `tid` (perf_open) with its ring mapped, sized for a
+ * session sampling every `session_period_ns`: the descriptor, with the mapping in *rb and
+ * its data bytes in *bytes; -1 (nothing left open) where the counter is refused or the
+ * ring cannot be mapped (the locked-memory limit of an unprivileged user:
+ * perf_event_mlock_kb, then RLIMIT_MEMLOCK). */
+static int perf_ring_open(uint64_t session_period_ns, pid_t tid, uint64_t period_ns, void **rb,
+                          size_t *bytes) {
     *rb = NULL;
     *bytes = 0;
     int fd = perf_open(tid, period_ns, true);
     if (fd < 0) return -1;
-    size_t len = perf_ring_bytes(ps);
+    size_t len = perf_ring_bytes(session_period_ns);
     void *m = mmap(NULL, page_bytes() + len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         osp_prof__close_nc(fd);
@@ -572,15 +573,10 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
 
 #endif /* PERF_RING_SUPPORTED */
 
-/* Give the calling thread (slot `s`, already active) its timer of `kind`. On failure
- * the slot keeps OSP_KTIMER_NONE. */
-static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, int kind,
-                          bool ring_only) {
-    s->ktimer_kind = OSP_KTIMER_NONE;
-    s->ring_delivery = false;
-    s->h_rng = osp_prof__mono_ns() ^ ((uint64_t)s->tid << 20) ^ 0x9E3779B97F4A7C15ull;
-    if (s->h_rng == 0) s->h_rng = 1;
-    s->h_cpu_last = s->sm.cpu_req; /* the CPU clock read at registration */
+/* A thread's jitter state and the CPU time from its registration to its first sample. */
+static void ktimer_first(pid_t tid, uint64_t period_ns, uint64_t *rng, uint64_t *first) {
+    uint64_t r = osp_prof__mono_ns() ^ ((uint64_t)tid << 20) ^ 0x9E3779B97F4A7C15ull;
+    if (r == 0) r = 1;
     /* The first due time comes from the residual distribution of the periods (so the
      * expected count of a thread's samples is its CPU time over the period from its
      * start), but never sooner than half a period: a counter that expires again and
@@ -590,21 +586,61 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
      * milliseconds of CPU in that interrupt storm (64 threads at 997 Hz on this virtual
      * machine). Flooring it loses 0.125 samples per thread on average; a first period
      * drawn like the others lost 0.5. */
-    uint64_t first = osp_prof__first_due_ns(&s->h_rng, ps->period_ns);
-    if (first < ps->period_ns / 2) first = ps->period_ns / 2;
-    if (first < MIN_PERIOD_NS) first = MIN_PERIOD_NS;
+    uint64_t f = osp_prof__first_due_ns(&r, period_ns);
+    if (f < period_ns / 2) f = period_ns / 2;
+    if (f < MIN_PERIOD_NS) f = MIN_PERIOD_NS;
+    *rng = r;
+    *first = f;
+}
+
+/* The perf_event engine's thread_prepare (prof_session.h): on the registering thread,
+ * outside the registry mutex, its counter opened with the first period and not counting,
+ * with ring delivery where the session has it (p->ring), else one that signals the thread
+ * (p->signal_ok). */
+static void perf_prepare(struct osp_prof_ktimer_prep *p, pid_t tid) {
+    p->fd = -1;
+    p->rb = NULL;
+    p->rb_bytes = 0;
+    ktimer_first(tid, p->period_ns, &p->rng, &p->first);
+    if (p->ring) p->fd = perf_ring_open(p->period_ns, tid, p->first, &p->rb, &p->rb_bytes);
+    if (p->fd < 0 && p->signal_ok) p->fd = perf_open(tid, p->first, false);
+}
+
+void osp_prof__ktimer_prep_release(struct osp_prof_ktimer_prep *p) {
+    if (p->rb != NULL) munmap(p->rb, page_bytes() + p->rb_bytes);
+    if (p->fd >= 0) osp_prof__close_nc(p->fd);
+    p->rb = NULL;
+    p->rb_bytes = 0;
+    p->fd = -1;
+}
+
+/* Give the calling thread (slot `s`, already active) its timer of `kind`: for
+ * OSP_KTIMER_PERF the counter `p` prepared (taken out of it; none: the slot keeps no
+ * timer), for OSP_KTIMER_POSIX a new timer. On failure the slot keeps OSP_KTIMER_NONE. */
+static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, int kind,
+                          struct osp_prof_ktimer_prep *p) {
+    s->ktimer_kind = OSP_KTIMER_NONE;
+    s->ring_delivery = false;
+    uint64_t first;
+    if (kind == OSP_KTIMER_PERF) {
+        s->h_rng = p->rng;
+        first = p->first;
+    } else {
+        ktimer_first(s->tid, ps->period_ns, &s->h_rng, &first);
+    }
+    s->h_cpu_last = s->sm.cpu_req; /* the CPU clock read at registration */
     s->h_next_due = s->h_cpu_last + first;
     /* perf_event: the first sample draws the first real period (the kernel keeps the
      * period it was opened with until told otherwise). */
     s->h_left = 1;
     if (kind == OSP_KTIMER_PERF) {
-        int fd = -1;
-        void *rb = NULL;
-        size_t bytes = 0;
-        /* Ring delivery; where it cannot be had, this thread's counter signals it. */
-        if (ps->perf_ring) fd = perf_ring_open(ps, s->tid, first, &rb, &bytes);
-        if (fd < 0 && !ring_only) fd = perf_open(s->tid, first, false);
-        if (fd < 0) return;
+        if (p->fd < 0) return;
+        int fd = p->fd;
+        void *rb = p->rb;
+        size_t bytes = p->rb_bytes;
+        p->fd = -1;
+        p->rb = NULL;
+        p->rb_bytes = 0;
         s->ring_delivery = rb != NULL;
         /* The slot knows its counter before the counter runs: a signal of it that the
          * handler did not recognise would not re-arm it, and with a period shorter than
@@ -797,7 +833,8 @@ static bool timer_start(struct osp_prof_session *ps, int kind, int *cause) {
         if (PERF_RING_SUPPORTED && (dv == NULL || strcmp(dv, "signal") != 0)) {
             void *rb;
             size_t bytes;
-            fd = perf_ring_open(ps, (pid_t)syscall(SYS_gettid), ps->period_ns, &rb, &bytes);
+            fd = perf_ring_open(ps->period_ns, (pid_t)syscall(SYS_gettid), ps->period_ns, &rb,
+                                &bytes);
             if (fd >= 0) {
                 munmap(rb, page_bytes() + bytes);
                 osp_prof__close_nc(fd);
@@ -828,15 +865,17 @@ static bool cpu_timer_start(struct osp_prof_session *ps, int *cause) {
 }
 
 /* Once the program took SIGPROF, a new thread still gets a counter with ring delivery
- * (which needs no signal), never one that would signal it. */
-static void perf_registered(struct osp_prof_session *ps, struct osp_prof_slot *s) {
-    if (!atomic_load(&ps->handler_lost))
-        ktimer_create(ps, s, OSP_KTIMER_PERF, false);
-    else if (ps->perf_ring)
-        ktimer_create(ps, s, OSP_KTIMER_PERF, true);
+ * (which needs no signal), never one that would signal it (a prepared one is closed by
+ * the caller). */
+static void perf_registered(struct osp_prof_session *ps, struct osp_prof_slot *s,
+                            struct osp_prof_ktimer_prep *p) {
+    if (p->rb == NULL && atomic_load(&ps->handler_lost)) return;
+    ktimer_create(ps, s, OSP_KTIMER_PERF, p);
 }
-static void cpu_timer_registered(struct osp_prof_session *ps, struct osp_prof_slot *s) {
-    if (!atomic_load(&ps->handler_lost)) ktimer_create(ps, s, OSP_KTIMER_POSIX, false);
+static void cpu_timer_registered(struct osp_prof_session *ps, struct osp_prof_slot *s,
+                                 struct osp_prof_ktimer_prep *p) {
+    (void)p;
+    if (!atomic_load(&ps->handler_lost)) ktimer_create(ps, s, OSP_KTIMER_POSIX, NULL);
 }
 
 /* On the thread itself with SIGPROF blocked: no handler of ours is running on it, so the
@@ -889,6 +928,7 @@ const struct osp_prof_engine osp_prof__engine_perf_event = {
     .name = OSP_RAW_ENGINE_PERF_EVENT,
     .start = perf_start,
     .stop = timer_stop,
+    .thread_prepare = perf_prepare,
     .thread_registered = perf_registered,
     .thread_unregistered = timer_unregistered,
     .fork_child = timer_fork_child,
@@ -898,6 +938,7 @@ const struct osp_prof_engine osp_prof__engine_cpu_timer = {
     .name = OSP_RAW_ENGINE_CPU_TIMER,
     .start = cpu_timer_start,
     .stop = timer_stop,
+    .thread_prepare = NULL,
     .thread_registered = cpu_timer_registered,
     .thread_unregistered = timer_unregistered,
     .fork_child = timer_fork_child,

@@ -85,6 +85,23 @@ void osp_prof__key_destructor(void *value) {
     if (osp_prof__t_slot != NULL) osp_prof__release_current(&osp_prof__session);
 }
 
+/* The first free slot, or NULL. Under the registry mutex. */
+static struct osp_prof_slot *free_slot(struct osp_prof_session *ps) {
+    for (size_t i = 0; i < OSP_PROF_NSLOTS; i++)
+        if (atomic_load_explicit(&ps->slots[i].state, memory_order_relaxed) == OSP_SLOT_FREE)
+            return &ps->slots[i];
+    return NULL;
+}
+
+/* The session's parameters a thread_prepare needs. Under the registry mutex. */
+static void set_prep(struct osp_prof_session *ps, struct osp_prof_ktimer_prep *p) {
+    p->engine = ps->engine;
+    p->epoch = ps->epoch;
+    p->period_ns = ps->period_ns;
+    p->ring = ps->perf_ring;
+    p->signal_ok = !atomic_load(&ps->handler_lost);
+}
+
 static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const char *label,
                           bool is_auto) {
     struct osp_prof_slot *cur = osp_prof__t_slot;
@@ -117,15 +134,29 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     osp_prof__cut_label(label, lab);
     pid_t tid = (pid_t)syscall(SYS_gettid);
 
+    /* What may wait for the kernel (opening the thread's counter, mapping its ring,
+     * allocating a slot's sample ring: mmap waits for the process's address-space lock,
+     * which every thread starting at the same time takes) is done without the registry
+     * mutex, with the session's parameters read under it, and only by a thread that will
+     * find a free slot: the mutex is held only to publish it. With 64 threads starting at
+     * once on 2 cores, registrations that opened and mapped under the mutex, and were
+     * preempted or put to sleep there, formed a convoy that kept the last threads
+     * unregistered, and the sampler thread from emptying the rings, for over a second. */
+    struct osp_prof_ktimer_prep prep = {.fd = -1};
+    struct osp_prof_ring *spare = NULL;
+    pthread_mutex_lock(&ps->reg);
+    struct osp_prof_slot *fs =
+        ps->state == OSP_SESSION_RUNNING && ps->engine != NULL ? free_slot(ps) : NULL;
+    bool prepare = fs != NULL && ps->engine->thread_prepare != NULL;
+    bool need_ring = fs != NULL && fs->ring == NULL;
+    if (prepare) set_prep(ps, &prep);
+    pthread_mutex_unlock(&ps->reg);
+    if (prepare) prep.engine->thread_prepare(&prep, tid);
+    if (need_ring) spare = calloc(1, sizeof *spare); /* never in the handler */
+
     pthread_mutex_lock(&ps->reg);
     if (ps->state != OSP_SESSION_RUNNING) goto out;
-    struct osp_prof_slot *s = NULL;
-    size_t idx = 0;
-    for (; idx < OSP_PROF_NSLOTS; idx++)
-        if (atomic_load_explicit(&ps->slots[idx].state, memory_order_relaxed) == OSP_SLOT_FREE) {
-            s = &ps->slots[idx];
-            break;
-        }
+    struct osp_prof_slot *s = free_slot(ps);
     if (s == NULL) {
         /* One count per thread: its own registration after the interposer's is the same. */
         if (!t_over_counted) ps->threads_over_limit++;
@@ -133,7 +164,8 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
         goto out;
     }
     if (s->ring == NULL) {
-        s->ring = calloc(1, sizeof *s->ring); /* registering thread, never in the handler */
+        s->ring = spare != NULL ? spare : calloc(1, sizeof *s->ring);
+        spare = NULL;
         if (s->ring == NULL) goto out;
     }
     if (ps->nrows == ps->rows_cap) {
@@ -170,14 +202,24 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     s->sm.blk_stack_cached = -1;
     s->sm.stat_fd = -1;
     s->sm.ring_full_seen = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
+    size_t idx = (size_t)(s - ps->slots);
     if (idx + 1 > ps->slots_hi) ps->slots_hi = idx + 1;
     osp_prof__t_slot = s;
     t_gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
     pthread_setspecific(ps->key, s);
     atomic_store_explicit(&s->state, OSP_SLOT_ACTIVE, memory_order_release);
-    if (ps->engine->thread_registered != NULL) ps->engine->thread_registered(ps, s);
+    if (ps->engine->thread_prepare != NULL &&
+        (prep.engine != ps->engine || prep.epoch != ps->epoch)) {
+        /* Rare: the session changed meanwhile, or a slot came free only now. */
+        osp_prof__ktimer_prep_release(&prep);
+        set_prep(ps, &prep);
+        ps->engine->thread_prepare(&prep, tid);
+    }
+    if (ps->engine->thread_registered != NULL) ps->engine->thread_registered(ps, s, &prep);
 out:
     pthread_mutex_unlock(&ps->reg);
+    osp_prof__ktimer_prep_release(&prep);
+    free(spare);
 }
 
 /* Every path that takes a profiler lock on a program thread runs uncancellable

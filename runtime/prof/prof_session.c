@@ -320,6 +320,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
 
     pthread_mutex_lock(&ps->reg);
     ps->state = OSP_SESSION_RUNNING;
+    ps->epoch++;
     pthread_mutex_unlock(&ps->reg);
     term_install(ps);
     /* The first engine that starts, from the one OSPREY_PROFILE_ENGINE names (§(l.3));

@@ -226,20 +226,51 @@ struct osp_prof_session;
  *  - stop: called on the session owner under the session lock, after hooks have been
  *    turned off and no registration can start. Returns once no engine thread runs and no
  *    engine signal handler will record anything more; the store is then the owner's.
+ *  - thread_prepare: called on the registering thread before it takes the registry
+ *    mutex to take a slot, with `p` holding the session's parameters as read under that
+ *    mutex just before (p->engine, p->period_ns, p->ring, p->signal_ok): makes the
+ *    thread's kernel timer ready but not running (the slow part of a registration:
+ *    perf_event_open, mapping the counter's ring), so that the mutex is held only to
+ *    publish it. With 64 threads starting at once on 2 cores, each registration opening
+ *    and mapping its counter under the mutex and being preempted there made a convoy
+ *    that kept the last threads, and the sampler thread's drains, waiting for over a
+ *    second (rings full). May be NULL; failures leave p->fd at -1.
  *  - thread_registered / thread_unregistered: called on the thread itself, under the
  *    registry mutex, right after its slot became active / when it unregisters (or exits)
- *    while its slot is still active. May be NULL. Must not take the session lock. Slots
+ *    while its slot is still active. thread_registered gets what thread_prepare made
+ *    (made again under the mutex when the session changed meanwhile or a slot came free
+ *    only then) and takes what it keeps out of it (p->fd -1, p->rb NULL); the caller
+ *    releases the rest after unlocking
+ *    (osp_prof__ktimer_prep_release). May be NULL. Must not take the session lock. Slots
  *    the session retires without their thread (thread gone, session stop) get no
  *    thread_unregistered call: `stop` releases whatever the engine still holds for them.
  *  - fork_child: called in a forked child (pthread_atfork child handler, async-signal-safe
  *    code only) when a session was running in the parent; puts the child's process state
  *    (signal actions, descriptors) back as the program had it. May be NULL.
  */
+/* A registering thread's kernel timer made ready outside the registry mutex (the
+ * engine's thread_prepare). Inputs, read under the mutex: the session's engine, epoch,
+ * period, whether counters get rings and whether they may signal. Outputs: the counter
+ * (opened, not counting; -1 none) with its ring mapping and data bytes, the thread's
+ * jitter state and its first due time (ns of CPU time from its registration). */
+struct osp_prof_ktimer_prep {
+    const struct osp_prof_engine *engine;
+    uint64_t epoch;
+    uint64_t period_ns;
+    bool ring, signal_ok;
+    int fd;
+    void *rb;
+    size_t rb_bytes;
+    uint64_t rng, first;
+};
+
 struct osp_prof_engine {
     const char *name;
     bool (*start)(struct osp_prof_session *ps, int *cause);
     void (*stop)(struct osp_prof_session *ps);
-    void (*thread_registered)(struct osp_prof_session *ps, struct osp_prof_slot *s);
+    void (*thread_prepare)(struct osp_prof_ktimer_prep *p, pid_t tid);
+    void (*thread_registered)(struct osp_prof_session *ps, struct osp_prof_slot *s,
+                              struct osp_prof_ktimer_prep *p);
     void (*thread_unregistered)(struct osp_prof_session *ps, struct osp_prof_slot *s);
     void (*fork_child)(struct osp_prof_session *ps);
 };
@@ -352,6 +383,11 @@ OSP_PROF_HIDDEN void osp_prof__record_timer_sample(struct osp_prof_session *ps,
                                                    const uintptr_t *pcs, uint32_t n,
                                                    bool truncated);
 
+/* Close the counter and unmap the ring a thread_prepare made that thread_registered did
+ * not take (p->fd >= 0, p->rb non-NULL); leaves p empty. Outside the registry mutex, on
+ * the registering thread. prof_engine_timer.c. */
+OSP_PROF_HIDDEN void osp_prof__ktimer_prep_release(struct osp_prof_ktimer_prep *p);
+
 /* Disarm and release every slot's kernel timer (engine stop). Under the registry mutex. */
 OSP_PROF_HIDDEN void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bool release);
 /* Disarm the kernel timers that signal their thread (every one but ring delivery's), when
@@ -388,6 +424,7 @@ struct osp_prof_session {
 
     /* Under reg. */
     int state;                   /* OSP_SESSION_* */
+    uint64_t epoch;              /* sessions started in this process (under reg) */
     struct osp_prof_slot *slots; /* OSP_PROF_NSLOTS, allocated once, never freed */
     size_t slots_hi;             /* 1 + highest slot index ever used */
     struct osp_prof_row *rows;
