@@ -206,11 +206,19 @@ static int perf_ring_open(uint64_t session_period_ns, pid_t tid, uint64_t period
     int fd = perf_open(tid, period_ns, true);
     if (fd < 0) return -1;
     size_t len = perf_ring_bytes(session_period_ns);
-    void *m = mmap(NULL, page_bytes() + len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* Every page is faulted in here, on the registering thread, the control page for
+     * writing too (the kernel maps it read-only until its first write): the sampler
+     * thread's first access would otherwise fault, and a fault waits for the process's
+     * address-space lock behind every thread mapping at the time (with 64 threads
+     * starting at once the sampler thread waited up to 250 ms on its first store to a
+     * new ring's data_tail, sched_switch traces). */
+    void *m =
+        mmap(NULL, page_bytes() + len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (m == MAP_FAILED) {
         osp_prof__close_nc(fd);
         return -1;
     }
+    __atomic_store_n(&((struct perf_event_mmap_page *)m)->data_tail, 0, __ATOMIC_RELEASE);
     *rb = m;
     *bytes = len;
     return fd;

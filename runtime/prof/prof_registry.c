@@ -137,18 +137,31 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     /* What may wait for the kernel (opening the thread's counter, mapping its ring,
      * allocating a slot's sample ring: mmap waits for the process's address-space lock,
      * which every thread starting at the same time takes) is done without the registry
-     * mutex, with the session's parameters read under it, and only by a thread that will
-     * find a free slot: the mutex is held only to publish it. With 64 threads starting at
-     * once on 2 cores, registrations that opened and mapped under the mutex, and were
+     * mutex: the slot is reserved and the session's parameters read under it first, and
+     * the mutex is taken again only to publish what was made. With 64 threads starting
+     * at once on 2 cores, registrations that opened and mapped under the mutex, and were
      * preempted or put to sleep there, formed a convoy that kept the last threads
      * unregistered, and the sampler thread from emptying the rings, for over a second. */
     struct osp_prof_ktimer_prep prep = {.fd = -1};
     struct osp_prof_ring *spare = NULL;
     pthread_mutex_lock(&ps->reg);
-    struct osp_prof_slot *fs =
-        ps->state == OSP_SESSION_RUNNING && ps->engine != NULL ? free_slot(ps) : NULL;
-    bool prepare = fs != NULL && ps->engine->thread_prepare != NULL;
-    bool need_ring = fs != NULL && fs->ring == NULL;
+    if (ps->state != OSP_SESSION_RUNNING || ps->engine == NULL) {
+        pthread_mutex_unlock(&ps->reg);
+        return;
+    }
+    struct osp_prof_slot *s = free_slot(ps);
+    if (s == NULL) {
+        /* One count per thread: its own registration after the interposer's is the same. */
+        if (!t_over_counted) ps->threads_over_limit++;
+        t_over_counted = is_auto;
+        pthread_mutex_unlock(&ps->reg);
+        return;
+    }
+    /* Neither free (no other registration takes it) nor active (the sampler thread and
+     * the session's stop pass it by). */
+    atomic_store_explicit(&s->state, OSP_SLOT_RESERVED, memory_order_relaxed);
+    bool prepare = ps->engine->thread_prepare != NULL;
+    bool need_ring = s->ring == NULL;
     if (prepare) set_prep(ps, &prep);
     pthread_mutex_unlock(&ps->reg);
     if (prepare) prep.engine->thread_prepare(&prep, tid);
@@ -156,15 +169,8 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
 
     pthread_mutex_lock(&ps->reg);
     if (ps->state != OSP_SESSION_RUNNING) goto out;
-    struct osp_prof_slot *s = free_slot(ps);
-    if (s == NULL) {
-        /* One count per thread: its own registration after the interposer's is the same. */
-        if (!t_over_counted) ps->threads_over_limit++;
-        t_over_counted = is_auto;
-        goto out;
-    }
     if (s->ring == NULL) {
-        s->ring = spare != NULL ? spare : calloc(1, sizeof *s->ring);
+        s->ring = spare;
         spare = NULL;
         if (s->ring == NULL) goto out;
     }
@@ -217,6 +223,8 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     }
     if (ps->engine->thread_registered != NULL) ps->engine->thread_registered(ps, s, &prep);
 out:
+    if (atomic_load_explicit(&s->state, memory_order_relaxed) == OSP_SLOT_RESERVED)
+        atomic_store_explicit(&s->state, OSP_SLOT_FREE, memory_order_release);
     pthread_mutex_unlock(&ps->reg);
     osp_prof__ktimer_prep_release(&prep);
     free(spare);

@@ -590,7 +590,7 @@ static void tick(struct osp_prof_session *ps) {
      * before the walks that need them; a cheap check when nothing changed (§(l.1)). */
     osp_prof__cfi_refresh();
     size_t n = 0;
-    pthread_mutex_lock(&ps->reg);
+    osp_prof__sampler_reg_lock(ps);
     for (size_t i = 0; i < ps->slots_hi; i++)
         if (atomic_load_explicit(&ps->slots[i].state, memory_order_relaxed) == OSP_SLOT_ACTIVE) {
             ps->snap[n].idx = (uint32_t)i;
@@ -602,7 +602,7 @@ static void tick(struct osp_prof_session *ps) {
         if (atomic_load_explicit(&ps->stop, memory_order_relaxed) ||
             atomic_load_explicit(&ps->term_sig, memory_order_relaxed))
             return;
-        pthread_mutex_lock(&ps->reg);
+        osp_prof__sampler_reg_lock(ps);
         struct osp_prof_slot *s = &ps->slots[ps->snap[j].idx];
         /* Revalidate under the mutex: unregistration takes it too, so the thread stays
          * alive and registered for the whole examination (§(d) "Validity"). */

@@ -70,7 +70,10 @@
  * copy, then the live stack above it). */
 #define OSP_PROF_PERF_VIEW_BYTES  (256 * 1024)
 
-enum { OSP_SLOT_FREE = 0, OSP_SLOT_ACTIVE = 1, OSP_SLOT_RETIRED = 2 };
+/* A slot is FREE, RESERVED by a registering thread that is making its timer outside the
+ * registry mutex (prof_registry.c), ACTIVE, or RETIRED (its thread gone or the session
+ * stopped; only its owner frees it). */
+enum { OSP_SLOT_FREE = 0, OSP_SLOT_ACTIVE = 1, OSP_SLOT_RETIRED = 2, OSP_SLOT_RESERVED = 3 };
 enum { OSP_SESSION_IDLE = 0, OSP_SESSION_RUNNING = 1, OSP_SESSION_STOPPING = 2 };
 /* The kernel timer a slot's thread carries (§(l.3)): none (the sampler thread's directed
  * requests sample it), a perf_event task-clock descriptor, or a POSIX CPU-time timer. */
@@ -610,6 +613,29 @@ static inline void osp_prof__nocancel_leave(const struct osp_prof_nocancel *g) {
 }
 
 /* ---- registry (prof_registry.c) -------------------------------------------------------- */
+
+/*
+ * The sampler thread's way to take the registry mutex (ps->reg): without queueing behind
+ * its sleeping waiters. Try it, and while it is held, sleep 20 µs, then twice as long
+ * each time up to 1 ms, and try again. A mutex's waiters sleep in the kernel and its
+ * unlock wakes the first of them, which holds everyone queued behind it until the
+ * scheduler runs it: with 64 busy threads starting on 2 cores that was about 30 ms per
+ * hand-off, and a sampler thread queued behind the registrations waited for over a
+ * second, the mutex free nearly all along, while the rings overflowed (sched_switch
+ * traces). A poller takes the mutex at its first try after it came free. Only the
+ * sampler thread polls, one thread: program threads block on the mutex as usual (a
+ * thousand threads polling, test_capture's threads beyond the slots ending at once under
+ * ThreadSanitizer, kept the holder from running). The sleep is the system call (not the
+ * C library's nanosleep, which the preload library interposes). Not in signal context.
+ */
+static inline void osp_prof__sampler_reg_lock(struct osp_prof_session *ps) {
+    long ns = 20000;
+    while (pthread_mutex_trylock(&ps->reg) != 0) {
+        struct timespec ts = {0, ns};
+        syscall(SYS_nanosleep, &ts, NULL);
+        if (ns < 1000000) ns *= 2;
+    }
+}
 
 /* Register the calling thread (§(d)) as `fiber_id` with `label` (NULL: ""), unless it is
  * already registered in this session. Takes the registry mutex; does nothing unless the
