@@ -188,6 +188,12 @@ struct osp_prof_slot {
     uint64_t perf_ca, perf_va, perf_cal_t;
     uint32_t perf_cal_n;
     double perf_rho;
+    /* Ring delivery: monotonic time of the anchor (perf_ca, perf_va), and the share of a
+     * core the thread used since it, from the last reading (1 until then): a thread that
+     * is seldom on a CPU gets its periods drawn more often (prof_engine_timer.c
+     * ring_rejitter_ns). */
+    uint64_t perf_anchor_t;
+    double perf_share;
     /* Ring samples whose stack had to be cut at the copy (nothing above it could be told):
      * at the first, the thread is moved to signal delivery (CUT_LIMIT). */
     uint32_t perf_cut;
