@@ -135,19 +135,6 @@ static int perf_enable(int fd) {
  * the sampler thread's CPU with one draw per 16 ms of CPU on this virtual machine). */
 #define RING_REJITTER_NS 32000000ull
 
-/* CPU time between two draws of a ring-delivery counter's period: RING_REJITTER_NS for a
- * thread that keeps its core, less for one that is seldom on a CPU (its share of a core,
- * perf_share), down to REJITTER_NS. A draw interrupts the thread's core only while the
- * thread runs there, so the interruptions per second of wall time stay what they are for
- * a busy thread; and each draw makes up the samples lost since the previous one (the
- * schedule's catch-up): with 64 busy threads on 2 cores, each running about 70 ms of
- * CPU in 2 s, draws every 32 ms of CPU made up little of what the kernel drops (0.971 to
- * 0.979 of the rate in 6 runs). */
-static uint64_t ring_rejitter_ns(const struct osp_prof_slot *s) {
-    double ns = (double)RING_REJITTER_NS * s->perf_share;
-    return ns < (double)REJITTER_NS ? REJITTER_NS : (uint64_t)ns;
-}
-
 /* Samples of a perf_event counter that share one drawn period: one draw per `every_ns`
  * of CPU time, at least one per sample. */
 static uint32_t rejitter_every(const struct osp_prof_session *ps, uint64_t every_ns) {
@@ -481,6 +468,19 @@ static bool perf_sample(struct osp_prof_session *ps, struct osp_prof_slot *s,
     if (cpu > s->h_cpu_last) s->h_cpu_last = cpu;
     osp_prof__record_timer_sample(ps, s, t, cpu, weight, pcs, (uint32_t)n, trunc);
     return true;
+}
+
+/* CPU time between two draws of a ring-delivery counter's period: RING_REJITTER_NS for a
+ * thread that keeps its core, less for one that is seldom on a CPU (its share of a core,
+ * perf_share), down to REJITTER_NS. A draw interrupts the thread's core only while the
+ * thread runs there, so the interruptions per second of wall time stay what they are for
+ * a busy thread; and each draw makes up the samples lost since the previous one (the
+ * schedule's catch-up): with 64 busy threads on 2 cores, each running about 70 ms of
+ * CPU in 2 s, draws every 32 ms of CPU made up little of what the kernel drops (0.971 to
+ * 0.979 of the rate in 6 runs). */
+static uint64_t ring_rejitter_ns(const struct osp_prof_slot *s) {
+    double ns = (double)RING_REJITTER_NS * s->perf_share;
+    return ns < (double)REJITTER_NS ? REJITTER_NS : (uint64_t)ns;
 }
 
 /* Turn the records the kernel wrote since the last call into samples. Returns true with
