@@ -137,8 +137,8 @@ static int perf_enable(int fd) {
 
 /* Samples of a perf_event counter that share one drawn period: one draw per `every_ns`
  * of CPU time, at least one per sample. */
-static uint32_t rejitter_every(const struct osp_prof_session *ps, uint64_t every_ns) {
-    uint64_t k = every_ns / (ps->period_ns ? ps->period_ns : 1);
+static uint32_t rejitter_every(const struct osp_prof_slot *s, uint64_t every_ns) {
+    uint64_t k = every_ns / (s->h_period_ns ? s->h_period_ns : 1);
     return k < 1 ? 1 : k > 1000 ? 1000 : (uint32_t)k;
 }
 
@@ -495,7 +495,7 @@ static bool perf_ring_read(struct osp_prof_session *ps, struct osp_prof_slot *s,
     uint64_t tail = pg->data_tail;
     const struct osp_cfi_set *set = NULL;
     bool entered = false, draw = false;
-    uint32_t k = rejitter_every(ps, ring_rejitter_ns(s));
+    uint32_t k = rejitter_every(s, ring_rejitter_ns(s));
     while (head - tail >= sizeof(struct perf_event_header)) {
         size_t at = (size_t)(tail & (size - 1));
         struct perf_event_header h;
@@ -647,6 +647,7 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
                           struct osp_prof_ktimer_prep *p) {
     s->ktimer_kind = OSP_KTIMER_NONE;
     s->ring_delivery = false;
+    s->h_period_ns = ps->period_ns;
     uint64_t first;
     if (kind == OSP_KTIMER_PERF) {
         s->h_rng = p->rng;
@@ -753,9 +754,9 @@ static bool perf_schedule(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         s->h_left--;
         return false;
     }
-    uint64_t w = osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
+    uint64_t w = osp_prof__jitter_ns(&s->h_rng, s->h_period_ns);
     int64_t late = (int64_t)(cpu_now - s->h_next_due);
-    int64_t span = (int64_t)k * (int64_t)ps->period_ns;
+    int64_t span = (int64_t)k * (int64_t)s->h_period_ns;
     if (late > span || late < -span) {
         s->h_next_due = cpu_now;
         late = 0;
@@ -771,7 +772,7 @@ static bool perf_schedule(struct osp_prof_session *ps, struct osp_prof_slot *s, 
      * sum of the draws (k samples share each draw, so that walk was measured at about 10
      * samples in 400, test_capture's rate case), and the drawn period still moves every
      * group of samples by up to 0.3 of a group. */
-    s->h_next_due += (uint64_t)k * ps->period_ns;
+    s->h_next_due += (uint64_t)k * s->h_period_ns;
     s->h_left = k;
     return true;
 }
@@ -783,7 +784,7 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
         /* A new jittered period once per REJITTER_NS of CPU time, on the CPU-time
          * schedule (perf_schedule). */
         uint64_t period;
-        if (perf_schedule(ps, s, cpu_now, rejitter_every(ps, REJITTER_NS), &period))
+        if (perf_schedule(ps, s, cpu_now, rejitter_every(s, REJITTER_NS), &period))
             ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &period);
         return;
     }
@@ -796,13 +797,13 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
      * this engine samples at most CONFIG_HZ times per CPU-second; each sample's weight
      * is the CPU time measured since the previous one, so CPU time stays right.) */
     uint64_t min_gap =
-        ps->period_ns * 3 / 10 > MIN_PERIOD_NS ? ps->period_ns * 3 / 10 : MIN_PERIOD_NS;
-    uint64_t due = s->h_next_due + osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
-    if (due < cpu_now + min_gap || due > cpu_now + 2 * ps->period_ns) {
-        if (due < cpu_now + min_gap && cpu_now + min_gap - due <= 2 * ps->period_ns)
+        s->h_period_ns * 3 / 10 > MIN_PERIOD_NS ? s->h_period_ns * 3 / 10 : MIN_PERIOD_NS;
+    uint64_t due = s->h_next_due + osp_prof__jitter_ns(&s->h_rng, s->h_period_ns);
+    if (due < cpu_now + min_gap || due > cpu_now + 2 * s->h_period_ns) {
+        if (due < cpu_now + min_gap && cpu_now + min_gap - due <= 2 * s->h_period_ns)
             due = cpu_now + min_gap;
         else
-            due = cpu_now + osp_prof__jitter_ns(&s->h_rng, ps->period_ns);
+            due = cpu_now + osp_prof__jitter_ns(&s->h_rng, s->h_period_ns);
     }
     s->h_next_due = due;
     if (s->ktimer_kind == OSP_KTIMER_POSIX) {

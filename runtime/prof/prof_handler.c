@@ -120,7 +120,8 @@ void osp_prof__on_sigprof(int sig, siginfo_t *si, void *ucv) {
             }
         }
     } else if ((si->si_code == POLL_IN || si->si_code == POLL_HUP) &&
-               si->si_fd >= OSP_PROF_FD_MIN && ps->engine == &osp_prof__engine_perf_event) {
+               si->si_fd >= OSP_PROF_FD_MIN &&
+               __atomic_load_n(&ps->engine, __ATOMIC_RELAXED) == &osp_prof__engine_perf_event) {
         /* A perf_event overflow (F_SETSIG): ours when it is this thread's descriptor; a
          * stale one (thread unregistering) is dropped. */
         if (s != NULL && s->ktimer_kind == OSP_KTIMER_PERF && si->si_fd == s->perf_fd)

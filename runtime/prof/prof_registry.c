@@ -58,11 +58,14 @@ void osp_prof__release_current(struct osp_prof_session *ps) {
         pthread_mutex_lock(&ps->reg);
         int st = atomic_load_explicit(&s->state, memory_order_relaxed);
         if (st == OSP_SLOT_ACTIVE) {
+            /* The thread's CPU time ends here: what the drains below cost (a ring's records
+             * walked on this thread) is the profiler's, not charged to its last sample. */
+            uint64_t c;
+            bool c_ok = osp_prof__read_clock(s->cpu_clock, &c);
             if (ps->engine != NULL && ps->engine->thread_unregistered != NULL)
                 ps->engine->thread_unregistered(ps, s);
             osp_prof__drain(ps, s); /* answers already in the ring still become samples */
-            uint64_t c;
-            if (osp_prof__read_clock(s->cpu_clock, &c)) osp_prof__flush_tail(ps, s, c);
+            if (c_ok) osp_prof__flush_tail(ps, s, c);
             osp_prof__slot_abandon_request(s, ps->reg_dropped);
             atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
         }
@@ -91,6 +94,14 @@ static struct osp_prof_slot *free_slot(struct osp_prof_session *ps) {
         if (atomic_load_explicit(&ps->slots[i].state, memory_order_relaxed) == OSP_SLOT_FREE)
             return &ps->slots[i];
     return NULL;
+}
+
+/* Whether a thread may register now: the session runs and its engine has started. The
+ * state turns RUNNING before the engine is chosen and started; `on` is set (release) once
+ * it has, so reading it (acquire) also orders the engine's settings (ps->engine,
+ * ps->perf_ring) before what the registration reads of them. Under the registry mutex. */
+static bool session_open(struct osp_prof_session *ps) {
+    return ps->state == OSP_SESSION_RUNNING && atomic_load_explicit(&ps->on, memory_order_acquire);
 }
 
 /* The session's parameters a thread_prepare needs. Under the registry mutex. */
@@ -145,7 +156,7 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     struct osp_prof_ktimer_prep prep = {.fd = -1};
     struct osp_prof_ring *spare = NULL;
     pthread_mutex_lock(&ps->reg);
-    if (ps->state != OSP_SESSION_RUNNING || ps->engine == NULL) {
+    if (!session_open(ps)) {
         pthread_mutex_unlock(&ps->reg);
         return;
     }
@@ -168,7 +179,7 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     if (need_ring) spare = calloc(1, sizeof *spare); /* never in the handler */
 
     pthread_mutex_lock(&ps->reg);
-    if (ps->state != OSP_SESSION_RUNNING) goto out;
+    if (!session_open(ps)) goto out;
     if (s->ring == NULL) {
         s->ring = spare;
         spare = NULL;
@@ -201,6 +212,9 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     atomic_store_explicit(&s->leaving, 0, memory_order_relaxed);
     memset(&s->sm, 0, sizeof s->sm);
     s->sm.last_t = osp_prof__mono_ns();
+    /* The CPU clock from which the thread's samples count: read again now, after the
+     * slot was reserved and the timer made (their CPU is the profiler's, not sampled). */
+    (void)osp_prof__read_clock(cid, &cpu0);
     s->sm.cpu_req = s->sm.cpu_base = s->sm.cpu_due = cpu0; /* first progress: a request */
     s->sm.last_on = -1;
     s->sm.ep_stack = -1;

@@ -288,7 +288,9 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
         pthread_mutex_unlock(&ps->session_lock);
         return false;
     }
-    ps->engine = NULL;
+    /* Atomic: the SIGPROF handler reads it (a late overflow signal of the last session's
+     * counter may still arrive on a thread while this one starts). */
+    __atomic_store_n(&ps->engine, NULL, __ATOMIC_RELAXED);
     ps->rate_hz = rate;
     ps->period_ns = 1000000000ull / rate;
     ps->tick_ns = ps->period_ns;
@@ -332,7 +334,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
         int why = 0;
         ps->tick_ns = osp_prof__tick_ns(ps->period_ns, engines[i] != &osp_prof__engine_sampler);
         if (engines[i]->start(ps, &why)) {
-            ps->engine = engines[i];
+            __atomic_store_n(&ps->engine, engines[i], __ATOMIC_RELAXED);
         } else {
             *cause = why;
             if (forced && i + 1 < NENGINES)

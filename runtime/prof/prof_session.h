@@ -208,6 +208,9 @@ struct osp_prof_slot {
     /* Handler side (the owning thread, in signal context or with SIGPROF blocked). */
     uint64_t h_cpu_last; /* CPU clock at the previous timer sample */
     uint64_t h_rng;      /* xorshift state: jittered periods */
+    /* The session's period when the timer was made: what the handler reads (a late
+     * signal's handler may still run while the next session starts and sets its own). */
+    uint64_t h_period_ns;
     uint64_t h_next_due; /* CPU clock at which the next timer sample is due (cpu_timer), or
                           * the next sample that draws a period (perf_event) */
     uint32_t h_left;     /* perf_event: samples left before the period is drawn again */

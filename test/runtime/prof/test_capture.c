@@ -261,10 +261,15 @@ static void test_rate_follows_cpu_time(void **state) {
         row_stats(&r, row, &st);
         /* The sampler engine's requests are due at exact CPU periods: at most one more
          * than CPU x rate. A kernel timer's periods are drawn from [0.7p, 1.3p): the
-         * count varies by a few around CPU x rate. */
+         * count varies by a few around CPU x rate. With ring delivery the samples' CPU
+         * times come from the counter, which runs a few per cent fast on a virtual
+         * machine (interrupt and steal time) until its first reading against the CPU
+         * clock, 50 ms in: the schedule's catch-up then takes a few samples too many.
+         * Measured on this tree and the one before it, release build, 4 threads of
+         * 0.2 s CPU on 2 cores: up to 425 for 400 (at most 5 %, plus the jitter). */
         double cpu_hz = (double)st.w[0] * hz / 1e9;
         bool exact = strcmp(r.engine, OSP_RAW_ENGINE_SAMPLER) == 0;
-        double bound = exact ? cpu_hz + 1 : cpu_hz * 1.03 + 4;
+        double bound = exact ? cpu_hz + 1 : cpu_hz * 1.05 + 4;
         print_message("worker %d [%s]: %zu on-CPU samples for %.3f s CPU (at most %.1f)\n", i,
                       r.engine, st.n[0], (double)st.w[0] / 1e9, bound);
         assert_true((double)st.n[0] >= 0.2 * raw_engine_hz(&r, hz) / 8);
@@ -1013,6 +1018,92 @@ static void test_truncated_stacks(void **state) {
     raw_free(&r);
 }
 
+/* ---- registrations racing session starts and stops ------------------------------------ */
+
+/* The perf_event descriptors open in this process and its mappings of perf rings. */
+static int perf_objects(int *maps) {
+    int fds = 0;
+    char path[64], link[128];
+    for (int fd = 0; fd < 4096; fd++) {
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0) continue;
+        link[n] = 0;
+        if (strstr(link, "perf_event") != NULL) fds++;
+    }
+    *maps = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strstr(line, "perf_event") != NULL) (*maps)++;
+    fclose(f);
+    return fds;
+}
+
+static atomic_int g_race_stop;
+
+void *race_thread(void *p) {
+    int64_t id = (int64_t)(intptr_t)p;
+    while (!atomic_load(&g_race_stop)) {
+        osp_prof_thread_register(id, "race");
+        burn_cpu(0.0003);
+        osp_prof_thread_unregister();
+    }
+    return NULL;
+}
+
+/* Threads register and unregister in a loop while sessions begin and end: a registration
+ * reserves its slot and makes its counter and ring outside the registry mutex (§(d),
+ * docs/profiler-runtime.md "For runtime developers"), so a session may end, or a new one
+ * begin, in between. Every session's file is whole, every thread in it is one of ours,
+ * and nothing made for a registration the session never saw is left: no counter
+ * descriptor, no ring mapping. */
+static void test_registrations_race_session_stops(void **state) {
+    (void)state;
+    enum { THREADS = 4, SESSIONS = 12 };
+    int maps0, fds0 = perf_objects(&maps0);
+    atomic_store(&g_race_stop, 0);
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, race_thread, (void *)(intptr_t)(300 + i)), 0);
+    size_t rows = 0;
+    for (int k = 0; k < SESSIONS; k++) {
+        char path[PATH_MAX], name[32];
+        snprintf(name, sizeof name, "race-%d.json", k);
+        raw_path(path, sizeof path, name);
+        assert_true(osp_prof_session_begin(path, k % 2 ? 10000 : 997));
+        burn_cpu(0.01);
+        assert_true(osp_prof_session_end());
+        struct raw r;
+        raw_load(&r, path);
+        assert_int_equal(r.threads_over_limit, 0);
+        /* The session owner ("main", fiber 0) and the racing threads, in the order they
+         * registered: a racing thread may come before the owner. */
+        size_t mains = 0;
+        for (size_t i = 0; i < r.nthreads; i++) {
+            if (strcmp(r.threads[i].label, "main") == 0 && r.threads[i].fiber == 0) {
+                mains++;
+                continue;
+            }
+            assert_string_equal(r.threads[i].label, "race");
+            assert_true(r.threads[i].fiber >= 300 && r.threads[i].fiber < 300 + THREADS);
+        }
+        assert_int_equal(mains, 1);
+        rows += r.nthreads - 1;
+        raw_free(&r);
+    }
+    atomic_store(&g_race_stop, 1);
+    for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    int maps1, fds1 = perf_objects(&maps1);
+    print_message("race: %zu registrations seen by %d sessions; perf descriptors %d -> %d, "
+                  "ring mappings %d -> %d\n",
+                  rows, SESSIONS, fds0, fds1, maps0, maps1);
+    assert_true(rows >= SESSIONS); /* the threads did register while sessions ran */
+    assert_int_equal(fds1, fds0);
+    assert_int_equal(maps1, maps0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_capture_main_and_two_workers, end_session),
@@ -1027,6 +1118,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_previous_handler_chained_and_restored, restore_sigprof),
         cmocka_unit_test_teardown(test_fork_child_never_writes, end_session),
         cmocka_unit_test_teardown(test_truncated_stacks, end_session),
+        cmocka_unit_test_teardown(test_registrations_race_session_stops, end_session),
     };
     /* PROF_TEST_FILTER=test_blocking_region runs the matching cases only (debugging). */
     const char *only = getenv("PROF_TEST_FILTER");
