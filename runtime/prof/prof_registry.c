@@ -137,8 +137,6 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     }
     clockid_t cid;
     if (pthread_getcpuclockid(pthread_self(), &cid) != 0) return;
-    uint64_t cpu0;
-    if (!osp_prof__read_clock(cid, &cpu0)) return;
     uintptr_t lo, hi;
     stack_bounds(&lo, &hi);
     char lab[OSP_PROF_LABEL_MAX + 1];
@@ -180,6 +178,10 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
 
     pthread_mutex_lock(&ps->reg);
     if (!session_open(ps)) goto out;
+    /* The CPU clock from which the thread's samples count: read now, with the slot
+     * reserved and the timer made (their CPU is the profiler's, not sampled). */
+    uint64_t cpu0;
+    if (!osp_prof__read_clock(cid, &cpu0)) goto out;
     if (s->ring == NULL) {
         s->ring = spare;
         spare = NULL;
@@ -212,9 +214,6 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     atomic_store_explicit(&s->leaving, 0, memory_order_relaxed);
     memset(&s->sm, 0, sizeof s->sm);
     s->sm.last_t = osp_prof__mono_ns();
-    /* The CPU clock from which the thread's samples count: read again now, after the
-     * slot was reserved and the timer made (their CPU is the profiler's, not sampled). */
-    (void)osp_prof__read_clock(cid, &cpu0);
     s->sm.cpu_req = s->sm.cpu_base = s->sm.cpu_due = cpu0; /* first progress: a request */
     s->sm.last_on = -1;
     s->sm.ep_stack = -1;
@@ -230,7 +229,7 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     atomic_store_explicit(&s->state, OSP_SLOT_ACTIVE, memory_order_release);
     if (ps->engine->thread_prepare != NULL &&
         (prep.engine != ps->engine || prep.epoch != ps->epoch)) {
-        /* Rare: the session changed meanwhile, or a slot came free only now. */
+        /* Rare: the session ended and another began while the timer was made. */
         osp_prof__ktimer_prep_release(&prep);
         set_prep(ps, &prep);
         ps->engine->thread_prepare(&prep, tid);

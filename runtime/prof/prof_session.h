@@ -238,9 +238,9 @@ struct osp_prof_session;
  *  - stop: called on the session owner under the session lock, after hooks have been
  *    turned off and no registration can start. Returns once no engine thread runs and no
  *    engine signal handler will record anything more; the store is then the owner's.
- *  - thread_prepare: called on the registering thread before it takes the registry
- *    mutex to take a slot, with `p` holding the session's parameters as read under that
- *    mutex just before (p->engine, p->period_ns, p->ring, p->signal_ok): makes the
+ *  - thread_prepare: called on the registering thread without the registry mutex,
+ *    after it reserved a slot under it, with `p` holding the session's parameters as read
+ *    there (p->engine, p->epoch, p->period_ns, p->ring, p->signal_ok): makes the
  *    thread's kernel timer ready but not running (the slow part of a registration:
  *    perf_event_open, mapping the counter's ring), so that the mutex is held only to
  *    publish it. With 64 threads starting at once on 2 cores, each registration opening
@@ -250,8 +250,7 @@ struct osp_prof_session;
  *  - thread_registered / thread_unregistered: called on the thread itself, under the
  *    registry mutex, right after its slot became active / when it unregisters (or exits)
  *    while its slot is still active. thread_registered gets what thread_prepare made
- *    (made again under the mutex when the session changed meanwhile or a slot came free
- *    only then) and takes what it keeps out of it (p->fd -1, p->rb NULL); the caller
+ *    (made again under the mutex when another session began meanwhile) and takes what it keeps out of it (p->fd -1, p->rb NULL); the caller
  *    releases the rest after unlocking
  *    (osp_prof__ktimer_prep_release). May be NULL. Must not take the session lock. Slots
  *    the session retires without their thread (thread gone, session stop) get no
