@@ -235,9 +235,18 @@ struct wide_row {
     uint8_t fp_fde;
 };
 
+/* The rows one FDE emitted, end marker included: w[first, first + n), in address order
+ * as its program produced them; `lo` is the address of the first. */
+struct fde_block {
+    uintptr_t lo;
+    uint32_t first, n;
+};
+
 struct builder {
     struct mbuf rows; /* struct wide_row */
     size_t nrows;
+    struct mbuf blocks; /* struct fde_block, in the order the FDEs were read */
+    size_t nblocks;
     struct mbuf starts; /* uintptr_t: each FDE's start */
     size_t nstarts;
     struct mbuf eh; /* uintptr_t pairs [lo, hi): the .eh_frame FDEs' ranges */
@@ -725,14 +734,63 @@ static uint64_t wide_key(const struct wide_row *w, uintptr_t base) {
 }
 
 /*
- * Sort the builder's rows by wide_key, stably (rows with equal keys keep the order the
- * FDEs emitted them in; the first one wins in the compaction). Each FDE's rows come out
- * of its program already in address order and FDEs are usually laid out in address
- * order, so the rows are nearly sorted: an insertion sort with a budget of n moves,
- * then (over budget) a radix sort of (key, index) words and the permutation applied in
- * place. False when memory ran out.
+ * Put the FDEs' row blocks in order of their first address, stably (blocks starting at
+ * one address keep the order they were read in), by copying the rows into a new buffer
+ * block by block. A section lists FDEs per object file, not per address (the C library:
+ * 3,713 FDEs in 200 ascending runs; libLLVM: 118,004), and each block is in address order
+ * already, so the rows come out sorted but for the end marker at each boundary between
+ * two adjacent functions. Sorting the blocks costs a radix sort of one word per FDE and a
+ * copy that reads each block in one piece; sorting the rows themselves applied a
+ * permutation that jumps across the whole array, a third of the build's time for
+ * libLLVM (32 MiB of rows). Blocks already in order, or that do not tile the rows, are
+ * left as they are. False when memory ran out.
+ */
+static bool order_blocks(struct builder *b, uintptr_t base, uintptr_t top) {
+    const struct fde_block *bl = b->blocks.p;
+    size_t nb = b->nblocks, covered = 0;
+    bool sorted = true;
+    for (size_t i = 0; i < nb; i++) {
+        if (bl[i].first != covered || bl[i].lo < base || bl[i].lo > top) return true;
+        covered += bl[i].n;
+        if (i > 0 && bl[i - 1].lo > bl[i].lo) sorted = false;
+    }
+    if (sorted || covered != b->nrows) return true;
+    size_t vbytes = page_round(nb * sizeof(uint64_t)), tbytes = radix_tmp_bytes(nb);
+    size_t rbytes = page_round(b->nrows * sizeof(struct wide_row));
+    uint64_t *v = map_filled(vbytes), *tmp = map_bytes(tbytes);
+    struct wide_row *out = v && tmp ? map_filled(rbytes) : NULL;
+    if (out != NULL) {
+        for (size_t i = 0; i < nb; i++) v[i] = ((uint64_t)(bl[i].lo - base) << ROW_IDX_BITS) | i;
+        radix_sort(v, tmp, nb, ROW_IDX_BITS, bit_len(top - base));
+        const struct wide_row *w = b->rows.p;
+        const uint64_t idx_mask = ((uint64_t)1 << ROW_IDX_BITS) - 1;
+        size_t k = 0;
+        for (size_t i = 0; i < nb; i++) {
+            const struct fde_block *x = &bl[v[i] & idx_mask];
+            memcpy(out + k, w + x->first, x->n * sizeof *w);
+            k += x->n;
+        }
+        mbuf_free(&b->rows);
+        b->rows.p = out;
+        b->rows.len = b->nrows * sizeof *out;
+        b->rows.cap = rbytes;
+    }
+    if (v) munmap(v, vbytes);
+    if (tmp) munmap(tmp, tbytes);
+    return out != NULL;
+}
+
+/*
+ * Sort the builder's rows by wide_key, stably. Rows at one address from different FDEs
+ * (overlapping FDEs: corrupt input) come in the order of their FDEs' starts, then of the
+ * order the FDEs were read in; the first one wins in the compaction. Each FDE's rows come
+ * out of its program already in address order and order_blocks puts the FDEs in address
+ * order, so the rows are nearly sorted: an insertion sort with a budget of n moves, then
+ * (over budget) a radix sort of (key, index) words and the permutation applied in place.
+ * False when memory ran out.
  */
 static bool sort_rows(struct builder *b, uintptr_t base, uintptr_t top) {
+    if (!order_blocks(b, base, top)) return false;
     struct wide_row *w = b->rows.p;
     size_t n = b->nrows;
     /* Insertion sort while it stays cheap (stable, no memory): the usual disorder is
@@ -978,6 +1036,14 @@ static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
         memset(&gap, 0, sizeof gap);
         gap.kind = OSP_CFI_GAP;
         emit(b, hi, gap); /* end marker; replaced by a following FDE's first row */
+        if (!b->oom && b->nrows > first) {
+            const struct wide_row *w = b->rows.p;
+            struct fde_block blk = {w[first].pc, (uint32_t)first, (uint32_t)(b->nrows - first)};
+            if (mbuf_push(&b->blocks, &blk, sizeof blk))
+                b->nblocks++;
+            else
+                b->oom = true;
+        }
         p = next;
     }
 }
@@ -1001,6 +1067,7 @@ static void index_eh(struct builder *b) {
 
 static void builder_free(struct builder *b) {
     mbuf_free(&b->rows);
+    mbuf_free(&b->blocks);
     mbuf_free(&b->starts);
     mbuf_free(&b->eh);
     if (b->eh_maxend) munmap(b->eh_maxend, page_round(b->neh * sizeof(uintptr_t)));
@@ -1107,7 +1174,7 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     }
     w = b.rows.p;
     /* Compact: one row per address (the first after sorting), identical neighbours merged.
-     * A later row at the same address from an overlapping (corrupt) FDE is dropped. The
+     * Another row at the same address from an overlapping (corrupt) FDE is dropped. The
      * last row (the highest FDE end) is kept as the table's end marker. */
     size_t k = 0;
     for (size_t i = 0; i + 1 < b.nrows; i++) {

@@ -223,6 +223,36 @@ static void test_fde_order(void **state) {
     osp_prof__cfi_table_free(&tc);
 }
 
+/* Overlapping FDEs (corrupt input) give the same table whatever order they are read in:
+ * at an address both describe, the rule of the one starting lower wins. */
+static void test_overlapping_fdes(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    static const uint8_t at4[] = {0x44, 0x0e, 0x30}; /* advance 4, CFA = rsp + 48 */
+    static const uint8_t at8[] = {0x48, 0x0e, 0x20}; /* advance 8, CFA = rsp + 32 */
+    struct ebuf a = {.n = 0}, b = {.n = 0};
+    size_t ca = cie(&a, "zR"), cb = cie(&b, "zR");
+    fde(&a, ca, 0x401000, 0x40, at4, sizeof at4); /* rules from 0x401000 and 0x401004 */
+    fde(&a, ca, 0x400ffc, 0x44, at8, sizeof at8); /* from 0x400ffc and 0x401004 */
+    put4(&a, 0);
+    fde(&b, cb, 0x400ffc, 0x44, at8, sizeof at8);
+    fde(&b, cb, 0x401000, 0x40, at4, sizeof at4);
+    put4(&b, 0);
+    struct osp_cfi_table ta, tb;
+    assert_true(build(&a, &ta));
+    assert_true(build(&b, &tb));
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x400ffc)->cfa_off, 8);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401000)->cfa_off, 8);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401004)->cfa_off, 32);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x40103f)->cfa_off, 32);
+    assert_int_equal(tb.nrows, ta.nrows);
+    assert_memory_equal(tb.rows, ta.rows, ta.nrows * sizeof *ta.rows);
+    assert_int_equal(tb.nstarts, ta.nstarts);
+    assert_memory_equal(tb.starts, ta.starts, ta.nstarts * sizeof *ta.starts);
+    osp_prof__cfi_table_free(&ta);
+    osp_prof__cfi_table_free(&tb);
+}
+
 static void test_remember_restore_and_root(void **state) {
     (void)state;
     X86_64_ONLY();
@@ -1313,6 +1343,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_fde_order),
+        cmocka_unit_test(test_overlapping_fdes),
         cmocka_unit_test(test_remember_restore_and_root),
         cmocka_unit_test(test_plt_and_expressions),
         cmocka_unit_test(test_signal_cie),
