@@ -46,6 +46,8 @@
 
 /* ---- perf_event ----------------------------------------------------------------------- */
 
+_Atomic uint64_t osp_prof__sig_fds[OSP_PROF_SIG_FD_WORDS];
+
 /* A task-clock counter of the calling thread (`tid`) that samples it every `period_ns` of
  * its user-mode CPU time, set up but not counting yet (perf_enable starts it). With
  * `ring` the samples go to a ring buffer the caller maps (perf_ring_open): each carries
@@ -101,6 +103,8 @@ static int perf_open(pid_t tid, uint64_t period_ns, bool ring) {
         }
         return fd;
     }
+    /* Known as ours before it can signal (it is enabled later), for good. */
+    osp_prof__sig_fd_mark(fd);
     struct f_owner_ex owner = {.type = F_OWNER_TID, .pid = tid};
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||

@@ -120,10 +120,11 @@ void osp_prof__on_sigprof(int sig, siginfo_t *si, void *ucv) {
             }
         }
     } else if ((si->si_code == POLL_IN || si->si_code == POLL_HUP) &&
-               si->si_fd >= OSP_PROF_FD_MIN &&
-               __atomic_load_n(&ps->engine, __ATOMIC_RELAXED) == &osp_prof__engine_perf_event) {
-        /* A perf_event overflow (F_SETSIG): ours when it is this thread's descriptor; a
-         * stale one (thread unregistering) is dropped. */
+               osp_prof__sig_fd_ours(si->si_fd, __atomic_load_n(&ps->engine, __ATOMIC_RELAXED) ==
+                                                    &osp_prof__engine_perf_event)) {
+        /* A perf_event overflow (F_SETSIG): a sample when it is this thread's descriptor;
+         * a stale one (the thread unregistering, the session over, another begun) is
+         * dropped, never passed on as the program's. */
         if (s != NULL && s->ktimer_kind == OSP_KTIMER_PERF && si->si_fd == s->perf_fd)
             timer_sample(ps, s, ucv);
     } else if (si->si_code == SI_TIMER && ps->slots != NULL &&

@@ -405,6 +405,38 @@ OSP_PROF_HIDDEN void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bo
  * the program took SIGPROF (§(l.3)). Under the registry mutex. */
 OSP_PROF_HIDDEN void osp_prof__ktimer_disarm_signalling(struct osp_prof_session *ps);
 
+/* The descriptors that have ever carried a perf_event counter of ours that signals its
+ * thread (F_SETSIG SIGPROF), as a bitmap of [OSP_PROF_FD_MIN, OSP_PROF_FD_MIN + 64 *
+ * OSP_PROF_SIG_FD_WORDS); set when such a counter is opened, never cleared. An overflow
+ * signal names its descriptor (si_fd) and may reach the handler late: a handler preempted
+ * for milliseconds on a loaded machine ran after its session had ended and the next had
+ * begun with another engine, took the signal for the program's and re-raised it under
+ * the program's default action, which ended the process (test_capture's
+ * registrations_race_session_stops, about 1 run in 15 under load). With this map the
+ * handler knows such a signal for ours, and drops it, whatever the session is doing
+ * (§(l.3): profiling never changes what the program does). prof_engine_timer.c. */
+#define OSP_PROF_SIG_FD_WORDS 64 /* 4096 descriptors */
+OSP_PROF_HIDDEN extern _Atomic uint64_t osp_prof__sig_fds[OSP_PROF_SIG_FD_WORDS];
+
+/* Record that descriptor `fd` carries a signalling counter of ours (see osp_prof__sig_fds).
+ * Descriptors past the map are not recorded. Any thread. */
+static inline void osp_prof__sig_fd_mark(int fd) {
+    if (fd < OSP_PROF_FD_MIN || fd - OSP_PROF_FD_MIN >= 64 * OSP_PROF_SIG_FD_WORDS) return;
+    unsigned i = (unsigned)(fd - OSP_PROF_FD_MIN);
+    atomic_fetch_or_explicit(&osp_prof__sig_fds[i / 64], (uint64_t)1 << (i % 64),
+                             memory_order_release);
+}
+
+/* Whether an overflow signal naming descriptor `fd` (si_fd) is one of ours: the map says
+ * so in its range; past it, whatever the session's engine says (`perf_engine`: the
+ * session runs the perf_event engine). Async-signal-safe. */
+static inline bool osp_prof__sig_fd_ours(int fd, bool perf_engine) {
+    if (fd < OSP_PROF_FD_MIN) return false;
+    unsigned i = (unsigned)(fd - OSP_PROF_FD_MIN);
+    if (i >= 64 * OSP_PROF_SIG_FD_WORDS) return perf_engine;
+    return (atomic_load_explicit(&osp_prof__sig_fds[i / 64], memory_order_acquire) >> (i % 64)) & 1;
+}
+
 /* Move descriptor `fd` to the lowest free number >= OSP_PROF_FD_MIN, close-on-exec, and
  * close the original (§(l.3): a program that closes stdin gets fd 0 back from its next
  * open). Returns the new descriptor, or -1 (errno set; `fd` closed). prof_session.c. */
