@@ -227,24 +227,28 @@ struct cie {
     const uint8_t *insns, *insns_end;
 };
 
-/* A row before compaction: absolute start address; `fp_fde`: the row belongs to an FDE
- * whose call sites all keep the frame chain (fde_keeps_chain). */
-struct wide_row {
-    uintptr_t pc;
-    struct osp_cfi_row r;
-    uint8_t fp_fde;
-};
+/* The builder's rows are the table's own struct osp_cfi_row, so the buffer they are
+ * emitted into becomes the table (no second copy, half the memory of a row with a full
+ * address): pc_off is the address less the builder's `base` until the table is laid out,
+ * and ROW_FP_FDE in plt_min (whose values are 0, 10 and 11) marks a row of an FDE whose
+ * call sites all keep the frame chain (fde_keeps_chain). */
+#define ROW_FP_FDE 0x80u
+/* `base` lies this far below the .eh_frame section (or the first FDE of a table without
+ * one): an image's code lies within 2 GiB of its .eh_frame, so 32 bits reach all of it. An
+ * FDE outside [base, base + 4 GiB) (corrupt) is skipped. */
+#define BASE_BELOW ((uintptr_t)1 << 31)
 
-/* The rows one FDE emitted, end marker included: w[first, first + n), in address order
- * as its program produced them; `lo` is the address of the first. */
+/* The rows one FDE emitted, end marker included: rows [first, first + n), in address
+ * order as its program produced them; `lo` is the first one's pc_off. */
 struct fde_block {
-    uintptr_t lo;
-    uint32_t first, n;
+    uint32_t lo, first, n;
 };
 
 struct builder {
-    struct mbuf rows; /* struct wide_row */
+    struct mbuf rows; /* struct osp_cfi_row, pc_off relative to `base` */
     size_t nrows;
+    uintptr_t base;
+    bool based;
     struct mbuf blocks; /* struct fde_block, in the order the FDEs were read */
     size_t nblocks;
     struct mbuf starts; /* uintptr_t: each FDE's start */
@@ -307,8 +311,8 @@ static void emit(struct builder *b, uintptr_t pc, struct osp_cfi_row r) {
         return;
     }
     if (r.kind == OSP_CFI_NONE && b->st) b->st->rows_none++;
-    struct wide_row w = {pc, r, 0};
-    if (!mbuf_push(&b->rows, &w, sizeof w)) {
+    r.pc_off = (uint32_t)(pc - b->base); /* feed keeps every FDE inside the window */
+    if (!mbuf_push(&b->rows, &r, sizeof r)) {
         b->oom = true;
         return;
     }
@@ -728,9 +732,9 @@ static size_t radix_tmp_bytes(size_t n) {
 }
 
 /* The rows' sort key: the address, then (at one address) an FDE's first row before the
- * previous FDE's end marker. Relative to the lowest address `base`; fits 33 bits. */
-static uint64_t wide_key(const struct wide_row *w, uintptr_t base) {
-    return ((uint64_t)(w->pc - base) << 1) | (w->r.kind == OSP_CFI_GAP);
+ * previous FDE's end marker. Fits 33 bits. */
+static uint64_t row_key(const struct osp_cfi_row *w) {
+    return ((uint64_t)w->pc_off << 1) | (w->kind == OSP_CFI_GAP);
 }
 
 /*
@@ -745,24 +749,24 @@ static uint64_t wide_key(const struct wide_row *w, uintptr_t base) {
  * libLLVM (32 MiB of rows). Blocks already in order, or that do not tile the rows, are
  * left as they are. False when memory ran out.
  */
-static bool order_blocks(struct builder *b, uintptr_t base, uintptr_t top) {
+static bool order_blocks(struct builder *b, uint32_t top) {
     const struct fde_block *bl = b->blocks.p;
     size_t nb = b->nblocks, covered = 0;
     bool sorted = true;
     for (size_t i = 0; i < nb; i++) {
-        if (bl[i].first != covered || bl[i].lo < base || bl[i].lo > top) return true;
+        if (bl[i].first != covered) return true;
         covered += bl[i].n;
         if (i > 0 && bl[i - 1].lo > bl[i].lo) sorted = false;
     }
     if (sorted || covered != b->nrows) return true;
     size_t vbytes = page_round(nb * sizeof(uint64_t)), tbytes = radix_tmp_bytes(nb);
-    size_t rbytes = page_round(b->nrows * sizeof(struct wide_row));
+    size_t rbytes = page_round(b->nrows * sizeof(struct osp_cfi_row));
     uint64_t *v = map_filled(vbytes), *tmp = map_bytes(tbytes);
-    struct wide_row *out = v && tmp ? map_filled(rbytes) : NULL;
+    struct osp_cfi_row *out = v && tmp ? map_filled(rbytes) : NULL;
     if (out != NULL) {
-        for (size_t i = 0; i < nb; i++) v[i] = ((uint64_t)(bl[i].lo - base) << ROW_IDX_BITS) | i;
-        radix_sort(v, tmp, nb, ROW_IDX_BITS, bit_len(top - base));
-        const struct wide_row *w = b->rows.p;
+        for (size_t i = 0; i < nb; i++) v[i] = ((uint64_t)bl[i].lo << ROW_IDX_BITS) | i;
+        radix_sort(v, tmp, nb, ROW_IDX_BITS, bit_len(top));
+        const struct osp_cfi_row *w = b->rows.p;
         const uint64_t idx_mask = ((uint64_t)1 << ROW_IDX_BITS) - 1;
         size_t k = 0;
         for (size_t i = 0; i < nb; i++) {
@@ -781,7 +785,7 @@ static bool order_blocks(struct builder *b, uintptr_t base, uintptr_t top) {
 }
 
 /*
- * Sort the builder's rows by wide_key, stably. Rows at one address from different FDEs
+ * Sort the builder's rows by row_key, stably. Rows at one address from different FDEs
  * (overlapping FDEs: corrupt input) come in the order of their FDEs' starts, then of the
  * order the FDEs were read in; the first one wins in the compaction. Each FDE's rows come
  * out of its program already in address order and order_blocks puts the FDEs in address
@@ -789,20 +793,20 @@ static bool order_blocks(struct builder *b, uintptr_t base, uintptr_t top) {
  * (over budget) a radix sort of (key, index) words and the permutation applied in place.
  * False when memory ran out.
  */
-static bool sort_rows(struct builder *b, uintptr_t base, uintptr_t top) {
-    if (!order_blocks(b, base, top)) return false;
-    struct wide_row *w = b->rows.p;
+static bool sort_rows(struct builder *b, uint32_t top) {
+    if (!order_blocks(b, top)) return false;
+    struct osp_cfi_row *w = b->rows.p;
     size_t n = b->nrows;
     /* Insertion sort while it stays cheap (stable, no memory): the usual disorder is
      * local -- a function starting where the previous one ends puts its first row after
      * that one's end marker at the same address -- so it costs about one move per FDE. */
     size_t moves = 0, budget = n;
     for (size_t i = 1; i < n; i++) {
-        uint64_t k = wide_key(&w[i], base);
-        if (wide_key(&w[i - 1], base) <= k) continue;
-        struct wide_row x = w[i];
+        uint64_t k = row_key(&w[i]);
+        if (row_key(&w[i - 1]) <= k) continue;
+        struct osp_cfi_row x = w[i];
         size_t j = i;
-        while (j > 0 && wide_key(&w[j - 1], base) > k && moves < budget) {
+        while (j > 0 && row_key(&w[j - 1]) > k && moves < budget) {
             w[j] = w[j - 1];
             j--;
             moves++;
@@ -815,14 +819,14 @@ static bool sort_rows(struct builder *b, uintptr_t base, uintptr_t top) {
     uint64_t *v = map_filled(vbytes), *tmp = map_filled(tbytes);
     bool ok = v != NULL && tmp != NULL;
     if (ok) {
-        for (size_t i = 0; i < n; i++) v[i] = (wide_key(&w[i], base) << ROW_IDX_BITS) | i;
-        radix_sort(v, tmp, n, ROW_IDX_BITS, bit_len(((uint64_t)(top - base) << 1) | 1));
+        for (size_t i = 0; i < n; i++) v[i] = (row_key(&w[i]) << ROW_IDX_BITS) | i;
+        radix_sort(v, tmp, n, ROW_IDX_BITS, bit_len(((uint64_t)top << 1) | 1));
         /* Position j takes row v[j]'s index: applied in place, cycle by cycle (a done
          * position is marked UINT64_MAX, above any key). */
         const uint64_t idx_mask = ((uint64_t)1 << ROW_IDX_BITS) - 1;
         for (size_t i = 0; i < n; i++) {
             if (v[i] == UINT64_MAX) continue;
-            struct wide_row x = w[i];
+            struct osp_cfi_row x = w[i];
             size_t j = i;
             for (;;) {
                 size_t src = (size_t)(v[j] & idx_mask);
@@ -878,11 +882,11 @@ static bool row_is_fp(const struct osp_cfi_row *r) {
  * Anything else (a frameless function that calls, a CFA from another register, rules the
  * table cannot express, PLT stubs, signal trampolines, the outermost frame) is not.
  */
-static bool fde_keeps_chain(const struct wide_row *w, size_t n) {
+static bool fde_keeps_chain(const struct osp_cfi_row *w, size_t n) {
     bool any_fp = false, all_leaf = true;
     if (n == 0) return false;
     for (size_t i = 0; i < n; i++) {
-        const struct osp_cfi_row *r = &w[i].r;
+        const struct osp_cfi_row *r = &w[i];
         if (row_is_fp(r)) {
             any_fp = true;
             all_leaf = false;
@@ -978,6 +982,15 @@ static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
             p = next;
             continue;
         }
+        if (!b->based) {
+            b->base = lo > BASE_BELOW ? lo - BASE_BELOW : 0;
+            b->based = true;
+        }
+        if (lo < b->base || hi - b->base > UINT32_MAX) { /* no image spans 4 GiB of code */
+            stats->fdes_skipped++;
+            p = next;
+            continue;
+        }
         if (ci.has_z) {
             uint64_t zlen = rd_uleb(&c);
             if (c.bad || zlen > (uint64_t)(c.end - c.p)) {
@@ -1026,9 +1039,9 @@ static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
                 emit(b, lo, none);
         }
         if (!b->oom) {
-            struct wide_row *w = b->rows.p;
+            struct osp_cfi_row *w = b->rows.p;
             if (fde_keeps_chain(w + first, b->nrows - first)) {
-                for (size_t i = first; i < b->nrows; i++) w[i].fp_fde = 1;
+                for (size_t i = first; i < b->nrows; i++) w[i].plt_min |= ROW_FP_FDE;
                 stats->fdes_fp++;
             }
         }
@@ -1037,8 +1050,8 @@ static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
         gap.kind = OSP_CFI_GAP;
         emit(b, hi, gap); /* end marker; replaced by a following FDE's first row */
         if (!b->oom && b->nrows > first) {
-            const struct wide_row *w = b->rows.p;
-            struct fde_block blk = {w[first].pc, (uint32_t)first, (uint32_t)(b->nrows - first)};
+            const struct osp_cfi_row *w = b->rows.p;
+            struct fde_block blk = {w[first].pc_off, (uint32_t)first, (uint32_t)(b->nrows - first)};
             if (mbuf_push(&b->blocks, &blk, sizeof blk))
                 b->nblocks++;
             else
@@ -1146,6 +1159,8 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     const struct arch *a = &k_arch[arch];
     struct builder b = {.st = stats};
     if (eh != NULL && eh->bytes != NULL && eh->len > 0) {
+        b.base = eh->addr > BASE_BELOW ? eh->addr - BASE_BELOW : 0;
+        b.based = true;
         struct sec x = {eh->bytes, eh->bytes + eh->len, eh->addr, eh->bias, eh->debug_frame};
         feed(&b, &x, a);
     }
@@ -1158,37 +1173,34 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
         builder_free(&b);
         return false;
     }
-    struct wide_row *w = b.rows.p;
-    uintptr_t tlo = w[0].pc, thi = w[0].pc;
+    struct osp_cfi_row *w = b.rows.p;
+    uint32_t tlo_off = w[0].pc_off, thi_off = w[0].pc_off;
     for (size_t i = 1; i < b.nrows; i++) {
-        if (w[i].pc < tlo) tlo = w[i].pc;
-        if (w[i].pc > thi) thi = w[i].pc;
+        if (w[i].pc_off < tlo_off) tlo_off = w[i].pc_off;
+        if (w[i].pc_off > thi_off) thi_off = w[i].pc_off;
     }
-    if (thi - tlo > UINT32_MAX || thi == tlo) { /* no image spans 4 GiB of code */
-        builder_free(&b);
-        return false;
-    }
-    if (!sort_rows(&b, tlo, thi)) {
+    if (thi_off == tlo_off || !sort_rows(&b, thi_off)) {
         builder_free(&b);
         return false;
     }
     w = b.rows.p;
-    /* Compact: one row per address (the first after sorting), identical neighbours merged.
-     * Another row at the same address from an overlapping (corrupt) FDE is dropped. The
-     * last row (the highest FDE end) is kept as the table's end marker. */
+    uintptr_t tlo = b.base + tlo_off, thi = b.base + thi_off;
+    /* Compact: one row per address (the first after sorting), identical neighbours merged
+     * (ROW_FP_FDE included). Another row at the same address from an overlapping (corrupt)
+     * FDE is dropped. The last row (the highest FDE end) is kept as the table's end marker. */
+    const size_t rules_at = offsetof(struct osp_cfi_row, cfa_off);
     size_t k = 0;
     for (size_t i = 0; i + 1 < b.nrows; i++) {
-        if (k > 0 && w[i].pc == w[k - 1].pc) continue;
-        if (k > 0 && w[i].fp_fde == w[k - 1].fp_fde &&
-            memcmp(&w[i].r, &w[k - 1].r, sizeof w[i].r) == 0)
+        if (k > 0 && w[i].pc_off == w[k - 1].pc_off) continue;
+        if (k > 0 && memcmp((const char *)&w[i] + rules_at, (const char *)&w[k - 1] + rules_at,
+                            sizeof w[i] - rules_at) == 0)
             continue;
         w[k++] = w[i];
     }
-    if (k > 0 && w[k - 1].pc == thi) k--;
-    w[k].pc = thi;
-    memset(&w[k].r, 0, sizeof w[k].r);
-    w[k].r.kind = OSP_CFI_GAP;
-    w[k].fp_fde = 0;
+    if (k > 0 && w[k - 1].pc_off == thi_off) k--;
+    memset(&w[k], 0, sizeof w[k]);
+    w[k].pc_off = thi_off;
+    w[k].kind = OSP_CFI_GAP;
     k++;
     if (k < 2) {
         builder_free(&b);
@@ -1212,31 +1224,38 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     /* No map (no fast path, every frame looked up) for a table spanning more code than any
      * real image has: a corrupt one cannot make the build slow or large. */
     size_t nwords = thi - mbase <= OSP_CFI_FPMAP_MAX_SPAN ? (nchunks + 31) / 32 : 0;
-    size_t map_off = (k * sizeof(struct osp_cfi_row) + nu * sizeof(uint32_t) + 7) & ~(size_t)7;
+    size_t starts_off = k * sizeof(struct osp_cfi_row);
+    size_t map_off = (starts_off + nu * sizeof(uint32_t) + 7) & ~(size_t)7;
     size_t bytes_out = page_round(map_off + nwords * sizeof(uint64_t));
-    struct osp_cfi_row *rows = map_filled(bytes_out);
-    if (rows == NULL) {
+    /* The table is the rows' own buffer, resized in place where the kernel can: rows, then
+     * starts, then the map (pages past the old end come zero-filled). */
+    void *block = mremap(b.rows.p, b.rows.cap, bytes_out, MREMAP_MAYMOVE);
+    if (block == MAP_FAILED) {
         builder_free(&b);
         return false;
     }
-    for (size_t i = 0; i < k; i++) {
-        rows[i] = w[i].r;
-        rows[i].pc_off = (uint32_t)(w[i].pc - tlo);
-    }
-    uint32_t *starts = (uint32_t *)(void *)(rows + k);
+    b.rows.p = NULL; /* the table's now */
+    b.rows.len = b.rows.cap = 0;
+    struct osp_cfi_row *rows = block;
+    uint32_t *starts = (uint32_t *)(void *)((char *)block + starts_off);
     for (size_t i = 0; i < nu; i++) starts[i] = (uint32_t)st[i];
-    uint64_t *map = nwords ? (uint64_t *)(void *)((char *)rows + map_off) : NULL;
+    memset(starts + nu, 0, map_off - (starts_off + nu * sizeof(uint32_t)));
+    uint64_t *map = nwords ? (uint64_t *)(void *)((char *)block + map_off) : NULL;
     if (map) memset(map, 0xff, nwords * sizeof *map);
     for (size_t i = 0; map && i + 1 < k; i++) {
-        if (w[i].r.kind == OSP_CFI_GAP) continue; /* no CFI: the frame chain anyway */
-        uintptr_t za = w[i].pc - mbase, zz = w[i + 1].pc - mbase;
+        if (rows[i].kind == OSP_CFI_GAP) continue; /* no CFI: the frame chain anyway */
+        uintptr_t za = b.base + rows[i].pc_off - mbase, zz = b.base + rows[i + 1].pc_off - mbase;
         unsigned clear = 0;
-        if (!w[i].fp_fde) clear |= OSP_CFI_FPMAP_RET;
-        if (!row_is_fp(&w[i].r)) clear |= OSP_CFI_FPMAP_PC;
+        if (!(rows[i].plt_min & ROW_FP_FDE)) clear |= OSP_CFI_FPMAP_RET;
+        if (!row_is_fp(&rows[i])) clear |= OSP_CFI_FPMAP_PC;
         fpmap_clear(map, za, zz, clear);
     }
+    for (size_t i = 0; i < k; i++) {
+        rows[i].pc_off -= tlo_off;
+        rows[i].plt_min &= (uint8_t)~ROW_FP_FDE;
+    }
     out->lo = tlo;
-    out->hi = w[k - 1].pc;
+    out->hi = thi;
     out->rows = rows;
     out->nrows = k;
     out->starts = starts;
