@@ -112,7 +112,8 @@ struct osp_cfi_table {
 /* Counters of one build, for tests and the fuzzer (nothing is reported to users). */
 struct osp_cfi_build_stats {
     size_t cies, fdes;
-    size_t fdes_skipped;      /* unparseable or unsupported encodings: their range has no row */
+    size_t fdes_skipped;      /* unparseable or unsupported encodings, or outside the 4 GiB
+                               * window the table's offsets reach: their range has no row */
     size_t rows_none;         /* rows whose rules the table cannot express */
     size_t debug_fdes;        /* FDEs of .debug_frame used (ranges .eh_frame does not cover) */
     size_t debug_fdes_shadow; /* FDEs of .debug_frame left out: .eh_frame covers their range */
