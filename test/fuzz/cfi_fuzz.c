@@ -30,6 +30,9 @@ static void check_table(const struct osp_cfi_table *t) {
     for (size_t i = 0; i + 1 < t->nrows; i++) {
         if (t->rows[i].pc_off >= t->rows[i + 1].pc_off) abort();
         if (t->rows[i].kind > OSP_CFI_GAP) abort();
+        /* No builder flag is left in a row (plt_min is 0, 10 or 11). */
+        if (t->rows[i].plt_min != 0 && t->rows[i].plt_min != 10 && t->rows[i].plt_min != 11)
+            abort();
         if (osp_prof__cfi_lookup(t, t->lo + t->rows[i].pc_off) != &t->rows[i]) abort();
     }
     if (osp_prof__cfi_lookup(t, t->hi) != NULL) abort();
