@@ -405,21 +405,21 @@ static bool run_program(struct builder *b, const struct cie *ci, struct cur *c, 
             }                                                       \
         }                                                           \
     } while (0)
-#define ADVANCE(D)                                                                   \
-    do {                                                                             \
-        uint64_t d_ = (D);                                                           \
-        if (c->bad) FAIL;                                                            \
-        if (b) {                                                                     \
-            ROW_AT(loc);                                                             \
-            if (ci->code_align != 0 && d_ > (UINT64_MAX / ci->code_align)) FAIL;     \
-            d_ *= ci->code_align;                                                    \
-            if (d_ > end - loc) { /* past the FDE's end: the rest does not matter */ \
-                loc = end;                                                           \
-                *loc_out = loc;                                                      \
-                return true;                                                         \
-            }                                                                        \
-            loc += (uintptr_t)d_;                                                    \
-        }                                                                            \
+#define ADVANCE(D)                                                               \
+    do {                                                                         \
+        uint64_t d_ = (D);                                                       \
+        if (c->bad) FAIL;                                                        \
+        if (b) {                                                                 \
+            ROW_AT(loc);                                                         \
+            if (ci->code_align != 0 && d_ > (UINT64_MAX / ci->code_align)) FAIL; \
+            d_ *= ci->code_align;                                                \
+            if (d_ >= end - loc) { /* at or past the FDE's end: nothing more */  \
+                loc = end;                                                       \
+                *loc_out = loc;                                                  \
+                return true;                                                     \
+            }                                                                    \
+            loc += (uintptr_t)d_;                                                \
+        }                                                                        \
     } while (0)
 
     while (c->p < c->end && !c->bad) {
@@ -749,7 +749,7 @@ static uint64_t row_key(const struct osp_cfi_row *w) {
  * libLLVM (32 MiB of rows). Blocks already in order, or that do not tile the rows, are
  * left as they are. False when memory ran out.
  */
-static bool order_blocks(struct builder *b, uint32_t top) {
+static bool order_blocks(struct builder *b, uint32_t bottom, uint32_t top) {
     const struct fde_block *bl = b->blocks.p;
     size_t nb = b->nblocks, covered = 0;
     bool sorted = true;
@@ -764,8 +764,8 @@ static bool order_blocks(struct builder *b, uint32_t top) {
     uint64_t *v = map_filled(vbytes), *tmp = map_bytes(tbytes);
     struct osp_cfi_row *out = v && tmp ? map_filled(rbytes) : NULL;
     if (out != NULL) {
-        for (size_t i = 0; i < nb; i++) v[i] = ((uint64_t)bl[i].lo << ROW_IDX_BITS) | i;
-        radix_sort(v, tmp, nb, ROW_IDX_BITS, bit_len(top));
+        for (size_t i = 0; i < nb; i++) v[i] = ((uint64_t)(bl[i].lo - bottom) << ROW_IDX_BITS) | i;
+        radix_sort(v, tmp, nb, ROW_IDX_BITS, bit_len(top - bottom));
         const struct osp_cfi_row *w = b->rows.p;
         const uint64_t idx_mask = ((uint64_t)1 << ROW_IDX_BITS) - 1;
         size_t k = 0;
@@ -793,8 +793,8 @@ static bool order_blocks(struct builder *b, uint32_t top) {
  * (over budget) a radix sort of (key, index) words and the permutation applied in place.
  * False when memory ran out.
  */
-static bool sort_rows(struct builder *b, uint32_t top) {
-    if (!order_blocks(b, top)) return false;
+static bool sort_rows(struct builder *b, uint32_t bottom, uint32_t top) {
+    if (!order_blocks(b, bottom, top)) return false;
     struct osp_cfi_row *w = b->rows.p;
     size_t n = b->nrows;
     /* Insertion sort while it stays cheap (stable, no memory): the usual disorder is
@@ -819,8 +819,9 @@ static bool sort_rows(struct builder *b, uint32_t top) {
     uint64_t *v = map_filled(vbytes), *tmp = map_filled(tbytes);
     bool ok = v != NULL && tmp != NULL;
     if (ok) {
-        for (size_t i = 0; i < n; i++) v[i] = (row_key(&w[i]) << ROW_IDX_BITS) | i;
-        radix_sort(v, tmp, n, ROW_IDX_BITS, bit_len(((uint64_t)top << 1) | 1));
+        const uint64_t k0 = (uint64_t)bottom << 1; /* keys from the lowest row's */
+        for (size_t i = 0; i < n; i++) v[i] = ((row_key(&w[i]) - k0) << ROW_IDX_BITS) | i;
+        radix_sort(v, tmp, n, ROW_IDX_BITS, bit_len((((uint64_t)top << 1) | 1) - k0));
         /* Position j takes row v[j]'s index: applied in place, cycle by cycle (a done
          * position is marked UINT64_MAX, above any key). */
         const uint64_t idx_mask = ((uint64_t)1 << ROW_IDX_BITS) - 1;
@@ -1179,19 +1180,23 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
         if (w[i].pc_off < tlo_off) tlo_off = w[i].pc_off;
         if (w[i].pc_off > thi_off) thi_off = w[i].pc_off;
     }
-    if (thi_off == tlo_off || !sort_rows(&b, thi_off)) {
+    if (thi_off == tlo_off || !sort_rows(&b, tlo_off, thi_off)) {
         builder_free(&b);
         return false;
     }
     w = b.rows.p;
     uintptr_t tlo = b.base + tlo_off, thi = b.base + thi_off;
-    /* Compact: one row per address (the first after sorting), identical neighbours merged
-     * (ROW_FP_FDE included). Another row at the same address from an overlapping (corrupt)
-     * FDE is dropped. The last row (the highest FDE end) is kept as the table's end marker. */
+    /* Compact: one row per address (the first after sorting: a function's first row
+     * before the previous one's end marker there), identical neighbours merged
+     * (ROW_FP_FDE included). The other rows at an address are dropped -- also when its
+     * first row was merged into the row before it: the end marker behind it must not
+     * take its place (a function starting with the rules the previous one ended with
+     * would begin with a gap). The last row (the highest FDE end) is kept as the table's
+     * end marker. */
     const size_t rules_at = offsetof(struct osp_cfi_row, cfa_off);
     size_t k = 0;
     for (size_t i = 0; i + 1 < b.nrows; i++) {
-        if (k > 0 && w[i].pc_off == w[k - 1].pc_off) continue;
+        if (i > 0 && w[i].pc_off == w[i - 1].pc_off) continue; /* not the first there */
         if (k > 0 && memcmp((const char *)&w[i] + rules_at, (const char *)&w[k - 1] + rules_at,
                             sizeof w[i] - rules_at) == 0)
             continue;
@@ -1242,6 +1247,10 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     memset(starts + nu, 0, map_off - (starts_off + nu * sizeof(uint32_t)));
     uint64_t *map = nwords ? (uint64_t *)(void *)((char *)block + map_off) : NULL;
     if (map) memset(map, 0xff, nwords * sizeof *map);
+    /* What follows (under a page) still holds rows from before the compaction: zeroed, as
+     * a fresh mapping would be. */
+    size_t used = map_off + nwords * sizeof(uint64_t);
+    memset((char *)block + used, 0, bytes_out - used);
     for (size_t i = 0; map && i + 1 < k; i++) {
         if (rows[i].kind == OSP_CFI_GAP) continue; /* no CFI: the frame chain anyway */
         uintptr_t za = b.base + rows[i].pc_off - mbase, zz = b.base + rows[i + 1].pc_off - mbase;

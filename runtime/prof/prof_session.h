@@ -415,7 +415,7 @@ OSP_PROF_HIDDEN void osp_prof__ktimer_disarm_signalling(struct osp_prof_session 
  * registrations_race_session_stops, about 1 run in 15 under load). With this map the
  * handler knows such a signal for ours, and drops it, whatever the session is doing
  * (§(l.3): profiling never changes what the program does). prof_engine_timer.c. */
-#define OSP_PROF_SIG_FD_WORDS 64 /* 4096 descriptors */
+#define OSP_PROF_SIG_FD_WORDS 1024 /* 65,536 descriptors, 8 KiB */
 OSP_PROF_HIDDEN extern _Atomic uint64_t osp_prof__sig_fds[OSP_PROF_SIG_FD_WORDS];
 
 /* Record that descriptor `fd` carries a signalling counter of ours (see osp_prof__sig_fds).

@@ -41,6 +41,10 @@ static void check_table(const struct osp_cfi_table *t) {
         uintptr_t e;
         if (!osp_prof__cfi_function_entry(t, t->lo + t->starts[i], &e) || e != t->lo + t->starts[i])
             abort();
+        /* A function begins with a rule of its own (or an overlapping one's), never the
+         * end marker of the function before it. */
+        const struct osp_cfi_row *r = osp_prof__cfi_lookup(t, t->lo + t->starts[i]);
+        if (r == NULL || r->kind == OSP_CFI_GAP) abort();
     }
     if (t->lo > 0 && osp_prof__cfi_lookup(t, t->lo - 1) != NULL) abort();
     uintptr_t base = t->lo & ~(OSP_CFI_FP_CHUNK - 1);
