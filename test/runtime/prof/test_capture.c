@@ -1020,17 +1020,21 @@ static void test_truncated_stacks(void **state) {
 
 /* ---- registrations racing session starts and stops ------------------------------------ */
 
+/* Whether descriptor `fd` is open on a perf_event counter. */
+static bool is_perf_fd(int fd) {
+    char path[64], link[128];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0) return false;
+    link[n] = 0;
+    return strstr(link, "perf_event") != NULL;
+}
+
 /* The perf_event descriptors open in this process and its mappings of perf rings. */
 static int perf_objects(int *maps) {
     int fds = 0;
-    char path[64], link[128];
-    for (int fd = 0; fd < 4096; fd++) {
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(path, link, sizeof link - 1);
-        if (n <= 0) continue;
-        link[n] = 0;
-        if (strstr(link, "perf_event") != NULL) fds++;
-    }
+    for (int fd = 0; fd < 4096; fd++)
+        if (is_perf_fd(fd)) fds++;
     *maps = 0;
     FILE *f = fopen("/proc/self/maps", "r");
     assert_non_null(f);
@@ -1108,14 +1112,8 @@ static void test_registrations_race_session_stops(void **state) {
 
 /* The lowest descriptor >= 100 open on a perf_event counter, or -1. */
 static int perf_fd_open(void) {
-    char path[64], link[128];
-    for (int fd = 100; fd < 4096; fd++) {
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(path, link, sizeof link - 1);
-        if (n <= 0) continue;
-        link[n] = 0;
-        if (strstr(link, "perf_event") != NULL) return fd;
-    }
+    for (int fd = 100; fd < 4096; fd++)
+        if (is_perf_fd(fd)) return fd;
     return -1;
 }
 
