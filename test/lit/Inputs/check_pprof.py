@@ -42,10 +42,14 @@ bad = []
 for name, pct in ours.items():
     if name not in theirs and name.count("(") > name.count(")"):
         # A C++ signature with spaces ("f(char const*, int)"), cut at its first space by
-        # the row pattern above: the one pprof name it begins.
+        # the row pattern above: the one pprof name it begins, or the name without its
+        # parameters, which is how pprof -top shortens C++ names
+        # ("__asan::Allocator::Allocate(unsigned long, ...)" -> "__asan::Allocator::Allocate").
         whole = [n for n in theirs if n.startswith(name)]
         if len(whole) == 1:
             name = whole[0]
+        elif name.split("(", 1)[0] in theirs:
+            name = name.split("(", 1)[0]
     if name not in theirs:
         bad.append(f"{name}: in our report ({pct}%) but not listed by pprof")
     elif abs(theirs[name] - pct) > 0.1 + 0.05:  # ours is rounded to 0.1

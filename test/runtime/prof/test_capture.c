@@ -265,11 +265,15 @@ static void test_rate_follows_cpu_time(void **state) {
          * times come from the counter, which runs a few per cent fast on a virtual
          * machine (interrupt and steal time) until its first reading against the CPU
          * clock, 50 ms in: the schedule's catch-up then takes a few samples too many.
-         * Measured on this tree and the one before it, release build, 4 threads of
-         * 0.2 s CPU on 2 cores: up to 425 for 400 (at most 5 %, plus the jitter). */
+         * Measured, release build, 4 threads of 0.2 s CPU on 2 cores, 100 runs each of
+         * this tree and the one before it: the ratio to CPU x rate averaged 0.997 to
+         * 1.001, and the largest of 400 threads was 1.055 here and 1.090 before (436 for
+         * 400); CI's AddressSanitizer run once gave 427. The rate target itself (3 %) is
+         * checked over whole seconds by bench/prof_engines.sh; this bound catches a
+         * schedule that runs away. */
         double cpu_hz = (double)st.w[0] * hz / 1e9;
         bool exact = strcmp(r.engine, OSP_RAW_ENGINE_SAMPLER) == 0;
-        double bound = exact ? cpu_hz + 1 : cpu_hz * 1.05 + 4;
+        double bound = exact ? cpu_hz + 1 : cpu_hz * 1.10 + 4;
         print_message("worker %d [%s]: %zu on-CPU samples for %.3f s CPU (at most %.1f)\n", i,
                       r.engine, st.n[0], (double)st.w[0] / 1e9, bound);
         assert_true((double)st.n[0] >= 0.2 * raw_engine_hz(&r, hz) / 8);
