@@ -250,9 +250,9 @@ struct osp_prof_session;
  *  - thread_registered / thread_unregistered: called on the thread itself, under the
  *    registry mutex, right after its slot became active / when it unregisters (or exits)
  *    while its slot is still active. thread_registered gets what thread_prepare made
- *    (made again under the mutex when another session began meanwhile) and takes what it keeps out of it (p->fd -1, p->rb NULL); the caller
- *    releases the rest after unlocking
- *    (osp_prof__ktimer_prep_release). May be NULL. Must not take the session lock. Slots
+ *    (made again under the mutex when another session began meanwhile) and takes what
+ *    it keeps out of it (p->fd -1, p->rb NULL); the caller releases the rest after
+ *    unlocking (osp_prof__ktimer_prep_release). May be NULL. Must not take the session lock. Slots
  *    the session retires without their thread (thread gone, session stop) get no
  *    thread_unregistered call: `stop` releases whatever the engine still holds for them.
  *  - fork_child: called in a forked child (pthread_atfork child handler, async-signal-safe

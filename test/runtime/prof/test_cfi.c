@@ -180,6 +180,20 @@ static void eh_frame_in_order(struct ebuf *e, const int *order, size_t n) {
     put4(e, 0);
 }
 
+/* Tables `t` and `u` are the same, field for field and byte for byte. */
+static void assert_same_table(const struct osp_cfi_table *t, const struct osp_cfi_table *u) {
+    assert_int_equal(t->lo, u->lo);
+    assert_int_equal(t->hi, u->hi);
+    assert_int_equal(t->nrows, u->nrows);
+    assert_memory_equal(t->rows, u->rows, u->nrows * sizeof *u->rows);
+    assert_int_equal(t->nstarts, u->nstarts);
+    assert_memory_equal(t->starts, u->starts, u->nstarts * sizeof *u->starts);
+    assert_int_equal(t->fpmap_words, u->fpmap_words);
+    if (u->fpmap_words) assert_memory_equal(t->fpmap, u->fpmap, u->fpmap_words * sizeof *u->fpmap);
+    assert_int_equal(t->ret_run_lo, u->ret_run_lo);
+    assert_int_equal(t->ret_run_hi, u->ret_run_hi);
+}
+
 static void test_fde_order(void **state) {
     (void)state;
     X86_64_ONLY();
@@ -203,21 +217,8 @@ static void test_fde_order(void **state) {
     assert_int_equal(osp_prof__cfi_lookup(&ta, 0x4010c0)->kind, OSP_CFI_SIGNAL);
     assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401180)->kind, OSP_CFI_GAP);
     assert_int_equal(ta.nstarts, 8);
-    const struct osp_cfi_table *others[] = {&tb, &tc};
-    for (size_t i = 0; i < 2; i++) {
-        const struct osp_cfi_table *t = others[i];
-        assert_int_equal(t->lo, ta.lo);
-        assert_int_equal(t->hi, ta.hi);
-        assert_int_equal(t->nrows, ta.nrows);
-        assert_memory_equal(t->rows, ta.rows, ta.nrows * sizeof *ta.rows);
-        assert_int_equal(t->nstarts, ta.nstarts);
-        assert_memory_equal(t->starts, ta.starts, ta.nstarts * sizeof *ta.starts);
-        assert_int_equal(t->fpmap_words, ta.fpmap_words);
-        if (ta.fpmap_words)
-            assert_memory_equal(t->fpmap, ta.fpmap, ta.fpmap_words * sizeof *ta.fpmap);
-        assert_int_equal(t->ret_run_lo, ta.ret_run_lo);
-        assert_int_equal(t->ret_run_hi, ta.ret_run_hi);
-    }
+    assert_same_table(&tb, &ta);
+    assert_same_table(&tc, &ta);
     osp_prof__cfi_table_free(&ta);
     osp_prof__cfi_table_free(&tb);
     osp_prof__cfi_table_free(&tc);
@@ -245,10 +246,7 @@ static void test_overlapping_fdes(void **state) {
     assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401000)->cfa_off, 8);
     assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401004)->cfa_off, 32);
     assert_int_equal(osp_prof__cfi_lookup(&ta, 0x40103f)->cfa_off, 32);
-    assert_int_equal(tb.nrows, ta.nrows);
-    assert_memory_equal(tb.rows, ta.rows, ta.nrows * sizeof *ta.rows);
-    assert_int_equal(tb.nstarts, ta.nstarts);
-    assert_memory_equal(tb.starts, ta.starts, ta.nstarts * sizeof *ta.starts);
+    assert_same_table(&tb, &ta);
     osp_prof__cfi_table_free(&ta);
     osp_prof__cfi_table_free(&tb);
 }
@@ -272,12 +270,10 @@ static void test_rule_at_fde_end(void **state) {
     struct osp_cfi_table ta, tb;
     assert_true(build(&a, &ta));
     assert_true(build(&b, &tb));
-    const struct osp_cfi_table *both[] = {&ta, &tb};
-    for (size_t i = 0; i < 2; i++) {
-        assert_int_equal(osp_prof__cfi_lookup(both[i], 0x40100f)->cfa_off, 8);
-        assert_int_equal(osp_prof__cfi_lookup(both[i], 0x401010)->cfa_off, 8);
-        assert_int_equal(osp_prof__cfi_lookup(both[i], 0x40101f)->cfa_off, 8);
-    }
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x40100f)->cfa_off, 8);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x401010)->cfa_off, 8);
+    assert_int_equal(osp_prof__cfi_lookup(&ta, 0x40101f)->cfa_off, 8);
+    assert_same_table(&tb, &ta);
     osp_prof__cfi_table_free(&ta);
     osp_prof__cfi_table_free(&tb);
 }
@@ -1032,9 +1028,10 @@ static void check_debug_frame_lib(const char *path) {
 
 /* In the process's own tables (the C library's 3,713 functions among them) every
  * function entry has its function's own rule, never the gap marker of the function that
- * ends there: 5,297 of 390,181 entries across the system's libraries had it when a
- * function began with the rules its predecessor ended with (the merged first row let the
- * end marker behind it take its place). */
+ * ends there. The builder before gave a gap to 35,518 of 2,107,938 entries (this
+ * machine's 1,072 shared libraries loaded in 18 groups) when a function began with the
+ * rules its predecessor ended with (the merged first row let the end marker behind it
+ * take its place). */
 static void test_real_entries_not_gaps(void **state) {
     (void)state;
     osp_prof__cfi_refresh();
