@@ -873,35 +873,34 @@ static bool row_is_fp(const struct osp_cfi_row *r) {
 /*
  * Whether every call site of the function whose rows are `w[0, n)` keeps the frame chain,
  * so that a return address into it is unwound by the frame chain exactly as by its CFI:
- *  - a frame-pointer function: its rows are the frame-pointer rule (the body) and the
- *    prologue/epilogue shapes around it (CFA = sp + 8 at entry and after the epilogue's
- *    pop, sp + 16 between push and mov), with at least one frame-pointer row. Calls are
- *    only made from the body: compiled code keeps sp 16-byte aligned at calls, which the
- *    prologue rows are not (and a return address lies before the epilogue's pop);
- *  - a function that never moves sp (every row CFA = sp + 8, fp unchanged): it cannot call
- *    with an aligned stack, so no return address lies in it (a leaf, or a tail caller).
- * Anything else (a frameless function that calls, a CFA from another register, rules the
- * table cannot express, PLT stubs, signal trampolines, the outermost frame) is not.
+ * a frame-pointer function, whose rows are the frame-pointer rule (the body) and the
+ * prologue/epilogue shapes around it (CFA = sp + 8 at entry and after the epilogue's pop,
+ * sp + 16 between push and mov), with at least one frame-pointer row. Calls are only made
+ * from the body (a return address lies after the prologue and before the epilogue's pop).
+ * Anything else is not: a frameless function that calls, a CFA from another register,
+ * rules the table cannot express, PLT stubs, signal trampolines, the outermost frame --
+ * and a function that never moves sp (every row CFA = sp + 8). Most of those are leaves,
+ * but not all: GCC calls a callee it knows needs no stack alignment without aligning sp
+ * (`middle: call burn; ...; ret`), and following the frame chain from a return address
+ * there skips its caller (the chain's rbp is still the caller's).
  */
 static bool fde_keeps_chain(const struct osp_cfi_row *w, size_t n) {
-    bool any_fp = false, all_leaf = true;
+    bool any_fp = false;
     if (n == 0) return false;
     for (size_t i = 0; i < n; i++) {
         const struct osp_cfi_row *r = &w[i];
         if (row_is_fp(r)) {
             any_fp = true;
-            all_leaf = false;
             continue;
         }
         if (r->kind != OSP_CFI_STEP || r->cfa_reg != OSP_CFI_REG_SP || r->ra_off != -8)
             return false;
         bool saved = r->fp_rule == OSP_CFI_FP_OFFSET && r->fp_off == -16;
-        if (r->cfa_off == 8 && r->fp_rule == OSP_CFI_FP_SAME) continue; /* entry, leaf */
-        all_leaf = false;
-        if ((r->cfa_off == 8 || r->cfa_off == 16) && saved) continue; /* around push/pop */
+        if (r->cfa_off == 8 && r->fp_rule == OSP_CFI_FP_SAME) continue; /* entry */
+        if ((r->cfa_off == 8 || r->cfa_off == 16) && saved) continue;   /* around push/pop */
         return false;
     }
-    return any_fp || all_leaf;
+    return any_fp;
 }
 
 /* Whether FDE range [lo, hi) of .debug_frame overlaps one of .eh_frame's (sorted, with

@@ -34,3 +34,8 @@ if getattr(config, "sanitize", ""):
 import shutil
 if os.geteuid() == 0 and shutil.which("setpriv"):
     config.available_features.add("root-setpriv")
+
+# x86-64 hosts (tests with x86-64 assembly inputs).
+import platform
+if platform.machine() in ("x86_64", "AMD64"):
+    config.available_features.add("x86_64")
