@@ -13,6 +13,7 @@
 #include <ucontext.h>
 
 #include "prof_session.h"
+#include "prof_own_text.h"
 
 void osp_prof__ucontext_regs(const void *ucv, struct osp_prof_regs *r) {
     const ucontext_t *uc = ucv;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "prof_own_text.h"
 
 #if OSP_PROF_SAMPLER
 

@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "prof_own_text.h"
 
 /* DWARF register numbers of the CFA base registers and the return address column, per
  * architecture (enum osp_cfi_arch). */

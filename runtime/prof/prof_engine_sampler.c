@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "prof_session.h"
+#include "prof_own_text.h"
 
 /* Install the handler, keeping the program's action to chain to and to restore; then
  * start the sampler thread with every asynchronous signal blocked, through the real

@@ -39,6 +39,7 @@
 
 #if defined(__x86_64__)
 #include <asm/perf_regs.h>
+#include "prof_own_text.h"
 #define PERF_RING_SUPPORTED 1
 #else
 #define PERF_RING_SUPPORTED 0

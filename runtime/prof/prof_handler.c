@@ -18,6 +18,7 @@
 
 #include "prof_cfi.h"
 #include "prof_session.h"
+#include "prof_own_text.h"
 
 _Static_assert(OSP_CFI_WALKERS == OSP_PROF_NSLOTS, "one CFI walker id per registry slot");
 

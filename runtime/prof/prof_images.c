@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
+#include "prof_own_text.h"
 
 const char *osp_prof__platform(void) {
 #if defined(__x86_64__)

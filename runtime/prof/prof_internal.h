@@ -253,4 +253,28 @@ OSP_PROF_HIDDEN uint64_t osp_prof__mono_ns(void);
 /* Whether a session is running (hooks act). */
 OSP_PROF_HIDDEN bool osp_prof__active(void);
 
+/* ---- the profiler's own code ------------------------------------------------------------ */
+
+#if OSP_PROF_SAMPLER && defined(__clang__) && defined(__ELF__)
+/* The bounds of section `osp_prof_text`, which holds every function of the profiler's own
+ * files (they include prof_own_text.h last), from the linker. */
+extern const char __start_osp_prof_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_osp_prof_text[] __attribute__((weak, visibility("hidden")));
+#define OSP_PROF_OWN_TEXT 1
+#else
+#define OSP_PROF_OWN_TEXT 0
+#endif
+
+/* Whether `pc` lies in the profiler's own code (section osp_prof_text); false where the
+ * section is not made (other compilers and platforms). Async-signal-safe. */
+static inline bool osp_prof__own_pc(uintptr_t pc) {
+#if OSP_PROF_OWN_TEXT
+    uintptr_t lo = (uintptr_t)__start_osp_prof_text, hi = (uintptr_t)__stop_osp_prof_text;
+    return lo != 0 && pc - lo < hi - lo;
+#else
+    (void)pc;
+    return false;
+#endif
+}
+
 #endif /* OSP_PROF_INTERNAL_H */

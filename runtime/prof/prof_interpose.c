@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "prof_session.h"
+#include "prof_own_text.h"
 
 #if defined(OSP_PROF_UNDER_ASAN) || defined(OSP_PROF_UNDER_TSAN)
 #define OSP_PROF_NO_INTERPOSE 1

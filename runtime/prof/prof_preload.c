@@ -46,6 +46,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "prof_own_text.h"
 
 /* Resolve the next definition of `name` once; NULL if there is none. */
 static void *next_symbol(_Atomic(void *) *cache, const char *name) {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "prof_session.h"
+#include "prof_own_text.h"
 
 /* Key `k` of an object after its first member: `,"k":`. */
 #define KEY(k) ",\"" k "\":"
@@ -131,7 +132,7 @@ static void write_body(struct osp_prof_session *ps, struct osp_prof_out *o, uint
     osp_prof__out_u64(o, ps->blocked_skips);
     /* Last, so that the session owner's stop and most of this write are in it. */
     osp_prof__out_str(o, "}" KEY(OSP_RAW_KEY_PROFILER_CPU_NS));
-    uint64_t own = ps->own_startup_ns + ps->sampler_cpu_ns, now;
+    uint64_t own = ps->own_startup_ns + ps->sampler_cpu_ns + ps->own_thread_ns, now;
     if (ps->own_stop_cpu_ok && osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &now) &&
         now > ps->own_stop_cpu_ns)
         own += now - ps->own_stop_cpu_ns;

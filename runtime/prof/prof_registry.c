@@ -21,6 +21,7 @@
 
 #include "prof_cfi.h"
 #include "prof_session.h"
+#include "prof_own_text.h"
 
 __thread struct osp_prof_slot *osp_prof__t_slot __attribute__((tls_model("initial-exec")));
 /* The interposer's registration of this thread found no free slot (and counted it). */

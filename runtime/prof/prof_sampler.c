@@ -33,6 +33,7 @@
 #include "prof_blocked.h"
 #include "prof_cfi.h"
 #include "prof_session.h"
+#include "prof_own_text.h"
 
 #define ANSWER_TIMEOUT_NS   1000000000ull /* a request unanswered after 1 s is no_answer */
 /* CPU time a thread may consume between a request and the next tick without that
@@ -268,8 +269,13 @@ void osp_prof__record_timer_sample(struct osp_prof_session *ps, struct osp_prof_
                                    uint64_t t_ns, uint64_t cpu_ns, uint64_t weight_ns,
                                    const uintptr_t *pcs, uint32_t n, bool truncated) {
     struct osp_prof_sampler_state *m = &s->sm;
-    if (n == 0 || !osp_prof__store_record(&ps->store, t_rel(ps, t_ns), s->row, pcs, n, truncated,
-                                          OSP_RAW_STATE_ON_CPU, weight_ns)) {
+    if (n > 0 && osp_prof__own_pc(pcs[0])) {
+        /* Taken in the profiler's own code: its CPU time is the profiler's (a sample all
+         * the same for the rate's balance). */
+        ps->own_thread_ns += weight_ns;
+        count_unsampled(ps, m, weight_ns);
+    } else if (n == 0 || !osp_prof__store_record(&ps->store, t_rel(ps, t_ns), s->row, pcs, n,
+                                                 truncated, OSP_RAW_STATE_ON_CPU, weight_ns)) {
         if (n == 0) ps->store.dropped[OSP_DROP_ALLOC]++;
         m->carry_w += weight_ns;
     } else {
@@ -310,6 +316,9 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
             int64_t k = n ? osp_prof__store_intern(&ps->store, e->pcs, n, e->truncated != 0) : -1;
             if (k < 0) {
                 ps->store.dropped[OSP_DROP_ALLOC]++;
+            } else if (!m->pend_capture && osp_prof__own_pc(e->pcs[0])) {
+                ps->own_thread_ns += m->pend_w; /* the profiler's own code, as above */
+                count_unsampled(ps, m, m->pend_w);
             } else {
                 if (e->unwind_end < OSP_RAW_UNWIND_COUNT) ps->unwind_ends[e->unwind_end]++;
                 if (osp_prof__store_add(&ps->store, t_rel(ps, m->pend_t), s->row, (uint32_t)k,

@@ -505,6 +505,9 @@ struct osp_prof_session {
      * engine stopped; the writer adds what the owner used since). */
     uint64_t own_startup_ns;
     uint64_t sampler_cpu_ns;
+    /* The weight of on-CPU samples taken in the profiler's own code (osp_prof__own_pc) on
+     * program threads: the profiler's work there, not the program's. Sampler thread. */
+    uint64_t own_thread_ns;
     uint64_t own_stop_cpu_ns;
     bool own_stop_cpu_ok;
 

@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "prof_own_text.h"
 
 static uint64_t hash_stack(const uintptr_t *pcs, uint32_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ n;

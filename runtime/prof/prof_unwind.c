@@ -99,6 +99,7 @@ osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintpt
 #include <stdatomic.h>
 #include <stddef.h>
 #include <ucontext.h>
+#include "prof_own_text.h"
 
 #if defined(__x86_64__)
 

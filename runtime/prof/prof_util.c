@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+#include "prof_own_text.h"
 
 /* ---- OSPREY_PROFILE_HZ ------------------------------------------------------------------ */
 

@@ -769,6 +769,67 @@ static void test_blocking_region(void **state) {
     raw_free(&r);
 }
 
+/* ---- the profiler's own code on a program thread ---------------------------------------------- */
+
+struct own_work {
+    long pairs;
+    double cpu;
+};
+
+void *own_work_main(void *p) {
+    struct own_work *w = p;
+    osp_prof_thread_register(45, "own");
+    double start = thread_cpu_seconds();
+    /* Each empty blocking region captures the thread's stack: much of this thread's CPU
+     * is the profiler's own work. */
+    while (thread_cpu_seconds() < start + 0.3) {
+        osp_prof_block_begin();
+        osp_prof_block_end();
+        w->pairs++;
+    }
+    w->cpu = thread_cpu_seconds() - start;
+    osp_prof_thread_unregister();
+    return NULL;
+}
+
+/* An on-CPU sample taken in the profiler's own code (section osp_prof_text) is the
+ * profiler's CPU: counted in profiler_cpu_ns, never a sample of the program
+ * (docs/profiler-runtime.md "The raw profile"). */
+static void test_own_code_is_profiler_cpu(void **state) {
+    (void)state;
+#if OSP_PROF_OWN_TEXT
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "own.json");
+    struct own_work w = {0, 0};
+    assert_true(osp_prof_session_begin(path, 2000));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, own_work_main, &w), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(osp_prof_session_end());
+    struct raw r;
+    raw_load(&r, path);
+    long row = raw_row(&r, "own", 45);
+    assert_true(row > 0);
+    size_t on = 0, own = 0;
+    uint64_t on_w = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        if ((long)r.samples[i].row != row || r.samples[i].state != 0) continue;
+        on++;
+        on_w += r.samples[i].weight;
+        if (osp_prof__own_pc((uintptr_t)r.stacks[r.samples[i].stack][0])) own++;
+    }
+    print_message("own code: %ld region pairs in %.3f s of CPU; %zu on-CPU samples (%.3f s), "
+                  "%zu of them in the profiler's code; profiler_cpu_ns %.3f s\n",
+                  w.pairs, w.cpu, on, (double)on_w / 1e9, own, (double)r.profiler_cpu_ns / 1e9);
+    assert_int_equal(own, 0);
+    /* The thread's CPU went somewhere: into its samples or the profiler's account. */
+    assert_true((double)on_w + (double)r.profiler_cpu_ns >= 0.5 * w.cpu * 1e9);
+    raw_free(&r);
+#else
+    skip();
+#endif
+}
+
 /* ---- errno ------------------------------------------------------------------------------------ */
 
 struct errno_check {
@@ -1191,6 +1252,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_more_threads_than_slots, end_session),
         cmocka_unit_test_teardown(test_blocked_in_foreign_calls, end_session),
         cmocka_unit_test_teardown(test_blocking_region, end_session),
+        cmocka_unit_test_teardown(test_own_code_is_profiler_cpu, end_session),
         cmocka_unit_test_teardown(test_errno_preserved, end_session),
         cmocka_unit_test_teardown(test_previous_handler_chained_and_restored, restore_sigprof),
         cmocka_unit_test_teardown(test_fork_child_never_writes, end_session),
