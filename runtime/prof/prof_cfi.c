@@ -580,6 +580,8 @@ struct sec {
     const uint8_t *buf, *end;
     uintptr_t addr, bias;
     bool debug;
+    const uintptr_t (*code)[2]; /* osp_cfi_section's code view, or NULL */
+    size_t ncode;
 };
 
 /* The CIE id field of a record in `x` (4 bytes in .eh_frame; 4 or 8 in .debug_frame by
@@ -878,30 +880,59 @@ static bool row_is_fp(const struct osp_cfi_row *r) {
  * prologue/epilogue shapes around it (CFA = sp + 8 at entry and after the epilogue's pop,
  * sp + 16 between push and mov), with at least one frame-pointer row. Calls are only made
  * from the body (a return address lies after the prologue and before the epilogue's pop).
+ * Or an x86-64 function that never moves sp (every row CFA = sp + 8, fp unchanged) whose
+ * code `leaf_ok` found without a call instruction: no return address lies in it. Without
+ * that check such a function is not taken: most are leaves, but GCC calls a callee it
+ * knows needs no stack alignment without aligning sp (`middle: call burn; ...; ret`), and
+ * following the frame chain from a return address there skips its caller (the chain's rbp
+ * is still the caller's).
  * Anything else is not: a frameless function that calls, a CFA from another register,
- * rules the table cannot express, PLT stubs, signal trampolines, the outermost frame --
- * and a function that never moves sp (every row CFA = sp + 8). Most of those are leaves,
- * but not all: GCC calls a callee it knows needs no stack alignment without aligning sp
- * (`middle: call burn; ...; ret`), and following the frame chain from a return address
- * there skips its caller (the chain's rbp is still the caller's).
+ * rules the table cannot express, PLT stubs, signal trampolines, the outermost frame.
  */
-static bool fde_keeps_chain(const struct osp_cfi_row *w, size_t n) {
-    bool any_fp = false;
+static bool fde_keeps_chain(const struct osp_cfi_row *w, size_t n, bool leaf_ok) {
+    bool any_fp = false, all_leaf = true;
     if (n == 0) return false;
     for (size_t i = 0; i < n; i++) {
         const struct osp_cfi_row *r = &w[i];
         if (row_is_fp(r)) {
             any_fp = true;
+            all_leaf = false;
             continue;
         }
         if (r->kind != OSP_CFI_STEP || r->cfa_reg != OSP_CFI_REG_SP || r->ra_off != -8)
             return false;
         bool saved = r->fp_rule == OSP_CFI_FP_OFFSET && r->fp_off == -16;
-        if (r->cfa_off == 8 && r->fp_rule == OSP_CFI_FP_SAME) continue; /* entry */
-        if ((r->cfa_off == 8 || r->cfa_off == 16) && saved) continue;   /* around push/pop */
+        if (r->cfa_off == 8 && r->fp_rule == OSP_CFI_FP_SAME) continue; /* entry, leaf */
+        all_leaf = false;
+        if ((r->cfa_off == 8 || r->cfa_off == 16) && saved) continue; /* around push/pop */
         return false;
     }
-    return any_fp;
+    return any_fp || (all_leaf && leaf_ok);
+}
+
+/* Functions longer than this are not scanned for calls (not taken for leaves). */
+#define LEAF_SCAN_MAX 4096
+
+/* Whether the x86-64 code of [lo, hi), read through `x`'s code view, certainly holds no
+ * call instruction: no byte 0xe8 (call rel32) and no byte 0xff followed by a ModRM byte
+ * whose reg field is 2 or 3 (call, far call through a register or memory). Every call
+ * instruction holds one of those two patterns whatever the instruction boundaries, so a
+ * byte that only looks like one (inside an immediate) can only make the answer "may
+ * call", never the reverse. False without a code view, for a range outside it or longer
+ * than LEAF_SCAN_MAX. */
+static bool leaf_without_calls(const struct sec *x, uintptr_t lo, uintptr_t hi) {
+    if (x->code == NULL || hi <= lo || hi - lo > LEAF_SCAN_MAX) return false;
+    for (size_t i = 0; i < x->ncode; i++) {
+        if (lo < x->code[i][0] || hi > x->code[i][1]) continue;
+        const uint8_t *p = (const uint8_t *)lo;
+        size_t n = hi - lo;
+        for (size_t j = 0; j < n; j++) {
+            if (p[j] == 0xe8) return false;
+            if (p[j] == 0xff && j + 1 < n && ((p[j + 1] >> 3) & 7u) - 2u < 2u) return false;
+        }
+        return true;
+    }
+    return false;
 }
 
 /* Whether FDE range [lo, hi) of .debug_frame overlaps one of .eh_frame's (sorted, with
@@ -1041,7 +1072,8 @@ static void feed(struct builder *b, const struct sec *x, const struct arch *a) {
         }
         if (!b->oom) {
             struct osp_cfi_row *w = b->rows.p;
-            if (fde_keeps_chain(w + first, b->nrows - first)) {
+            if (fde_keeps_chain(w + first, b->nrows - first,
+                                a->x86_64 && leaf_without_calls(x, lo, hi))) {
                 for (size_t i = first; i < b->nrows; i++) w[i].plt_min |= ROW_FP_FDE;
                 stats->fdes_fp++;
             }
@@ -1162,12 +1194,16 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
     if (eh != NULL && eh->bytes != NULL && eh->len > 0) {
         b.base = eh->addr > BASE_BELOW ? eh->addr - BASE_BELOW : 0;
         b.based = true;
-        struct sec x = {eh->bytes, eh->bytes + eh->len, eh->addr, eh->bias, eh->debug_frame};
+        struct sec x = {eh->bytes, eh->bytes + eh->len, eh->addr,
+                        eh->bias,  eh->debug_frame,     eh->code,
+                        eh->ncode};
         feed(&b, &x, a);
     }
     if (dbg != NULL && dbg->bytes != NULL && dbg->len > 0) {
         index_eh(&b);
-        struct sec x = {dbg->bytes, dbg->bytes + dbg->len, dbg->addr, dbg->bias, dbg->debug_frame};
+        struct sec x = {dbg->bytes, dbg->bytes + dbg->len, dbg->addr,
+                        dbg->bias,  dbg->debug_frame,      dbg->code,
+                        dbg->ncode};
         if (!b.oom) feed(&b, &x, a);
     }
     if (b.oom || b.nrows == 0) {
@@ -1279,7 +1315,7 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
 
 bool osp_prof__cfi_build(const uint8_t *bytes, size_t len, uintptr_t addr, uintptr_t bias,
                          struct osp_cfi_table *out, struct osp_cfi_build_stats *stats) {
-    struct osp_cfi_section eh = {bytes, len, addr, bias, false};
+    struct osp_cfi_section eh = {bytes, len, addr, bias, false, NULL, 0};
     return osp_prof__cfi_build_sections(&eh, NULL, OSP_CFI_ARCH_NATIVE, out, stats);
 }
 
@@ -1687,6 +1723,11 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
     img.load_bias = info->dlpi_addr;
     const ElfW(Phdr) *eh = NULL;
     bool first_load = true;
+    /* The readable executable segments: the builder reads frameless functions' code there
+     * (leaf_without_calls). The loader's lock, held during this callback, keeps them
+     * mapped. */
+    uintptr_t code[OSP_CFI_MAX_SEGS][2];
+    size_t ncode = 0;
     for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_GNU_EH_FRAME) eh = ph;
@@ -1694,6 +1735,11 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
         if (first_load) {
             img.key = info->dlpi_addr + ph->p_vaddr;
             first_load = false;
+        }
+        if ((ph->p_flags & (PF_X | PF_R)) == (PF_X | PF_R) && ncode < OSP_CFI_MAX_SEGS) {
+            code[ncode][0] = info->dlpi_addr + ph->p_vaddr;
+            code[ncode][1] = info->dlpi_addr + ph->p_vaddr + ph->p_filesz;
+            ncode++;
         }
         if ((ph->p_flags & PF_X) && img.nsegs < OSP_CFI_MAX_SEGS) {
             img.segs[img.nsegs][0] = info->dlpi_addr + ph->p_vaddr;
@@ -1714,7 +1760,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
                 sc->imgs[sc->n++] = sc->prev->images[j];
                 return 0;
             }
-    struct osp_cfi_section ehs = {NULL, 0, 0, 0, false}, dbs = {NULL, 0, 0, 0, true};
+    struct osp_cfi_section ehs = {NULL, 0, 0, 0, false, code, ncode};
+    struct osp_cfi_section dbs = {NULL, 0, 0, 0, true, code, ncode};
     if (eh != NULL) eh_frame_of(info, eh, &ehs);
     size_t dbg_map = 0;
     uint8_t *dbg = read_debug_frame(info, &dbs.len, &dbg_map);

@@ -132,6 +132,13 @@ struct osp_cfi_section {
     size_t len;
     uintptr_t addr, bias;
     bool debug_frame;
+    /* Optional (NULL when the code is not in this process): `ncode` readable executable
+     * ranges [lo, hi) of this process holding the code the FDEs describe, read while the
+     * table is built. An x86-64 function that never moves sp (every row CFA = sp + 8) takes
+     * the fast path for return addresses only when its bytes, read here, hold no call
+     * instruction; without them, never. */
+    const uintptr_t (*code)[2];
+    size_t ncode;
 };
 
 /*

@@ -75,8 +75,10 @@ static void fuzz_one(const uint8_t *data, size_t size, const uint8_t *buf, int m
     memset(&img, 0, sizeof img);
     struct osp_cfi_build_stats st;
     size_t half = size / 2;
-    struct osp_cfi_section eh = {buf, size, FUZZ_BASE, 0, false};
-    struct osp_cfi_section dbg = {buf, size, 0, FUZZ_BASE, true};
+    /* The input itself is the code view: FDEs that point into it are scanned for calls. */
+    const uintptr_t view[1][2] = {{(uintptr_t)buf, (uintptr_t)buf + size}};
+    struct osp_cfi_section eh = {buf, size, FUZZ_BASE, 0, false, view, 1};
+    struct osp_cfi_section dbg = {buf, size, 0, FUZZ_BASE, true, view, 1};
     if (mode == AS_BOTH) {
         eh.len = half;
         dbg.bytes = buf + half;

@@ -402,6 +402,51 @@ static void test_fast_path_map(void **state) {
     osp_prof__cfi_table_free(&t);
 }
 
+/* Functions that never move sp (every row CFA = rsp + 8) take the fast path for return
+ * addresses only when their code, read through the section's code view, holds no call:
+ * GCC calls from such functions when the callee needs no stack alignment. */
+static _Alignas(16) const uint8_t k_frameless_code[48] = {
+    /* [0, 16): mov rax, rdi; ret -- a leaf */
+    0x48, 0x89, 0xf8, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
+    /* [16, 32): call rel32; ret */
+    0xe8, 0x00, 0x00, 0x00, 0x00, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
+    /* [32, 48): call rax; ret */
+    0xff, 0xd0, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90};
+
+static void test_frameless_callers_not_fast(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    uintptr_t code = (uintptr_t)k_frameless_code;
+    uintptr_t base = code - 0x1000; /* where the section's first byte "lies" */
+    struct ebuf e = {.n = 0};
+    size_t c = cie(&e, "zR");
+    for (uintptr_t i = 0; i < 3; i++) {
+        size_t at = e.n;
+        put4(&e, 0);
+        put4(&e, (uint32_t)(e.n - c));
+        int32_t rel = (int32_t)(int64_t)(code + 16 * i - (base + e.n));
+        put(&e, &rel, 4);
+        put4(&e, 16);
+        put1(&e, 0);
+        while ((e.n - at) % 4) put1(&e, 0);
+        patch4(&e, at, (uint32_t)(e.n - at - 4));
+    }
+    put4(&e, 0);
+    const uintptr_t view[1][2] = {{code, code + sizeof k_frameless_code}};
+    for (int with_view = 0; with_view < 2; with_view++) {
+        struct osp_cfi_section eh = {e.b, e.n, base, 0, false, with_view ? view : NULL, 1};
+        struct osp_cfi_table t;
+        struct osp_cfi_build_stats st;
+        assert_true(osp_prof__cfi_build_sections(&eh, NULL, OSP_CFI_ARCH_X86_64, &t, &st));
+        assert_int_equal(st.fdes_fp, with_view ? 1 : 0);
+        assert_int_equal(fpmap_bits(&t, code + 4) & OSP_CFI_FPMAP_RET,
+                         with_view ? OSP_CFI_FPMAP_RET : 0);
+        assert_int_equal(fpmap_bits(&t, code + 16 + 4) & OSP_CFI_FPMAP_RET, 0);
+        assert_int_equal(fpmap_bits(&t, code + 32 + 4) & OSP_CFI_FPMAP_RET, 0);
+        osp_prof__cfi_table_free(&t);
+    }
+}
+
 /* ---- hand-assembled .debug_frame (32- and 64-bit DWARF, CIE versions 1, 3, 4) -------- */
 
 static void put8(struct ebuf *e, uint64_t v) {
@@ -482,7 +527,7 @@ static void test_debug_frame_formats(void **state) {
         /* A version-4 CIE with 4-byte addresses (not this process's): refused. */
         size_t c4 = dcie(&d, is64, 4, 4);
         dfde(&d, is64, c4, 0x1300, 0x10, frameless, sizeof frameless);
-        struct osp_cfi_section dbg = {d.b, d.n, 0, bias, true};
+        struct osp_cfi_section dbg = {d.b, d.n, 0, bias, true, NULL, 0};
         struct osp_cfi_table t;
         struct osp_cfi_build_stats st;
         assert_true(osp_prof__cfi_build_sections(NULL, &dbg, OSP_CFI_ARCH_X86_64, &t, &st));
@@ -518,7 +563,8 @@ static void test_debug_frame_behind_eh_frame(void **state) {
     size_t dc = dcie(&d, false, 1, 8);
     dfde(&d, false, dc, 0x401010, 0x10, frameless, sizeof frameless); /* inside eh's FDE */
     dfde(&d, false, dc, 0x401100, 0x40, frameless, sizeof frameless); /* nothing in eh */
-    struct osp_cfi_section eh = {e.b, e.n, BASE, 0, false}, dbg = {d.b, d.n, 0, 0, true};
+    struct osp_cfi_section eh = {e.b, e.n, BASE, 0, false, NULL, 0},
+                           dbg = {d.b, d.n, 0, 0, true, NULL, 0};
     struct osp_cfi_table t;
     struct osp_cfi_build_stats st;
     assert_true(osp_prof__cfi_build_sections(&eh, &dbg, OSP_CFI_ARCH_X86_64, &t, &st));
@@ -573,7 +619,7 @@ static void test_aarch64_rules(void **state) {
     static const uint8_t pac[] = {0x41, 0x2d, 0x41, 0x0e, 0x10, 0x9e, 0x01};
     fde(&e, c, 0x410200, 0x20, pac, sizeof pac);
     put4(&e, 0);
-    struct osp_cfi_section eh = {e.b, e.n, BASE, 0, false};
+    struct osp_cfi_section eh = {e.b, e.n, BASE, 0, false, NULL, 0};
     struct osp_cfi_table t;
     struct osp_cfi_build_stats st;
     assert_true(osp_prof__cfi_build_sections(&eh, NULL, OSP_CFI_ARCH_AARCH64, &t, &st));
@@ -618,7 +664,7 @@ static void test_aarch64_rules(void **state) {
     size_t xc = cie(&x, "zR");
     fde(&x, xc, 0x401000, 0x30, fp_prog, sizeof fp_prog);
     put4(&x, 0);
-    struct osp_cfi_section xe = {x.b, x.n, BASE, 0, false};
+    struct osp_cfi_section xe = {x.b, x.n, BASE, 0, false, NULL, 0};
     assert_false(osp_prof__cfi_build_sections(&xe, NULL, OSP_CFI_ARCH_AARCH64, &t, &st));
     /* DW_CFA 0x2d on x86-64 is GNU_window_save (SPARC): cannot unwind from there. */
     struct ebuf w = {.n = 0};
@@ -1404,6 +1450,7 @@ int main(void) {
         cmocka_unit_test(test_signal_cie),
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_fast_path_map),
+        cmocka_unit_test(test_frameless_callers_not_fast),
         cmocka_unit_test(test_debug_frame_formats),
         cmocka_unit_test(test_debug_frame_behind_eh_frame),
         cmocka_unit_test(test_aarch64_rules),
