@@ -6,6 +6,8 @@
 #include "internal.h"
 
 #include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +54,51 @@ static bool stack_matches(const ospprof_profile *p, size_t k, const bool *fm, co
     return false;
 }
 
+/* Append one warning line (without the "osprey: warning: " prefix) to p's warnings. */
+static void add_warning(ospprof_profile *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_warning(ospprof_profile *p, const char *fmt, ...) {
+    char msg[OSPPROF_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    p->warnings = ospprof_xrealloc(p->warnings, (p->nwarnings + 1) * sizeof *p->warnings);
+    p->warnings[p->nwarnings++] = ospprof_xstrdup(msg);
+}
+
+/* One warning per --fiber label that names no fiber with samples, listing those that exist
+ * (at most 10, as the report's `fibers:` line shows them). Returns how many were unknown. */
+static size_t warn_unknown_fibers(ospprof_profile *p, const ospprof_options *o) {
+    size_t misses = 0;
+    for (size_t i = 0; i < o->nfibers; i++) {
+        bool found = false;
+        for (size_t r = 0; r < p->nrows && !found; r++)
+            found = p->rows[r].n && strcmp(p->rows[r].label, o->fibers[i]) == 0;
+        if (found) continue;
+        misses++;
+        ospprof_buf list = {0};
+        size_t shown = 0, more = 0;
+        for (size_t r = 0; r < p->nrows; r++) {
+            if (!p->rows[r].n) continue;
+            if (shown == 10) {
+                more++;
+                continue;
+            }
+            if (shown++) ospprof_buf_puts(&list, ", ");
+            ospprof_term_text(&list, p->rows[r].label);
+        }
+        if (more) ospprof_buf_printf(&list, " and %zu more", more);
+        ospprof_buf name = {0};
+        ospprof_term_text(&name, o->fibers[i]);
+        add_warning(p, "no fiber matches '%s' (fibers: %s)", name.p ? name.p : "",
+                    shown ? list.p : "none with samples");
+        ospprof_buf_free(&name);
+        ospprof_buf_free(&list);
+    }
+    return misses;
+}
+
 int ospprof_profile_filter(ospprof_profile *p, const ospprof_options *o, char *err, size_t errlen) {
     if (!o->focus && !o->ignore && !o->nfibers) return 0;
     regex_t focus, ignore;
@@ -72,6 +119,7 @@ int ospprof_profile_filter(ospprof_profile *p, const ospprof_options *o, char *e
         verdict[k] = keep ? 1 : 2;
     }
     free(ffm), free(fim), free(ifm), free(iim);
+    size_t fiber_misses = warn_unknown_fibers(p, o);
     bool *row_ok = ospprof_xcalloc(p->nrows, sizeof *row_ok);
     for (size_t r = 0; r < p->nrows; r++) {
         row_ok[r] = o->nfibers == 0;
@@ -80,6 +128,8 @@ int ospprof_profile_filter(ospprof_profile *p, const ospprof_options *o, char *e
     }
 
     p->unfiltered_on_w = p->on_w;
+    size_t before = p->nsamples;
+    uint64_t before_on_n = p->on_n;
     size_t n = 0;
     for (size_t i = 0; i < p->nsamples; i++) {
         const ospprof_sample *s = &p->samples[i];
@@ -125,6 +175,11 @@ int ospprof_profile_filter(ospprof_profile *p, const ospprof_options *o, char *e
             ospprof_term_text(&d, o->fibers[i]);
         }
     }
+    /* a filter that keeps nothing says so (unless a --fiber typo already explains it) */
+    if (before && p->nsamples == 0 && !(o->nfibers && fiber_misses == o->nfibers))
+        add_warning(p, "the filters (%s) left no samples; the exports are empty", d.p);
+    else if (before_on_n && p->nsamples && p->on_n == 0)
+        add_warning(p, "the filters (%s) left no on-CPU samples, only waiting ones", d.p);
     ospprof_buf_printf(&d, " — %.1f%% of the on-CPU weight remains",
                        p->unfiltered_on_w ? (double)p->on_w * 100.0 / (double)p->unfiltered_on_w
                                           : 0.0);

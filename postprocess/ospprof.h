@@ -178,7 +178,10 @@ int ospprof_filter_check(const ospprof_options *o, char *err, size_t errlen);
  * Apply the §(l.8) filters of `o` (focus, ignore, fibers) to `prof` in place: samples are kept
  * or dropped whole (their weights and stacks unchanged), then every total is recomputed from
  * the kept samples, and the report's header names the filters and the share of on-CPU weight
- * that remains. No filter set: nothing changes. 0, or -1 (a bad pattern, err as
+ * that remains. A filter that keeps nothing is not an error, but adds a warning to prof's
+ * warnings (ospprof_profile_warnings): one per --fiber label that names no fiber with samples
+ * ("no fiber matches 'x' (fibers: main, fiber-1)"), else "the filters (…) left no samples" (or
+ * "… no on-CPU samples"). No filter set: nothing changes. 0, or -1 (a bad pattern, err as
  * ospprof_filter_check; prof unchanged).
  */
 int ospprof_profile_filter(ospprof_profile *prof, const ospprof_options *o, char *err,
@@ -215,8 +218,9 @@ int ospprof_report(const ospprof_profile *prof, const char *output_prefix, bool 
 int ospprof_report_ex(const ospprof_profile *prof, const char *output_prefix,
                       const ospprof_options *style, FILE *out);
 
-/* One-line warnings the last ospprof_profile_build produced for `prof` (e.g. an unusable
- * --binary); borrowed, valid while prof lives. Returns the count, fills *out. */
+/* One-line warnings ospprof_profile_build and ospprof_profile_filter produced for `prof` (e.g.
+ * an unusable --binary, a filter that kept nothing); borrowed, valid while prof lives. Returns
+ * the count, fills *out. */
 size_t ospprof_profile_warnings(const ospprof_profile *prof, const char *const **out);
 
 /* ---- Comparisons (docs/spec/profiler.md §(l.8)) ------------------------------------------ */
