@@ -9,6 +9,7 @@
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 long ospprof_image_for(const ospprof_raw *raw, uint64_t addr) {
     long best = -1;
@@ -72,9 +74,14 @@ typedef struct symctx {
     bool cur_main;         /* the image being resolved is the main one */
 } symctx;
 
-static bool is_file(const char *p) {
+/* NULL when `p` is a regular file we may read; else why not (strerror's text). */
+static const char *unreadable(const char *p) {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    if (stat(p, &st) != 0) return strerror(errno);
+    if (S_ISDIR(st.st_mode)) return strerror(EISDIR);
+    if (!S_ISREG(st.st_mode)) return "not a regular file";
+    if (access(p, R_OK) != 0) return strerror(errno);
+    return NULL;
 }
 
 static void warn(symctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -139,18 +146,30 @@ static void qualify(symctx *c, size_t i) {
         return;
     }
     if (!im->path || !im->path[0] || im->path[0] == '[') return; /* [vdso] and the like */
-    if (is_file(im->path)) {
+    const char *why = unreadable(im->path);
+    if (!why) {
         if (object_describes(c, im, im->path, (long)i == c->main_image)) {
             c->qual[i] = 1;
             c->object[i] = im->path;
         }
         return;
     }
-    if (c->binary && c->raw->exe && strcmp(im->path, c->raw->exe) == 0 && is_file(c->binary) &&
-        object_describes(c, im, c->binary, true)) {
-        c->qual[i] = 1;
-        c->object[i] = c->binary;
+    bool is_exe = c->raw->exe && strcmp(im->path, c->raw->exe) == 0;
+    if (is_exe && c->binary) {
+        const char *bwhy = unreadable(c->binary);
+        if (bwhy) {
+            warn(c, "cannot read '%s' (standing in for '%s'): %s; its frames are unnamed",
+                 c->binary, im->path, bwhy);
+        } else if (object_describes(c, im, c->binary, true)) {
+            c->qual[i] = 1;
+            c->object[i] = c->binary;
+        }
+        return;
     }
+    /* moved, deleted or unreadable since the run: said once per image (this runs once per
+     * image with samples), --binary suggested for the main executable */
+    warn(c, "cannot read '%s': %s; its frames are unnamed%s", im->path, why,
+         is_exe ? " (pass --binary)" : "");
 }
 
 static void push_res(symctx *c, uint32_t name, uint32_t file, uint32_t line) {

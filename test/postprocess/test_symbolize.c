@@ -259,10 +259,14 @@ static void test_fixture_moved_and_build_id(void **st) {
     char real[4096];
     assert_non_null(realpath(FIXTURE_BIN, real));
 
-    /* the main image moved: its image frame, unless the given binary substitutes for it */
+    /* the main image moved: its image frame and one warning suggesting --binary, unless the
+     * given binary substitutes for it */
     char *moved = replace_all(text, real, "/nonexistent/moved/fixture");
     ospprof_profile *p = build_text(moved, NULL, "llvm");
     assert_string_equal(frame_name(p, 0, 0), "[fixture]");
+    assert_int_equal(p->nwarnings, 1);
+    assert_string_equal(p->warnings[0], "cannot read '/nonexistent/moved/fixture': No such file or "
+                                        "directory; its frames are unnamed (pass --binary)");
     ospprof_profile_free(p);
     p = build_text(moved, FIXTURE_BIN, "llvm");
     expect_fixture_chain(p);
@@ -296,10 +300,16 @@ static void test_fixture_moved_and_build_id(void **st) {
     free(rebuilt);
     free(moved);
 
-    /* a moved image that is not the main executable is never substituted */
+    /* a moved image that is not the main executable is never substituted; it warns once
+     * (without suggesting --binary) */
     char *libc_moved = replace_all(text, "libc.so.6", "libc-gone.so.6");
     p = build_text(libc_moved, FIXTURE_BIN, "llvm");
     assert_string_equal(frame_name(p, 2, 0), "[libc-gone.so.6]");
+    assert_int_equal(p->nwarnings, 1);
+    if (!strstr(p->warnings[0], "libc-gone.so.6': No such file or directory; its frames are "
+                                "unnamed") ||
+        strstr(p->warnings[0], "--binary"))
+        fail_msg("warning: %s", p->warnings[0]);
     ospprof_profile_free(p);
     free(libc_moved);
 
