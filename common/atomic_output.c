@@ -185,6 +185,28 @@ static int make_temp_name(const char *dest, char **out_name, bool want_fd) {
     return -EEXIST;
 }
 
+int osp_atomic_probe(const char *path, char **dest, char *reason, size_t reasonlen) {
+    if (osp_atomic_resolve(path, dest, reason, reasonlen) != 0) return -1;
+    if (!*dest) return 0; /* a stream written in place: resolve checked it is writable */
+    char *tmp = NULL;
+    pthread_mutex_lock(&g_temps_lock);
+    int fd = make_temp_name(*dest, &tmp, true);
+    if (fd >= 0) temps_add_locked(tmp);
+    pthread_mutex_unlock(&g_temps_lock);
+    if (fd < 0) {
+        free(*dest);
+        *dest = NULL;
+        return set_errno_reason(reason, reasonlen, -fd);
+    }
+    close(fd);
+    pthread_mutex_lock(&g_temps_lock);
+    unlink(tmp);
+    temps_forget_locked(tmp);
+    pthread_mutex_unlock(&g_temps_lock);
+    free(tmp);
+    return 0;
+}
+
 /* ---- one file ---------------------------------------------------------------------- */
 
 static void release(osp_atomic_out *o) {

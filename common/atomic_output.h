@@ -52,6 +52,15 @@ typedef struct osp_atomic_out {
 int osp_atomic_resolve(const char *path, char **dest, char *reason, size_t reasonlen);
 
 /*
+ * osp_atomic_resolve, then, for a file (not a stream), a real try: the temporary
+ * "<dir>/.<base>.XXXXXX" that osp_atomic_open would use is created and removed at once, so
+ * a directory that access() calls writable but where no file can be created (root under
+ * /proc or /sys, a read-only mount) is refused with the errno of that create. *dest as for
+ * osp_atomic_resolve (free it). Returns 0, or -1 with the reason (nothing is left behind).
+ */
+int osp_atomic_probe(const char *path, char **dest, char *reason, size_t reasonlen);
+
+/*
  * Open `path` for writing (osp_atomic_resolve, then the temporary, or the stream in place).
  * The temporary is registered for osp_atomic_remove_temporaries until it is renamed or
  * removed. Returns 0, or -1 with the reason (nothing is left behind).

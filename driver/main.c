@@ -785,26 +785,6 @@ static int compile_with(Options *po) {
         }
     }
 
-    /* docs/spec/profiler.md §(l.5): with --profile the export location is checked before
-     * anything is built or run, so a typo in -o never costs a whole run (exit 2). */
-    if (run && o.profile) {
-        const char *prefix = o.output ? o.output : stem;
-        for (int i = 0; i < OSPPROF_NEXPORTS; i++) {
-            char *p = export_path(prefix, ospprof_export_ext[i]);
-            out_target t = {0};
-            char msg[PATH_MAX + 128];
-            int bad = out_check(p, &t, msg, sizeof msg);
-            out_target_free(&t);
-            free(p);
-            if (bad) {
-                fprintf(stderr, "osprey: error: %s (the profile exports)\n", msg);
-                free(stem);
-                free(src);
-                return 2;
-            }
-        }
-    }
-
     char *abs = realpath(o.input, NULL);
     int nerrors = 0;
     Program *prog = osp_frontend_run(o.input, abs ? abs : o.input, src, len, stderr, &nerrors);

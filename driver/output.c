@@ -24,7 +24,7 @@ int out_check(const char *given, out_target *t, char *msg, size_t msglen) {
     t->given = given;
     t->dest = NULL;
     char reason[256];
-    if (osp_atomic_resolve(given, &t->dest, reason, sizeof reason) != 0)
+    if (osp_atomic_probe(given, &t->dest, reason, sizeof reason) != 0)
         return fail(msg, msglen, given, reason);
     return 0;
 }

@@ -26,9 +26,11 @@ typedef struct out_target {
 
 /*
  * Check that `given` can be written and decide how (see above). For a new or regular
- * file, its directory must exist, be a directory and be writable. Returns 0 and fills
- * *t (free with out_target_free), or -1 with "cannot write '<given>': <reason>" (reason:
- * strerror, or a wording such as "it is a block device") in msg[0..msglen).
+ * file, its directory must exist, be a directory and take a new file: the helper's
+ * temporary is created there and removed (osp_atomic_probe), so /proc, /sys or a read-only
+ * mount is refused for root too, with the create's errno. Returns 0 and fills *t (free
+ * with out_target_free), or -1 with "cannot write '<given>': <reason>" (reason: strerror,
+ * or a wording such as "it is a block device") in msg[0..msglen).
  */
 int out_check(const char *given, out_target *t, char *msg, size_t msglen);
 

@@ -2,6 +2,8 @@
 #include "profiling.h"
 
 #include "attach.h"
+#include "ospprof.h"
+#include "output.h"
 #include "process.h"
 #include "xalloc.h"
 
@@ -51,34 +53,30 @@ int prof_check_export_dir(const char *prefix) {
         e = errno;
     else if (!S_ISDIR(st.st_mode))
         e = ENOTDIR;
-    else if (access(dir, W_OK | X_OK) != 0)
-        e = errno;
-    else {
-        /* access() says yes to root almost everywhere (/proc, a read-only mount): create
-         * (and remove) a file there, as the exports' atomic write will. */
-        size_t n = strlen(dir) + 32;
-        char *probe = malloc(n);
-        if (!probe) {
-            free(dir);
-            return -1;
-        }
-        snprintf(probe, n, "%s%s.osprey-probe-XXXXXX", dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
-        int fd = mkostemp(probe, O_CLOEXEC);
-        if (fd < 0) {
-            e = errno;
-        } else {
-            close(fd);
-            unlink(probe);
-        }
-        free(probe);
-    }
     if (e) {
         bool has_slash = dir[strlen(dir) - 1] == '/';
         fprintf(stderr, "osprey: error: cannot write the profile to '%s%s': %s\n", dir,
                 has_slash ? "" : "/", strerror(e));
+        free(dir);
+        return -1;
     }
     free(dir);
-    return e ? -1 : 0;
+    /* The directory is there: each export is tried as its atomic write will make it (a
+     * temporary created and removed), since access() says yes to root almost everywhere
+     * (/proc, /sys, a read-only mount); an export path that is a directory fails here too. */
+    for (int i = 0; i < OSPPROF_NEXPORTS; i++) {
+        char *p = drv_xasprintf("%s%s", prefix, ospprof_export_ext[i]);
+        out_target t = {0};
+        char msg[PATH_MAX + 128];
+        int bad = out_check(p, &t, msg, sizeof msg);
+        out_target_free(&t);
+        free(p);
+        if (bad) {
+            fprintf(stderr, "osprey: error: %s (the profile exports)\n", msg);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* The driver's environment plus name=value pairs (earlier definitions of those names

@@ -24,11 +24,12 @@
 int prof_parse_duration(const char *text, uint64_t *duration_ns);
 
 /*
- * docs/spec/profiler.md §(l.5): the directory of the export prefix `prefix` ("dir/stem" or
- * "stem") exists, is a directory and a file can be created in it (a temporary
- * `.osprey-probe-XXXXXX` is created and removed). Returns 0, or -1 after printing one line
- * `osprey: error: cannot write the profile to '<dir>/': <reason>` (callers exit 2, before
- * anything runs).
+ * docs/spec/profiler.md §(l.5): the exports of `prefix` ("dir/stem" or "stem") can be
+ * written. Its directory must exist and be a directory, else one line
+ * `osprey: error: cannot write the profile to '<dir>/': <reason>`; then each of the five
+ * exports is checked with out_check (its temporary is really created and removed), else
+ * one line `osprey: error: cannot write '<prefix><ext>': <reason> (the profile exports)`.
+ * Returns 0, or -1 after printing that line (callers exit 2, before anything runs).
  */
 int prof_check_export_dir(const char *prefix);
 

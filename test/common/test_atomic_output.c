@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +299,38 @@ static void test_same_file(void **st) {
     free(dir);
 }
 
+/* osp_atomic_probe really creates (and removes) the temporary: a new file's directory that
+ * takes one passes and keeps nothing; /proc, which access() calls writable for root, is
+ * refused with the errno of the create (ENOENT; EACCES for anyone else). */
+static void test_probe(void **st) {
+    (void)st;
+    char *dir = tmpdir(), path[4200], reason[256];
+    snprintf(path, sizeof path, "%s/new.bin", dir);
+    char *dest = NULL;
+    assert_int_equal(osp_atomic_probe(path, &dest, reason, sizeof reason), 0);
+    assert_non_null(dest);
+    assert_string_equal(dest, path);
+    free(dest);
+    assert_int_equal(entries(dir), 0); /* the temporary is gone, nothing else was made */
+    /* a stream is written in place: nothing to create */
+    dest = (char *)1;
+    assert_int_equal(osp_atomic_probe("/dev/null", &dest, reason, sizeof reason), 0);
+    assert_null(dest);
+    /* a directory path is refused as osp_atomic_resolve refuses it */
+    assert_int_equal(osp_atomic_probe(dir, &dest, reason, sizeof reason), -1);
+    assert_null(dest);
+    assert_string_equal(reason, strerror(EISDIR));
+    /* /proc: resolve alone passes for root; the probe does not */
+    bool resolves = osp_atomic_resolve("/proc/osprey-probe", &dest, reason, sizeof reason) == 0;
+    free(dest);
+    dest = (char *)1;
+    assert_int_equal(osp_atomic_probe("/proc/osprey-probe", &dest, reason, sizeof reason), -1);
+    assert_null(dest);
+    assert_string_equal(reason, strerror(resolves ? ENOENT : EACCES));
+    rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_file_name_and_mode),
@@ -307,6 +340,7 @@ int main(void) {
         cmocka_unit_test(test_set_all_or_nothing),
         cmocka_unit_test(test_remove_temporaries),
         cmocka_unit_test(test_same_file),
+        cmocka_unit_test(test_probe),
     };
     return cmocka_run_group_tests_name("driver_common_atomic_output", tests, NULL, NULL);
 }
