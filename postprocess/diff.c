@@ -146,6 +146,9 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
     const char **frames = NULL, **pframes = NULL;
     size_t *lens = NULL, *plens = NULL, cap = 0, pn = 0, poff = 0;
     size_t lineno = 0;
+    /* a differential file (`<stack> <base> <new>`, what ospprof_diff_write makes) parses as
+     * stacks whose last frame ends in " <base>": refused when every line ends so */
+    size_t first = 0, nlines = 0, ntwo = 0;
     int rc = 0;
     for (size_t pos = 0; pos < len;) {
         const char *line = text + pos;
@@ -189,6 +192,10 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
         }
         size_t se = c - 1;
         while (se > a && (line[se - 1] == ' ' || line[se - 1] == '\t')) se--;
+        size_t c2 = se;
+        while (c2 > a && line[c2 - 1] >= '0' && line[c2 - 1] <= '9') c2--;
+        if (!nlines++) first = lineno;
+        if (c2 < se && c2 > a && (line[c2 - 1] == ' ' || line[c2 - 1] == '\t')) ntwo++;
         /* split the stack on ';' */
         size_t nf = 0;
         for (size_t s = a; s <= se;) {
@@ -226,6 +233,13 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
         pn = nf;
         poff = d->nids;
         add_path(d, side, nf, count);
+    }
+    if (rc == 0 && nlines && ntwo == nlines) {
+        ospprof_seterr(err, errlen,
+                       "%s:%zu: this is a differential folded file (two counts per line); pass "
+                       "the folded stacks it was made from",
+                       name, first);
+        rc = -1;
     }
     free(frames);
     free(lens);

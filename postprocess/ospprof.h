@@ -237,7 +237,11 @@ void ospprof_diff_free(ospprof_diff *d);
  * `<frame>;<frame>;… <count>` (root first, count a decimal integer after the last space or
  * tab; blank lines and \r\n endings accepted; frames may contain spaces). `name` is the file
  * name used in messages. 0, or -1 with "<name>:<line>: not a collapsed-stacks line (…)" (or
- * "… a NUL byte", "… count too large") in err; lines before the bad one stay added.
+ * "… a NUL byte", "… count too large") in err; lines before the bad one stay added. A
+ * differential file (ospprof_diff_write's `<stack> <base> <new>`: every non-blank line ends
+ * in two integers, each after a space or tab) is refused once read whole, with
+ * "<name>:<first line>: this is a differential folded file (two counts per line); pass the
+ * folded stacks it was made from" (its lines stay added).
  */
 int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const char *text,
                             size_t len, char *err, size_t errlen);
