@@ -21,11 +21,11 @@
  *
  * Ends that run no atexit handler keep their profile too: `_exit` and `_Exit` have the
  * sampler thread write the raw file first (osp_prof__exit_now), and `execve`, `execv`,
- * `execvp` and `execvpe` by the profiled process itself (not a forked child) give the
- * new program OSPREY_PROFILE and OSPREY_PROFILE_HZ back, so a program that becomes
- * another (`env ./prog`, a shell's last command) is followed: the new program, which
- * inherits LD_PRELOAD, profiles into the same file (what ran before the exec is not
- * kept). An exec that fails changes nothing.
+ * `execvp`, `execvpe`, `execl`, `execlp` and `execle` by the profiled process itself (not a
+ * forked child) give the new program OSPREY_PROFILE and OSPREY_PROFILE_HZ back, so a
+ * program that becomes another (`env ./prog`, a shell's last command) is followed: the new
+ * program, which inherits LD_PRELOAD, profiles into the same file (what ran before the exec
+ * is not kept). An exec that fails changes nothing.
  */
 #define _GNU_SOURCE
 #include "prof_internal.h"
@@ -37,6 +37,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,79 @@ OSP_PROF_PUBLIC int execv(const char *path, char *const argv[]) {
 
 OSP_PROF_PUBLIC int execvp(const char *file, char *const argv[]) {
     return execvpe(file, argv, environ);
+}
+
+/* glibc's execl, execlp and execle call its internal __execve, not the execve above: they
+ * are interposed too, their arguments collected into an argv array on the stack (counted
+ * first, as glibc does) and passed on through execve/execvpe. More arguments than any
+ * source can write in one call (OSP_PROF_EXECL_MAX_ARGS) fail with E2BIG. */
+enum { OSP_PROF_EXECL_MAX_ARGS = 4096 };
+
+/* The number of arguments from `arg` up to the terminating NULL, or -1 past the limit. */
+static int execl_count(const char *arg, va_list *ap) {
+    if (arg == NULL) return 0;
+    int n = 1;
+    while (va_arg(*ap, const char *) != NULL)
+        if (++n >= OSP_PROF_EXECL_MAX_ARGS) return -1;
+    return n;
+}
+
+/* argv[0..n] = `arg`, the next n - 1 arguments and NULL; the terminating NULL is read from
+ * *ap too, so what follows it (execle's envp) is next. */
+static void execl_fill(char **argv, int n, const char *arg, va_list *ap) {
+    argv[0] = (char *)arg;
+    for (int i = 1; i < n; i++) argv[i] = va_arg(*ap, char *);
+    if (n > 0) (void)va_arg(*ap, char *);
+    argv[n] = NULL;
+}
+
+OSP_PROF_PUBLIC int execl(const char *path, const char *arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    int n = execl_count(arg, &ap);
+    va_end(ap);
+    if (n < 0) {
+        errno = E2BIG;
+        return -1;
+    }
+    char *argv[n + 1];
+    va_start(ap, arg);
+    execl_fill(argv, n, arg, &ap);
+    va_end(ap);
+    return execve(path, argv, environ);
+}
+
+OSP_PROF_PUBLIC int execlp(const char *file, const char *arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    int n = execl_count(arg, &ap);
+    va_end(ap);
+    if (n < 0) {
+        errno = E2BIG;
+        return -1;
+    }
+    char *argv[n + 1];
+    va_start(ap, arg);
+    execl_fill(argv, n, arg, &ap);
+    va_end(ap);
+    return execvpe(file, argv, environ);
+}
+
+OSP_PROF_PUBLIC int execle(const char *path, const char *arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    int n = execl_count(arg, &ap);
+    va_end(ap);
+    if (n < 0) {
+        errno = E2BIG;
+        return -1;
+    }
+    char *argv[n + 1];
+    va_start(ap, arg);
+    execl_fill(argv, n, arg, &ap);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
 }
 
 #endif

@@ -6,8 +6,11 @@
  *
  *   preload_target [<seconds> [<end>]]   <end>: how it ends after its work, printing
  *       "pid=<pid>" first: "_exit" (_exit(7)), "exec" (execv of itself with <seconds> / 2
- *       and no <end>), "forkexec" (a forked child execs itself the same way; the parent
- *       waits for it and returns 0); default: return 0 from main.
+ *       and no <end>), "execl", "execlp", "execle" (the same through that call; execle's
+ *       environment is LD_PRELOAD alone plus PRELOAD_TARGET_MARK=execle), "forkexec" (a
+ *       forked child execs itself the same way; the parent waits for it and returns 0);
+ *       default: return 0 from main. Started with PRELOAD_TARGET_MARK set, it prints
+ *       "mark=<value>" first.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -59,6 +62,8 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
     double secs = argc > 1 ? atof(argv[1]) : 0.3;
+    const char *mark = getenv("PRELOAD_TARGET_MARK");
+    if (mark) printf("mark=%s\n", mark);
     pthread_t t[3];
     for (int i = 0; i < 2; i++)
         if (pthread_create(&t[i], NULL, worker, &secs) != 0) return 1;
@@ -74,6 +79,23 @@ int main(int argc, char **argv) {
         if (strcmp(argv[2], "_exit") == 0) _exit(7);
         if (strcmp(argv[2], "exec") == 0) {
             execv(argv[0], again);
+            return 2;
+        }
+        if (strcmp(argv[2], "execl") == 0) {
+            execl(argv[0], argv[0], half, (char *)NULL);
+            return 2;
+        }
+        if (strcmp(argv[2], "execlp") == 0) {
+            execlp(argv[0], argv[0], half, (char *)NULL);
+            return 2;
+        }
+        if (strcmp(argv[2], "execle") == 0) {
+            /* no OSPREY_PROFILE here: following the exec puts it back */
+            char preload[4096];
+            const char *lp = getenv("LD_PRELOAD");
+            snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lp ? lp : "");
+            char *env[] = {preload, "PRELOAD_TARGET_MARK=execle", NULL};
+            execle(argv[0], argv[0], half, (char *)NULL, env);
             return 2;
         }
         if (strcmp(argv[2], "forkexec") == 0) {

@@ -3,8 +3,8 @@
  * (docs/profiler-runtime.md): the main thread is registered by the library's
  * constructor, the program's threads as they start (pthread_create interposed), and a
  * plain nanosleep call runs to its end (sleeping calls are blocking regions). A program
- * that ends with _exit keeps its profile; one that execs itself is followed into the new
- * program, a forked child's exec is not.
+ * that ends with _exit keeps its profile; one that execs itself (execv, execl, execlp,
+ * execle) is followed into the new program, a forked child's exec is not.
  */
 #define _GNU_SOURCE
 #include "support.h"
@@ -175,11 +175,43 @@ static void test_exec_is_followed(void **state) {
     scratch_cleanup(dir);
 }
 
+/* execl, execlp and execle (glibc's call its internal execve, past the execve wrapper) are
+ * followed the same way: one program, then what it became, in one profile with the same
+ * pid. execle's environment is the one given after the NULL (it has no OSPREY_PROFILE of its
+ * own: following puts it back) and OSPREY_PROFILE_HZ comes back with it. */
+static void test_execl_family_is_followed(void **state) {
+    (void)state;
+    static const char *const ends[] = {"execl", "execlp", "execle"};
+    char dir[PATH_MAX], path[PATH_MAX];
+    scratch_dir(dir, sizeof dir, "preload_execl");
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+        snprintf(path, sizeof path, "%s/%s.json", dir, ends[i]);
+        int pid, sleeps;
+        int status = run_ending(dir, path, ends[i], &pid, &sleeps);
+        print_message("%s: status %d, %d sleeps\n", ends[i], status, sleeps);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(sleeps, 2); /* the program, then what it became */
+        struct raw r;
+        raw_load(&r, path);
+        assert_int_equal(r.pid, pid);
+        assert_int_equal(r.nthreads, 4); /* the new program's own threads */
+        assert_int_equal(r.rate_hz, 2000);
+        raw_free(&r);
+    }
+    char out_path[PATH_MAX], out[4096];
+    snprintf(out_path, sizeof out_path, "%s/stdout-execle", dir);
+    assert_true(read_text(out_path, out, sizeof out) > 0);
+    assert_non_null(strstr(out, "mark=execle\n")); /* the envp after the NULL was used */
+    scratch_cleanup(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preloaded_program_is_profiled),
         cmocka_unit_test(test_exit_underscore_keeps_profile),
         cmocka_unit_test(test_exec_is_followed),
+        cmocka_unit_test(test_execl_family_is_followed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
