@@ -9,7 +9,29 @@ import sys
 
 pb, report = sys.argv[1], sys.argv[2]
 ours = {}
-row = re.compile(r"^\S*\s+(\d+\.\d)%\s+(\d+\.\d)%\s+\S+\s+\S+\s+(\S+)\s")
+# The function cell runs to the two spaces before the location (or the line's end): C++
+# names hold single spaces ("f(char const*, int)").
+row = re.compile(r"^\S*\s+(\d+\.\d)%\s+(\d+\.\d)%\s+\S+\s+\S+\s+(.+?)(?:  .*)?$")
+
+
+def simplify(name):
+    """A C++ name as pprof -top shortens it: template arguments and the parameter list
+    dropped ("ns::A<int>::f(char const*)" -> "ns::A::f"); other names unchanged."""
+    out, depth = [], 0
+    for i, ch in enumerate(name):
+        if ch == "(" and depth == 0 and i > 0 and not name.startswith("operator", max(0, i - 8)):
+            break
+        if ch == "<" and i > 0 and (name[i - 1].isalnum() or name[i - 1] in "_>"):
+            depth += 1
+            continue
+        if ch == ">" and depth > 0:
+            depth -= 1
+            continue
+        if depth == 0:
+            out.append(ch)
+    return "".join(out).strip()
+
+
 in_table = False
 for line in open(report, encoding="utf-8"):
     if "SELF%" in line and "FUNCTION" in line:
@@ -39,21 +61,17 @@ for line in out.stdout.splitlines():
             name = name[: -len(" (inline)")]
         theirs[name] = theirs.get(name, 0.0) + float(m.group(1))
 bad = []
+# Compared by simplified name, summed on both sides (two overloads shorten to one name).
+theirs_s, ours_s = {}, {}
+for name, pct in theirs.items():
+    theirs_s[simplify(name)] = theirs_s.get(simplify(name), 0.0) + pct
 for name, pct in ours.items():
-    if name not in theirs and name.count("(") > name.count(")"):
-        # A C++ signature with spaces ("f(char const*, int)"), cut at its first space by
-        # the row pattern above: the one pprof name it begins, or the name without its
-        # parameters, which is how pprof -top shortens C++ names
-        # ("__asan::Allocator::Allocate(unsigned long, ...)" -> "__asan::Allocator::Allocate").
-        whole = [n for n in theirs if n.startswith(name)]
-        if len(whole) == 1:
-            name = whole[0]
-        elif name.split("(", 1)[0] in theirs:
-            name = name.split("(", 1)[0]
-    if name not in theirs:
-        bad.append(f"{name}: in our report ({pct}%) but not listed by pprof")
-    elif abs(theirs[name] - pct) > 0.1 + 0.05:  # ours is rounded to 0.1
-        bad.append(f"{name}: self {pct}% in our report, {theirs[name]}% in pprof")
+    ours_s[simplify(name)] = ours_s.get(simplify(name), 0.0) + pct
+for name, pct in ours_s.items():
+    if name not in theirs_s:
+        bad.append(f"{name}: in our report ({pct:.1f}%) but not listed by pprof")
+    elif abs(theirs_s[name] - pct) > 0.1 + 0.05 * len([n for n in ours if simplify(n) == name]):
+        bad.append(f"{name}: self {pct:.1f}% in our report, {theirs_s[name]}% in pprof")
 if "Type: cpu" not in out.stdout:
     bad.append("pprof does not show the cpu sample type by default")
 for b in bad:
