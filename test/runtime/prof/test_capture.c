@@ -62,6 +62,18 @@ static void raw_path(char *out, size_t cap, const char *name) {
     snprintf(out, cap, "%s/%s", g_dir, name);
 }
 
+/* One session at `hz` writing `name` (its path in `path`) around one thread running
+ * `fn(arg)` from start to join. */
+static void session_around_thread(char *path, size_t cap, const char *name, int hz,
+                                  void *(*fn)(void *), void *arg) {
+    raw_path(path, cap, name);
+    assert_true(osp_prof_session_begin(path, hz));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(osp_prof_session_end());
+}
+
 static pid_t my_tid(void) {
     return (pid_t)syscall(SYS_gettid);
 }
@@ -711,13 +723,8 @@ void *region_thread_main(void *p) {
 static void test_blocking_region(void **state) {
     (void)state;
     char path[PATH_MAX];
-    raw_path(path, sizeof path, "region.json");
     struct region g = {0, 0};
-    assert_true(osp_prof_session_begin(path, 2000));
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, region_thread_main, &g), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
-    assert_true(osp_prof_session_end());
+    session_around_thread(path, sizeof path, "region.json", 2000, region_thread_main, &g);
     /* Never signalled inside the region (at most one on-CPU request already in flight
      * when it entered). */
     assert_true(g.eintr <= 1);
@@ -799,13 +806,8 @@ static void test_own_code_is_profiler_cpu(void **state) {
     (void)state;
 #if OSP_PROF_OWN_TEXT
     char path[PATH_MAX];
-    raw_path(path, sizeof path, "own.json");
     struct own_work w = {0, 0};
-    assert_true(osp_prof_session_begin(path, 2000));
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, own_work_main, &w), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
-    assert_true(osp_prof_session_end());
+    session_around_thread(path, sizeof path, "own.json", 2000, own_work_main, &w);
     struct raw r;
     raw_load(&r, path);
     long row = raw_row(&r, "own", 45);
@@ -853,13 +855,8 @@ void *errno_thread(void *p) {
 static void test_errno_preserved(void **state) {
     (void)state;
     char path[PATH_MAX];
-    raw_path(path, sizeof path, "errno.json");
     struct errno_check e = {0, 0};
-    assert_true(osp_prof_session_begin(path, 10000));
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, errno_thread, &e), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
-    assert_true(osp_prof_session_end());
+    session_around_thread(path, sizeof path, "errno.json", 10000, errno_thread, &e);
     struct raw r;
     raw_load(&r, path);
     struct row_stats st;
