@@ -174,6 +174,7 @@ struct osp_attach {
     uint64_t ticks, late_ticks;
     uint64_t drop_alloc, drop_no_answer, drop_store_full, drop_thread_gone;
     uint64_t stopped_ns; /* Σ per sample: stop seen → thread continued */
+    bool ended_stopped;  /* every live thread group-stopped at detach_all */
     uint64_t thread_ns;  /* Σ per tick: tick length × threads sampled that tick */
     uint64_t cpu_ns;     /* the capturing thread's CPU time during the capture */
     aimage *images;
@@ -938,6 +939,13 @@ static const char *machine_name(unsigned m, int cls) {
 
 static void detach_all(osp_attach *a) {
     if (!a->attached) return;
+    size_t live = 0, stopped = 0;
+    for (size_t i = 0; i < a->nth; i++)
+        if (!a->th[i].gone) {
+            live++;
+            if (a->th[i].group_stopped) stopped++;
+        }
+    a->ended_stopped = live > 0 && stopped == live;
     for (size_t i = 0; i < a->nth; i++) {
         athread *t = &a->th[i];
         if (t->gone) continue;
@@ -1218,6 +1226,7 @@ void osp_attach_get_stats(const osp_attach *a, osp_attach_stats *out) {
     out->stopped_ns = a->stopped_ns;
     out->thread_ns = a->thread_ns;
     out->cpu_ns = a->cpu_ns;
+    out->ended_stopped = a->ended_stopped;
 }
 
 pid_t osp_attach_pid(const osp_attach *a) {

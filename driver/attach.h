@@ -91,6 +91,9 @@ typedef struct osp_attach_stats {
     /* CPU time (user + system) the capturing thread used between the capture's start and its
      * detach: what sampling cost the machine besides the stops. */
     uint64_t cpu_ns;
+    /* Whether every thread still followed was in a job-control stop (SIGSTOP, Ctrl-Z) when
+     * the capture ended: a stopped process gives no sample. */
+    bool ended_stopped;
 } osp_attach_stats;
 void osp_attach_get_stats(const osp_attach *a, osp_attach_stats *out);
 

@@ -334,7 +334,6 @@ static unsigned attach_rate_hz(void) {
                 v, OSP_ATTACH_MIN_HZ, OSP_ATTACH_MAX_HZ, used);
     return used;
 }
-
 int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,
                      const prof_post_options *post) {
     char *end;
@@ -397,6 +396,11 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
             pid, (double)st.elapsed_ns / 1e9, hz, (unsigned long long)st.samples, st.threads_seen,
             st.thread_ns ? 100.0 * (double)st.stopped_ns / (double)st.thread_ns : 0.0,
             st.elapsed_ns ? 100.0 * (double)st.cpu_ns / (double)st.elapsed_ns : 0.0);
+    if (st.samples == 0 && st.ended_stopped)
+        fprintf(stderr,
+                "osprey: warning: process %ld is stopped (SIGSTOP or Ctrl-Z) and was not sampled; "
+                "continue it with 'kill -CONT %ld'\n",
+                pid, pid);
     char *raw = drv_xasprintf("%s/attach-%ld.osprof.json", scratch, pid);
     int status = sig ? 128 + sig : 0;
     {
