@@ -1,8 +1,15 @@
 /*
  * Immutable lists (docs/spec/language.md §9.4): a list is a view (offset, length) of a shared
  * backing array of boxed words. Views never change; a backing array only grows at its
- * high-water mark `used`, which is claimed with a compare-and-swap, so the one list that
- * ends exactly at the mark may append in place while every other list copies.
+ * high-water mark `used` and at its low-water mark `front`, each claimed with a
+ * compare-and-swap, so the one list that ends exactly at `used` may append in place, the one
+ * that starts exactly at `front` may prepend in place, and every other list copies.
+ *
+ * Room to grow. A copy made by an append leaves about the list's length free after it, one
+ * made by a prepend about as much before it, so building a list by repeated appends or
+ * prepends (recursion over `[h, ...t]` that rebuilds the list) is amortised O(1) per element.
+ * A backing remembers which ends its copies grew at (`grows`) and its copies keep room at
+ * those ends too, so appends and prepends interleaved on the newest list stay amortised O(1).
  *
  * Release. A backing also remembers the one view it was made for (`sole`) until another view
  * of it appears. Every function here that returns a list returns a view object nobody else
@@ -18,9 +25,11 @@
 #include <string.h>
 
 typedef struct osp_backing {
-    _Atomic int64_t used; /* slots [0, used) are written and owned by some view */
+    _Atomic int64_t used;  /* slots [front, used) are written and owned by some view */
+    _Atomic int64_t front; /* slots below it were never written */
     int64_t cap;
-    int64_t scalar; /* 1: the words are never pointers (ints, floats, bools) */
+    int32_t scalar; /* 1: the words are never pointers (ints, floats, bools) */
+    int32_t grows;  /* GROW_BACK | GROW_FRONT: the ends a copy of it leaves room at */
     /* The one view of these words, when no other view of them was ever made (else NULL).
      * Accessed atomically (relaxed): views of one backing may be made on several threads. */
     struct osp_list *sole;
@@ -45,7 +54,7 @@ _Static_assert(offsetof(osp_backing, w) == OSP_BACKING_WORDS_OFFSET,
  * capacity 0 is never claimed. The scalar one carries the "no pointers" mark of
  * osp_list_new_scalar to the first backing an append or prepend makes.
  */
-static osp_backing scalar_empty_backing = {0, 0, 1, NULL};
+static osp_backing scalar_empty_backing = {0, 0, 0, 1, 0, NULL};
 static osp_list empty_view = {NULL, 0, 0};
 static osp_list scalar_empty_view = {&scalar_empty_backing, 0, 0};
 
@@ -57,6 +66,9 @@ enum { OSP_PTRFREE_MIN_BYTES = 512 };
 /* Backings smaller than this are left to the collector when released: they come from the
  * per-thread free lists, which serve them faster than an explicit free would. */
 enum { OSP_RELEASE_MIN_BYTES = 512 };
+
+/* osp_backing.grows */
+enum { GROW_BACK = 1, GROW_FRONT = 2 };
 
 static bool is_scalar(const osp_list *xs) {
     return xs->b != NULL && xs->b->scalar;
@@ -72,8 +84,10 @@ static osp_backing *backing_new(int64_t cap, bool scalar) {
                          : osp_gc_alloc(bytes);
     b->cap = cap;
     b->scalar = scalar;
+    b->grows = 0;
     b->sole = NULL; /* pointer-free memory is not cleared */
     atomic_store_explicit(&b->used, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->front, 0, memory_order_relaxed);
     return b;
 }
 
@@ -97,6 +111,7 @@ static osp_list *shared_view(osp_backing *b, int64_t off, int64_t len) {
 /* The first view of a new backing `b` (its words [off, off + len) written, len > 0). */
 static osp_list *first_view(osp_backing *b, int64_t off, int64_t len) {
     atomic_store_explicit(&b->used, off + len, memory_order_relaxed);
+    atomic_store_explicit(&b->front, off, memory_order_relaxed);
     osp_list *l = view(b, off, len);
     __atomic_store_n(&b->sole, l, __ATOMIC_RELAXED);
     return l;
@@ -110,26 +125,30 @@ static const osp_word *elems(const osp_list *xs) {
 enum { OSP_COALIGN_MIN_WORDS = 64 };
 
 /*
- * A fresh backing holding `n` words from `a` then `m` from `c`, with room to grow.
+ * A fresh backing holding `n` words from `a` then `m` from `c`, with room for `before` more
+ * words before them and `after` more after them; `grows` goes to the backing.
  *
  * The longer copy is placed so that its destination and its source are equal modulo 32
- * bytes: the view then starts at slot 0 to 3 of the backing (the slots before it are never
- * used). Large backings start at a page boundary, so without this a prepend copies its
- * source to an address 8 bytes further modulo 4096, and each load of the copy is taken for
- * a possible read of the store just before it (4K aliasing): such a copy of 16 KB took
- * about 15 times as long as a co-aligned one on x86-64.
+ * bytes: the view then starts 0 to 3 slots after the room before it (the slots in between
+ * are never used, unless a prepend claims them). Large backings start at a page boundary,
+ * so without this a prepend copies its source to an address 8 bytes further modulo 4096,
+ * and each load of the copy is taken for a possible read of the store just before it (4K
+ * aliasing): such a copy of 16 KB took about 15 times as long as a co-aligned one on x86-64.
  */
-static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t m, int64_t extra,
-                       bool scalar) {
+static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t m, int64_t before,
+                       int64_t after, int grows, bool scalar) {
     int64_t len = n + m;
     if (len == 0) return scalar ? &scalar_empty_view : &empty_view;
     bool big = (n > m ? n : m) >= OSP_COALIGN_MIN_WORDS;
-    osp_backing *b = backing_new(len + extra + (big ? 3 : 0), scalar);
-    int64_t off = 0;
+    if (before > INT64_MAX / 4 || after > INT64_MAX / 4 || len > INT64_MAX / 4) osp_fatal_oom();
+    osp_backing *b = backing_new(before + len + after + (big ? 3 : 0), scalar);
+    b->grows = grows;
+    int64_t off = before;
     if (big) {
         /* the slot where the longer copy's source would land co-aligned */
-        uintptr_t src = (uintptr_t)(n >= m ? a : c), dst = (uintptr_t)(b->w + (n >= m ? 0 : n));
-        off = (int64_t)(((src - dst) & 31u) / sizeof(osp_word));
+        uintptr_t src = (uintptr_t)(n >= m ? a : c),
+                  dst = (uintptr_t)(b->w + before + (n >= m ? 0 : n));
+        off += (int64_t)(((src - dst) & 31u) / sizeof(osp_word));
     }
     if (n) memcpy(b->w + off, a, (size_t)n * sizeof(osp_word));
     if (m) memcpy(b->w + off + n, c, (size_t)m * sizeof(osp_word));
@@ -138,12 +157,12 @@ static osp_list *fresh(const osp_word *a, int64_t n, const osp_word *c, int64_t 
 
 osp_list *osp_list_new(int64_t n, const osp_word *e) {
     if (n <= 0) return &empty_view;
-    return fresh(e, n, NULL, 0, 0, false);
+    return fresh(e, n, NULL, 0, 0, 0, 0, false);
 }
 
 osp_list *osp_list_new_scalar(int64_t n, const osp_word *e) {
     if (n <= 0) return &scalar_empty_view;
-    return fresh(e, n, NULL, 0, 0, true);
+    return fresh(e, n, NULL, 0, 0, 0, 0, true);
 }
 
 int64_t osp_list_length(const osp_list *xs) {
@@ -181,17 +200,46 @@ static bool claim_next(const osp_list *xs) {
                                                    memory_order_relaxed);
 }
 
+/* Claim the slot just before `xs` in its backing, if `xs` starts at the low-water mark
+ * (the mirror image of claim_next; an empty view starts at slot 0 and claims nothing). */
+static bool claim_prev(const osp_list *xs) {
+    osp_backing *b = xs->b;
+    if (b == NULL) return false;
+    int64_t start = xs->off;
+    if (start <= 0) return false;
+    int64_t expect = start;
+    return atomic_compare_exchange_strong_explicit(&b->front, &expect, start - 1,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* The ends a copy of `xs` keeps room at, besides the one it is made to grow at. */
+static int inherited_growth(const osp_list *xs) {
+    return xs->b != NULL ? xs->b->grows : 0;
+}
+
 osp_list *osp_list_append(const osp_list *xs, osp_word x) {
     if (claim_next(xs)) {
         xs->b->w[xs->off + xs->len] = x;
         return shared_view(xs->b, xs->off, xs->len + 1);
     }
     /* Copy with room to grow: repeated appends to the newest list stay amortised O(1). */
-    return fresh(elems(xs), xs->len, &x, 1, xs->len + 4, is_scalar(xs));
+    int grows = GROW_BACK | inherited_growth(xs);
+    int64_t room = xs->len + 4;
+    return fresh(elems(xs), xs->len, &x, 1, grows & GROW_FRONT ? room : 0, room, grows,
+                 is_scalar(xs));
 }
 
 osp_list *osp_list_prepend(const osp_list *xs, osp_word x) {
-    return fresh(&x, 1, elems(xs), xs->len, 0, is_scalar(xs));
+    if (claim_prev(xs)) {
+        xs->b->w[xs->off - 1] = x;
+        return shared_view(xs->b, xs->off - 1, xs->len + 1);
+    }
+    /* Copy with room to grow before it: repeated prepends to the newest list (a list rebuilt
+     * by recursion) stay amortised O(1). */
+    int grows = GROW_FRONT | inherited_growth(xs);
+    int64_t room = xs->len + 4;
+    return fresh(&x, 1, elems(xs), xs->len, room, grows & GROW_BACK ? room : 0, grows,
+                 is_scalar(xs));
 }
 
 osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
@@ -211,7 +259,7 @@ osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
     /* Little headroom: an append to the result that finds no room copies with room to grow
      * (osp_list_append), so appends stay amortised O(1) without every concatenation paying
      * for, and clearing, twice its size. */
-    return fresh(elems(xs), xs->len, elems(ys), ys->len, 4, is_scalar(xs) || is_scalar(ys));
+    return fresh(elems(xs), xs->len, elems(ys), ys->len, 0, 4, 0, is_scalar(xs) || is_scalar(ys));
 }
 
 osp_list *osp_list_reverse(const osp_list *xs) {

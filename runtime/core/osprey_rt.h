@@ -291,7 +291,7 @@ enum {
     OSP_LIST_START_OFFSET = 8,    /* view: int64 index of its first word in the backing */
     OSP_LIST_LENGTH_OFFSET = 16,  /* view: int64 number of elements */
     OSP_LIST_VIEW_BYTES = 24,     /* size of a view */
-    OSP_BACKING_WORDS_OFFSET = 32 /* backing: the words */
+    OSP_BACKING_WORDS_OFFSET = 40 /* backing: the words */
 };
 
 /* A list of the `n` words at `elems` (copied; `elems` may be NULL when n == 0). */

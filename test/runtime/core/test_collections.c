@@ -3,7 +3,10 @@
  * system built-ins (§9.2) and channels (§11.3): values, sharing, exact failure messages.
  */
 #define _GNU_SOURCE
+#define GC_THREADS 1 /* GC_pthread_create (gc.h, first reached through gc_inline.h) */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -281,6 +284,172 @@ static void test_list_copies_coaligned(void **state) {
         osp_list *pa = osp_list_append(p, W(99));
         assert_int_equal(osp_list_at(pa, 501 - k), W(99));
         assert_int_equal(osp_list_length(p), 501 - k);
+    }
+}
+
+/* Prepends copy with room before the list: the list that starts at its backing's low-water
+ * mark prepends in place, every other view copies, and no view ever sees its words change. */
+static void test_list_prepend_in_place(void **state) {
+    (void)state;
+    for (int scalar = 0; scalar < 2; scalar++) {
+        osp_list *empty = scalar ? osp_list_new_scalar(0, NULL) : osp_list_new(0, NULL);
+        osp_list *p1 = osp_list_prepend(empty, W(1)); /* a copy with room before it */
+        osp_list *p2 = osp_list_prepend(p1, W(2));    /* in place */
+        assert_ptr_equal(backing_of(p2), backing_of(p1));
+        osp_word w1[1] = {1}, w2[2] = {2, 1};
+        assert_list(p1, 1, w1);
+        assert_list(p2, 2, w2);
+        /* p1 no longer starts at the mark: its prepend copies, p2 keeps its 2 */
+        osp_list *q = osp_list_prepend(p1, W(9));
+        assert_ptr_not_equal(backing_of(q), backing_of(p1));
+        osp_word wq[2] = {9, 1};
+        assert_list(q, 2, wq);
+        assert_list(p2, 2, w2);
+        assert_list(p1, 1, w1);
+        /* ... and p2 still prepends in place */
+        osp_list *p3 = osp_list_prepend(p2, W(3));
+        assert_ptr_equal(backing_of(p3), backing_of(p2));
+        osp_word w3[3] = {3, 2, 1};
+        assert_list(p3, 3, w3);
+        /* a tail view (drop, `[h, ...t]`) starts past the mark: it copies */
+        osp_list *t = osp_list_drop(p3, 1);
+        osp_list *pt = osp_list_prepend(t, W(7));
+        assert_ptr_not_equal(backing_of(pt), backing_of(p3));
+        osp_word wt[3] = {7, 2, 1};
+        assert_list(pt, 3, wt);
+        assert_list(p3, 3, w3);
+        assert_list(t, 2, w2);
+        /* rebuilding a list by recursion: many prepends, few copies, right words */
+        osp_list *l = empty;
+        int copies = 0;
+        for (int64_t i = 0; i < 100000; i++) {
+            osp_list *n = osp_list_prepend(l, W(i));
+            if (osp_list_length(l) == 0 || backing_of(n) != backing_of(l)) copies++;
+            l = n;
+        }
+        assert_true(copies <= 20);
+        assert_int_equal(backing_kind(l), scalar ? GC_I_PTRFREE : GC_I_NORMAL);
+        GC_gcollect();
+        assert_int_equal(osp_list_length(l), 100000);
+        for (int64_t i = 0; i < 100000; i += 991) assert_int_equal(osp_list_at(l, i), W(99999 - i));
+        /* a list made by a copy of 64 words or more (co-aligned) prepends in place too */
+        osp_list *big = osp_list_prepend(iota(300, scalar), W(-1));
+        osp_list *big2 = osp_list_prepend(big, W(-2));
+        assert_ptr_equal(backing_of(big2), backing_of(big));
+        assert_int_equal(osp_list_at(big2, 0), W(-2));
+        assert_int_equal(osp_list_at(big2, 1), W(-1));
+        assert_int_equal(osp_list_at(big2, 301), W(299));
+        assert_int_equal(osp_list_at(big, 0), W(-1));
+    }
+}
+
+/* Appends and prepends interleaved on the newest list claim both ends of one backing:
+ * amortised O(1), and older views keep their words. */
+static void test_list_append_prepend_interleaved(void **state) {
+    (void)state;
+    osp_list *l = osp_list_new_scalar(0, NULL);
+    int copies = 0;
+    enum { N = 20000 };
+    for (int64_t i = 0; i < N; i++) {
+        osp_list *n = i % 2 ? osp_list_append(l, W(i)) : osp_list_prepend(l, W(-i));
+        if (osp_list_length(l) == 0 || backing_of(n) != backing_of(l)) copies++;
+        l = n;
+    }
+    assert_true(copies <= 40);
+    assert_int_equal(osp_list_length(l), N);
+    /* [-(N-2), ..., -2, 0, 1, 3, ..., N-1] */
+    for (int64_t k = 0; k < N / 2; k++) {
+        assert_int_equal(osp_list_at(l, k), W(-(N - 2 - 2 * k)));
+        assert_int_equal(osp_list_at(l, N / 2 + k), W(2 * k + 1));
+    }
+    /* both ends of an older view are taken: it copies at either end */
+    osp_word e[3] = {1, 2, 3};
+    osp_list *base = osp_list_new(3, e);
+    osp_list *front = osp_list_prepend(base, W(0)); /* copy, room before */
+    osp_list *both = osp_list_append(front, W(4));  /* copy, room at both ends */
+    osp_list *a = osp_list_prepend(both, W(-1));    /* in place */
+    osp_list *b = osp_list_append(both, W(5));      /* in place */
+    assert_ptr_equal(backing_of(a), backing_of(both));
+    assert_ptr_equal(backing_of(b), backing_of(both));
+    osp_list *c = osp_list_prepend(b, W(-9)); /* b starts past the mark: copy */
+    osp_list *d = osp_list_append(a, W(9));   /* a ends before the mark: copy */
+    assert_ptr_not_equal(backing_of(c), backing_of(both));
+    assert_ptr_not_equal(backing_of(d), backing_of(both));
+    osp_word wboth[5] = {0, 1, 2, 3, 4}, wa[6] = {-1, 0, 1, 2, 3, 4}, wb[6] = {0, 1, 2, 3, 4, 5};
+    osp_word wc[7] = {-9, 0, 1, 2, 3, 4, 5}, wd[7] = {-1, 0, 1, 2, 3, 4, 9};
+    assert_list(both, 5, wboth);
+    assert_list(a, 6, wa);
+    assert_list(b, 6, wb);
+    assert_list(c, 7, wc);
+    assert_list(d, 7, wd);
+    assert_list(base, 3, e);
+    osp_word wf[4] = {0, 1, 2, 3};
+    assert_list(front, 4, wf);
+}
+
+/* Threads racing to prepend to (and append to) one shared list: each gets its own words and
+ * the shared list never changes. */
+typedef struct prepend_racer {
+    osp_heap_cache cache;
+    const osp_list *shared;
+    _Atomic int *go;
+    int64_t id;
+    osp_list *got[2000];
+} prepend_racer;
+
+static void *prepend_racer_main(void *arg) {
+    prepend_racer *r = arg;
+    osp_heap_thread_begin(&r->cache);
+    while (!atomic_load(r->go)) {
+    }
+    for (int64_t i = 0; i < 2000; i++)
+        r->got[i] = i % 2 ? osp_list_append(r->shared, W(r->id * 10000 + i))
+                          : osp_list_prepend(r->shared, W(r->id * 10000 + i));
+    osp_heap_thread_end();
+    return NULL;
+}
+
+static void test_list_prepend_race(void **state) {
+    (void)state;
+    static _Atomic int go;
+    /* Static, so the collector sees them: under ASan an array of locals lives on a fake
+     * stack the collector does not scan, and the racers' lists would be freed and reused
+     * once their thread has ended. */
+    static osp_list *shared;
+    static prepend_racer *r[2];
+    for (int round = 0; round < 20; round++) {
+        shared = osp_list_prepend(iota(100, true), W(-1)); /* room at the front */
+        atomic_store(&go, 0);
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            r[i] = osp_gc_alloc(sizeof *r[i]);
+            r[i]->shared = shared;
+            r[i]->go = &go;
+            r[i]->id = i + 1;
+            assert_int_equal(GC_pthread_create(&th[i], NULL, prepend_racer_main, r[i]), 0);
+        }
+        atomic_store(&go, 1);
+        for (int i = 0; i < 2; i++) assert_int_equal(GC_pthread_join(th[i], NULL), 0);
+        int in_place = 0;
+        for (int i = 0; i < 2; i++)
+            for (int64_t k = 0; k < 2000; k++) {
+                osp_list *l = r[i]->got[k];
+                osp_word x = W(r[i]->id * 10000 + k);
+                assert_int_equal(osp_list_length(l), 102);
+                if (k % 2) {
+                    assert_int_equal(osp_list_at(l, 0), W(-1));
+                    assert_int_equal(osp_list_at(l, 101), x);
+                } else {
+                    assert_int_equal(osp_list_at(l, 0), x);
+                    assert_int_equal(osp_list_at(l, 1), W(-1));
+                    assert_int_equal(osp_list_at(l, 101), W(99));
+                }
+                if (backing_of(l) == backing_of(shared)) in_place++;
+            }
+        assert_true(in_place <= 2); /* one prepend and one append at most took a slot */
+        assert_int_equal(osp_list_length(shared), 101);
+        assert_int_equal(osp_list_at(shared, 0), W(-1));
+        for (int64_t i = 0; i < 100; i++) assert_int_equal(osp_list_at(shared, 1 + i), W(i));
     }
 }
 
@@ -715,6 +884,9 @@ int main(void) {
         cmocka_unit_test(test_list_contains_every_position),
         cmocka_unit_test(test_list_release),
         cmocka_unit_test(test_list_copies_coaligned),
+        cmocka_unit_test(test_list_prepend_in_place),
+        cmocka_unit_test(test_list_append_prepend_interleaved),
+        cmocka_unit_test(test_list_prepend_race),
         cmocka_unit_test(test_map_basics),
         cmocka_unit_test(test_map_many),
         cmocka_unit_test(test_map_order),
