@@ -164,10 +164,46 @@ static void die_of(int sig) {
     osp_prof__raise_default(sig);
 }
 
+/* Set by osp_prof__terminate once the file is written and the process is about to die of
+ * the signal; reset when a session installs its handlers. */
+static _Atomic int g_term_dying;
+
+/* How long a thread that received a terminating signal waits for the sampler thread to
+ * write the file before it dies of the signal itself (as for _exit, below: the write may
+ * be stuck behind a lock the interrupted code held). */
+#define TERM_WAIT_NS 5000000000ull
+
+/* Whether the signal was sent by this process to itself (raise, kill(getpid()),
+ * pthread_kill): then the receiving thread is inside that call, holding no lock the
+ * sampler thread's write could need. A signal from outside may land anywhere (inside
+ * malloc, or holding the registry mutex during a thread's start): its thread returns
+ * into the program at once, as before, and exit_hook makes a racing exit() die of it. */
+static bool self_sent(const siginfo_t *si) {
+    return si != NULL && (si->si_code == SI_TKILL || si->si_code == SI_USER) &&
+           si->si_pid == getpid();
+}
+
+/* Async-signal-safe. Unprofiled, the process would be dead now: a thread that sent itself
+ * a terminating signal runs no more of the program's code (raise(SIGTERM) never returns,
+ * and code after it never runs) while the sampler thread writes the file and re-raises.
+ * Without this wait the thread returned into the program, which could reach exit()
+ * first: the process then ended with the program's exit status instead of dying of the
+ * signal. */
+static void await_death(int sig) {
+    uint64_t until = term_now_ns() + TERM_WAIT_NS;
+    while (!atomic_load(&g_term_dying) && term_now_ns() < until) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&g_term_dying))
+        osp_prof__raise_default(sig); /* the sampler thread has run before_death already */
+    else
+        die_of(sig);
+}
+
 /* Async-signal-safe: note the signal and wake the sampler thread, which writes the file
  * and re-raises. A second one, or one after the session stopped, acts at once. */
 static void on_term_signal(int sig, siginfo_t *si, void *uc) {
-    (void)si;
     (void)uc;
     struct osp_prof_session *ps = &osp_prof__session;
     int saved = errno;
@@ -177,10 +213,12 @@ static void on_term_signal(int sig, siginfo_t *si, void *uc) {
     if (atomic_load(&ps->term_sig) == sig && now - atomic_load(&g_term_first_ns) < TERM_REPEAT_NS) {
         /* the same interrupt again at once: the profile is being written, then it acts
          * (the session may already be stopping: `on` is off while the file is written) */
+        if (self_sent(si)) await_death(sig);
     } else if (!atomic_load(&ps->on) || !ps->term_sem_ok) {
         die_of(sig);
     } else if (atomic_compare_exchange_strong(&ps->term_sig, &expected, sig)) {
         sem_post(&ps->term_sem);
+        if (self_sent(si)) await_death(sig);
     } else {
         die_of(sig); /* a second request (Ctrl-C pressed again): at once */
     }
@@ -189,6 +227,7 @@ static void on_term_signal(int sig, siginfo_t *si, void *uc) {
 
 static void term_install(struct osp_prof_session *ps) {
     atomic_store(&ps->term_sig, 0);
+    atomic_store(&g_term_dying, 0);
     atomic_store(&g_term_first_ns, 0);
     ps->term_sem_ok = sem_init(&ps->term_sem, 0, 0) == 0;
     for (int i = 0; i < 3; i++) {
@@ -446,6 +485,7 @@ void osp_prof__terminate(struct osp_prof_session *ps, int sig) {
         return;
     }
     before_death();
+    atomic_store(&g_term_dying, 1); /* the thread that received it dies too (await_death) */
     /* Die of the signal with the lock held, so an exit() racing with us waits. */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -464,6 +504,12 @@ static void exit_hook(void) {
     if (atomic_load(&ps->forked_child)) return;
     if (getpid() != atomic_load(&ps->pid)) return;
     session_stop(ps, true);
+    /* A terminating signal arrived and the program reached exit() before the sampler
+     * thread could end the process with it (its thread returned into the program, see
+     * self_sent): the file is written now; die of the signal, as the program would have
+     * unprofiled, not with the exit status. */
+    int sig = atomic_load(&ps->term_sig);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) die_of(sig);
 }
 
 /* The _exit interposer of libosprey_prof.so: _exit runs no atexit handler, so the file
