@@ -12,9 +12,11 @@
 
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <unistd.h>
 #include "prof_own_text.h"
 
@@ -229,6 +231,116 @@ done:
     osp_prof__out_str(o, "]");
 }
 
+/* ---- images unloaded during the session ------------------------------------------------- */
+
+/* Every image osp_prof__images_note saw while the session ran (not the main program or
+ * the vDSO, which cannot be unloaded), under g_seen_lock: the sampler thread notes at its
+ * ticks, a program thread in dlclose (libosprey_prof.so), the writer reads and frees. A
+ * leaf lock: nothing else is taken under it but the loader's lock and the allocator's. */
+static pthread_mutex_t g_seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct image_list g_seen;
+static unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
+
+static int count_changes(struct dl_phdr_info *info, size_t size, void *arg) {
+    unsigned long long *v = arg;
+    if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        v[0] = v[1] = ~0ull; /* no counters: always look */
+        return 1;
+    }
+    v[0] = info->dlpi_adds;
+    v[1] = info->dlpi_subs;
+    return 1;
+}
+
+static bool same_image(const struct image *a, const struct image *b) {
+    return a->base == b->base && a->slide == b->slide && a->text == b->text &&
+           a->text_end == b->text_end && strcmp(a->path, b->path) == 0;
+}
+
+void osp_prof__images_note(void) {
+    unsigned long long v[2] = {~0ull, ~0ull};
+    dl_iterate_phdr(count_changes, v);
+    pthread_mutex_lock(&g_seen_lock);
+    if (v[0] != ~0ull && v[0] == g_seen_adds && v[1] == g_seen_subs) {
+        pthread_mutex_unlock(&g_seen_lock);
+        return;
+    }
+    struct image_list L;
+    memset(&L, 0, sizeof L);
+    L.exe_path = "";
+    L.vdso_ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    dl_iterate_phdr(collect, &L);
+    for (size_t i = 0; i < L.n; i++) {
+        struct image *im = &L.v[i];
+        bool keep = !L.failed && im->path[0] != '\0' && !im->is_vdso && im->text < im->text_end;
+        for (size_t j = 0; keep && j < g_seen.n; j++)
+            if (same_image(&g_seen.v[j], im)) keep = false;
+        if (keep && g_seen.n == g_seen.cap) {
+            size_t c = g_seen.cap ? g_seen.cap * 2 : 16;
+            struct image *q = realloc(g_seen.v, c * sizeof *q);
+            if (q == NULL) {
+                keep = false;
+            } else {
+                g_seen.v = q;
+                g_seen.cap = c;
+            }
+        }
+        if (keep)
+            g_seen.v[g_seen.n++] = *im; /* takes the path */
+        else
+            free(im->path);
+    }
+    free(L.v);
+    if (!L.failed) {
+        g_seen_adds = v[0];
+        g_seen_subs = v[1];
+    }
+    pthread_mutex_unlock(&g_seen_lock);
+}
+
+/* Whether [lo, hi) overlaps the executable range of one of the first `n` images of `v`. */
+static bool text_overlaps(const struct image *v, size_t n, uintptr_t lo, uintptr_t hi) {
+    for (size_t i = 0; i < n; i++)
+        if (v[i].text < v[i].text_end && lo < v[i].text_end && v[i].text < hi) return true;
+    return false;
+}
+
+static void write_image(struct osp_prof_out *o, const struct image *im, bool first) {
+    static const char hex[] = "0123456789abcdef";
+    osp_prof__out_str(o, first ? "{\"" OSP_RAW_IMAGE_PATH "\":" : ",{\"" OSP_RAW_IMAGE_PATH "\":");
+    osp_prof__out_json_string(o, im->path, strlen(im->path));
+    osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_BASE "\":");
+    osp_prof__out_u64(o, im->base);
+    osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_SLIDE "\":");
+    osp_prof__out_u64(o, im->slide);
+    osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_TEXT "\":");
+    osp_prof__out_u64(o, im->text);
+    osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_TEXT_SIZE "\":");
+    osp_prof__out_u64(o, im->text_end - im->text);
+    osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_ARCH "\":\"");
+    osp_prof__out_str(o, im->machine ? osp_prof__arch_of_machine(im->machine)
+                                     : osp_prof__arch_of_machine(
+#if defined(__x86_64__)
+                                           EM_X86_64
+#else
+                                           EM_AARCH64
+#endif
+                                           ));
+    osp_prof__out_str(o, "\"");
+    if (im->build_id_len) {
+        char idhex[2 * sizeof im->build_id];
+        for (size_t k = 0; k < im->build_id_len; k++) {
+            idhex[2 * k] = hex[im->build_id[k] >> 4];
+            idhex[2 * k + 1] = hex[im->build_id[k] & 15];
+        }
+        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_BUILD_ID "\":\"");
+        osp_prof__out_bytes(o, idhex, 2 * im->build_id_len);
+        osp_prof__out_str(o, "\"");
+    }
+    if (im->is_vdso) write_symbols(o, im);
+    osp_prof__out_str(o, "}");
+}
+
 void osp_prof__write_images(struct osp_prof_out *o, const char *exe_path) {
     struct image_list L;
     memset(&L, 0, sizeof L);
@@ -237,42 +349,37 @@ void osp_prof__write_images(struct osp_prof_out *o, const char *exe_path) {
     L.loader_base = (uintptr_t)getauxval(AT_BASE);
     dl_iterate_phdr(collect, &L);
     add_loader_if_missing(&L);
-    static const char hex[] = "0123456789abcdef";
     osp_prof__out_str(o, "[");
-    for (size_t i = 0; i < L.n; i++) {
-        const struct image *im = &L.v[i];
-        osp_prof__out_str(o, i ? ",{\"" OSP_RAW_IMAGE_PATH "\":" : "{\"" OSP_RAW_IMAGE_PATH "\":");
-        osp_prof__out_json_string(o, im->path, strlen(im->path));
-        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_BASE "\":");
-        osp_prof__out_u64(o, im->base);
-        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_SLIDE "\":");
-        osp_prof__out_u64(o, im->slide);
-        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_TEXT "\":");
-        osp_prof__out_u64(o, im->text);
-        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_TEXT_SIZE "\":");
-        osp_prof__out_u64(o, im->text_end - im->text);
-        osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_ARCH "\":\"");
-        osp_prof__out_str(o, im->machine ? osp_prof__arch_of_machine(im->machine)
-                                         : osp_prof__arch_of_machine(
-#if defined(__x86_64__)
-                                               EM_X86_64
-#else
-                                               EM_AARCH64
-#endif
-                                               ));
-        osp_prof__out_str(o, "\"");
-        if (im->build_id_len) {
-            char idhex[2 * sizeof im->build_id];
-            for (size_t k = 0; k < im->build_id_len; k++) {
-                idhex[2 * k] = hex[im->build_id[k] >> 4];
-                idhex[2 * k + 1] = hex[im->build_id[k] & 15];
+    for (size_t i = 0; i < L.n; i++) write_image(o, &L.v[i], i == 0);
+    /* Images unloaded before now (a plugin the program dlclose'd): their samples keep
+     * their names. One whose executable range overlaps an image already written (its
+     * addresses reused by a later load) is left out, so an address never maps to two. A
+     * thread stopped inside osp_prof__images_note (by a signal whose handler called _exit)
+     * cannot hold the file up: after about 100 ms they are left out. */
+    bool locked = false;
+    for (int tries = 0; tries < 100 && !(locked = pthread_mutex_trylock(&g_seen_lock) == 0);
+         tries++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (locked) {
+        size_t written = 0;
+        for (size_t i = 0; i < g_seen.n; i++) {
+            struct image *im = &g_seen.v[i];
+            bool gone = !text_overlaps(L.v, L.n, im->text, im->text_end) &&
+                        !text_overlaps(g_seen.v, written, im->text, im->text_end);
+            if (gone) {
+                write_image(o, im, L.n == 0 && written == 0);
+                struct image t = g_seen.v[written];
+                g_seen.v[written++] = *im; /* the written ones first, for the overlap test */
+                *im = t;
             }
-            osp_prof__out_str(o, ",\"" OSP_RAW_IMAGE_BUILD_ID "\":\"");
-            osp_prof__out_bytes(o, idhex, 2 * im->build_id_len);
-            osp_prof__out_str(o, "\"");
         }
-        if (im->is_vdso) write_symbols(o, im);
-        osp_prof__out_str(o, "}");
+        for (size_t i = 0; i < g_seen.n; i++) free(g_seen.v[i].path);
+        free(g_seen.v);
+        memset(&g_seen, 0, sizeof g_seen);
+        g_seen_adds = g_seen_subs = ~0ull;
+        pthread_mutex_unlock(&g_seen_lock);
     }
     osp_prof__out_str(o, "]");
     for (size_t i = 0; i < L.n; i++) free(L.v[i].path);

@@ -235,9 +235,19 @@ OSP_PROF_HIDDEN void osp_prof__store_free(struct osp_prof_store *s);
 /*
  * Write the JSON array of loaded images (`[...]`, with brackets) to `o`: the main
  * executable under `exe_path`, every shared object, the dynamic loader and the vDSO
- * (`[vdso]`, with its dynamic symbols). Enumerated now, with dl_iterate_phdr.
+ * (`[vdso]`, with its dynamic symbols). Enumerated now, with dl_iterate_phdr; then every
+ * image osp_prof__images_note saw during the session that is gone now (dlclose'd) and
+ * whose executable range no image written before overlaps. Forgets the noted images.
  */
 OSP_PROF_HIDDEN void osp_prof__write_images(struct osp_prof_out *o, const char *exe_path);
+
+/*
+ * Remember the images loaded now, if the dynamic linker's list changed since the last
+ * call, so that one unloaded before the file is written still names its samples. Called
+ * by the sampler thread each tick, at session start and (libosprey_prof.so) before each
+ * dlclose. Not async-signal-safe: allocates and takes the loader's lock.
+ */
+OSP_PROF_HIDDEN void osp_prof__images_note(void);
 
 /* "linux-x86_64" / "linux-arm64" / "" and "x86_64" / "arm64" / "" for this build. */
 OSP_PROF_HIDDEN const char *osp_prof__platform(void);

@@ -127,6 +127,20 @@ OSP_PROF_WAIT_WRAPPER(int, pause, (void), (), -1)
 OSP_PROF_EXIT_WRAPPER(_exit)
 OSP_PROF_EXIT_WRAPPER(_Exit)
 
+/* ---- dlclose --------------------------------------------------------------------------- */
+
+/* The raw file lists the images loaded when it is written; one the program unloads before
+ * (a plugin dlopen'd, used and dlclose'd) is remembered here first, so its samples keep
+ * their names (docs/spec/profiler.md §(l.6) "Unnamed code"). The sampler's ticks remember
+ * images too; this catches one loaded and unloaded between two ticks. */
+OSP_PROF_PUBLIC int dlclose(void *handle) {
+    static _Atomic(void *) real_;
+    int (*real)(void *) = (int (*)(void *))next_symbol(&real_, "dlclose");
+    if (real == NULL) return -1;
+    if (osp_prof__active()) osp_prof__images_note();
+    return real(handle);
+}
+
 /* ---- exec ------------------------------------------------------------------------------ */
 
 /* `envp` with this session's OSPREY_PROFILE and OSPREY_PROFILE_HZ in place of any it

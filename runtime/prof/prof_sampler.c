@@ -596,8 +596,10 @@ static void tick(struct osp_prof_session *ps) {
         osp_prof__real_sigaction(SIGPROF, NULL, &cur) == 0 && !osp_prof__own_sigprof(&cur))
         osp_prof__sigprof_replaced(ps);
     /* Images the program loaded (or unloaded) since the last tick get their CFI tables
-     * before the walks that need them; a cheap check when nothing changed (§(l.1)). */
+     * before the walks that need them; a cheap check when nothing changed (§(l.1)).
+     * The images are remembered too, so one unloaded later still names its samples. */
     osp_prof__cfi_refresh();
+    osp_prof__images_note();
     size_t n = 0;
     osp_prof__sampler_reg_lock(ps);
     for (size_t i = 0; i < ps->slots_hi; i++)

@@ -346,6 +346,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
      * large program or under a sanitizer (test_ring's 16 threads of 50 ms lost a fifth of
      * their samples as ring_full under AddressSanitizer when it was tried). */
     osp_prof__cfi_refresh();
+    osp_prof__images_note();
     atomic_store(&ps->stop, 0);
     atomic_store(&ps->pid, getpid());
 
