@@ -167,6 +167,24 @@ void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s, 
     if (m->last_on >= 0 && (size_t)m->last_on < ps->store.nsamples) {
         ps->store.samples[m->last_on].weight_ns += tail;
         m->owed_ns += (int64_t)tail;
+    } else {
+        /* No sample of this thread was ever kept -- a thread that blocks SIGPROF (one of
+         * a pool that leaves every signal to a sigwait thread) under an engine that
+         * signals it: its CPU time has no sample to go to. It is counted as samples the
+         * rate asked for and that were not taken, never lost silently (§(l.3) "any
+         * shortfall is counted"), less the ones counted otherwise (the unanswered
+         * request, ring_full). A thread that ran less than a period before it ended (a
+         * short-lived thread: its kernel timer never expired) has no whole period to
+         * count; such remainders add up over the session, so a program of many short
+         * threads shows its loss too. */
+        uint64_t k = tail / ps->period_ns;
+        ps->unsampled_rest_ns += tail % ps->period_ns;
+        k += ps->unsampled_rest_ns / ps->period_ns;
+        ps->unsampled_rest_ns %= ps->period_ns;
+        uint64_t other =
+            (m->pend_on ? 1u : 0u) + m->rf_credit +
+            (atomic_load_explicit(&s->ring_full, memory_order_relaxed) - m->ring_full_seen);
+        if (k > other) ps->store.dropped[OSP_DROP_CPU_UNSAMPLED] += k - other;
     }
     settle_unsampled(ps, m);
     m->cpu_req = c > m->cpu_req ? c : m->cpu_req;

@@ -312,6 +312,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
     uint64_t cpu_start = 0;
     bool cpu_start_ok = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &cpu_start);
     ps->own_startup_ns = ps->sampler_cpu_ns = ps->own_stop_cpu_ns = ps->own_thread_ns = 0;
+    ps->unsampled_rest_ns = 0;
     ps->own_stop_cpu_ok = false;
     if (rate < OSP_PROF_HZ_MIN) rate = OSP_PROF_HZ_MIN;
     if (rate > OSP_PROF_HZ_MAX) rate = OSP_PROF_HZ_MAX;

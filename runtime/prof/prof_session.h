@@ -508,6 +508,10 @@ struct osp_prof_session {
     /* The weight of on-CPU samples taken in the profiler's own code (osp_prof__own_pc) on
      * program threads: the profiler's work there, not the program's. Sampler thread. */
     uint64_t own_thread_ns;
+    /* CPU time of threads that ended without any sample, short of a whole period each:
+     * summed over the session, each whole period of it counts one cpu_unsampled sample
+     * (prof_sampler.c, osp_prof__flush_tail). Under the registry mutex. */
+    uint64_t unsampled_rest_ns;
     uint64_t own_stop_cpu_ns;
     bool own_stop_cpu_ok;
 
