@@ -15,6 +15,8 @@
  *    added to its mask, so a profiler signal never lands on a small alternate stack
  *    (§(l.3)); a program installing its own SIGPROF action makes the session stop
  *    sampling first (samples after that are counted lost, §(l.3)).
+ *  - signal and bsd_signal: for SIGPROF, through the sigaction above (glibc's call its
+ *    internal one); other signals go to the C library's.
  *
  * Under AddressSanitizer / ThreadSanitizer nothing is interposed (the sanitizers
  * intercept both functions themselves and must see every thread); the real functions are
@@ -173,6 +175,50 @@ OSP_PROF_PUBLIC int sigaction(int sig, const struct sigaction *act, struct sigac
         }
     }
     return osp_prof__real_sigaction(sig, act, old);
+}
+
+/* signal() and its BSD alias: glibc's call its internal sigaction, not the one above, so
+ * a program that resets every signal with signal(sig, SIG_DFL) (daemons, supervisors and
+ * shells do) replaced the profiler's SIGPROF handler unnoticed, and the next profiler
+ * signal killed it ("Profiling timer expired") under the cpu_timer and sampler engines.
+ * SIGPROF goes through the sigaction above, with glibc's BSD semantics (SA_RESTART, the
+ * signal blocked in its handler); every other signal goes to the C library's own. */
+typedef void (*signal_handler_fn)(int);
+typedef signal_handler_fn (*signal_fn)(int, signal_handler_fn);
+
+static signal_handler_fn bsd_signal_via_sigaction(int sig, signal_handler_fn handler,
+                                                  _Atomic(signal_fn) *real_cache,
+                                                  const char *name) {
+    if (sig == SIGPROF && handler != SIG_ERR) {
+        struct sigaction act, old;
+        memset(&act, 0, sizeof act);
+        act.sa_handler = handler;
+        sigemptyset(&act.sa_mask);
+        sigaddset(&act.sa_mask, sig);
+        act.sa_flags = SA_RESTART;
+        if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
+        return old.sa_handler;
+    }
+    signal_fn real = atomic_load_explicit(real_cache, memory_order_acquire);
+    if (real == NULL) {
+        real = (signal_fn)dlsym(RTLD_NEXT, name);
+        atomic_store_explicit(real_cache, real, memory_order_release);
+    }
+    if (real == NULL) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    return real(sig, handler);
+}
+
+OSP_PROF_PUBLIC signal_handler_fn signal(int sig, signal_handler_fn handler) {
+    static _Atomic(signal_fn) real;
+    return bsd_signal_via_sigaction(sig, handler, &real, "signal");
+}
+
+OSP_PROF_PUBLIC signal_handler_fn bsd_signal(int sig, signal_handler_fn handler) {
+    static _Atomic(signal_fn) real;
+    return bsd_signal_via_sigaction(sig, handler, &real, "bsd_signal");
 }
 
 #endif /* OSP_PROF_NO_INTERPOSE */
