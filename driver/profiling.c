@@ -161,6 +161,11 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
         if (access(raw, F_OK) == 0) {
             run_postprocess(raw, binary, program, prefix, interrupted, post);
             unlink(raw);
+        } else if (out.duration_expired && out.termsig == SIGKILL) {
+            /* It ignored (or handled and outlived) the SIGINT of --duration. */
+            fputs("osprey: warning: no profile was written (the program did not end within 5 s "
+                  "of the SIGINT sent at --duration and was killed with SIGKILL)\n",
+                  stderr);
         } else if (interrupted && out.termsig) {
             fprintf(stderr,
                     "osprey: warning: no profile was written (the program was ended by %s "
