@@ -414,8 +414,18 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
             fprintf(stderr, "osprey: warning: profile not processed: %s\n", werr);
         } else {
             const char *exe = osp_attach_exe(a);
+            /* An executable deleted or replaced since the process started (an upgrade;
+             * /proc gives its path as "<path> (deleted)") is still readable, as long as the
+             * process runs, through /proc/<pid>/exe: it stands in for the main image (the
+             * build-id check still applies, §(f) 3). */
+            char self_exe[64];
+            const char *binary = NULL;
+            if (exe[0] && access(exe, R_OK) != 0) {
+                snprintf(self_exe, sizeof self_exe, "/proc/%ld/exe", pid);
+                if (access(self_exe, R_OK) == 0) binary = self_exe;
+            }
             /* Ctrl-C ends the capture, not the program: the header does not say "interrupted". */
-            run_postprocess(raw, NULL, exe[0] ? exe : NULL, prefix, 0, post);
+            run_postprocess(raw, binary, exe[0] ? exe : NULL, prefix, 0, post);
         }
         unlink(raw);
         free(raw);
