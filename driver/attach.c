@@ -1041,6 +1041,34 @@ osp_attach *osp_attach_open(pid_t pid, char *err, size_t errlen) {
                  (int)pid, comm[0] ? comm : "", comm[0] ? ", " : "", tracer);
         return NULL;
     }
+    {
+        /* A process that has exited but that its parent has not collected yet (a zombie)
+         * cannot be seized: say that, not "not permitted". */
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        if (read_small(path, buf, sizeof buf) > 0) {
+            char state = stat_state(buf);
+            long threads = status_field(pid, "Threads");
+            if ((state == 'Z' || state == 'X') && threads > 1) {
+                /* Its main thread ended (pthread_exit) and the others run on: the main
+                 * thread, whose refusal is the process's, cannot be seized. */
+                snprintf(err, errlen,
+                         "--attach %d: the process's main thread has exited (pthread_exit) "
+                         "while %ld other thread%s run%s on, and --attach needs the main "
+                         "thread; profile the program with --record instead",
+                         (int)pid, threads - 1, threads - 1 == 1 ? "" : "s",
+                         threads - 1 == 1 ? "s" : "");
+                return NULL;
+            }
+            if (state == 'Z' || state == 'X') {
+                snprintf(err, errlen,
+                         "--attach %d: the process has exited (a zombie: its parent, pid %ld, "
+                         "has not collected it yet); there is nothing left to sample",
+                         (int)pid, status_field(pid, "PPid"));
+                return NULL;
+            }
+        }
+    }
     osp_attach *a = calloc(1, sizeof *a);
     if (!a) {
         snprintf(err, errlen, "--attach %d: out of memory", (int)pid);
