@@ -262,7 +262,7 @@ static int run_child(char *const argv[], char *const envp[], proc_kind kind, uin
     int status = -1, died_of = 0;
     bool exp = false;
     if (rc != 0) {
-        fprintf(stderr, "osprey: error: cannot run '%s': %s\n", argv[0], strerror(rc));
+        fprintf(stderr, "osprey: error: %s: cannot run: %s\n", argv[0], strerror(rc));
     } else {
         int ws;
         pid_t w = wait_child(pid, &ws, duration_ns, &exp);

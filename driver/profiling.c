@@ -179,7 +179,7 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
         }
     }
     free(raw);
-    if (status < 0) return 1;
+    if (status < 0) return 126; /* it could not be started (the error is said): as a shell */
     return out.interrupt_sig ? 128 + out.interrupt_sig : status;
 }
 
@@ -284,10 +284,11 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
     free(lib);
     char *exe = find_program(args[0]);
     if (!exe) {
+        int e = errno;
         fprintf(stderr, "osprey: error: %s: cannot run: %s\n", args[0],
-                errno == ENOENT && !strchr(args[0], '/') ? "command not found" : strerror(errno));
+                e == ENOENT && !strchr(args[0], '/') ? "command not found" : strerror(e));
         free(lib_abs);
-        return 127;
+        return e == ENOENT ? 127 : 126; /* as a shell: not found, or found but not runnable */
     }
     /* Default stem: the program's file name ("./bin/server" -> "server"). */
     const char *base = strrchr(args[0], '/');
