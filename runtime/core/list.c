@@ -258,8 +258,18 @@ osp_list *osp_list_concat(const osp_list *xs, const osp_list *ys) {
     }
     /* Little headroom: an append to the result that finds no room copies with room to grow
      * (osp_list_append), so appends stay amortised O(1) without every concatenation paying
-     * for, and clearing, twice its size. */
-    return fresh(elems(xs), xs->len, elems(ys), ys->len, 0, 4, 0, is_scalar(xs) || is_scalar(ys));
+     * for, and clearing, twice its size. But when `xs` is the newest list of a backing that
+     * a concatenation already had to copy to grow at the back (`acc + [x]` in a loop),
+     * leave room as an append does, so repeated concatenations stay amortised O(1) too
+     * instead of copying the whole list every few elements. */
+    int grows = 0;
+    int64_t after = 4;
+    if (atomic_load_explicit(&b->used, memory_order_relaxed) == end) {
+        grows = GROW_BACK | (b->grows & GROW_FRONT);
+        if (b->grows & GROW_BACK) after = xs->len + ys->len + 4;
+    }
+    return fresh(elems(xs), xs->len, elems(ys), ys->len, 0, after, grows,
+                 is_scalar(xs) || is_scalar(ys));
 }
 
 osp_list *osp_list_reverse(const osp_list *xs) {

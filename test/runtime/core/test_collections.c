@@ -387,6 +387,40 @@ static void test_list_append_prepend_interleaved(void **state) {
     assert_list(front, 4, wf);
 }
 
+/* `acc + [x]` in a loop: the newest list of a backing that concatenation grew keeps room at
+ * its back, so repeated concatenations copy O(log n) times (amortised O(1) per element, as
+ * repeated appends), and older views keep their words. */
+static void test_list_concat_many(void **state) {
+    (void)state;
+    for (int scalar = 0; scalar < 2; scalar++) {
+        osp_list *l = scalar ? osp_list_new_scalar(0, NULL) : osp_list_new(0, NULL);
+        osp_list *old = NULL;
+        int copies = 0;
+        enum { N = 20000 };
+        for (int64_t i = 0; i < N; i++) {
+            osp_word one = W(i);
+            osp_list *n =
+                osp_list_concat(l, scalar ? osp_list_new_scalar(1, &one) : osp_list_new(1, &one));
+            if (osp_list_length(l) == 0 || backing_of(n) != backing_of(l)) copies++;
+            if (i == N / 2) old = n;
+            l = n;
+        }
+        assert_true(copies <= 40);
+        assert_int_equal(osp_list_length(l), N);
+        for (int64_t k = 0; k < N; k++) assert_int_equal(osp_list_at(l, k), W(k));
+        assert_int_equal(osp_list_length(old), N / 2 + 1);
+        /* an older view concatenates by copying; the newest is unchanged */
+        osp_word x = W(-5);
+        osp_list *o2 = osp_list_concat(old, osp_list_new(1, &x));
+        assert_int_equal(osp_list_at(o2, N / 2 + 1), W(-5));
+        assert_int_equal(osp_list_at(l, N / 2 + 1), W(N / 2 + 1));
+        /* a one-off concatenation of two literals leaves little room */
+        osp_word e[2] = {1, 2};
+        osp_list *c = osp_list_concat(osp_list_new(2, e), osp_list_new(2, e));
+        assert_int_equal(osp_list_length(c), 4);
+    }
+}
+
 /* Threads racing to prepend to (and append to) one shared list: each gets its own words and
  * the shared list never changes. */
 typedef struct prepend_racer {
@@ -886,6 +920,7 @@ int main(void) {
         cmocka_unit_test(test_list_copies_coaligned),
         cmocka_unit_test(test_list_prepend_in_place),
         cmocka_unit_test(test_list_append_prepend_interleaved),
+        cmocka_unit_test(test_list_concat_many),
         cmocka_unit_test(test_list_prepend_race),
         cmocka_unit_test(test_map_basics),
         cmocka_unit_test(test_map_many),
