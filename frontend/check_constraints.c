@@ -49,7 +49,11 @@ static Cls classify(Checker *c, Constraint *k, Type *t, bool *is_result, bool *b
 /* Look up field `name` of record type `t` (declared or anonymous): its type, or NULL. */
 
 static void unify_result(Checker *c, Constraint *k, Type *t) {
-    if (!ty_unify(c->tc, k->res, t))
+    if (ty_unify(c->tc, k->res, t)) return;
+    if (k->kind == C_INDEX)
+        error(c, k->pos, "%sthis index produces `%s`, but it is used as `%s`", via_prefix(c, k),
+              show(c, t), show(c, k->res));
+    else
         error(c, k->pos, "%sthis `%s` produces `%s`, but it is used as `%s`", via_prefix(c, k),
               k->kind == C_NEG ? "-" : binop_spelling(k->op), show(c, t), show(c, k->res));
 }
