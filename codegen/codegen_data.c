@@ -128,12 +128,36 @@ LLVMValueRef gen_list(CG *g, Expr *e) {
     if (n == 0)
         return call_sig(g, fn, "p:ip", (LLVMValueRef[]){ci64(g, 0), LLVMConstNull(g->ptr)}, NULL);
     LLVMTypeRef arr_t = LLVMArrayType2(g->i64, (uint64_t)n);
-    LLVMValueRef arr = entry_alloca(g, arr_t, "list.elems");
+    /* The element words, evaluated left to right. The words that are constants (literals)
+     * go into a private constant array, so a long literal table is not thousands of stores
+     * (which made the optimiser's alias queries quadratic: 5000 elements took seconds); a
+     * list with other elements too copies it and stores only those, when it has 8 or more. */
+    LLVMValueRef *w = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)n);
+    LLVMValueRef *init = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)n);
+    int nconst = 0;
     for (int i = 0; i < n; i++) {
         Expr *el = e->u.list.elems[i];
-        LLVMValueRef w = box(g, gen(g, el), ety(g, el));
+        w[i] = box(g, gen(g, el), ety(g, el));
+        bool c = LLVMIsConstant(w[i]);
+        init[i] = c ? w[i] : ci64(g, 0);
+        nconst += c;
+    }
+    LLVMValueRef table = NULL;
+    if (nconst == n || nconst >= 8) {
+        LLVMValueRef ci = LLVMConstArray2(g->i64, init, (uint64_t)n);
+        table = LLVMAddGlobal(g->mod, arr_t, "list.const");
+        LLVMSetInitializer(table, ci);
+        LLVMSetGlobalConstant(table, 1);
+        LLVMSetLinkage(table, LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(table, LLVMGlobalUnnamedAddr);
+        if (nconst == n) return call_sig(g, fn, "p:ip", (LLVMValueRef[]){ci64(g, n), table}, NULL);
+    }
+    LLVMValueRef arr = entry_alloca(g, arr_t, "list.elems");
+    if (table) LLVMBuildMemCpy(g->b, arr, 8, table, 8, ci64(g, 8 * (int64_t)n));
+    for (int i = 0; i < n; i++) {
+        if (table && LLVMIsConstant(w[i])) continue;
         LLVMValueRef idx[2] = {ci64(g, 0), ci64(g, i)};
-        LLVMBuildStore(g->b, w, LLVMBuildInBoundsGEP2(g->b, arr_t, arr, idx, 2, ""));
+        LLVMBuildStore(g->b, w[i], LLVMBuildInBoundsGEP2(g->b, arr_t, arr, idx, 2, ""));
     }
     return call_sig(g, fn, "p:ip", (LLVMValueRef[]){ci64(g, n), arr}, NULL);
 }
