@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <gc/gc_inline.h>
@@ -750,6 +751,53 @@ static void test_strings_total(void **state) {
     assert_string_equal(osp_str_join(osp_list_new(0, NULL), ", "), "");
 }
 
+/* Reading a long string byte by byte is linear: its length is not measured again at every
+ * index (a 400 KB scan measured it at each of its bytes, seconds instead of a millisecond),
+ * and the length remembered for one string is never used for another. */
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void test_strings_long_scan(void **state) {
+    (void)state;
+    enum { N = 400000 };
+    char *s = osp_gc_alloc_atomic(N + 1);
+    for (int i = 0; i < N; i++) s[i] = (char)('a' + i % 26);
+    s[N] = '\0';
+    double t0 = seconds_now();
+    int64_t sum = 0;
+    for (int64_t i = 0;; i++) {
+        osp_rres r = osp_str_byte_at(s, i);
+        if (r.tag != OSP_RESULT_SUCCESS) break;
+        osp_rres c = osp_str_code_point_at(s, i), x = osp_str_index(s, i);
+        assert_int_equal(c.word, r.word);
+        assert_int_equal((unsigned char)STR(x.word)[0], r.word);
+        sum += (int64_t)r.word;
+    }
+    assert_true(seconds_now() - t0 < 1.0);
+    assert_int_equal(osp_str_length(s), N);
+    int64_t want = 0;
+    for (int i = 0; i < N; i++) want += 'a' + i % 26;
+    assert_int_equal(sum, want);
+    /* two long strings in turn, and one that a shorter string follows */
+    char *a = osp_gc_alloc_atomic(301), *b = osp_gc_alloc_atomic(501);
+    memset(a, 'x', 300);
+    a[300] = '\0';
+    memset(b, 'y', 500);
+    b[500] = '\0';
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(osp_str_length(a), 300);
+        assert_err(osp_str_byte_at(a, 300), "byteAt: index out of range");
+        assert_ok_int(osp_str_byte_at(b, 499), 'y');
+        assert_err(osp_str_index(b, 500), "index out of range");
+        assert_ok_str(osp_str_substring(a, 299, 300), "x");
+        assert_err(osp_str_code_point_at("short", 5), "codePointAt: index out of range");
+        assert_err(osp_str_substring(b, 0, 501), "substring: index out of range");
+    }
+}
+
 static void test_strings_fallible(void **state) {
     (void)state;
     assert_ok_int(osp_str_index_of("banana", "nan"), 2);
@@ -929,6 +977,7 @@ int main(void) {
         cmocka_unit_test(test_map_transient_matches_persistent),
         cmocka_unit_test(test_strings_total),
         cmocka_unit_test(test_strings_fallible),
+        cmocka_unit_test(test_strings_long_scan),
         cmocka_unit_test(test_numeric),
         cmocka_unit_test(test_channel_fifo_and_blocking),
         cmocka_unit_test(test_channel_errors),
