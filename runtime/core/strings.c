@@ -158,19 +158,23 @@ bool osp_str_ends_with(const char *s, const char *p) {
     return m <= n && memcmp(s + n - m, p, m) == 0;
 }
 
-static size_t clamp(int64_t n, size_t len) {
-    return n <= 0 ? 0 : (uint64_t)n >= len ? len : (size_t)n;
+/* The first min(n, length) bytes are measured, never the whole string: `take(s, 1)` and
+ * `drop(s, 1)` on a long string cost O(1), so a loop that walks a string by dropping its
+ * first byte (`[h, ...t]` style recursion on strings) is linear, not quadratic. */
+static size_t prefix_len(const char *s, int64_t n) {
+    return n <= 0 ? 0 : strnlen(s, (uint64_t)n >= SIZE_MAX ? SIZE_MAX : (size_t)n);
 }
 
 const char *osp_str_take(const char *s, int64_t n) {
     s = S(s);
-    return osp_str_dup_n(s, clamp(n, strlen(s)));
+    return osp_str_dup_n(s, prefix_len(s, n));
 }
 
+/* Strings never change, so the rest of `s` is shared rather than copied: the result points
+ * into `s` (the collector treats it as a reference to all of `s`). */
 const char *osp_str_drop(const char *s, int64_t n) {
     s = S(s);
-    size_t len = strlen(s), k = clamp(n, len);
-    return osp_str_dup_n(s + k, len - k);
+    return s + prefix_len(s, n);
 }
 
 const char *osp_str_join(const osp_list *parts, const char *sep) {
