@@ -200,27 +200,6 @@ static LLVMValueRef str_or_empty(Ir *ir, LLVMValueRef s) {
     return LLVMBuildSelect(ir->b, LLVMBuildIsNull(ir->b, s, ""), empty, s, "");
 }
 
-static void body_str_length(Ir *ir, LLVMValueRef fn) {
-    begin_body(ir, fn);
-    LLVMValueRef s = str_or_empty(ir, LLVMGetParam(fn, 0));
-    LLVMBuildRet(ir->b, call(ir, "strlen", ir->i64, &ir->ptr, &s, 1));
-}
-
-/* -1, 0 or 1 by unsigned byte order (render.c: osp_str_cmp). */
-static void body_str_cmp(Ir *ir, LLVMValueRef fn) {
-    begin_body(ir, fn);
-    LLVMValueRef a[2] = {str_or_empty(ir, LLVMGetParam(fn, 0)),
-                         str_or_empty(ir, LLVMGetParam(fn, 1))};
-    LLVMTypeRef p[2] = {ir->ptr, ir->ptr};
-    LLVMValueRef c = call(ir, "strcmp", ir->i32, p, a, 2);
-    LLVMValueRef zero = LLVMConstInt(ir->i32, 0, 0);
-    LLVMValueRef gt =
-        LLVMBuildZExt(ir->b, LLVMBuildICmp(ir->b, LLVMIntSGT, c, zero, ""), ir->i64, "");
-    LLVMValueRef lt =
-        LLVMBuildZExt(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLT, c, zero, ""), ir->i64, "");
-    LLVMBuildRet(ir->b, LLVMBuildSub(ir->b, gt, lt, ""));
-}
-
 /*
  * What the string helpers of runtime/core (strings.c, render.c) touch, as LLVM memory
  * effects: they read the strings they are given and write only memory they allocate
@@ -237,6 +216,48 @@ enum {
     MEM_READ_ALLOC = MEM_ARG_READ_ALLOC | 1 << 4, /* + other: read (through lists) */
     MEM_ALLOC_ONLY = 3 << 2,                      /* inaccessiblemem: readwrite */
 };
+
+/*
+ * strnlen(s, 256) inline; a string that long is measured by osp_str_length_long, which
+ * remembers the last long string its thread measured (strings.c), so a loop that tests
+ * `i < length(s)` on a long string is linear: the strlen was not hoisted out of such loops
+ * (the allocations in their bodies write memory), and re-measuring made them quadratic.
+ */
+static void body_str_length(Ir *ir, LLVMValueRef fn) {
+    begin_body(ir, fn);
+    LLVMValueRef s = str_or_empty(ir, LLVMGetParam(fn, 0));
+    LLVMTypeRef p2[2] = {ir->ptr, ir->i64};
+    LLVMValueRef a2[2] = {s, ci(ir, 256)};
+    LLVMValueRef n = call(ir, "strnlen", ir->i64, p2, a2, 2);
+    LLVMBasicBlockRef shortb = block(ir, fn, "short"), longb = block(ir, fn, "long");
+    LLVMValueRef is_long = LLVMBuildICmp(ir->b, LLVMIntEQ, n, ci(ir, 256), "");
+    osp_ir_branch_rare(ir->ctx, LLVMBuildCondBr(ir->b, is_long, longb, shortb), true);
+    LLVMPositionBuilderAtEnd(ir->b, shortb);
+    LLVMBuildRet(ir->b, n);
+    LLVMPositionBuilderAtEnd(ir->b, longb);
+    LLVMValueRef f = LLVMGetNamedFunction(ir->mod, "osp_str_length_long");
+    if (!f) {
+        f = get_fn(ir, "osp_str_length_long", ir->i64, &ir->ptr, 1);
+        fn_attr(f, enum_attr(ir->ctx, "memory", MEM_ARG_READ_ALLOC));
+        fn_attr(f, enum_attr(ir->ctx, "nounwind", 0));
+    }
+    LLVMBuildRet(ir->b, LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(f), f, &s, 1, ""));
+}
+
+/* -1, 0 or 1 by unsigned byte order (render.c: osp_str_cmp). */
+static void body_str_cmp(Ir *ir, LLVMValueRef fn) {
+    begin_body(ir, fn);
+    LLVMValueRef a[2] = {str_or_empty(ir, LLVMGetParam(fn, 0)),
+                         str_or_empty(ir, LLVMGetParam(fn, 1))};
+    LLVMTypeRef p[2] = {ir->ptr, ir->ptr};
+    LLVMValueRef c = call(ir, "strcmp", ir->i32, p, a, 2);
+    LLVMValueRef zero = LLVMConstInt(ir->i32, 0, 0);
+    LLVMValueRef gt =
+        LLVMBuildZExt(ir->b, LLVMBuildICmp(ir->b, LLVMIntSGT, c, zero, ""), ir->i64, "");
+    LLVMValueRef lt =
+        LLVMBuildZExt(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLT, c, zero, ""), ir->i64, "");
+    LLVMBuildRet(ir->b, LLVMBuildSub(ir->b, gt, lt, ""));
+}
 
 static const struct {
     const char *name;

@@ -367,9 +367,11 @@ osp_list *osp_map_keys(const osp_map *m);                   /* keys, in §9.5 or
 osp_list *osp_map_values(const osp_map *m);                 /* values, same order */
 
 /* ---- strings (§9.3) --------------------------------------------------------------------------- */
-/* All byte-based; every returned string is a new heap string (or one of the arguments). */
+/* All byte-based; every returned string is a new heap string, one of the arguments, or the
+ * rest of one (drop). */
 
-int64_t osp_str_length(const char *s);                    /* length, byteLength */
+int64_t osp_str_length(const char *s);      /* length, byteLength */
+int64_t osp_str_length_long(const char *s); /* the same, remembered per thread for a long s */
 bool osp_str_contains(const char *s, const char *needle); /* "" -> true */
 bool osp_str_starts_with(const char *s, const char *prefix);
 bool osp_str_ends_with(const char *s, const char *suffix);

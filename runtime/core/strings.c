@@ -141,6 +141,13 @@ int64_t osp_str_length(const char *s) {
     return (int64_t)str_len(S(s));
 }
 
+/* What the inlined body of osp_str_length (codegen/inline_rt.c) calls for a string of 256
+ * bytes or more, so `i < length(s)` in a loop over a long string does not measure it at
+ * every step. */
+int64_t osp_str_length_long(const char *s) {
+    return (int64_t)str_len(S(s));
+}
+
 bool osp_str_contains(const char *s, const char *needle) {
     return strstr(S(s), S(needle)) != NULL;
 }
