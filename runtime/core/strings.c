@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,27 +35,39 @@ static const char *S(const char *s) {
  * A string has no stored length, so without this a loop that reads a long string byte by
  * byte (`byteAt(s, i)`, `s[i]`, `codePointAt`, `substring` at increasing `i`) measured the
  * whole string at every step: quadratic (a 1.3 MB file scanned with byteAt took 24 s).
- * Strings never change, and the cell holding the pointer is uncollectable (scanned), so
- * the string stays alive while it is remembered and its address cannot be reused.
+ * Strings never change. The remembered pointers live in a static table, which the collector
+ * scans (like gpu.c's free lists), so a remembered string stays alive and its address
+ * cannot be reused while it is there; the table has a fixed number of slots, so at most
+ * that many strings are kept alive by it, however many threads come and go. Threads share
+ * a slot when there are more of them than slots: a slot is taken with a try-lock, and a
+ * thread that finds it busy simply measures.
  */
-enum { LEN_CACHE_MIN = 256 }; /* shorter strings are measured every time */
-typedef struct len_cache {
+enum { LEN_CACHE_MIN = 256, LEN_SLOTS = 64 }; /* shorter strings are measured every time */
+static struct len_slot {
+    atomic_flag busy;
     const char *s;
     size_t len;
-} len_cache;
-static _Thread_local len_cache *len_cell;
+} len_slots[LEN_SLOTS];
+static _Atomic unsigned len_slot_next;
+static _Thread_local struct len_slot *len_mine;
 
 static size_t str_len(const char *s) {
-    if (len_cell != NULL && len_cell->s == s) return len_cell->len;
+    struct len_slot *e = len_mine;
+    if (e == NULL)
+        e = len_mine =
+            &len_slots[atomic_fetch_add_explicit(&len_slot_next, 1, memory_order_relaxed) %
+                       LEN_SLOTS];
+    if (!atomic_flag_test_and_set_explicit(&e->busy, memory_order_acquire)) {
+        bool hit = e->s == s;
+        size_t n = e->len;
+        atomic_flag_clear_explicit(&e->busy, memory_order_release);
+        if (hit) return n;
+    }
     size_t n = strlen(s);
-    if (n >= LEN_CACHE_MIN) {
-        if (len_cell == NULL) {
-            osp_rt_heap_init();
-            len_cell = GC_MALLOC_UNCOLLECTABLE(sizeof *len_cell);
-            if (len_cell == NULL) osp_fatal_oom();
-        }
-        len_cell->s = s;
-        len_cell->len = n;
+    if (n >= LEN_CACHE_MIN && !atomic_flag_test_and_set_explicit(&e->busy, memory_order_acquire)) {
+        e->s = s;
+        e->len = n;
+        atomic_flag_clear_explicit(&e->busy, memory_order_release);
     }
     return n;
 }

@@ -798,6 +798,45 @@ static void test_strings_long_scan(void **state) {
     }
 }
 
+/* Many threads (more than the remembered-length slots) scan strings of different lengths
+ * at once: each always sees its own string's length. */
+typedef struct {
+    int64_t len;
+    int64_t bad;
+} scan_job;
+
+static void *scan_main(void *arg) {
+    scan_job *j = arg;
+    char *a = osp_gc_alloc_atomic((size_t)j->len + 1), *b = osp_gc_alloc_atomic(301);
+    memset(a, 'a', (size_t)j->len);
+    a[j->len] = '\0';
+    memset(b, 'b', 300);
+    b[300] = '\0';
+    for (int round = 0; round < 200; round++) {
+        const char *s = round % 2 ? b : a;
+        int64_t n = round % 2 ? 300 : j->len;
+        if (osp_str_byte_at(s, n - 1).tag != OSP_RESULT_SUCCESS) j->bad++;
+        if (osp_str_byte_at(s, n).tag == OSP_RESULT_SUCCESS) j->bad++;
+        if (osp_str_length_long(s) != n) j->bad++;
+    }
+    return NULL;
+}
+
+static void test_strings_length_threads(void **state) {
+    (void)state;
+    enum { T = 80 };
+    pthread_t th[T];
+    scan_job jobs[T];
+    for (int i = 0; i < T; i++) {
+        jobs[i] = (scan_job){.len = 1000 + 37 * i, .bad = 0};
+        assert_int_equal(GC_pthread_create(&th[i], NULL, scan_main, &jobs[i]), 0);
+    }
+    for (int i = 0; i < T; i++) {
+        assert_int_equal(GC_pthread_join(th[i], NULL), 0);
+        assert_int_equal(jobs[i].bad, 0);
+    }
+}
+
 /* take and drop measure only the bytes they keep or skip, and drop shares the rest: walking
  * a long string by dropping one byte at a time is linear (it copied and measured the whole
  * rest at every step: a 1.3 MB walk took minutes). */
@@ -1017,6 +1056,7 @@ int main(void) {
         cmocka_unit_test(test_strings_fallible),
         cmocka_unit_test(test_strings_long_scan),
         cmocka_unit_test(test_strings_take_drop_walk),
+        cmocka_unit_test(test_strings_length_threads),
         cmocka_unit_test(test_numeric),
         cmocka_unit_test(test_channel_fifo_and_blocking),
         cmocka_unit_test(test_channel_errors),
