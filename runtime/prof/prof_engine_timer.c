@@ -633,6 +633,7 @@ static void perf_prepare(struct osp_prof_ktimer_prep *p, pid_t tid) {
     p->rb = NULL;
     p->rb_bytes = 0;
     ktimer_first(tid, p->period_ns, &p->rng, &p->first);
+    if (!p->perf_ok) return; /* over the descriptor budget: a CPU-time timer instead */
     if (p->ring) p->fd = perf_ring_open(p->period_ns, tid, p->first, &p->rb, &p->rb_bytes);
     if (p->fd < 0 && p->signal_ok) p->fd = perf_open(tid, p->first, false);
 }
@@ -702,7 +703,11 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
             atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
             s->ktimer_kind = OSP_KTIMER_NONE;
             perf_ring_unmap(s);
+            osp_prof__close_nc(fd);
+            s->perf_fd = -1;
+            return;
         }
+        p->perf_ok = false; /* the descriptor reserved for it is the slot's (ktimer_disarm) */
         return;
     } else {
         struct sigevent ev;
@@ -819,7 +824,7 @@ void osp_prof__ktimer_rearm(struct osp_prof_session *ps, struct osp_prof_slot *s
 }
 
 /* Stop a slot's timer; `release` also closes / deletes it. Under the registry mutex. */
-static void ktimer_disarm(struct osp_prof_slot *s, bool release) {
+static void ktimer_disarm(struct osp_prof_session *ps, struct osp_prof_slot *s, bool release) {
     if (s->ktimer_kind == OSP_KTIMER_NONE) return;
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
     if (s->ktimer_kind == OSP_KTIMER_PERF) {
@@ -828,6 +833,7 @@ static void ktimer_disarm(struct osp_prof_slot *s, bool release) {
         if (release) {
             perf_ring_unmap(s); /* emptied by the caller first (osp_prof__drain) */
             if (ours) osp_prof__close_nc(s->perf_fd);
+            if (ps->perf_fds > 0) ps->perf_fds--;
         }
     } else {
         struct itimerspec zero;
@@ -839,12 +845,12 @@ static void ktimer_disarm(struct osp_prof_slot *s, bool release) {
 }
 
 void osp_prof__ktimer_disarm_all(struct osp_prof_session *ps, bool release) {
-    for (size_t i = 0; i < ps->slots_hi; i++) ktimer_disarm(&ps->slots[i], release);
+    for (size_t i = 0; i < ps->slots_hi; i++) ktimer_disarm(ps, &ps->slots[i], release);
 }
 
 void osp_prof__ktimer_disarm_signalling(struct osp_prof_session *ps) {
     for (size_t i = 0; i < ps->slots_hi; i++)
-        if (!ps->slots[i].ring_delivery) ktimer_disarm(&ps->slots[i], false);
+        if (!ps->slots[i].ring_delivery) ktimer_disarm(ps, &ps->slots[i], false);
 }
 
 /* ---- the engines ------------------------------------------------------------------------ */
@@ -903,6 +909,14 @@ static bool cpu_timer_start(struct osp_prof_session *ps, int *cause) {
 static void perf_registered(struct osp_prof_session *ps, struct osp_prof_slot *s,
                             struct osp_prof_ktimer_prep *p) {
     if (p->rb == NULL && atomic_load(&ps->handler_lost)) return;
+    if (p->fd < 0) {
+        /* No counter: over the session's descriptor budget, or refused for this thread
+         * (descriptors exhausted). A CPU-time timer holds no descriptor and, like the
+         * counter, never signals a blocked thread; the sampler thread's requests are the
+         * last fallback. */
+        ktimer_create(ps, s, OSP_KTIMER_POSIX, NULL);
+        return;
+    }
     ktimer_create(ps, s, OSP_KTIMER_PERF, p);
 }
 static void cpu_timer_registered(struct osp_prof_session *ps, struct osp_prof_slot *s,
@@ -925,11 +939,11 @@ static void timer_unregistered(struct osp_prof_session *ps, struct osp_prof_slot
         /* The samples the kernel wrote until now become samples before the ring goes,
          * their CPU clock from a last reading of both clocks (on the thread itself: no
          * interrupt). */
-        ktimer_disarm(s, false);
+        ktimer_disarm(ps, s, false);
         s->perf_cal_t = 0;
         osp_prof__perf_ring_drain(ps, s);
     }
-    ktimer_disarm(s, true);
+    ktimer_disarm(ps, s, true);
 }
 
 /* The sampler thread first (its teardown drains every ring), then every timer, then the
@@ -954,6 +968,7 @@ static void timer_fork_child(struct osp_prof_session *ps) {
         s->perf_rb = NULL;
         s->perf_rb_bytes = 0;
     }
+    ps->perf_fds = 0;
     if (atomic_load(&ps->old_action_ready)) sigaction(SIGPROF, &ps->old_action, NULL);
 }
 

@@ -112,6 +112,18 @@ static void set_prep(struct osp_prof_session *ps, struct osp_prof_ktimer_prep *p
     p->period_ns = ps->period_ns;
     p->ring = ps->perf_ring;
     p->signal_ok = !atomic_load(&ps->handler_lost);
+    /* Reserved now, under the mutex: threads that start together would otherwise all see
+     * the budget unspent. The slot that takes the counter keeps the count (until its timer
+     * is released); prep_unreserve gives back one that was not taken. */
+    p->perf_ok = ps->perf_fds + ps->stat_fds_open < ps->fd_budget;
+    if (p->perf_ok) ps->perf_fds++;
+}
+
+/* Give back a descriptor reserved by set_prep that no slot took. Under the registry mutex. */
+static void prep_unreserve(struct osp_prof_session *ps, struct osp_prof_ktimer_prep *p) {
+    if (!p->perf_ok) return;
+    p->perf_ok = false;
+    if (ps->perf_fds > 0) ps->perf_fds--;
 }
 
 static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const char *label,
@@ -232,11 +244,13 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
         (prep.engine != ps->engine || prep.epoch != ps->epoch)) {
         /* Rare: the session ended and another began while the timer was made. */
         osp_prof__ktimer_prep_release(&prep);
+        prep_unreserve(ps, &prep);
         set_prep(ps, &prep);
         ps->engine->thread_prepare(&prep, tid);
     }
     if (ps->engine->thread_registered != NULL) ps->engine->thread_registered(ps, s, &prep);
 out:
+    prep_unreserve(ps, &prep);
     if (atomic_load_explicit(&s->state, memory_order_relaxed) == OSP_SLOT_RESERVED)
         atomic_store_explicit(&s->state, OSP_SLOT_FREE, memory_order_release);
     pthread_mutex_unlock(&ps->reg);

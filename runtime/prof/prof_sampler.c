@@ -116,7 +116,9 @@ static int sched_state(struct osp_prof_session *ps, struct osp_prof_slot *s) {
         if (fd < 0) return errno == ENOENT || errno == ESRCH ? SCHED_GONE : SCHED_BLOCKED;
         n = stat_read_fd(fd, buf, sizeof buf);
         /* A cached descriptor never keeps a low number the program expects back. */
-        if (n > 0 && ps->stat_fds_open < MAX_STAT_FDS && (fd = osp_prof__fd_high(fd)) >= 0) {
+        /* A quarter of the descriptor budget at most (the counters have the rest). */
+        int cap = ps->fd_budget / 4 < MAX_STAT_FDS ? ps->fd_budget / 4 : MAX_STAT_FDS;
+        if (n > 0 && ps->stat_fds_open < cap && (fd = osp_prof__fd_high(fd)) >= 0) {
             s->sm.stat_fd = fd;
             ps->stat_fds_open++;
         } else if (fd >= 0) {

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -225,6 +226,15 @@ static void on_term_signal(int sig, siginfo_t *si, void *uc) {
     errno = saved;
 }
 
+int osp_prof__fd_budget(void) {
+    struct rlimit rl;
+    uint64_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                       ? (uint64_t)rl.rlim_cur
+                       : (uint64_t)1 << 20;
+    uint64_t b = lim / 8;
+    return b > 1000000 ? 1000000 : (int)b;
+}
+
 static void term_install(struct osp_prof_session *ps) {
     atomic_store(&ps->term_sig, 0);
     atomic_store(&g_term_dying, 0);
@@ -333,6 +343,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
      * counter may still arrive on a thread while this one starts). */
     __atomic_store_n(&ps->engine, NULL, __ATOMIC_RELAXED);
     ps->rate_hz = rate;
+    ps->fd_budget = osp_prof__fd_budget();
     ps->period_ns = 1000000000ull / rate;
     ps->tick_ns = ps->period_ns;
     snprintf(ps->path, sizeof ps->path, "%s", path);

@@ -269,6 +269,9 @@ struct osp_prof_ktimer_prep {
     uint64_t epoch;
     uint64_t period_ns;
     bool ring, signal_ok;
+    /* Within the session's descriptor budget: may open a counter, one descriptor of the
+     * budget reserved for it (set_prep) until a slot takes it or it is given back. */
+    bool perf_ok;
     int fd;
     void *rb;
     size_t rb_bytes;
@@ -475,9 +478,14 @@ struct osp_prof_session {
     uint64_t threads_over_limit;
     uint64_t reg_dropped[OSP_DROP_COUNT]; /* losses counted by unregistrations */
     int stat_fds_open;
+    int perf_fds; /* perf_event descriptors held by slots or reserved for registering ones */
 
     /* Set by the session owner before the engine starts; read-only while it runs. */
     const struct osp_prof_engine *engine;
+    /* Descriptors the profiler may hold for its threads at once (per-thread counters,
+     * cached /proc stat files): an eighth of the soft RLIMIT_NOFILE, so a program near its
+     * limit keeps nearly all of it (§(l.3)); threads beyond it get a CPU-time timer. */
+    int fd_budget;
     uint32_t rate_hz;
     uint64_t period_ns;
     /* The sampler thread's tick: the period under the "sampler" engine; with a kernel
@@ -759,5 +767,11 @@ OSP_PROF_HIDDEN char *osp_prof__raw_temp_name(const char *dest);
  * naming the path and returns false. Session owner, after the engine has stopped. */
 OSP_PROF_HIDDEN bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path,
                                          uint64_t end_unix_ns);
+
+/* The session's fd_budget: an eighth of the soft RLIMIT_NOFILE (2^20 when unlimited),
+ * at most 10^6. Descriptors the profiler holds per thread (perf_event counters, cached
+ * /proc stat files) stay within it, so a program that opens files up to its limit loses
+ * at most that many (§(l.3) "its file descriptors"). */
+OSP_PROF_HIDDEN int osp_prof__fd_budget(void);
 
 #endif /* OSP_PROF_SESSION_H */
