@@ -752,21 +752,15 @@ static void test_strings_total(void **state) {
 }
 
 /* Reading a long string byte by byte is linear: its length is not measured again at every
- * index (a 400 KB scan measured it at each of its bytes, seconds instead of a millisecond),
- * and the length remembered for one string is never used for another. */
-static double seconds_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
+ * index, and the length remembered for one string is never used for another. Nothing here
+ * is timed (speed belongs to bench/): re-measuring would make the scan quadratic, hours at
+ * this size, and the test's time limit (180 s) would fail it. */
 static void test_strings_long_scan(void **state) {
     (void)state;
-    enum { N = 400000 };
+    enum { N = 3000000 };
     char *s = osp_gc_alloc_atomic(N + 1);
     for (int i = 0; i < N; i++) s[i] = (char)('a' + i % 26);
     s[N] = '\0';
-    double t0 = seconds_now();
     int64_t sum = 0;
     for (int64_t i = 0;; i++) {
         osp_rres r = osp_str_byte_at(s, i);
@@ -776,7 +770,6 @@ static void test_strings_long_scan(void **state) {
         assert_int_equal((unsigned char)STR(x.word)[0], r.word);
         sum += (int64_t)r.word;
     }
-    assert_true(seconds_now() - t0 < 1.0);
     assert_int_equal(osp_str_length(s), N);
     int64_t want = 0;
     for (int i = 0; i < N; i++) want += 'a' + i % 26;
@@ -839,14 +832,14 @@ static void test_strings_length_threads(void **state) {
 
 /* take and drop measure only the bytes they keep or skip, and drop shares the rest: walking
  * a long string by dropping one byte at a time is linear (it copied and measured the whole
- * rest at every step: a 1.3 MB walk took minutes). */
+ * rest at every step: a 1.3 MB walk took minutes; at this size it would take hours, and
+ * the test's time limit fails it; nothing is timed here). */
 static void test_strings_take_drop_walk(void **state) {
     (void)state;
-    enum { N = 400000 };
+    enum { N = 3000000 };
     char *s = osp_gc_alloc_atomic(N + 1);
     for (int i = 0; i < N; i++) s[i] = (char)('a' + i % 26);
     s[N] = '\0';
-    double t0 = seconds_now();
     const char *t = s;
     int64_t steps = 0;
     while (*t) {
@@ -856,7 +849,6 @@ static void test_strings_take_drop_walk(void **state) {
         t = osp_str_drop(t, 1);
         steps++;
     }
-    assert_true(seconds_now() - t0 < 1.0);
     assert_int_equal(steps, N);
     assert_string_equal(osp_str_drop("abc", 0), "abc");
     assert_string_equal(osp_str_drop("abc", -5), "abc");
