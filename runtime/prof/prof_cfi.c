@@ -1789,6 +1789,11 @@ static int count_one(struct dl_phdr_info *info, size_t size, void *arg) {
     return 1;
 }
 
+void osp_prof__loader_counts(unsigned long long out[2]) {
+    out[0] = out[1] = ~0ull;
+    dl_iterate_phdr(count_one, out);
+}
+
 bool osp_prof__cfi_refresh(void) {
     /* Once per process, before anything is published: a kernel without the command (or a
      * sandbox refusing it) leaves every walk on the shared counter. */
@@ -1804,8 +1809,8 @@ bool osp_prof__cfi_refresh(void) {
      * images are walked by frame pointers meanwhile, and the next tick tries again. The
      * sampler never waits here. */
     if (g_npending == MAX_PENDING) return false;
-    unsigned long long v[2] = {0, 0};
-    dl_iterate_phdr(count_one, v);
+    unsigned long long v[2];
+    osp_prof__loader_counts(v);
     if (g_scanned && v[0] != ~0ull && v[0] == g_seen_adds && v[1] == g_seen_subs) return false;
     struct osp_cfi_set *prev = atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_acquire);
     struct scan sc = {.prev = prev};

@@ -271,6 +271,13 @@ OSP_PROF_HIDDEN void osp_prof__cfi_set_free(struct osp_cfi_set *set);
  * time: the session owner at start, then the sampler thread).
  */
 OSP_PROF_HIDDEN bool osp_prof__cfi_refresh(void);
+/* The dynamic loader's image counters, glibc's dlpi_adds and dlpi_subs (out[0], out[1]):
+ * they move whenever an image is loaded or unloaded, so equal readings mean the same
+ * images. Both ~0 where the loader does not report them (then every reading must be taken
+ * as a change). One dl_iterate_phdr callback (the loader's lock, the first image only).
+ * Not async-signal-safe. The one change detector of the CFI refresh and of the image list
+ * (prof_images.c, osp_prof__images_note). */
+OSP_PROF_HIDDEN void osp_prof__loader_counts(unsigned long long out[2]);
 /* Unpublish and unmap everything (session end, tests). Same rules as refresh. */
 OSP_PROF_HIDDEN void osp_prof__cfi_reset(void);
 

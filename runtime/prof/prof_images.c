@@ -18,6 +18,7 @@
 #include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
+#include "prof_cfi.h"
 #include "prof_own_text.h"
 
 const char *osp_prof__platform(void) {
@@ -241,25 +242,14 @@ static pthread_mutex_t g_seen_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct image_list g_seen;
 static unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 
-static int count_changes(struct dl_phdr_info *info, size_t size, void *arg) {
-    unsigned long long *v = arg;
-    if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-        v[0] = v[1] = ~0ull; /* no counters: always look */
-        return 1;
-    }
-    v[0] = info->dlpi_adds;
-    v[1] = info->dlpi_subs;
-    return 1;
-}
-
 static bool same_image(const struct image *a, const struct image *b) {
     return a->base == b->base && a->slide == b->slide && a->text == b->text &&
            a->text_end == b->text_end && strcmp(a->path, b->path) == 0;
 }
 
 void osp_prof__images_note(void) {
-    unsigned long long v[2] = {~0ull, ~0ull};
-    dl_iterate_phdr(count_changes, v);
+    unsigned long long v[2];
+    osp_prof__loader_counts(v);
     pthread_mutex_lock(&g_seen_lock);
     if (v[0] != ~0ull && v[0] == g_seen_adds && v[1] == g_seen_subs) {
         pthread_mutex_unlock(&g_seen_lock);
