@@ -210,9 +210,11 @@ struct osp_prof_store {
 #define OSP_PROF_SAMPLES_LIMIT (UINT64_C(1) << 22)
 
 /*
- * Intern a stack of `n` >= 1 addresses (leaf first). Returns its index, or -1 when memory
- * ran out (nothing recorded; the caller counts `alloc`). `truncated` is ORed into the
- * stack's flag.
+ * Intern a stack of `n` >= 1 addresses (leaf first). Frames after the leaf whose return
+ * address lies in the profiler's own code (osp_prof__own_pc: the preload library's
+ * thread-start trampoline and wrappers) are left out first, as the stack would be
+ * unprofiled. Returns its index, or -1 when memory ran out (nothing recorded; the caller
+ * counts `alloc`). `truncated` is ORed into the stack's flag.
  */
 OSP_PROF_HIDDEN int64_t osp_prof__store_intern(struct osp_prof_store *s, const uintptr_t *pcs,
                                                uint32_t n, bool truncated);

@@ -54,6 +54,22 @@ static bool rehash(struct osp_prof_store *s, size_t cap) {
 int64_t osp_prof__store_intern(struct osp_prof_store *s, const uintptr_t *pcs, uint32_t n,
                                bool truncated) {
     if (n == 0) return -1;
+    /* The profiler's own frames between the leaf and the root -- the preload library's
+     * thread-start trampoline under every thread it starts, its pthread_create,
+     * sigaction or dlclose wrapper under a call the program made -- are not the
+     * program's: the stack is kept as it would be unprofiled (the return address less
+     * one names the call; a leaf in the profiler's code is the caller's business). */
+    uintptr_t kept[OSP_PROF_MAX_FRAMES];
+    if (n <= OSP_PROF_MAX_FRAMES) {
+        uint32_t m = 1;
+        for (uint32_t i = 1; i < n; i++)
+            if (!osp_prof__own_pc(pcs[i] - 1)) kept[m++] = pcs[i];
+        if (m < n) {
+            kept[0] = pcs[0];
+            pcs = kept;
+            n = m;
+        }
+    }
     if (s->table_cap == 0 && !rehash(s, 1024)) return -1;
     /* Keep the load factor at most 1/2; if the table cannot grow, it still works until
      * it is nearly full, after which new stacks are refused (the caller counts `alloc`). */
