@@ -336,10 +336,19 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
         size_t m = osp_prof__hybrid_walk_copy(set, &r, lo, top, (intptr_t)((uintptr_t)view - lo),
                                               all, cap, &all_trunc, &all_info);
         bool agree = m > n && all[n - 1] == out[n - 1];
-        for (size_t i = n, k = idx + 1; agree && i < m && k < kn; i++, k++) {
+        size_t i = n, k = idx + 1;
+        for (; agree && i < m && k < kn; i++, k++) {
             if (!chain_code(set, kc[k])) break;
             if (all[i] != kc[k]) agree = false;
         }
+        /* A walk that ended short of its root while the chain still names code ended in
+         * the live stack's newer contents: the thread returned past those frames between
+         * the sample and this read (the drain at a session's end, or a late tick under
+         * load, after a deep call returned) and rewrote them. Such walks looked whole --
+         * read to the top of the stack, not truncated -- with the outer frames missing
+         * (test_ring's deep case under load: 56 of its 63 frames, kept untruncated). */
+        if (agree && i == m && all_info.end != OSP_UNWIND_ROOT && k < kn && chain_code(set, kc[k]))
+            agree = false;
         if (agree) {
             memcpy(out, all, m * sizeof *out);
             *trunc = all_trunc || (all_info.end != OSP_UNWIND_ROOT && top < s->hi);
