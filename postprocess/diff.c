@@ -741,8 +741,10 @@ static char *slurp(const char *path, size_t *len, char *err, size_t errlen) {
     return buf;
 }
 
-int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const char *symbolizer,
-                          char *err, size_t errlen) {
+/* ospprof_diff_add_file, with the symbolizer's warnings about a raw profile appended to
+ * `warnings` as "osprey: warning: <path>: <warning>\n" lines (filtered like the report). */
+static int add_file(ospprof_diff *d, int side, const char *path, const char *symbolizer,
+                    ospprof_buf *warnings, char *err, size_t errlen) {
     size_t len;
     char *text = slurp(path, &len, err, errlen);
     if (!text) return -1;
@@ -758,12 +760,33 @@ int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const cha
         ospprof_profile *p = ospprof_profile_build_names(raw, symbolizer);
         ospprof_raw_free(raw);
         if (!p) return -1;
+        /* a moved executable, a mismatched build-id…: said as --postprocess says it, with the
+         * input it is about */
+        for (size_t w = 0; w < p->nwarnings; w++) {
+            ospprof_buf_puts(warnings, "osprey: warning: ");
+            ospprof_term_text(warnings, path);
+            ospprof_buf_puts(warnings, ": ");
+            ospprof_term_text(warnings, p->warnings[w]);
+            ospprof_buf_putc(warnings, '\n');
+        }
         rc = ospprof_diff_add_profile(d, side, p);
         ospprof_profile_free(p);
         return rc;
     }
     rc = ospprof_diff_add_folded(d, side, path, text, len, err, errlen);
     free(text);
+    return rc;
+}
+
+int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const char *symbolizer,
+                          char *err, size_t errlen) {
+    ospprof_buf warnings = {0};
+    int rc = add_file(d, side, path, symbolizer, &warnings, err, errlen);
+    if (warnings.n) {
+        fwrite(warnings.p, 1, warnings.n, stderr);
+        fflush(stderr);
+    }
+    ospprof_buf_free(&warnings);
     return rc;
 }
 
@@ -787,6 +810,7 @@ typedef struct diff_job {
     const char *path;
     int side, rc;
     ospprof_diff *d;
+    ospprof_buf warnings; /* printed by ospprof_diff_run, base first */
     char err[OSPPROF_ERR_MAX];
 } diff_job;
 
@@ -794,7 +818,7 @@ static void *diff_job_run(void *arg) {
     diff_job *j = arg;
     j->d = ospprof_diff_new();
     j->err[0] = 0;
-    j->rc = ospprof_diff_add_file(j->d, j->side, j->path, NULL, j->err, sizeof j->err);
+    j->rc = add_file(j->d, j->side, j->path, NULL, &j->warnings, j->err, sizeof j->err);
     return NULL;
 }
 
@@ -810,6 +834,11 @@ int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FIL
     if (!threaded) diff_job_run(&job[0]);
     diff_job_run(&job[1]);
     if (threaded) pthread_join(th, NULL);
+    for (int k = 0; k < 2; k++) {
+        if (job[k].warnings.n) fwrite(job[k].warnings.p, 1, job[k].warnings.n, stderr);
+        ospprof_buf_free(&job[k].warnings);
+    }
+    fflush(stderr);
     int rc = 0;
     for (int k = 0; k < 2 && rc == 0; k++)
         if (job[k].rc != 0) {

@@ -229,7 +229,8 @@ ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *pr
 
 /* ospprof_profile_build for a consumer that needs the frames' names only (`--diff`): no
  * file or line is looked up, so frames of one name are one frame and every line is 0;
- * names, stacks and counts are those ospprof_profile_build gives. */
+ * names, stacks, counts and warnings are those ospprof_profile_build gives, except that the
+ * warning about an unreadable main executable suggests post-processing with --binary. */
 ospprof_profile *ospprof_profile_build_names(const ospprof_raw *raw, const char *symbolizer);
 
 /* Function indices with on-CPU samples, in hotFunctions order (§(g.5)); *out malloc'd. */

@@ -252,7 +252,9 @@ int ospprof_diff_add_profile(ospprof_diff *d, int side, const ospprof_profile *p
 
 /* Add the file at `path`: a raw profile (its first non-blank byte is '{'; read, validated and
  * symbolized with `symbolizer` as in ospprof_options) or a collapsed-stacks file. 0, or -1
- * with one line naming the file (and the line for collapsed stacks) in err. */
+ * with one line naming the file (and the line for collapsed stacks) in err. The symbolizer's
+ * warnings about a raw profile (a moved executable, …) go to stderr, one
+ * "osprey: warning: <path>: <warning>" line each. */
 int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const char *symbolizer,
                           char *err, size_t errlen);
 
@@ -291,7 +293,8 @@ int ospprof_diff_report(const ospprof_diff *d, const char *base_name, const char
 
 /* `osprey --diff`: read both inputs, write both files, print the report to `report` (NULL:
  * none) cut to `columns` as ospprof_diff_report does. 0, or -1 with one line in err (nothing
- * written on an input error). */
+ * written on an input error). Warnings about the inputs go to stderr as
+ * ospprof_diff_add_file's do, the base's first. */
 int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FILE *report,
                      int columns, char *err, size_t errlen);
 

@@ -59,6 +59,8 @@ typedef struct symctx {
     bool enabled;       /* false: OSPREY_PROFILE_SYMBOLIZER=none, every frame hex */
     ospprof_llvm *llvm; /* NULL: no object lookups */
     const char *binary;
+    /* what the warning about an unreadable main executable suggests, e.g. " (pass --binary)" */
+    const char *exe_hint;
     /* per image: 0 = not decided, 1 = object path, 2 = symbols table, 3 = none */
     uint8_t *qual;
     const char **object;
@@ -169,7 +171,7 @@ static void qualify(symctx *c, size_t i) {
     /* moved, deleted or unreadable since the run: said once per image (this runs once per
      * image with samples), --binary suggested for the main executable */
     warn(c, "cannot read '%s': %s; its frames are unnamed%s", im->path, why,
-         is_exe ? " (pass --binary)" : "");
+         is_exe ? c->exe_hint : "");
 }
 
 static void push_res(symctx *c, uint32_t name, uint32_t file, uint32_t line) {
@@ -360,21 +362,23 @@ ospprof_profile *ospprof_profile_build(const ospprof_raw *raw, const char *progr
 
 static ospprof_profile *build(const ospprof_raw *raw, const char *program, const char *binary,
                               const char *symbolizer, ospprof_resolver_fn resolver, void *rctx,
-                              bool lines);
+                              bool lines, const char *exe_hint);
 
 ospprof_profile *ospprof_profile_build_ex(const ospprof_raw *raw, const char *program,
                                           const char *binary, const char *symbolizer,
                                           ospprof_resolver_fn resolver, void *rctx) {
-    return build(raw, program, binary, symbolizer, resolver, rctx, true);
+    return build(raw, program, binary, symbolizer, resolver, rctx, true, " (pass --binary)");
 }
 
 ospprof_profile *ospprof_profile_build_names(const ospprof_raw *raw, const char *symbolizer) {
-    return build(raw, NULL, NULL, symbolizer, NULL, NULL, false);
+    /* `osprey --diff` builds these and takes no --binary: --postprocess does */
+    return build(raw, NULL, NULL, symbolizer, NULL, NULL, false,
+                 " (post-process it with --binary and compare its .folded)");
 }
 
 static ospprof_profile *build(const ospprof_raw *raw, const char *program, const char *binary,
                               const char *symbolizer, ospprof_resolver_fn resolver, void *rctx,
-                              bool lines) {
+                              bool lines, const char *exe_hint) {
     ospprof_profile *p = ospprof_xcalloc(1, sizeof *p);
     p->program = ospprof_xstrdup(program ? program : raw->exe ? raw->exe : "");
     const char *slash = strrchr(p->program, '/');
@@ -436,6 +440,7 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
     c.raw = raw;
     c.strs = &p->strs;
     c.binary = binary;
+    c.exe_hint = exe_hint;
     c.empty = ospprof_intern(&p->strs, "", 0);
     c.qual = ospprof_xcalloc(raw->nimages, 1);
     c.object = ospprof_xcalloc(raw->nimages, sizeof *c.object);
