@@ -714,21 +714,27 @@ static char *slurp(const char *path, size_t *len, char *err, size_t errlen) {
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
         (uint64_t)st.st_size < max)
         cap = (size_t)st.st_size + 1;
+    if (max < SIZE_MAX && cap > max + 1) cap = max + 1;
     char *buf = ospprof_xrealloc(NULL, cap);
     for (;;) {
-        if (n == cap) {
-            if (cap > max) {
-                ospprof_seterr(err, errlen, "%s: larger than the limit of %zu bytes", path, max);
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            cap *= 2;
+        /* the buffer grows to one byte past the limit at most: that byte, read, refuses the
+         * file (after the loop), however the limit compares with the buffer's size */
+        if (n == cap && n <= max) {
+            size_t next = cap > max / 2 ? max + 1 : cap * 2;
+            if (next <= cap) next = SIZE_MAX; /* max == SIZE_MAX */
+            cap = next;
             buf = ospprof_xrealloc(buf, cap);
         }
+        if (n == cap) break;
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
         if (got == 0) break;
+    }
+    if (n > max) {
+        ospprof_seterr(err, errlen, "%s: larger than the limit of %zu bytes", path, max);
+        free(buf);
+        fclose(f);
+        return NULL;
     }
     if (ferror(f)) {
         ospprof_seterr(err, errlen, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
