@@ -763,7 +763,7 @@ static int compile_with(Options *po) {
         dest = o.output ? o.output : stem;
     out_target out = {0};
     /* docs/spec/profiler.md §(l.5): what can fail after the run is checked before it. */
-    if (run && o.profile && prof_check_export_dir(o.output ? o.output : stem) != 0) {
+    if (run && o.profile && prof_check_export_dir(o.output ? o.output : stem, o.pprof) != 0) {
         free(stem);
         free(src);
         return 2;

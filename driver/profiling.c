@@ -44,7 +44,7 @@ int prof_parse_duration(const char *text, uint64_t *duration_ns) {
     return 0;
 }
 
-int prof_check_export_dir(const char *prefix) {
+int prof_check_export_dir(const char *prefix, bool pprof) {
     const char *slash = strrchr(prefix, '/');
     char *dir = slash ? drv_xasprintf("%.*s", (int)(slash - prefix) + 1, prefix) : drv_xstrdup(".");
     struct stat st;
@@ -64,8 +64,9 @@ int prof_check_export_dir(const char *prefix) {
     /* The directory is there: each export is tried as its atomic write will make it (a
      * temporary created and removed), since access() says yes to root almost everywhere
      * (/proc, /sys, a read-only mount); an export path that is a directory fails here too. */
-    for (int i = 0; i < OSPPROF_NEXPORTS; i++) {
-        char *p = drv_xasprintf("%s%s", prefix, ospprof_export_ext[i]);
+    for (int i = 0; i < OSPPROF_NEXPORTS + (pprof ? 1 : 0); i++) {
+        char *p = drv_xasprintf("%s%s", prefix,
+                                i < OSPPROF_NEXPORTS ? ospprof_export_ext[i] : OSPPROF_PPROF_EXT);
         out_target t = {0};
         char msg[PATH_MAX + 128];
         int bad = out_check(p, &t, msg, sizeof msg);
@@ -294,7 +295,7 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
     const char *base = strrchr(args[0], '/');
     base = base ? base + 1 : args[0];
     const char *prefix = output ? output : base;
-    if (prof_check_export_dir(prefix) != 0) {
+    if (prof_check_export_dir(prefix, false) != 0) {
         free(exe);
         free(lib_abs);
         return 2;
@@ -368,7 +369,7 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
     char def_prefix[96];
     snprintf(def_prefix, sizeof def_prefix, "%s-%ld", comm[0] ? comm : "process", pid);
     const char *prefix = output ? output : def_prefix;
-    if (prof_check_export_dir(prefix) != 0) return 2;
+    if (prof_check_export_dir(prefix, false) != 0) return 2;
     char *scratch = scratch_create();
     if (!scratch) return 1;
 

@@ -27,11 +27,12 @@ int prof_parse_duration(const char *text, uint64_t *duration_ns);
  * docs/spec/profiler.md §(l.5): the exports of `prefix` ("dir/stem" or "stem") can be
  * written. Its directory must exist and be a directory, else one line
  * `osprey: error: cannot write the profile to '<dir>/': <reason>`; then each of the five
- * exports is checked with out_check (its temporary is really created and removed), else
- * one line `osprey: error: cannot write '<prefix><ext>': <reason> (the profile exports)`.
+ * exports, and `<prefix>.pb.gz` when `pprof` (--pprof), is checked with out_check (its
+ * temporary is really created and removed), else one line
+ * `osprey: error: cannot write '<prefix><ext>': <reason> (the profile exports)`.
  * Returns 0, or -1 after printing that line (callers exit 2, before anything runs).
  */
-int prof_check_export_dir(const char *prefix);
+int prof_check_export_dir(const char *prefix, bool pprof);
 
 /* What the command line asks of every post-processing the driver runs: the report's stream
  * (--report-to-stdout) and the export and filter options (docs/spec/profiler.md §(l.6)
