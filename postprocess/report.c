@@ -56,11 +56,63 @@ static void signal_name(ospprof_buf *b, int sig) {
     ospprof_buf_printf(b, "signal %d", sig);
 }
 
-/* Display cells of UTF-8 text (one per code point). */
+/* Terminal cells of code point cp: 0 for combining marks and zero-width characters, 2 for
+ * East Asian wide and fullwidth characters and emoji shown as pictures, 1 otherwise. The
+ * ranges are the main blocks of those kinds (Unicode's East Asian Width property, as
+ * terminals apply it); ambiguous-width characters (the report's bars, …) count 1. */
+static unsigned cp_cells(uint32_t cp) {
+    static const uint32_t zero[][2] = {
+        {0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x0610, 0x061A},
+        {0x064B, 0x065F}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF}, {0x200B, 0x200F},
+        {0x20D0, 0x20FF}, {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xE0100, 0xE01EF},
+    };
+    static const uint32_t wide[][2] = {
+        {0x1100, 0x115F},   {0x231A, 0x231B},   {0x2329, 0x232A},   {0x23E9, 0x23EC},
+        {0x23F0, 0x23F0},   {0x23F3, 0x23F3},   {0x25FD, 0x25FE},   {0x2614, 0x2615},
+        {0x2648, 0x2653},   {0x267F, 0x267F},   {0x2693, 0x2693},   {0x26A1, 0x26A1},
+        {0x26AA, 0x26AB},   {0x26BD, 0x26BE},   {0x26C4, 0x26C5},   {0x26CE, 0x26CE},
+        {0x26D4, 0x26D4},   {0x26EA, 0x26EA},   {0x26F2, 0x26F3},   {0x26F5, 0x26F5},
+        {0x26FA, 0x26FA},   {0x26FD, 0x26FD},   {0x2705, 0x2705},   {0x270A, 0x270B},
+        {0x2728, 0x2728},   {0x274C, 0x274C},   {0x274E, 0x274E},   {0x2753, 0x2755},
+        {0x2757, 0x2757},   {0x2795, 0x2797},   {0x27B0, 0x27B0},   {0x27BF, 0x27BF},
+        {0x2B1B, 0x2B1C},   {0x2B50, 0x2B50},   {0x2B55, 0x2B55},   {0x2E80, 0x303E},
+        {0x3041, 0x33FF},   {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},
+        {0xA960, 0xA97F},   {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE10, 0xFE19},
+        {0xFE30, 0xFE6F},   {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},   {0x16FE0, 0x18CFF},
+        {0x1B000, 0x1B2FF}, {0x1F004, 0x1F004}, {0x1F0CF, 0x1F0CF}, {0x1F18E, 0x1F18E},
+        {0x1F191, 0x1F19A}, {0x1F200, 0x1F251}, {0x1F300, 0x1F64F}, {0x1F680, 0x1F6FF},
+        {0x1F7E0, 0x1F7EB}, {0x1F90C, 0x1F9FF}, {0x1FA70, 0x1FAFF}, {0x20000, 0x2FFFD},
+        {0x30000, 0x3FFFD},
+    };
+    if (cp < 0x0300) return 1;
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+        if (cp >= zero[i][0] && cp <= zero[i][1]) return 0;
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        if (cp >= wide[i][0] && cp <= wide[i][1]) return 2;
+    return 1;
+}
+
+/* The next character of s[i..n): its byte length (1 for a byte that is not UTF-8) and, in
+ * *cells, its terminal cells. */
+static size_t next_char(const char *s, size_t i, size_t n, unsigned *cells) {
+    uint32_t cp;
+    size_t len = ospprof_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+    if (!len) {
+        *cells = 1;
+        return 1;
+    }
+    *cells = cp_cells(cp);
+    return len;
+}
+
+/* Terminal cells of UTF-8 text. */
 static size_t cells_of(const char *s, size_t n) {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) k++;
+    for (size_t i = 0; i < n;) {
+        unsigned c;
+        i += next_char(s, i, n, &c);
+        k += c;
+    }
     return k;
 }
 
@@ -70,13 +122,14 @@ void ospprof_term_cut(ospprof_buf *b, const char *text, size_t n, size_t room) {
         ospprof_buf_put(b, text, n);
         return;
     }
+    /* "…" takes the last cell; a wide character that would straddle it is left out */
     size_t keep = room > 1 ? room - 1 : 0, cells = 0, i = 0;
     while (i < n) {
-        size_t j = i + 1;
-        while (j < n && ((unsigned char)text[j] & 0xC0) == 0x80) j++;
-        if (cells + 1 > keep) break;
-        cells++;
-        i = j;
+        unsigned c;
+        size_t len = next_char(text, i, n, &c);
+        if (cells + c > keep) break;
+        cells += c;
+        i += len;
     }
     ospprof_buf_put(b, text, i);
     ospprof_buf_puts(b, "…");

@@ -628,6 +628,37 @@ static void test_report_long_names(void **st) {
     free(raw);
 }
 
+/* The cut counts terminal cells, not code points: CJK, fullwidth forms and emoji take two,
+ * combining marks none, so a cut row or hot line fills at most `room` cells and never wraps
+ * (docs/spec/profiler.md §(l.7)). */
+static void expect_cut(const char *text, size_t room, const char *want) {
+    ospprof_buf b = {0};
+    ospprof_term_cut(&b, text, strlen(text), room);
+    if (b.n != strlen(want) || memcmp(b.p, want, b.n) != 0)
+        fail_msg("cut of '%s' to %zu cells: '%.*s', expected '%s'", text, room, (int)b.n, b.p,
+                 want);
+    ospprof_buf_free(&b);
+}
+
+static void test_term_cut_wide(void **st) {
+    (void)st;
+    /* 7 wide characters (14 cells) and ".osp:4" (6) */
+    const char *cjk = "\u8a08\u7b97\u30d7\u30ed\u30b0\u30e9\u30e0.osp:4";
+    expect_cut(cjk, 20, cjk);
+    expect_cut(cjk, 19, "\u8a08\u7b97\u30d7\u30ed\u30b0\u30e9\u30e0.osp\u2026");
+    expect_cut(cjk, 10, "\u8a08\u7b97\u30d7\u30ed\u2026");
+    expect_cut(cjk, 9, "\u8a08\u7b97\u30d7\u30ed\u2026");
+    expect_cut(cjk, 8, "\u8a08\u7b97\u30d7\u2026");
+    /* fullwidth letters, Hangul and an emoji are wide; an accent on e adds no cell */
+    expect_cut("\uff21\uff22\uff23", 6, "\uff21\uff22\uff23");
+    expect_cut("\uff21\uff22\uff23", 5, "\uff21\uff22\u2026");
+    expect_cut("\ud55c\uae00 ok", 7, "\ud55c\uae00 ok");
+    expect_cut("done \u2705!", 8, "done \u2705!");
+    expect_cut("done \u2705!", 7, "done \u2026");
+    expect_cut("cafe\u0301 latte", 10, "cafe\u0301 latte");
+    expect_cut("cafe\u0301 latte", 6, "cafe\u0301 \u2026");
+}
+
 /* C++ (and Rust) linkage names are demangled by LLVM's demangler, a PLT suffix kept; plain
  * C names and names that only look mangled stay as they are (docs/spec/profiler.md §(l.6)). */
 static void test_demangled_names(void **st) {
@@ -679,6 +710,7 @@ int main(void) {
         cmocka_unit_test(test_svg),
         cmocka_unit_test(test_report_revision2),
         cmocka_unit_test(test_report_long_names),
+        cmocka_unit_test(test_term_cut_wide),
         cmocka_unit_test(test_demangled_names),
     };
     return cmocka_run_group_tests_name("postprocess_exports", tests, NULL, NULL);
