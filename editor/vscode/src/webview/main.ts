@@ -210,6 +210,9 @@ function load(summaryRaw: unknown, speedscopeRaw: unknown): void {
   buildFiberSelect();
   buildHotTable();
   sandwichFocus = -1;
+  // The Function selector was built for the previous document: its key (selection and focus
+  // index) can be the same for this one, whose functions are others.
+  functionSelectFor = "";
   if (viewKind === "diff") viewKind = "left-heavy";
   pressViewButtons();
   onCpuOnly = true;

@@ -312,3 +312,25 @@ test("a .diff.folded file opens as the differential view: red more than base, bl
   assert.equal(await debug(page, "viewKind"), "left-heavy");
   assert.deepEqual(problems.errors, []);
 });
+
+test("a second profile in the same page gets its own Sandwich function selector", async () => {
+  // The panel is reused from run to run: the selector must list the new profile's functions
+  // even when the selection and the focused function's index are the same as before.
+  const mk = (a: string, b: string) => ({
+    profiles: [{ name: "main", type: "sampled", unit: "seconds", startValue: 0, endValue: 3, samples: [[0, 1], [0, 2]], weights: [1, 2] }],
+    shared: { frames: [{ name: "main", file: "/w/m.osp", line: 1 }, { name: a, file: "/w/m.osp", line: 2 }, { name: b, file: "/w/m.osp", line: 3 }] },
+  });
+  const options = (): Promise<string[]> => page.locator("#function option").evaluateAll((os) => os.map((o) => o.textContent ?? ""));
+  await fresh(null, mk("alpha", "beta"));
+  await page.locator("#view-sandwich").click();
+  await settle(page);
+  assert.equal((await debug(page, "sandwich"))?.focus, "beta");
+  assert.deepEqual(await options(), ["main — m.osp:1 · 100.0%", "beta — m.osp:3 · 66.7%", "alpha — m.osp:2 · 33.3%"]);
+  await postProfile(page, null, mk("gamma", "delta"));
+  await page.locator("#view-sandwich").click();
+  await settle(page);
+  assert.equal((await debug(page, "sandwich"))?.focus, "delta");
+  assert.deepEqual(await options(), ["main — m.osp:1 · 100.0%", "delta — m.osp:3 · 66.7%", "gamma — m.osp:2 · 33.3%"]);
+  assert.equal(await page.locator("#function").inputValue(), "2", "the selector shows the focused function");
+  assert.deepEqual(problems.errors, []);
+});
