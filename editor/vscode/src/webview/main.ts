@@ -482,7 +482,14 @@ function ensureLayout(): void {
 function emptyText(): string {
   if (!loaded) return "";
   if (loaded.diff) return "No samples in the new profile";
-  if (viewKind === "sandwich" && sandwichFocus < 0) return "No function to show";
+  const sel = currentSelection();
+  if (viewKind === "sandwich" && sel && sel.profile.samples.length > 0) {
+    // The selection has samples, so the focused function (kept across fiber switches) is
+    // simply not in them: say so rather than blame the On-CPU only toggle.
+    if (sandwichFocus < 0) return "No function to show";
+    const fn = loaded.functions.functions[sandwichFocus];
+    return `${fn.name} has no ${onCpuOnly ? "on-CPU " : ""}samples in ${selectionName()}`;
+  }
   if (onCpuOnly) {
     const all = selectSamples(loaded.doc, fiberChoice === "all" ? loaded.doc.profiles.map((_, i) => i) : [fiberChoice], false, loaded.states, "");
     if (all.samples.length > 0) return "No on-CPU samples here: turn off On-CPU only to see the waiting ones";

@@ -334,3 +334,27 @@ test("a second profile in the same page gets its own Sandwich function selector"
   assert.equal(await page.locator("#function").inputValue(), "2", "the selector shows the focused function");
   assert.deepEqual(problems.errors, []);
 });
+
+test("a Sandwich function that the selected fiber never ran is named as such, not blamed on On-CPU only", async () => {
+  const frames = [{ name: "main", file: "/w/m.osp", line: 1 }, { name: "onlyA", file: "/w/m.osp", line: 2 }, { name: "onlyB", file: "/w/m.osp", line: 3 }];
+  const p = (name: string, leaf: number) => ({ name, type: "sampled", unit: "seconds", startValue: 0, endValue: 1, samples: [[0, leaf]], weights: [1], states: [0] });
+  await fresh(null, { profiles: [p("A", 1), p("B", 2)], shared: { frames } });
+  await page.locator("#view-sandwich").click();
+  await settle(page);
+  assert.ok(await debug(page, "sandwichOn", "onlyA", "/w/m.osp"));
+  await page.locator("#fiber").selectOption("1");
+  await settle(page);
+  assert.equal((await debug(page, "sandwich"))?.focus, "onlyA");
+  // B has an on-CPU sample: the message must not send the user to the On-CPU only toggle.
+  assert.equal(await page.locator("#empty").innerText(), "onlyA has no on-CPU samples in B");
+  await page.locator("#oncpu").uncheck();
+  await settle(page);
+  assert.equal(await page.locator("#empty").innerText(), "onlyA has no samples in B");
+  // A fiber that only waited still gets the On-CPU only hint.
+  await fresh(null, { profiles: [p("A", 1), { ...p("B", 2), states: [1] }], shared: { frames } });
+  await page.locator("#fiber").selectOption("1");
+  await page.locator("#view-sandwich").click();
+  await settle(page);
+  assert.equal(await page.locator("#empty").innerText(), "No on-CPU samples here: turn off On-CPU only to see the waiting ones");
+  assert.deepEqual(problems.errors, []);
+});
