@@ -65,7 +65,9 @@ export function resolveRunSettings(raw: RawRunSettings, ctx: RunContext): RunSet
   let cwd = baseDir;
   if (raw.cwd !== undefined && raw.cwd !== null && raw.cwd !== "") {
     if (typeof raw.cwd !== "string") throw new SettingError(`"${CWD_SETTING}" must be a directory path`);
-    const expanded = raw.cwd.replace(/\$\{workspaceFolder\}/g, baseDir).replace(/\$\{fileDirname\}/g, ctx.sourceDir);
+    // One pass with a function: the paths are inserted as they are (a string replacement would
+    // read `$&` or `$'` in them as patterns) and never searched for variables again.
+    const expanded = raw.cwd.replace(/\$\{(workspaceFolder|fileDirname)\}/g, (_m, v: string) => (v === "workspaceFolder" ? baseDir : ctx.sourceDir));
     cwd = path.resolve(baseDir, expanded);
   }
   let isDir = false;

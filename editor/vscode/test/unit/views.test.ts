@@ -215,6 +215,25 @@ test("run settings: defaults, workspace-relative directories, checks naming the 
   }
 });
 
+test("run settings: ${workspaceFolder} and ${fileDirname} are replaced by the paths as they are, even with $ in them", () => {
+  // String.replace with a string would read "$&", "$'" and "$`" in the path as patterns.
+  const top = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "osprey-settings-")));
+  try {
+    for (const name of ["ws$'x", "ws$&y", "ws$`z", "ws$$w"]) {
+      const ws = path.join(top, name);
+      const src = path.join(ws, "src ${workspaceFolder}");
+      fs.mkdirSync(path.join(ws, "data"), { recursive: true });
+      fs.mkdirSync(path.join(src, "in"), { recursive: true });
+      const ctx = { workspaceFolder: ws, sourceDir: src };
+      assert.equal(resolveRunSettings({ args: [], cwd: "${workspaceFolder}/data", rateHz: null }, ctx).cwd, path.join(ws, "data"));
+      // One pass: a replaced path is not searched again.
+      assert.equal(resolveRunSettings({ args: [], cwd: "${fileDirname}/in", rateHz: null }, ctx).cwd, path.join(src, "in"));
+    }
+  } finally {
+    fs.rmSync(top, { recursive: true, force: true });
+  }
+});
+
 test("diff.folded parser on random input: a document or a DiffParseError, nothing else", () => {
   // A seeded mulberry32 so a failure reproduces.
   let a = 12345;
