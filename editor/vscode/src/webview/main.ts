@@ -162,6 +162,15 @@ function clearLoaded(title: string, message: string): void {
   changesTable.tBodies[0].replaceChildren();
   note.textContent = "";
   sandwichInfo.hidden = true;
+  // Nothing of the previous document stays beside the error: its search counts, its
+  // Sandwich function list, its empty-graph message, its tooltip.
+  matches.textContent = "";
+  empty.textContent = "";
+  functionSelect.replaceChildren();
+  functionSelectFor = "";
+  functionLabel.hidden = true;
+  hovered = -1;
+  hideTooltip();
   scheduleDraw();
 }
 

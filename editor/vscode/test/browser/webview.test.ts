@@ -286,6 +286,36 @@ test("text from the profile is never markup; malformed documents show their erro
   assert.notEqual(await page.title(), "pwned");
 });
 
+test("a document that cannot be shown leaves nothing of the previous one but the error", async () => {
+  const empty = clone(DEMO_SPEEDSCOPE) as { profiles: unknown[] };
+  empty.profiles = [{ endValue: 0, name: "main", samples: [], startValue: 0, type: "sampled", unit: "seconds", weights: [] }];
+  await fresh(DEMO_SUMMARY, empty);
+  assert.equal(await text("#empty"), "No samples in this fiber");
+  await postProfile(page, DEMO_SUMMARY, DEMO_SPEEDSCOPE);
+  await page.locator("#search").fill("crunch");
+  await page.locator("#view-sandwich").click();
+  await settle(page);
+  assert.equal(await text("#matches"), "1 matching function \u00b7 100.0% of main");
+  await page.evaluate(() => window.postMessage({ type: "error", message: "x.speedscope.json: invalid JSON" }, "*"));
+  await settle(page);
+  assert.equal(await text("#error"), "x.speedscope.json: invalid JSON");
+  // No counts, function list or empty-graph message of a profile that is no longer shown.
+  assert.equal(await text("#matches"), "");
+  assert.equal(await page.locator("#function-label").isVisible(), false);
+  assert.equal(await page.locator("#function option").count(), 0);
+  assert.equal(await page.locator("#sandwich-info").isVisible(), false);
+  await postProfile(page, DEMO_SUMMARY, empty);
+  await page.evaluate(() => window.postMessage({ type: "error", message: "bad" }, "*"));
+  await settle(page);
+  assert.equal(await text("#empty"), "", "the empty-graph message belonged to the previous profile");
+  // The next profile is shown whole again, the search kept.
+  await postProfile(page, DEMO_SUMMARY, DEMO_SPEEDSCOPE);
+  assert.equal(await text("#error"), "");
+  assert.equal(await page.locator("#function-label").isVisible(), true);
+  assert.equal(await text("#matches"), "1 matching function \u00b7 100.0% of main");
+  assert.deepEqual(problems.errors, []);
+});
+
 test("an empty profile says so; a 20,000-frame profile renders", async () => {
   const empty = clone(DEMO_SPEEDSCOPE) as { profiles: unknown[] };
   empty.profiles = [{ endValue: 0, name: "main", samples: [], startValue: 0, type: "sampled", unit: "seconds", weights: [] }];
