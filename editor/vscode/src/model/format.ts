@@ -58,6 +58,21 @@ export function formatMs(seconds: number): string {
   return `${ms.toFixed(ms >= 1 ? 2 : 3)} ms`;
 }
 
+/** Seconds per unit of speedscope's time units; other units (`none`, `bytes`) are not times. */
+const SECONDS_PER_UNIT: Record<string, number> = { seconds: 1, milliseconds: 1e-3, microseconds: 1e-6, nanoseconds: 1e-9 };
+
+/**
+ * A weight in a profile's `unit` (osprey writes seconds; a speedscope file from another tool
+ * may use another): a time as {@link formatMs}, `bytes` as `<n> bytes`, anything else (`none`:
+ * plain counts) as the number alone.
+ */
+export function formatWeight(value: number, unit: string): string {
+  const k = Object.prototype.hasOwnProperty.call(SECONDS_PER_UNIT, unit) ? SECONDS_PER_UNIT[unit] : undefined;
+  if (k !== undefined) return formatMs(value * k);
+  const n = Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(6)));
+  return unit === "bytes" ? `${n} bytes` : n;
+}
+
 /** A share in [0, 1] as a percentage with one decimal: `42.0%`. */
 export function formatPct(share: number): string {
   return `${(share * 100).toFixed(1)}%`;

@@ -113,7 +113,8 @@ export function selectSamples(
       end += p.weights[k];
     }
   }
-  return { name, unit: doc.profiles[0]?.unit ?? "seconds", startValue: 0, endValue: end, samples, weights };
+  const unit = (which.length > 0 ? doc.profiles[which[0]]?.unit : undefined) ?? doc.profiles[0]?.unit ?? "seconds";
+  return { name, unit, startValue: 0, endValue: end, samples, weights };
 }
 
 /**

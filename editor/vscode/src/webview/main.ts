@@ -21,7 +21,7 @@ import {
   type FrameStats,
   type ViewKind,
 } from "../model/flame";
-import { formatMs, formatPct, headerText, locationText, sampledFibers, tooltipLocation } from "../model/format";
+import { formatPct, formatWeight, headerText, locationText, sampledFibers, tooltipLocation } from "../model/format";
 import type { FiberSummary, Frame, ProfileSummary, SampledProfile, SpeedscopeDoc } from "../model/types";
 import { validateSpeedscope, validateSummary } from "../model/validate";
 import {
@@ -437,6 +437,11 @@ function currentSelection(): Selection | null {
   return s;
 }
 
+/** The unit of the selection's weights (`seconds` in osprey's exports). */
+function currentUnit(): string {
+  return currentSelection()?.profile.unit ?? "seconds";
+}
+
 /** Frame-level statistics of the selection (Left Heavy, Time Order). */
 function currentFrameStats(): FrameStats | null {
   const s = currentSelection();
@@ -527,9 +532,10 @@ function updateNotes(): void {
     if (st && sandwichFocus >= 0) {
       const fn = loaded.functions.functions[sandwichFocus];
       const tw = st.totalWeight > 0 ? st.totalWeight : 1;
+      const unit = currentUnit();
       sandwichInfo.textContent =
-        `${fn.name} \u00b7 ${tooltipLocation(fn.file, fn.line)} \u00b7 self ${formatMs(st.self[sandwichFocus])} (${formatPct(st.self[sandwichFocus] / tw)}, ` +
-        `${countText(st.selfSamples[sandwichFocus], "sample")}) \u00b7 total ${formatMs(st.total[sandwichFocus])} (${formatPct(st.total[sandwichFocus] / tw)}, ` +
+        `${fn.name} \u00b7 ${tooltipLocation(fn.file, fn.line)} \u00b7 self ${formatWeight(st.self[sandwichFocus], unit)} (${formatPct(st.self[sandwichFocus] / tw)}, ` +
+        `${countText(st.selfSamples[sandwichFocus], "sample")}) \u00b7 total ${formatWeight(st.total[sandwichFocus], unit)} (${formatPct(st.total[sandwichFocus] / tw)}, ` +
         `${countText(st.samples[sandwichFocus], "sample")}) \u00b7 callers above, callees below`;
     } else {
       sandwichInfo.textContent = "";
@@ -1020,15 +1026,16 @@ function tooltipLines(k: number): string[] {
   if (!stats) return [];
   const f = layout.frame[k];
   const tw = stats.totalWeight > 0 ? stats.totalWeight : 1;
+  const unit = currentUnit();
   const lines = [
     frame.name,
     tooltipLocation(frame.file, frame.line),
-    `self ${formatMs(stats.self[f])} (${formatPct(stats.self[f] / tw)}) \u00b7 total ${formatMs(stats.total[f])} (${formatPct(stats.total[f] / tw)})`,
+    `self ${formatWeight(stats.self[f], unit)} (${formatPct(stats.self[f] / tw)}) \u00b7 total ${formatWeight(stats.total[f], unit)} (${formatPct(stats.total[f] / tw)})`,
     `${stats.samples[f]} ${stats.samples[f] === 1 ? "sample" : "samples"}`,
   ];
   if (layout.kind === "inverted" || layout.kind === "sandwich") {
     // What this rectangle itself stands for: a path through the function, not the whole function.
-    lines.push(`this path: ${formatMs(layout.weight[k])} (${formatPct(layout.weight[k] / tw)})`);
+    lines.push(`this path: ${formatWeight(layout.weight[k], unit)} (${formatPct(layout.weight[k] / tw)})`);
   }
   return lines;
 }

@@ -177,6 +177,35 @@ test("search dims non-matching frames and reports the matched share; Esc clears"
   assert.deepEqual(await pixelAt(page, probe.x, probe.y), before);
 });
 
+test("tooltips read weights in the profile's unit (speedscope files from other tools)", async () => {
+  // speedscope's units: seconds (osprey), milliseconds, microseconds, nanoseconds, none, bytes.
+  const doc = (unit: string, weights: number[]) => ({
+    profiles: [{ name: "main", type: "sampled", unit, startValue: 0, endValue: 0, samples: [[0, 1], [0]], weights }],
+    shared: { frames: [{ name: "main", file: "/w/m.osp", line: 1 }, { name: "work", file: "/w/m.osp", line: 2 }] },
+  });
+  const tip = async (): Promise<string> => {
+    const w = await debug(page, "locate", "work");
+    assert.ok(w);
+    await page.mouse.move(w.x, w.y);
+    await settle(page);
+    return (await text("#tooltip")).split("\n")[2];
+  };
+  await fresh(null, doc("seconds", [0.003, 0.001]));
+  assert.equal(await tip(), "self 3.00 ms (75.0%) · total 3.00 ms (75.0%)");
+  await postProfile(page, null, doc("milliseconds", [3, 1]));
+  assert.equal(await tip(), "self 3.00 ms (75.0%) · total 3.00 ms (75.0%)");
+  await postProfile(page, null, doc("microseconds", [3000, 1000]));
+  assert.equal(await tip(), "self 3.00 ms (75.0%) · total 3.00 ms (75.0%)");
+  await postProfile(page, null, doc("nanoseconds", [3e6, 1e6]));
+  assert.equal(await tip(), "self 3.00 ms (75.0%) · total 3.00 ms (75.0%)");
+  // Not a time: the weight as it is, never as milliseconds.
+  await postProfile(page, null, doc("none", [3, 1]));
+  assert.equal(await tip(), "self 3 (75.0%) · total 3 (75.0%)");
+  await postProfile(page, null, doc("bytes", [3072, 1024]));
+  assert.equal(await tip(), "self 3072 bytes (75.0%) · total 3072 bytes (75.0%)");
+  assert.deepEqual(problems.errors, []);
+});
+
 test("clicking a frame or a table row posts select with its file and line", async () => {
   await fresh();
   const box = await page.locator("#canvas").boundingBox();

@@ -5,6 +5,7 @@ import {
   clampLine0,
   escapeHtml,
   formatSeconds,
+  formatWeight,
   headerText,
   locationText,
   parseSelectMessage,
@@ -46,6 +47,17 @@ test("locations", () => {
   assert.equal(locationText("", 0), "—");
   assert.equal(tooltipLocation("/w/demo.osp", 7), "/w/demo.osp:7");
   assert.equal(tooltipLocation("", 0), "(runtime)");
+});
+
+test("weights in a profile's unit", () => {
+  assert.equal(formatWeight(0.0123, "seconds"), "12.3 ms");
+  assert.equal(formatWeight(12.3, "milliseconds"), "12.3 ms");
+  assert.equal(formatWeight(12300, "microseconds"), "12.3 ms");
+  assert.equal(formatWeight(1.23e7, "nanoseconds"), "12.3 ms");
+  assert.equal(formatWeight(42, "none"), "42");
+  assert.equal(formatWeight(1 / 3, "none"), "0.333333");
+  assert.equal(formatWeight(2048, "bytes"), "2048 bytes");
+  assert.equal(formatWeight(5, "constructor"), "5", "an unknown unit is not a key of an object's prototype");
 });
 
 test("escaping", () => {
