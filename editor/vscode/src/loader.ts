@@ -4,6 +4,7 @@
  */
 import * as fs from "fs";
 import * as path from "path";
+import { basename } from "./model/format";
 import type { ProfileSummary, SpeedscopeDoc } from "./model/types";
 import { validateSpeedscope, validateSummary } from "./model/validate";
 
@@ -128,7 +129,8 @@ export function loadForEditor(file: string): { message: Record<string, unknown>;
       return error(`${file}: its flame graph is in ${speedscope}, which does not exist`);
     }
     const p = loadProfile(summary, speedscope, "");
-    const title = path.basename(p.summary.program || p.speedscope.name || file);
+    // The program path is as given to the CLI, with either separator (a profile from Windows).
+    const title = basename(p.summary.program || p.speedscope.name || file);
     const shown = { ...p, title };
     return { message: { type: "profile", title, summary: p.rawSummary, speedscope: p.rawSpeedscope }, profile: shown };
   } catch (e) {

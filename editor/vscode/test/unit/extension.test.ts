@@ -455,6 +455,25 @@ test("the custom editor shows profile pairs, lone speedscope files and diffs; pr
   assert.ok(await waitFor(() => recorded.shown.length === 1, 2000));
 });
 
+test("a profile written on Windows opened elsewhere is titled by its program's basename", async () => {
+  testing.reset();
+  // profile.json's "program" is the source path as given to the CLI: backslashes on Windows.
+  const dir = fs.mkdtempSync(path.join(work, "win-"));
+  const summary = JSON.parse(fs.readFileSync(path.join(FIXTURES, "demo.profile.json"), "utf8"));
+  summary.program = "C:\\Users\\me\\proj\\demo.osp";
+  fs.writeFileSync(path.join(dir, "demo.profile.json"), JSON.stringify(summary));
+  fs.copyFileSync(path.join(FIXTURES, "demo.speedscope.json"), path.join(dir, "demo.speedscope.json"));
+  const { provider } = recorded.customEditors.get("osprey.profileViewer") as {
+    provider: { openCustomDocument(u: unknown): { uri: vscode.Uri }; resolveCustomEditor(d: unknown, p: unknown): void };
+  };
+  const panel = new vscode.FakeWebviewPanel("osprey.profileViewer", "demo.speedscope.json", null, null);
+  provider.resolveCustomEditor(provider.openCustomDocument(vscode.Uri.file(path.join(dir, "demo.speedscope.json"))), panel);
+  panel.fromPage({ type: "ready" });
+  assert.equal((panel.posted[0] as { title: string }).title, "demo.osp");
+  assert.equal(api.last?.title, "demo.osp", "Show Last Profile titles its panel \"Profile: demo.osp\"");
+  assert.deepEqual(recorded.errors, []);
+});
+
 test("openLast re-shows the last profile; openFile loads a speedscope file and its summary", async () => {
   testing.reset();
   const panel = recorded.panels[0];
