@@ -21,10 +21,16 @@ export interface LoadedProfile {
   rawSpeedscope: unknown;
 }
 
+/** The text of a file read as UTF-8, without a leading byte order mark (which some Windows tools write). */
+function readText(file: string): string {
+  const text = fs.readFileSync(file, "utf8");
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
 function readJson(file: string): unknown {
   let text: string;
   try {
-    text = fs.readFileSync(file, "utf8");
+    text = readText(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     throw new Error(code === "ENOENT" ? `${file} was not written` : `cannot read ${file}: ${(e as Error).message}`);
@@ -109,7 +115,7 @@ export function loadForEditor(file: string): { message: Record<string, unknown>;
     if (k.kind === "diff") {
       let text: string;
       try {
-        text = fs.readFileSync(file, "utf8");
+        text = readText(file);
       } catch (e) {
         return error(`cannot read ${file}: ${(e as Error).message}`);
       }

@@ -474,6 +474,29 @@ test("a profile written on Windows opened elsewhere is titled by its program's b
   assert.deepEqual(recorded.errors, []);
 });
 
+test("profile files saved with a UTF-8 byte order mark open like any other", async () => {
+  testing.reset();
+  // Windows editors and PowerShell write a BOM; JSON.parse rejects it as an invisible "token".
+  const dir = fs.mkdtempSync(path.join(work, "bom-"));
+  for (const f of ["demo.profile.json", "demo.speedscope.json"]) fs.writeFileSync(path.join(dir, f), "\ufeff" + fs.readFileSync(path.join(FIXTURES, f), "utf8"));
+  fs.writeFileSync(path.join(dir, "cmp.diff.folded"), "\ufeffmain;work 1 2\n");
+  const { provider } = recorded.customEditors.get("osprey.profileViewer") as {
+    provider: { openCustomDocument(u: unknown): { uri: vscode.Uri }; resolveCustomEditor(d: unknown, p: unknown): void };
+  };
+  const open = (file: string): Record<string, unknown> => {
+    const panel = new vscode.FakeWebviewPanel("osprey.profileViewer", path.basename(file), null, null);
+    provider.resolveCustomEditor(provider.openCustomDocument(vscode.Uri.file(path.join(dir, file))), panel);
+    panel.fromPage({ type: "ready" });
+    return panel.posted[0] as Record<string, unknown>;
+  };
+  const m = open("demo.speedscope.json");
+  assert.equal(m.type, "profile", String(m.message));
+  assert.ok(m.summary && m.speedscope);
+  assert.deepEqual(open("cmp.diff.folded"), { type: "diff", title: "cmp.diff.folded", text: "main;work 1 2\n" }, "the first frame is main, not U+FEFF main");
+  await api.openFile(vscode.Uri.file(path.join(dir, "demo.speedscope.json")) as never);
+  assert.deepEqual(recorded.errors, []);
+});
+
 test("openLast re-shows the last profile; openFile loads a speedscope file and its summary", async () => {
   testing.reset();
   const panel = recorded.panels[0];
