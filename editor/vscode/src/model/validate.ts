@@ -145,6 +145,7 @@ export function validateSpeedscope(doc: unknown): SpeedscopeDoc {
     throw new ValidationError(`${where}: "profiles" must be a non-empty array, got ${describe(doc.profiles)}`);
   }
   const profiles: SampledProfile[] = [];
+  let docSum = 0;
   doc.profiles.forEach((p: unknown, pi: number) => {
     if (!isObject(p)) throw new ValidationError(`${where}: profile ${pi} must be an object, got ${describe(p)}`);
     const pname = str(p.name, `profile ${pi}`);
@@ -157,12 +158,17 @@ export function validateSpeedscope(doc: unknown): SpeedscopeDoc {
     if (samples.length !== weights.length) {
       throw new ValidationError(`${at}: "samples" has ${samples.length} entries but "weights" has ${weights.length}`);
     }
+    let sum = 0;
     for (let i = 0; i < weights.length; i++) {
       const w = weights[i];
       if (!isNumber(w) || w < 0) {
         throw new ValidationError(`${at}: weights[${i}] must be a finite non-negative number, got ${describe(w)}`);
       }
+      sum += w;
     }
+    // Layouts divide by the total weight: an infinite one would put every rectangle at NaN.
+    if (!Number.isFinite(sum)) throw new ValidationError(`${at}: the weights add up to more than the largest number (${Number.MAX_VALUE})`);
+    docSum += sum;
     for (let i = 0; i < samples.length; i++) {
       const s = samples[i];
       if (!Array.isArray(s)) throw new ValidationError(`${at}: samples[${i}] must be an array of frame indices, got ${describe(s)}`);
@@ -199,6 +205,10 @@ export function validateSpeedscope(doc: unknown): SpeedscopeDoc {
       weights: weights as number[],
     });
   });
+  // All fibers merges every profile's samples.
+  if (!Number.isFinite(docSum)) {
+    throw new ValidationError(`${where}: the weights of all profiles add up to more than the largest number (${Number.MAX_VALUE})`);
+  }
   const api = doc.activeProfileIndex;
   const activeProfileIndex =
     typeof api === "number" && Number.isInteger(api) && api >= 0 && api < profiles.length ? api : 0;

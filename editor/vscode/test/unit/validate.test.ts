@@ -88,6 +88,25 @@ test("speedscope: each malformation has its own message naming profile and index
   assert.equal(speedscopeError((d) => (d.profiles[0] = 7)), "speedscope: profile 0 must be an object, got 7");
 });
 
+test("speedscope: weights that are each finite but add up to Infinity are refused, not drawn at NaN", () => {
+  // Every x of a layout is a weight divided by the total: an infinite total makes them NaN.
+  assert.equal(
+    speedscopeError((d) => (d.profiles[0].weights = [1e308, 1e308, 1])),
+    'speedscope: profile 0 ("main"): the weights add up to more than the largest number (1.7976931348623157e+308)',
+  );
+  // All fibers merges the profiles: their sum must be finite too.
+  assert.equal(
+    speedscopeError((d) => {
+      d.profiles[0].weights = [1e308, 0, 0];
+      d.profiles[1].weights = [1e308, 0];
+    }),
+    "speedscope: the weights of all profiles add up to more than the largest number (1.7976931348623157e+308)",
+  );
+  const d = clone(SS);
+  d.profiles[0].weights = [1e308, 0, 0];
+  assert.equal(validateSpeedscope(d).profiles[0].weights[0], 1e308, "a large but finite total is fine");
+});
+
 test("speedscope: lenient fields are normalised", () => {
   const d = clone(SS);
   delete d.shared.frames[0].file;
