@@ -43,7 +43,6 @@
  * progress and a blocked thread would be signalled every tick. A thread that really runs
  * is far above it at any rate we allow (the shortest tick at 10 kHz is 70 µs). */
 #define SIGNAL_ALLOWANCE_NS 50000ull
-#define MAX_STAT_FDS        64          /* cached /proc/self/task/<tid>/stat descriptors */
 #define SLEEP_CHUNK_NS      20000000ull /* the sampler notices a stop within 20 ms */
 
 enum { SCHED_RUNNABLE, SCHED_BLOCKED, SCHED_GONE };
@@ -117,8 +116,8 @@ static int sched_state(struct osp_prof_session *ps, struct osp_prof_slot *s) {
         n = stat_read_fd(fd, buf, sizeof buf);
         /* A cached descriptor never keeps a low number the program expects back. */
         /* A quarter of the descriptor budget at most (the counters have the rest). */
-        int cap = ps->fd_budget / 4 < MAX_STAT_FDS ? ps->fd_budget / 4 : MAX_STAT_FDS;
-        if (n > 0 && ps->stat_fds_open < cap && (fd = osp_prof__fd_high(fd)) >= 0) {
+        if (n > 0 && ps->stat_fds_open < osp_prof__stat_fd_cap(ps) &&
+            (fd = osp_prof__fd_high(fd)) >= 0) {
             s->sm.stat_fd = fd;
             ps->stat_fds_open++;
         } else if (fd >= 0) {

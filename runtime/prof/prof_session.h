@@ -774,4 +774,12 @@ OSP_PROF_HIDDEN bool osp_prof__write_raw(struct osp_prof_session *ps, const char
  * at most that many (§(l.3) "its file descriptors"). */
 OSP_PROF_HIDDEN int osp_prof__fd_budget(void);
 
+/* The most cached /proc stat descriptors the sampler thread keeps (prof_sampler.c): a
+ * quarter of the session's fd_budget, at most 64. That share is kept out of what the
+ * perf_event counters may take (set_prep in prof_registry.c), so counters and cache
+ * together stay within fd_budget whichever fills first. */
+static inline int osp_prof__stat_fd_cap(const struct osp_prof_session *ps) {
+    return ps->fd_budget / 4 < 64 ? ps->fd_budget / 4 : 64;
+}
+
 #endif /* OSP_PROF_SESSION_H */
