@@ -187,6 +187,11 @@ void ospprof_llvm_free(ospprof_llvm *s);
 int ospprof_llvm_symbolize(ospprof_llvm *s, const char *object, uint64_t addr,
                            ospprof_symframe **out);
 void ospprof_symframes_free(ospprof_symframe *f, int n);
+/* Whether `addr` (as the object describes it) is the first instruction of an x86-64
+ * signal trampoline (rt_sigreturn) in `object`: a stack's frame there is where a signal
+ * handler returns to, not a return address after a call, and the frame below it is the
+ * interrupted pc (docs/profile-formats.md "Symbolization"). */
+bool ospprof_llvm_is_sigreturn(ospprof_llvm *s, const char *object, uint64_t addr);
 /* Lowercase hex of the object's GNU build-id note (or Mach-O UUID); malloc'd, NULL when
  * the object has none or cannot be read. */
 char *ospprof_llvm_build_id(const char *object);

@@ -217,8 +217,25 @@ static uint32_t hex_name(symctx *c, uint64_t addr) {
     return ospprof_intern(c->strs, tmp, (size_t)n);
 }
 
+/* Whether the recorded non-leaf `addr` is a signal trampoline's first instruction (the
+ * kernel's signal frame: the walk recorded where the handler returns to, then the pc the
+ * signal interrupted). Neither is a return address after a call, so neither is looked up
+ * at address - 1: that named the padding before the trampoline ([libc.so.6]) and could name
+ * the instruction before the interrupted one. */
+static bool is_signal_trampoline(symctx *c, uint64_t addr) {
+    if (!c->enabled || !c->llvm) return false;
+    long img = ospprof_image_for(c->raw, addr);
+    if (img < 0) return false;
+    const ospprof_image *im = &c->raw->images[img];
+    if (addr < im->slide) return false;
+    if (!c->qual[img]) qualify(c, (size_t)img);
+    return c->qual[img] == 1 &&
+           ospprof_llvm_is_sigreturn(c->llvm, c->object[img], addr - im->slide);
+}
+
 /* Resolve one recorded address into c->res[*off .. *off + *n), innermost first. */
-static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_t *n) {
+static void resolve(symctx *c, uint64_t addr, bool is_return, bool trampoline, size_t *off,
+                    size_t *n) {
     if (c->enabled) {
         uint64_t look = is_return && addr > 0 ? addr - 1 : addr;
         long img = ospprof_image_for(c->raw, look);
@@ -266,6 +283,9 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, size_t *off, size_
                             }
                         }
                     }
+                    if (c->nres == start && trampoline) /* libc names it only in .symtab */
+                        push_res(c, ospprof_intern(c->strs, "[signal handler called]", 23),
+                                 ospprof_intern(c->strs, im->path, strlen(im->path)), 0);
                     if (c->nres == start && im->path && im->path[0])
                         push_image_frame(c, im); /* one row per library without names */
                     c->res_off[c->ncache] = (uint32_t)start;
@@ -464,6 +484,7 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
         si->off = p->nstack_frames;
         if (!used[k]) continue;
         size_t a0 = raw->stack_off[k], a1 = raw->stack_off[k + 1];
+        bool interrupted = false; /* this frame is the pc a signal interrupted */
         for (size_t j = a0; j <= a1; j++) {
             size_t off, n;
             triple trunc_frame;
@@ -474,7 +495,10 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
                 chain = &trunc_frame;
                 n = 1;
             } else {
-                resolve(&c, raw->addrs[j], j > a0, &off, &n);
+                bool trampoline = j > a0 && is_signal_trampoline(&c, raw->addrs[j]);
+                resolve(&c, raw->addrs[j], j > a0 && !trampoline && !interrupted, trampoline, &off,
+                        &n);
+                interrupted = trampoline;
                 chain = &c.res[off];
             }
             for (size_t q = 0; q < n; q++) {

@@ -15,6 +15,8 @@
 //  - the outermost frame's name is dropped (the frame becomes a hex frame) when the symbol
 //    it came from starts in another section than the address, or the address lies in no
 //    executable section at all.
+// And one fact for profile.c: where the object's x86-64 signal trampolines are
+// (ospprof_llvm_is_sigreturn), whose recorded address is not a return address.
 extern "C" {
 #include "internal.h"
 }
@@ -56,6 +58,7 @@ struct object_layout {
     bool known = false;
     std::vector<exec_section> sections;
     std::vector<plt_entry> plt;
+    std::vector<uint64_t> sigreturn; // x86-64 rt_sigreturn trampolines, sorted
 
     const exec_section *section_of(uint64_t a) const {
         for (const exec_section &s : sections)
@@ -76,6 +79,27 @@ bool is_plt_name(llvm::StringRef n) {
 
 uint32_t le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+// The x86-64 signal trampolines in one executable section's bytes (at file address
+// `addr`): `mov $15,%rax` (48 c7 c0 0f 00 00 00) or `mov $15,%eax` (b8 0f 00 00 00), then
+// `syscall` -- rt_sigreturn, which nothing but a trampoline calls; the same bytes the
+// runtime's walker recognises (osp_prof__is_sigreturn, runtime/prof/prof_cfi.c).
+void find_sigreturns(llvm::ArrayRef<uint8_t> bytes, uint64_t addr, std::vector<uint64_t> &out) {
+    static const uint8_t a[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    static const uint8_t b[] = {0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    const uint8_t *base = bytes.data(), *end = base + bytes.size();
+    for (const uint8_t *p = base; end - p >= (ptrdiff_t)sizeof b;) {
+        // every pattern holds the bytes 0f 00 00 00 0f 05 at offset 3 (a) or 1 (b)
+        const void *hit = memmem(p, (size_t)(end - p), "\x0f\x00\x00\x00\x0f\x05", 6);
+        if (!hit) break;
+        const uint8_t *h = static_cast<const uint8_t *>(hit);
+        if (h - base >= 3 && std::memcmp(h - 3, a, sizeof a) == 0)
+            out.push_back(addr + (uint64_t)(h - 3 - base));
+        else if (h - base >= 1 && std::memcmp(h - 1, b, sizeof b) == 0)
+            out.push_back(addr + (uint64_t)(h - 1 - base));
+        p = h + 1;
+    }
 }
 
 // Read the executable sections and, on x86-64, the target of every PLT entry.
@@ -135,10 +159,14 @@ object_layout read_layout(const std::string &path) {
         llvm::StringRef name = value_or(ef.getSectionName(sh), llvm::StringRef());
         bool plt = is_plt_name(name);
         out.sections.push_back({sh.sh_addr, sh.sh_size, plt});
-        if (!plt || !x86_64 || sh.sh_type == llvm::ELF::SHT_NOBITS) continue;
+        if (!x86_64 || sh.sh_type == llvm::ELF::SHT_NOBITS) continue;
         auto bytes = ef.getSectionContents(sh);
         if (!bytes) {
             llvm::consumeError(bytes.takeError());
+            continue;
+        }
+        if (!plt) {
+            find_sigreturns(*bytes, sh.sh_addr, out.sigreturn);
             continue;
         }
         uint64_t ent = sh.sh_entsize ? sh.sh_entsize : 16;
@@ -160,6 +188,7 @@ object_layout read_layout(const std::string &path) {
             out.plt.push_back({sh.sh_addr + off, sh.sh_addr + off + ent, target});
         }
     }
+    std::sort(out.sigreturn.begin(), out.sigreturn.end());
     return out;
 }
 
@@ -256,6 +285,12 @@ extern "C" int ospprof_llvm_symbolize(ospprof_llvm *s, const char *object, uint6
     }
     *out = f;
     return static_cast<int>(n);
+}
+
+extern "C" bool ospprof_llvm_is_sigreturn(ospprof_llvm *s, const char *object, uint64_t addr) {
+    if (!s) return false;
+    const object_layout &lay = s->layout(object);
+    return std::binary_search(lay.sigreturn.begin(), lay.sigreturn.end(), addr);
 }
 
 extern "C" void ospprof_symframes_free(ospprof_symframe *f, int n) {
