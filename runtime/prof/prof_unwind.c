@@ -271,15 +271,20 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                                uintptr_t hi, intptr_t d, uint8_t *end, struct osp_unwind_info *info,
                                bool search);
 
-/* Whether the walk from the frame record at `a` ({next, ret}) reaches the thread's root. */
+/* Whether the walk from the frame record at `a` ({next, ret}) reaches the thread's root,
+ * or is still going after as many steps as a stack may keep: a stack deeper than that is
+ * cut there anyway (§(c) item 5), and refusing the real record of such a stack took a
+ * higher one, within that many frames of the root, and lost the frames in between. */
 NO_SAN static bool walk_from_record(const struct osp_cfi_set *set, uintptr_t a, uintptr_t next,
                                     uintptr_t ret, uintptr_t lo, uintptr_t hi, intptr_t d) {
     struct ustate t = {ret, a + 16, next, false, true};
     uint8_t end = OSP_UNWIND_CHAIN_END;
     int steps = 0;
-    while (steps < OSP_PROF_MAX_FRAMES && hybrid_step(set, &t, lo, hi, d, &end, NULL, false))
+    while (steps < OSP_PROF_MAX_FRAMES) {
+        if (!hybrid_step(set, &t, lo, hi, d, &end, NULL, false)) return end == OSP_UNWIND_ROOT;
         steps++;
-    return end == OSP_UNWIND_ROOT;
+    }
+    return true;
 }
 
 NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q, uintptr_t sp,
