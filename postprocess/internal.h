@@ -136,7 +136,9 @@ struct ospprof_profile {
                                one address share it; 0 for the [truncated] frame) */
     uint32_t *stack_groups; /* per position: index of its address within the raw stack, so
                                consecutive positions with the same value are one location
-                               (one address, inline frames innermost first) */
+                               (one address, inline frames innermost first); with
+                               OSPPROF_GROUP_EXACT set when that address was looked up as it
+                               is, not less one (the leaf's is not marked: index 0) */
     int32_t *stack_images;  /* per position: image index (into images) or -1 */
     size_t nstack_frames;
     ospprof_pimage *images; /* the raw profile's images (pprof mappings, filters) */
@@ -166,6 +168,10 @@ void ospprof_profile_totals(ospprof_profile *p);
 bool ospprof_is_user_file(const char *file);
 
 /* ---- Symbolizer engine (symbolizer.cpp) -------------------------------------------- */
+
+/* In stack_groups: a non-leaf address looked up as it is (a signal trampoline, or the pc
+ * a signal interrupted), not as a return address. */
+#define OSPPROF_GROUP_EXACT 0x80000000u
 
 typedef struct ospprof_symframe {
     char *name; /* malloc'd; NULL when unknown */

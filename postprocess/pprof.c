@@ -105,9 +105,11 @@ static void pprof_encode(const ospprof_profile *p, ospprof_buf *out) {
         for (size_t j = 0; j < si->n;) {
             size_t q = si->off + j, e = j + 1;
             while (e < si->n && p->stack_groups[si->off + e] == p->stack_groups[q]) e++;
-            /* key: address and whether it is the leaf (return addresses resolve at addr - 1)
-             * and the truncation marker (address 0, no image) */
-            uint64_t kind = p->stack_groups[q] == 0 ? 1 : 2;
+            /* key: address and whether it is the leaf or another address looked up as it is
+             * (return addresses resolve at addr - 1) and the truncation marker (address 0, no
+             * image) */
+            uint32_t g = p->stack_groups[q];
+            uint64_t kind = g == 0 || (g & OSPPROF_GROUP_EXACT) ? 1 : 2;
             if (p->stack_images[q] < 0 && p->stack_addrs[q] == 0) kind = 3;
             bool ins;
             uint32_t *slot = ospprof_map_put(&locs, p->stack_addrs[q], kind, (uint32_t)nloc, &ins);

@@ -489,6 +489,7 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
             size_t off, n;
             triple trunc_frame;
             const triple *chain;
+            bool exact = false; /* a non-leaf address looked up as it is */
             if (j == a1) {
                 if (!raw->truncated[k]) break;
                 trunc_frame = (triple){truncated_name, c.empty, 0, false};
@@ -498,6 +499,7 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
                 bool trampoline = j > a0 && is_signal_trampoline(&c, raw->addrs[j]);
                 resolve(&c, raw->addrs[j], j > a0 && !trampoline && !interrupted, trampoline, &off,
                         &n);
+                exact = trampoline || interrupted;
                 interrupted = trampoline;
                 chain = &c.res[off];
             }
@@ -539,7 +541,8 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
                         ospprof_xrealloc(p->stack_images, capsf * sizeof *p->stack_images);
                 }
                 p->stack_addrs[p->nstack_frames] = j == a1 ? 0 : raw->addrs[j];
-                p->stack_groups[p->nstack_frames] = (uint32_t)(j - a0);
+                p->stack_groups[p->nstack_frames] =
+                    (uint32_t)(j - a0) | (exact ? OSPPROF_GROUP_EXACT : 0);
                 p->stack_images[p->nstack_frames] =
                     j == a1 ? -1 : (int32_t)ospprof_image_for(raw, raw->addrs[j]);
                 p->stack_lines[p->nstack_frames] = t->line;
