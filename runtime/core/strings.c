@@ -4,7 +4,6 @@
  * and trimming are ASCII-only. Failure messages are exactly the ones §9.3 lists.
  */
 #include "rt_internal.h"
-#include "osp_prof.h"
 
 #include <errno.h>
 #include <math.h>
@@ -102,7 +101,10 @@ const char *osp_input(void) {
     char *buf = malloc(cap);
     if (buf == NULL) osp_fatal_oom();
     osp_stdout_flush(); /* a prompt printed just before must be visible */
-    osp_prof_block_begin();
+    /* No blocking region here: a read that waits (a terminal, an empty pipe) is a thread
+     * blocked in a system call, which the profiler records as waiting without one
+     * (docs/spec/profiler.md §(l.4)); a region around the loop also called the thread
+     * waiting while it read a file or a full pipe on a CPU. */
     for (;;) {
         char c;
         ssize_t r = read(0, &c, 1);
@@ -119,7 +121,6 @@ const char *osp_input(void) {
         }
         buf[len++] = c;
     }
-    osp_prof_block_end();
     char *s = osp_str_dup_n(buf, len);
     free(buf);
     return s;
