@@ -53,6 +53,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "accuracy"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import perf_counter  # noqa: E402
 import perf_fold  # noqa: E402
 import workloads_osp  # noqa: E402
 
@@ -396,33 +398,11 @@ def fmt_err(errs):
     return "/".join(f"{e:+.1f}" for e in errs)
 
 
-def hold_perf_hooks():
-    """A disabled, counting-only, user-mode task-clock counter on this process, kept open for
-    the whole bench (None where perf_event_open is refused). Linux switches its per-task perf
-    hooks on when the first per-task perf event of the machine is made (9-20 ms here) and
-    off about a second after the last one closes; `osprey --profile` and `--record` hold
-    such a counter while the program runs (driver/process.c), and perf record opens its
-    events before the exec, so no profiler's run here pays that switch-on either."""
-    import ctypes
-    import platform
-    import struct
-    nr = {"x86_64": 298, "aarch64": 241}.get(platform.machine())
-    if nr is None:
-        return None
-    attr = bytearray(112)  # struct perf_event_attr, PERF_ATTR_SIZE_VER5
-    struct.pack_into("<IIQ", attr, 0, 1, 112, 1)  # PERF_TYPE_SOFTWARE, TASK_CLOCK
-    struct.pack_into("<Q", attr, 40, (1 << 0) | (1 << 5) | (1 << 6))  # disabled, user only
-    buf = ctypes.create_string_buffer(bytes(attr), len(attr))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    fd = libc.syscall(ctypes.c_long(nr), buf, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(-1),
-                      ctypes.c_ulong(8))  # PERF_FLAG_FD_CLOEXEC
-    return fd if fd >= 0 else None
-
-
 def main():
     t_start = time.time()
-    held = hold_perf_hooks()  # noqa: F841 (kept open until the process ends)
+    # Kept open until the process ends: no profiler's run pays the kernel's one-time
+    # switch-on of its perf hooks (see the module docstring).
+    held = perf_counter.open_idle_task_clock()  # noqa: F841
     load_start = loadavg()
     for tool in ("clang-19", "valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:

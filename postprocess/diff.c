@@ -784,15 +784,20 @@ static int add_file(ospprof_diff *d, int side, const char *path, const char *sym
     return rc;
 }
 
+/* Print the warning lines add_file collected to stderr and free them. */
+static void print_warnings(ospprof_buf *warnings) {
+    if (warnings->n) {
+        fwrite(warnings->p, 1, warnings->n, stderr);
+        fflush(stderr);
+    }
+    ospprof_buf_free(warnings);
+}
+
 int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const char *symbolizer,
                           char *err, size_t errlen) {
     ospprof_buf warnings = {0};
     int rc = add_file(d, side, path, symbolizer, &warnings, err, errlen);
-    if (warnings.n) {
-        fwrite(warnings.p, 1, warnings.n, stderr);
-        fflush(stderr);
-    }
-    ospprof_buf_free(&warnings);
+    print_warnings(&warnings);
     return rc;
 }
 
@@ -840,11 +845,7 @@ int ospprof_diff_run(const char *base, const char *new_, const char *prefix, FIL
     if (!threaded) diff_job_run(&job[0]);
     diff_job_run(&job[1]);
     if (threaded) pthread_join(th, NULL);
-    for (int k = 0; k < 2; k++) {
-        if (job[k].warnings.n) fwrite(job[k].warnings.p, 1, job[k].warnings.n, stderr);
-        ospprof_buf_free(&job[k].warnings);
-    }
-    fflush(stderr);
+    for (int k = 0; k < 2; k++) print_warnings(&job[k].warnings);
     int rc = 0;
     for (int k = 0; k < 2 && rc == 0; k++)
         if (job[k].rc != 0) {

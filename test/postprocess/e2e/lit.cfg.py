@@ -42,29 +42,11 @@ if platform.machine() in ("x86_64", "AMD64"):
 
 # perf_event_open allowed for a process's own threads (perf_event_paranoid <= 2, no seccomp
 # filter): a disabled, user-only task-clock counter on this process, closed at once.
-def _perf_events_allowed():
-    import ctypes
-    import struct
-    numbers = {"x86_64": 298, "AMD64": 298, "aarch64": 241}
-    nr = numbers.get(platform.machine())
-    if nr is None:
-        return False
-    # struct perf_event_attr (PERF_ATTR_SIZE_VER5, 112 bytes): type SOFTWARE (1), config
-    # TASK_CLOCK (1); flags word at byte 40: disabled (bit 0), exclude_kernel (bit 5),
-    # exclude_hv (bit 6).
-    attr = bytearray(112)
-    struct.pack_into("<IIQ", attr, 0, 1, 112, 1)
-    struct.pack_into("<Q", attr, 40, (1 << 0) | (1 << 5) | (1 << 6))
-    buf = ctypes.create_string_buffer(bytes(attr), len(attr))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    fd = libc.syscall(ctypes.c_long(nr), buf, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(-1),
-                      ctypes.c_ulong(0))
-    if fd < 0:
-        return False
-    os.close(fd)
-    return True
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts"))
+import perf_counter  # noqa: E402
 
-
-if _perf_events_allowed():
+_fd = perf_counter.open_idle_task_clock()
+if _fd is not None:
+    os.close(_fd)
     config.available_features.add("perf-events")
