@@ -120,6 +120,8 @@ void osp_prof__on_sigprof(int sig, siginfo_t *si, void *ucv) {
                 atomic_store_explicit(&s->ring->head, head + 1, memory_order_release);
             }
         }
+        /* Answered: a wait this thread is entering may begin (osp_prof_block_begin). */
+        if (s != NULL) atomic_store_explicit(&s->req_out, 0, memory_order_release);
     } else if ((si->si_code == POLL_IN || si->si_code == POLL_HUP) &&
                osp_prof__sig_fd_ours(si->si_fd, __atomic_load_n(&ps->engine, __ATOMIC_RELAXED) ==
                                                     &osp_prof__engine_perf_event)) {

@@ -12,10 +12,13 @@
  * destructor.
  *
  * The library also wraps the common sleeping calls (nanosleep, clock_nanosleep, usleep,
- * sleep, poll, ppoll, select, pselect, epoll_wait, epoll_pwait, pause) in blocking
- * regions: a thread waiting in them is sampled as waiting with the stack it captured on
- * entry and is never signalled, so those calls do not return early with EINTR because
- * of the profiler (docs/spec/profiler.md §(b.3) "No early returns"). A call with a zero
+ * sleep, poll, ppoll, select, pselect, epoll_wait, epoll_pwait, pause, sigsuspend,
+ * sigwaitinfo, sigtimedwait, sem_wait, sem_timedwait, sem_clockwait, and syscall() of the
+ * same calls and of futex waits) in blocking regions: a thread waiting in them is sampled
+ * as waiting with the stack it captured on entry and is never signalled, so those calls
+ * do not return early with EINTR because of the profiler (docs/spec/profiler.md §(l.3)),
+ * whatever the engine: a request the sampler thread committed to before the region began
+ * is answered before the call blocks (osp_prof_block_begin). A call with a zero
  * timeout does not wait: it runs outside any region, so a busy poll(..., 0) loop is
  * on-CPU (§(l.3)).
  *
@@ -35,9 +38,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +118,113 @@ OSP_PROF_WAIT_WRAPPER_IF(int, epoll_pwait,
                           const sigset_t *mask),
                          (fd, ev, max, timeout, mask), -1, timeout != 0)
 OSP_PROF_WAIT_WRAPPER(int, pause, (void), (), -1)
+OSP_PROF_WAIT_WRAPPER(int, sigsuspend, (const sigset_t *mask), (mask), -1)
+OSP_PROF_WAIT_WRAPPER(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info), -1)
+OSP_PROF_WAIT_WRAPPER_IF(int, sigtimedwait,
+                         (const sigset_t *set, siginfo_t *info, const struct timespec *timeout),
+                         (set, info, timeout), -1, TS_WAITS(timeout))
+
+/* Semaphores: a semaphore that can be taken at once is taken without a region (no walk on
+ * the uncontended path); only a wait that may block runs inside one. sem_trywait first is
+ * what the wait itself does: the same outcome, and an invalid deadline is not looked at
+ * when the semaphore is available (POSIX). */
+#define OSP_PROF_SEM_WRAPPER(name, params, args)                       \
+    OSP_PROF_PUBLIC int name params {                                  \
+        static _Atomic(void *) real_;                                  \
+        int(*real) params = (int(*) params)next_symbol(&real_, #name); \
+        if (real == NULL) {                                            \
+            errno = ENOSYS;                                            \
+            return -1;                                                 \
+        }                                                              \
+        int saved = errno;                                             \
+        if (sem_trywait(sem) == 0) return 0;                           \
+        if (errno != EAGAIN) return real args;                         \
+        errno = saved;                                                 \
+        osp_prof_block_begin();                                        \
+        int result = real args;                                        \
+        saved = errno;                                                 \
+        osp_prof_block_end();                                          \
+        errno = saved;                                                 \
+        return result;                                                 \
+    }
+OSP_PROF_SEM_WRAPPER(sem_wait, (sem_t * sem), (sem))
+OSP_PROF_SEM_WRAPPER(sem_timedwait, (sem_t * sem, const struct timespec *abstime), (sem, abstime))
+OSP_PROF_SEM_WRAPPER(sem_clockwait, (sem_t * sem, clockid_t clock, const struct timespec *abstime),
+                     (sem, clock, abstime))
+
+/* ---- syscall(2) ------------------------------------------------------------------------ */
+
+/* Whether a raw system call made through syscall() is one of the sleeping calls above
+ * (or a futex wait) that can wait: those run inside a blocking region, like their libc
+ * wrappers, so a raw syscall(SYS_nanosleep, ...) is not ended early either (§(l.3)). */
+static bool syscall_waits(long n, const long a[6]) {
+#define TSP(i) ((const struct timespec *)a[i])
+#define TVP(i) ((const struct timeval *)a[i])
+    switch (n) {
+#ifdef SYS_nanosleep
+    case SYS_nanosleep:
+#endif
+#ifdef SYS_pause
+    case SYS_pause:
+#endif
+    case SYS_clock_nanosleep:
+    case SYS_rt_sigsuspend: return true;
+    case SYS_futex: {
+        int op = (int)a[1] & 127; /* FUTEX_CMD_MASK: without the private and clock flags */
+        return op == 0 /* WAIT */ || op == 6 /* LOCK_PI */ || op == 9 /* WAIT_BITSET */ ||
+               op == 11 /* WAIT_REQUEUE_PI */ || op == 13 /* LOCK_PI2 */;
+    }
+#ifdef SYS_poll
+    case SYS_poll: return (int)a[2] != 0;
+#endif
+    case SYS_ppoll: return TS_WAITS(TSP(2));
+#ifdef SYS_select
+    case SYS_select: return TV_WAITS(TVP(4));
+#endif
+    case SYS_pselect6: return TS_WAITS(TSP(4));
+#ifdef SYS_epoll_wait
+    case SYS_epoll_wait: return (int)a[3] != 0;
+#endif
+    case SYS_epoll_pwait: return (int)a[3] != 0;
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2: return TS_WAITS(TSP(3));
+#endif
+    case SYS_rt_sigtimedwait: return TS_WAITS(TSP(2));
+    default: return false;
+    }
+#undef TSP
+#undef TVP
+}
+
+typedef long (*syscall_fn)(long, ...);
+static _Atomic(void *) g_real_syscall;
+
+/* Resolved at load, before any thread or handler runs: syscall() is async-signal-safe,
+ * and this wrapper must stay so (dlsym is not); the runtime's own calls come here too. */
+__attribute__((constructor(101))) static void resolve_syscall(void) {
+    (void)next_symbol(&g_real_syscall, "syscall");
+}
+
+/* Six arguments are always passed on, as the C library's syscall() reads them. */
+OSP_PROF_PUBLIC long syscall(long number, ...) {
+    va_list ap;
+    va_start(ap, number);
+    long a[6];
+    for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
+    va_end(ap);
+    syscall_fn real = (syscall_fn)next_symbol(&g_real_syscall, "syscall");
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (!syscall_waits(number, a)) return real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+    osp_prof_block_begin();
+    long result = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+    int saved = errno;
+    osp_prof_block_end();
+    errno = saved;
+    return result;
+}
 
 /* ---- _exit ----------------------------------------------------------------------------- */
 

@@ -14,6 +14,8 @@
 #if OSP_PROF_SAMPLER
 
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -227,6 +229,7 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     s->perf_rb = NULL;
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_relaxed);
     atomic_store_explicit(&s->in_block, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->req_out, 0, memory_order_relaxed);
     atomic_store_explicit(&s->leaving, 0, memory_order_relaxed);
     memset(&s->sm, 0, sizeof s->sm);
     s->sm.last_t = osp_prof__mono_ns();
@@ -324,8 +327,29 @@ static __attribute__((noinline)) void block_capture(struct osp_prof_slot *s, uin
         atomic_store_explicit(&s->block_pcs[i], pcs[i], memory_order_relaxed);
     atomic_store_explicit(&s->block_n, (uint32_t)n, memory_order_relaxed);
     atomic_store_explicit(&s->block_trunc, truncated, memory_order_relaxed);
-    atomic_store_explicit(&s->block_seq, q + 2, memory_order_release);
-    atomic_store_explicit(&s->in_block, 1, memory_order_release);
+    /* Sequentially consistent: the thread's half of the request handshake (send_request
+     * in prof_sampler.c), read back by osp_prof_block_begin. */
+    atomic_store_explicit(&s->block_seq, q + 2, memory_order_seq_cst);
+    atomic_store_explicit(&s->in_block, 1, memory_order_seq_cst);
+}
+
+/* The longest a thread entering a wait waits for the answer to a request already out. */
+#define AWAIT_LIMIT_NS 20000000ull
+
+/* A directed request was committed before the sampler thread could see this region: wait
+ * for the handler's answer (or the request taken back) before the wait blocks, so the
+ * signal cannot end the wait early (EINTR, §(l.3)). The answer comes within microseconds
+ * of the tgkill (delivered on the return of each sched_yield); the wait is bounded for a
+ * sampler thread preempted between its commitment and the tgkill. Not at all while this
+ * thread blocks SIGPROF (the answer could not come; the signal stays pending through a
+ * wait that does not unblock it) -- e.g. inside a program handler for another signal. */
+static __attribute__((noinline)) void await_request(struct osp_prof_slot *s) {
+    sigset_t cur;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0 || sigismember(&cur, SIGPROF)) return;
+    uint64_t t0 = osp_prof__mono_ns();
+    while (atomic_load_explicit(&s->req_out, memory_order_acquire) &&
+           osp_prof__mono_ns() - t0 < AWAIT_LIMIT_NS)
+        sched_yield();
 }
 
 /* Kept out of line with its own frame record (the runtime is built with frame
@@ -342,6 +366,7 @@ OSP_PROF_PUBLIC __attribute__((noinline)) void osp_prof_block_begin(void) {
     if (s->block_depth++ > 0) return;
     s->block_frame = frame;
     block_capture(s, frame, (uintptr_t)__builtin_return_address(0));
+    if (atomic_load_explicit(&s->req_out, memory_order_seq_cst)) await_request(s);
 }
 
 OSP_PROF_PUBLIC void osp_prof_block_end(void) {

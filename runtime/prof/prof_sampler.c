@@ -43,6 +43,13 @@
  * progress and a blocked thread would be signalled every tick. A thread that really runs
  * is far above it at any rate we allow (the shortest tick at 10 kHz is 70 µs). */
 #define SIGNAL_ALLOWANCE_NS 50000ull
+/* CPU time a thread may consume inside one blocking region before it counts as running
+ * there (a region left by siglongjmp, a wait that keeps returning at once) and is sent
+ * on-CPU requests in it. A thread blocked in the region consumes only its way into and out
+ * of the kernel's wait, which on a loaded virtual machine was seen above the signal
+ * allowance: its region was distrusted and a request then ended the wait (EINTR,
+ * bench/prof_engines.sh part 1). A thread that runs passes 1 ms within a tick or two. */
+#define REGION_RUN_NS       1000000ull
 #define SLEEP_CHUNK_NS      20000000ull /* the sampler notices a stop within 20 ms */
 
 enum { SCHED_RUNNABLE, SCHED_BLOCKED, SCHED_GONE };
@@ -143,6 +150,7 @@ void osp_prof__slot_abandon_request(struct osp_prof_slot *s, uint64_t *dropped) 
         dropped[OSP_DROP_NO_ANSWER]++;
         s->sm.pend_on = false;
     }
+    atomic_store_explicit(&s->req_out, 0, memory_order_release);
     uint64_t rf = atomic_load_explicit(&s->ring_full, memory_order_relaxed);
     dropped[OSP_DROP_RING_FULL] += rf - s->sm.ring_full_seen;
     s->sm.ring_full_seen = rf;
@@ -240,8 +248,24 @@ static void slot_gone(struct osp_prof_session *ps, struct osp_prof_slot *s) {
     atomic_store_explicit(&s->state, OSP_SLOT_RETIRED, memory_order_release);
 }
 
-static void send_request(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t t,
+/* Send a directed on-CPU request. False when it was not sent: the thread was entering a
+ * blocking region meanwhile, and a signal now could end its wait early (EINTR, §(l.3)).
+ *
+ * The handshake with osp_prof_block_begin (a Dekker pair, both sides sequentially
+ * consistent): this side raises req_out, then reads in_block; the thread raises in_block,
+ * then reads req_out. At least one sees the other: either the request is taken back
+ * here, or the thread sees it out and waits for the handler's answer before it blocks
+ * (prof_registry.c, await_request). A region the thread was seen running in (left by
+ * siglongjmp, or a wait that returns at once) does not stop the request. */
+static bool send_request(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t t,
                          uint64_t cpu, uint64_t weight, bool capture) {
+    atomic_store_explicit(&s->req_out, 1, memory_order_seq_cst);
+    uint32_t bseq = atomic_load_explicit(&s->block_seq, memory_order_seq_cst);
+    if (atomic_load_explicit(&s->in_block, memory_order_seq_cst) &&
+        !(s->sm.blk_distrust_known && bseq == s->sm.blk_distrust_seq)) {
+        atomic_store_explicit(&s->req_out, 0, memory_order_release);
+        return false;
+    }
     uint64_t seq = ++ps->next_seq;
     atomic_store_explicit(&s->req_seq, seq, memory_order_release);
     s->sm.pend_on = true;
@@ -255,6 +279,7 @@ static void send_request(struct osp_prof_session *ps, struct osp_prof_slot *s, u
         s->sm.pend_on = false; /* ESRCH or any error: the thread is gone (§(b.3)) */
         slot_gone(ps, s);
     }
+    return true;
 }
 
 /* §(l.3) "any shortfall is counted": every on-CPU sample stands for one period of the
@@ -409,12 +434,15 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         else
             m->carry_w += m->pend_w; /* its CPU time goes to the next on-CPU sample */
         m->pend_on = false;
+        /* Never answered (SIGPROF blocked, or taken by the program's own handler): a
+         * thread entering a wait must not wait for it. */
+        atomic_store_explicit(&s->req_out, 0, memory_order_release);
     }
     uint64_t wall = t > m->last_t ? t - m->last_t : 0;
     m->last_t = t;
 
     /* 1. Inside a runtime wait: waiting, with the stack the thread captured itself --
-     * unless it ran more than the signal allowance since the previous tick: then it is
+     * unless it ran more than REGION_RUN_NS since the region was first seen: then it is
      * on-CPU whatever its region says (a region left by siglongjmp, a wait that keeps
      * returning at once), §(l.3). */
     bool in_block = atomic_load_explicit(&s->in_block, memory_order_acquire) != 0;
@@ -425,7 +453,7 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         if (m->blk_distrust_known && seq == m->blk_distrust_seq) {
             region_distrusted = true;
         } else if (osp_prof__read_clock(s->cpu_clock, &c)) {
-            if (m->blk_cpu_known && m->blk_cpu_seq == seq && c > m->blk_cpu + SIGNAL_ALLOWANCE_NS) {
+            if (m->blk_cpu_known && m->blk_cpu_seq == seq && c > m->blk_cpu + REGION_RUN_NS) {
                 /* It runs inside this region: from now on the region only lends its
                  * stack when the scheduler says the thread is blocked (case 3). */
                 m->blk_distrust_known = true;
@@ -525,7 +553,12 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
                     ps->blocked_skips++;
                     goto blocked;
                 }
-                send_request(ps, s, t, c, w, false);
+                if (!send_request(ps, s, t, c, w, false)) {
+                    /* Entering a wait: its CPU time goes to its next on-CPU sample, and
+                     * the region is seen at the next tick. */
+                    m->carry_w = w;
+                    ps->blocked_skips++;
+                }
             }
             return;
         }

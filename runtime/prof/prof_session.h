@@ -142,6 +142,11 @@ struct osp_prof_slot {
     _Atomic int state;
     _Atomic uint64_t gen;
     _Atomic uint64_t req_seq;
+    /* 1 from the moment the sampler thread commits to a directed request until the
+     * handler answers it (or the sampler takes it back): the handshake that keeps a
+     * request from landing in a wait the thread entered meanwhile (osp_prof_block_begin,
+     * send_request; docs/profiler-runtime.md "No signal for blocked threads"). */
+    _Atomic int req_out;
     _Atomic uint64_t ring_full;
     struct osp_prof_ring *ring;
     uintptr_t lo, hi; /* stack bounds captured at registration */

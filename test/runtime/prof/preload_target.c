@@ -1,7 +1,7 @@
 /*
  * preload_target.c — a plain pthread program that knows nothing about the profiler:
  * main and two threads burn CPU in target_hot, a third sleeps in one plain nanosleep
- * call (target_sleep) and prints "sleep_ret=<r> slept=<seconds>". test_preload.c runs it
+ * call, or another sleeping call (target_sleep) and prints "sleep_ret=<r> slept=<seconds>". test_preload.c runs it
  * with LD_PRELOAD=libosprey_prof.so. Built with frame pointers.
  *
  *   preload_target [<seconds> [<end>]]   <end>: how it ends after its work, printing
@@ -10,13 +10,18 @@
  *       environment is LD_PRELOAD alone plus PRELOAD_TARGET_MARK=execle), "forkexec" (a
  *       forked child execs itself the same way; the parent waits for it and returns 0);
  *       default: return 0 from main. Started with PRELOAD_TARGET_MARK set, it prints
- *       "mark=<value>" first.
+ *       "mark=<value>" first. PRELOAD_TARGET_WAIT=sigtimedwait, sem_timedwait or
+ *       syscall_nanosleep makes the sleeper wait in that call (timing out) instead.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,7 +48,33 @@ static double mono_now(void) {
 
 __attribute__((noinline)) int target_sleep(double secs) {
     struct timespec req = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
-    int r = nanosleep(&req, NULL); /* one call, no EINTR loop */
+    const char *how = getenv("PRELOAD_TARGET_WAIT");
+    int r;
+    /* One call each, no EINTR loop; a timeout counts as success (0). */
+    if (how && strcmp(how, "sigtimedwait") == 0) {
+        sigset_t usr2;
+        sigemptyset(&usr2);
+        sigaddset(&usr2, SIGUSR2);
+        pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+        r = sigtimedwait(&usr2, NULL, &req) == -1 && errno == EAGAIN ? 0 : -1;
+    } else if (how && strcmp(how, "sem_timedwait") == 0) {
+        sem_t sem;
+        sem_init(&sem, 0, 0);
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += req.tv_sec;
+        dl.tv_nsec += req.tv_nsec;
+        if (dl.tv_nsec >= 1000000000) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000;
+        }
+        r = sem_timedwait(&sem, &dl) == -1 && errno == ETIMEDOUT ? 0 : -1;
+        sem_destroy(&sem);
+    } else if (how && strcmp(how, "syscall_nanosleep") == 0) {
+        r = (int)syscall(SYS_nanosleep, &req, NULL);
+    } else {
+        r = nanosleep(&req, NULL);
+    }
     __asm__ volatile("" ::: "memory");
     return r;
 }

@@ -11,10 +11,17 @@
 #define _GNU_SOURCE
 #include "support.h"
 
+#include "prof_session.h"
+
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -82,9 +89,101 @@ static void test_sleeper_not_signalled(void **state) {
     scratch_cleanup(dir);
 }
 
+/* ---- the request handshake (osp_prof_block_begin, docs/profiler-runtime.md) ---------- */
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct answer {
+    pid_t tid;
+    long delay_ns;
+};
+
+/* Plays the sampler thread's part: the directed SIGPROF of a request already out. */
+static void *answerer(void *p) {
+    struct answer *a = p;
+    struct timespec d = {0, a->delay_ns};
+    nanosleep(&d, NULL);
+    syscall(SYS_tgkill, getpid(), a->tid, SIGPROF);
+    return NULL;
+}
+
+/* A request the sampler committed to before it could see the region (req_out raised, the
+ * tgkill not yet sent): the thread entering the wait waits for the answer, so the signal
+ * lands before the wait blocks, not in it (EINTR). Bounded when no answer comes, and not
+ * at all while the thread blocks SIGPROF. */
+static void *handshake_thread(void *arg) {
+    (void)arg;
+    osp_prof_thread_register(9, "handshake");
+    struct osp_prof_slot *s = osp_prof__t_slot;
+    assert_non_null(s);
+
+    /* 1. Answered 5 ms later: the region begins after the answer. */
+    struct answer a = {.tid = (pid_t)syscall(SYS_gettid), .delay_ns = 5000000};
+    atomic_store(&s->req_out, 1);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, answerer, &a), 0);
+    uint64_t t0 = now_ns();
+    osp_prof_block_begin();
+    uint64_t waited = now_ns() - t0;
+    int out = atomic_load(&s->req_out);
+    osp_prof_block_end();
+    pthread_join(t, NULL);
+    print_message("answered request: region began after %.2f ms, req_out %d\n", waited / 1e6, out);
+    assert_int_equal(out, 0);
+    assert_true(waited >= 4000000);
+
+    /* 2. SIGPROF blocked: the answer cannot come; no wait. */
+    sigset_t prof, old;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &prof, &old);
+    atomic_store(&s->req_out, 1);
+    t0 = now_ns();
+    osp_prof_block_begin();
+    waited = now_ns() - t0;
+    osp_prof_block_end();
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    print_message("SIGPROF blocked: region began after %.3f ms\n", waited / 1e6);
+    assert_true(waited < 2000000);
+
+    /* 3. Never answered: the wait is bounded. */
+    atomic_store(&s->req_out, 1);
+    t0 = now_ns();
+    osp_prof_block_begin();
+    waited = now_ns() - t0;
+    osp_prof_block_end();
+    atomic_store(&s->req_out, 0);
+    print_message("unanswered request: region began after %.2f ms\n", waited / 1e6);
+    assert_true(waited >= 15000000 && waited < 1000000000);
+    osp_prof_thread_unregister();
+    return NULL;
+}
+
+static void test_request_answered_before_wait(void **state) {
+    (void)state;
+    char dir[256], path[512];
+    scratch_dir(dir, sizeof dir, "handshake");
+    snprintf(path, sizeof path, "%s/run.osprof.json", dir);
+    /* The sampler engine (the one that sends requests) at a rate too low to send this
+     * thread one of its own. */
+    setenv("OSPREY_PROFILE_ENGINE", "sampler", 1);
+    assert_true(osp_prof_session_begin(path, 10));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, handshake_thread, NULL), 0);
+    pthread_join(t, NULL);
+    assert_true(osp_prof_session_end());
+    unsetenv("OSPREY_PROFILE_ENGINE");
+    scratch_cleanup(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sleeper_not_signalled),
+        cmocka_unit_test(test_request_answered_before_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

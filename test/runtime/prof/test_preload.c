@@ -17,13 +17,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void test_preloaded_program_is_profiled(void **state) {
-    (void)state;
-    char dir[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32];
+/* Runs the target (its sleeper waiting in `how`, NULL: nanosleep) and checks the whole
+ * profile; `how` names the sleeping call in messages. */
+static void check_preloaded_run(const char *how) {
+    char dir[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32], wait_var[64];
     scratch_dir(dir, sizeof dir, "preload");
     snprintf(path, sizeof path, "%s/preload.json", dir);
     snprintf(var, sizeof var, "OSPREY_PROFILE=%s", path);
-    char *env[] = {var, "OSPREY_PROFILE_HZ=2000", "LD_PRELOAD=" PROF_PRELOAD_LIB, NULL};
+    snprintf(wait_var, sizeof wait_var, "PRELOAD_TARGET_WAIT=%s", how ? how : "nanosleep");
+    char *env[] = {var, "OSPREY_PROFILE_HZ=2000", "LD_PRELOAD=" PROF_PRELOAD_LIB, wait_var, NULL};
     char *argv[] = {PROF_PRELOAD_TARGET, "0.3", NULL};
     char err[4096], out_path[PATH_MAX], out[4096];
     snprintf(out_path, sizeof out_path, "%s/stdout", dir);
@@ -48,7 +50,7 @@ static void test_preloaded_program_is_profiled(void **state) {
         if (strstr(r.images[i].path, "libosprey_prof.so")) lib = (long)i;
     assert_true(lib >= 0);
 
-    /* The single nanosleep call slept its full time: never interrupted. */
+    /* The single sleeping call slept its full time: never interrupted. */
     int sleep_ret = -2;
     double slept = 0;
     assert_int_equal(sscanf(out, "sleep_ret=%d slept=%lf", &sleep_ret, &slept), 2);
@@ -95,13 +97,27 @@ static void test_preloaded_program_is_profiled(void **state) {
         }
         if (leaf_in_lib && caller) good++;
     }
-    print_message(
-        "sleeper: %zu waiting samples, %zu through the wrapper into target_sleep; slept %.3f s\n",
-        waiting, good, slept);
+    print_message("sleeper (%s): %zu waiting samples, %zu through the wrapper into target_sleep; "
+                  "slept %.3f s\n",
+                  how ? how : "nanosleep", waiting, good, slept);
     assert_true((double)waiting >= fmin(50, 0.05 * raw_wait_hz(&r, 2000))); /* 0.3 s asleep */
     assert_int_equal(good, waiting);
     raw_free(&r);
     scratch_cleanup(dir);
+}
+
+static void test_preloaded_program_is_profiled(void **state) {
+    (void)state;
+    check_preloaded_run(NULL);
+}
+
+/* The other sleeping calls the library wraps, the raw syscall() among them: each waits
+ * to its end, inside the library's wrapper (never interrupted, §(l.3)). */
+static void test_other_waits_are_wrapped(void **state) {
+    (void)state;
+    check_preloaded_run("sigtimedwait");
+    check_preloaded_run("sem_timedwait");
+    check_preloaded_run("syscall_nanosleep");
 }
 
 /* Run the target with `end` (see preload_target.c); returns its exit status, its pid
@@ -209,6 +225,7 @@ static void test_execl_family_is_followed(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preloaded_program_is_profiled),
+        cmocka_unit_test(test_other_waits_are_wrapped),
         cmocka_unit_test(test_exit_underscore_keeps_profile),
         cmocka_unit_test(test_exec_is_followed),
         cmocka_unit_test(test_execl_family_is_followed),
