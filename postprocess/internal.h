@@ -154,6 +154,7 @@ struct ospprof_profile {
     ospprof_sample *samples; /* copy of the raw samples, time ordered */
     size_t nsamples;
     uint64_t rate_hz, dropped;
+    char engine[16];          /* the raw file's "engine" (cut), "" when it does not say */
     uint64_t on_w, on_n;      /* total on-CPU weight (ns) and samples */
     uint64_t profiler_cpu_ns; /* the profiler's own CPU no sample carries (raw file) */
     double wall_s;

@@ -405,6 +405,7 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
     p->pname = slash ? slash + 1 : p->program;
     p->rate_hz = raw->rate_hz;
     p->dropped = raw->dropped;
+    if (raw->engine) snprintf(p->engine, sizeof p->engine, "%s", raw->engine);
     p->profiler_cpu_ns = raw->profiler_cpu_ns;
     p->nsamples = raw->nsamples;
     p->samples = ospprof_xcalloc(raw->nsamples, sizeof *p->samples);

@@ -7,10 +7,53 @@
 
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+
+/* The on-CPU samples a run got against what its rate asks for its on-CPU time (the
+ * weights are measured CPU time, so times and percentages stay exact either way): one
+ * note line when fewer than four fifths came, with the engine's reason
+ * (docs/profiler-runtime.md "Sampling engines"). Nothing for short runs (under 50 samples
+ * asked) or a raw file that does not name its engine. */
+static void report_rate_note(ospprof_buf *b, const ospprof_profile *p) {
+    double asked = (double)p->on_w / 1e9 * (double)p->rate_hz;
+    if (asked < 50 || (double)p->on_n >= 0.8 * asked) return;
+    const char *why = NULL;
+    char buf[160];
+    if (strcmp(p->engine, "cpu_timer") == 0) {
+        const char *forced = getenv("OSPREY_PROFILE_ENGINE");
+        int paranoid = -1;
+        FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+        if (f) {
+            if (fscanf(f, "%d", &paranoid) != 1) paranoid = -1;
+            fclose(f);
+        }
+        if (forced && strcmp(forced, "cpu_timer") == 0)
+            why = "OSPREY_PROFILE_ENGINE=cpu_timer: CPU-time timers fire at most once per "
+                  "kernel tick";
+        else if (paranoid >= 3) {
+            snprintf(buf, sizeof buf,
+                     "perf events refused (kernel.perf_event_paranoid is %d; 2 allows them): "
+                     "CPU-time timers fire at most once per kernel tick",
+                     paranoid);
+            why = buf;
+        } else
+            why = "perf events refused (a seccomp filter, or a kernel without them): CPU-time "
+                  "timers fire at most once per kernel tick";
+    } else if (strcmp(p->engine, "sampler") == 0) {
+        why = "the sampler thread fell behind (more busy threads than cores, or perf events "
+              "and CPU-time timers both unavailable)";
+    } else if (p->engine[0] == '\0') {
+        return;
+    }
+    ospprof_buf_printf(b,
+                       "note: %llu of about %.0f on-CPU samples at %lluHz%s%s; times stay exact\n",
+                       (unsigned long long)p->on_n, asked, (unsigned long long)p->rate_hz,
+                       why ? ": " : "", why ? why : "");
+}
 
 bool ospprof_color_wanted(FILE *out) {
     const char *nc = getenv("NO_COLOR");
@@ -288,6 +331,7 @@ int ospprof_report_ex(const ospprof_profile *p, const char *prefix, const osppro
                            "±%.1f%%; run longer or raise OSPREY_PROFILE_HZ\n",
                            (unsigned long long)p->on_n, p->on_n == 1 ? "sample" : "samples", m);
     }
+    report_rate_note(&b, p);
     ospprof_buf safe = {0};
     ospprof_term_text(&safe, prefix);
     const char *sp = safe.p ? safe.p : "";
