@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -230,6 +231,8 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_relaxed);
     atomic_store_explicit(&s->in_block, 0, memory_order_relaxed);
     atomic_store_explicit(&s->req_out, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->blk_t0, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->wait_done_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&s->leaving, 0, memory_order_relaxed);
     memset(&s->sm, 0, sizeof s->sm);
     s->sm.last_t = osp_prof__mono_ns();
@@ -330,6 +333,8 @@ static __attribute__((noinline)) void block_capture(struct osp_prof_slot *s, uin
     /* Sequentially consistent: the thread's half of the request handshake (send_request
      * in prof_sampler.c), read back by osp_prof_block_begin. */
     atomic_store_explicit(&s->block_seq, q + 2, memory_order_seq_cst);
+    if (!osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &s->blk_cpu0)) s->blk_cpu0 = 0;
+    atomic_store_explicit(&s->blk_t0, osp_prof__mono_ns(), memory_order_relaxed);
     atomic_store_explicit(&s->in_block, 1, memory_order_seq_cst);
 }
 
@@ -373,6 +378,20 @@ OSP_PROF_PUBLIC void osp_prof_block_end(void) {
     struct osp_prof_slot *s = osp_prof__t_slot;
     if (s == NULL || s->block_depth == 0) return;
     if (--s->block_depth > 0) return;
+    /* The time waited in the region joins the total before the region is seen closed: its
+     * wall time less the CPU time used in it. A region the thread mostly ran in (a busy
+     * poll(..., 0) loop, a wait that keeps returning at once) waited nothing: its
+     * time is on-CPU, or preempted, which no sample shows (§(l.3)). */
+    uint64_t t0 = atomic_load_explicit(&s->blk_t0, memory_order_relaxed);
+    uint64_t now = osp_prof__mono_ns(), cpu;
+    uint64_t wall = now > t0 ? now - t0 : 0;
+    uint64_t ran = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &cpu) && cpu > s->blk_cpu0
+                       ? cpu - s->blk_cpu0
+                       : 0;
+    if (ran * 2 < wall) {
+        uint64_t done = atomic_load_explicit(&s->wait_done_ns, memory_order_relaxed);
+        atomic_store_explicit(&s->wait_done_ns, done + (wall - ran), memory_order_relaxed);
+    }
     atomic_store_explicit(&s->in_block, 0, memory_order_release);
 }
 

@@ -423,6 +423,32 @@ static int sched_observe(struct osp_prof_session *ps, struct osp_prof_slot *s, u
     return st;
 }
 
+/* The wall time the thread spent in blocking regions since the previous tick, from the
+ * times it keeps itself (osp_prof_block_begin/_end): the regions it ended (wait_done_ns)
+ * plus the open one so far, less what earlier waiting samples carry (wait_seen). Read
+ * in the order that can only miss time, never count it twice (the total of ended regions
+ * first, then whether one is open, then since when): a region that ends or begins between
+ * the reads is counted at the next tick. So a thread that runs, then waits, within one
+ * tick has the waiting sample weigh its wait, not the whole tick, and a wait that ended
+ * before the tick is not lost. `running_in` (a region the thread runs in, distrusted):
+ * its open part is not waiting and is never counted. */
+static uint64_t region_wait(struct osp_prof_slot *s, uint64_t t, bool running_in) {
+    struct osp_prof_sampler_state *m = &s->sm;
+    uint64_t total = atomic_load_explicit(&s->wait_done_ns, memory_order_acquire);
+    if (running_in) {
+        m->wait_seen = total;
+        return 0;
+    }
+    if (atomic_load_explicit(&s->in_block, memory_order_acquire)) {
+        uint64_t t0 = atomic_load_explicit(&s->blk_t0, memory_order_relaxed);
+        if (t > t0) total += t - t0;
+    }
+    if (total <= m->wait_seen) return 0;
+    uint64_t w = total - m->wait_seen;
+    m->wait_seen = total;
+    return w;
+}
+
 /* Classify one validated slot at time t (§(b.2)). Under the registry mutex. */
 static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t t) {
     struct osp_prof_sampler_state *m = &s->sm;
@@ -472,14 +498,27 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         m->blk_cpu_known = false;
     }
     if (region_distrusted) in_block = false;
+    /* Waiting in regions since the last tick, weighed with the region times the thread
+     * measured: in the region still (case 1), or in one it has left since. */
+    uint64_t region_w = region_wait(s, t, region_distrusted);
     if (in_block) {
         m->ep_on = false;
+        if (region_w == 0) return; /* (entered since the previous reading) */
         int64_t k = block_stack(ps, s);
         if (k >= 0)
-            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, wall);
+            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, region_w);
         else
             ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
         return;
+    }
+    if (region_w > 0) {
+        /* A region it left since the last tick: that wait, with the region's stack (kept
+         * until the next region's capture replaces it). */
+        int64_t k = block_stack(ps, s);
+        if (k >= 0)
+            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, region_w);
+        else
+            ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
     }
 
     /* 2. CPU progress: an on-CPU request (one outstanding at a time) once the thread has

@@ -133,7 +133,8 @@ struct osp_prof_sampler_state {
     bool blk_cpu_known;
     uint32_t blk_distrust_seq; /* a region (block_seq) the thread was seen running in */
     bool blk_distrust_known;
-    int stat_fd; /* cached /proc/self/task/<tid>/stat, or -1 */
+    uint64_t wait_seen; /* region wall time already in waiting samples (region_wait) */
+    int stat_fd;        /* cached /proc/self/task/<tid>/stat, or -1 */
 };
 
 /* One registered thread (§(d)). */
@@ -158,6 +159,13 @@ struct osp_prof_slot {
      * wait the profiler causes and never samples as the program's. */
     _Atomic int leaving;
     _Atomic uint32_t block_seq; /* odd while the owner writes the stack */
+    /* Time waited in regions, kept by the owner: the monotonic time the open region began
+     * (and the thread's CPU clock then, owner only), and the total of the regions it ended,
+     * each its wall time less the CPU time it used in it (prof_registry.c; read by
+     * region_wait in prof_sampler.c). */
+    _Atomic uint64_t blk_t0;
+    uint64_t blk_cpu0;
+    _Atomic uint64_t wait_done_ns;
     _Atomic uint32_t block_n, block_trunc;
     _Atomic uintptr_t block_pcs[OSP_PROF_MAX_FRAMES];
     /* Identity, under the registry mutex. */
