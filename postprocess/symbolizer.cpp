@@ -326,6 +326,99 @@ extern "C" char *ospprof_llvm_build_id(const char *object) {
     return c;
 }
 
+// One path element of a Rust legacy symbol, unescaped as rustc-demangle does: a leading
+// "_$" loses its "_", ".." is "::", "$LT$" "<", "$u20$" " " and the other "$..$" escapes.
+// False for an escape rustc never writes (the name is then not taken for Rust).
+static bool rust_legacy_element(std::string_view e, std::string &out) {
+    if (e.size() >= 2 && e[0] == '_' && e[1] == '$') e.remove_prefix(1);
+    while (!e.empty()) {
+        if (e[0] == '.') {
+            bool two = e.size() > 1 && e[1] == '.';
+            out += two ? "::" : ".";
+            e.remove_prefix(two ? 2 : 1);
+        } else if (e[0] == '$') {
+            size_t end = e.find('$', 1);
+            if (end == std::string_view::npos) return false;
+            std::string_view esc = e.substr(1, end - 1);
+            static const struct {
+                const char *esc;
+                char c;
+            } named[] = {{"SP", '@'}, {"BP", '*'}, {"RF", '&'}, {"LT", '<'},
+                         {"GT", '>'}, {"LP", '('}, {"RP", ')'}, {"C", ','}};
+            bool done = false;
+            for (const auto &n : named)
+                if (esc == n.esc) {
+                    out += n.c;
+                    done = true;
+                }
+            if (!done) {
+                // $uXX$: a character by its hex code (rustc writes ASCII punctuation so)
+                if (esc.size() < 2 || esc.size() > 3 || esc[0] != 'u') return false;
+                unsigned v = 0;
+                for (char h : esc.substr(1)) {
+                    int d = (h >= '0' && h <= '9')   ? h - '0'
+                            : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                                                     : -1;
+                    if (d < 0) return false;
+                    v = v * 16 + static_cast<unsigned>(d);
+                }
+                if (v < 0x20 || v > 0x7e) return false;
+                out += static_cast<char>(v);
+            }
+            e.remove_prefix(end + 1);
+        } else {
+            size_t stop = e.find_first_of("$.");
+            out += e.substr(0, stop);
+            e.remove_prefix(stop == std::string_view::npos ? e.size() : stop);
+        }
+    }
+    return true;
+}
+
+// A Rust legacy symbol (`_ZN` <len><element>... `E`, the last element `h` + 16 hex digits,
+// the rule of binutils' rust_is_mangled), demangled as rustc-demangle's default form:
+// `_ZN1r4work14Acc$LT$f64$GT$3add17h3cc997bb3c24bfedE` is `r::work::Acc<f64>::add::h3cc997bb3c24bfed`.
+// LLVM's Itanium demangler reads such names as C++ and leaves the escapes in. A
+// `.llvm.<digits>` suffix (LTO) is dropped, as rustc-demangle does; false: not Rust legacy.
+static bool rust_legacy_demangle(std::string_view m, std::string &out) {
+    if (m.substr(0, 3) != "_ZN") return false;
+    m.remove_prefix(3);
+    std::vector<std::string_view> elems;
+    while (!m.empty() && m[0] != 'E') {
+        size_t len = 0, i = 0;
+        while (i < m.size() && m[i] >= '0' && m[i] <= '9' && len < 100000)
+            len = len * 10 + static_cast<size_t>(m[i++] - '0');
+        if (i == 0 || len == 0 || len > m.size() - i) return false;
+        std::string_view e = m.substr(i, len);
+        for (char ch : e)
+            if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '$' || ch == '.'))
+                return false;
+        elems.push_back(e);
+        m.remove_prefix(i + len);
+    }
+    if (m.empty() || elems.size() < 2) return false;
+    m.remove_prefix(1); // 'E'
+    std::string_view hash = elems.back();
+    if (hash.size() != 17 || hash[0] != 'h' ||
+        hash.substr(1).find_first_not_of("0123456789abcdef") != std::string_view::npos)
+        return false;
+    if (!m.empty()) {
+        // only rustc's LTO suffix may follow
+        if (m.substr(0, 6) != ".llvm." || m.size() == 6) return false;
+        // rustc-demangle accepts hex digits and '@' there
+        if (m.substr(6).find_first_not_of("0123456789ABCDEFabcdef@") != std::string_view::npos)
+            return false;
+    }
+    std::string d;
+    for (size_t k = 0; k < elems.size(); k++) {
+        if (k) d += "::";
+        if (!rust_legacy_element(elems[k], d)) return false;
+    }
+    out = std::move(d);
+    return true;
+}
+
 extern "C" char *ospprof_demangle(const char *name) {
     if (!name || !name[0]) return nullptr;
     std::string_view full(name);
@@ -340,7 +433,8 @@ extern "C" char *ospprof_demangle(const char *name) {
           ((core[0] == '_' && (core[1] == 'Z' || core[1] == 'R' || core[1] == 'D')) ||
            core[0] == '?')))
         return nullptr;
-    std::string d = llvm::demangle(core);
+    std::string d;
+    if (!rust_legacy_demangle(core, d)) d = llvm::demangle(core);
     if (d == core) return nullptr;
     d.append(suffix);
     return dup_cstr(d);

@@ -689,6 +689,31 @@ static void test_demangled_names(void **st) {
     }
     char *d = ospprof_demangle("main");
     assert_null(d);
+    /* Rust's legacy mangling (rustc's default) is Itanium-shaped; its escapes are decoded and
+     * the hash kept, as rustc-demangle's default form (LLVM alone left "$LT$f64$GT$"). A C++
+     * name whose last element only looks like a hash, or with parameters, stays C++. */
+    static const char *const rust[][2] = {
+        {"_ZN1r4work14Acc$LT$f64$GT$3add17h3cc997bb3c24bfedE",
+         "r::work::Acc<f64>::add::h3cc997bb3c24bfed"},
+        {"_ZN4core3ops8function6FnOnce40call_once$u7b$$u7b$vtable.shim$u7d$$u7d$"
+         "17h4e752abcd47eff30E",
+         "core::ops::function::FnOnce::call_once{{vtable.shim}}::h4e752abcd47eff30"},
+        {"_ZN102_$LT$core..iter..adapters..map..Map$LT$I$C$F$GT$$u20$as$u20$core..iter..traits.."
+         "iterator..Iterator$GT$4fold17h5e530b336831bdbdE",
+         "<core::iter::adapters::map::Map<I,F> as core::iter::traits::iterator::Iterator>::fold"
+         "::h5e530b336831bdbd"},
+        {"_ZN3std6thread9lifecycle15spawn_unchecked28_$u7b$$u7b$closure$u7d$$u7d$"
+         "17hb9b616cb750b18b1E.llvm.1234",
+         "std::thread::lifecycle::spawn_unchecked::{{closure}}::hb9b616cb750b18b1"},
+        {"_ZN3foo3barEv", "foo::bar()"},
+        {"_ZN3foo17h0123456789abcdefEv", "foo::h0123456789abcdef()"},
+    };
+    for (size_t i = 0; i < sizeof rust / sizeof rust[0]; i++) {
+        d = ospprof_demangle(rust[i][0]);
+        if (!d) fail_msg("%s not demangled", rust[i][0]);
+        assert_string_equal(d, rust[i][1]);
+        free(d);
+    }
     ospprof_profile_free(p);
     tu_rmtree(r.dir);
     free(r.dir);
