@@ -294,6 +294,10 @@ static void init_once(void) {
     if (ps->slots == NULL) return;
     if (pthread_atfork(NULL, NULL, atfork_child) != 0) return;
     if (atexit(exit_hook) != 0) return;
+    /* quick_exit runs at_quick_exit handlers, not atexit ones, then glibc's internal _exit
+     * (which no interposer sees): write the file as _exit does, on the sampler thread (C11
+     * lets a signal handler call quick_exit). Registered first, it runs last. */
+    if (at_quick_exit(osp_prof__exit_now) != 0) return;
     ps->init_ok = true;
 }
 
