@@ -22,7 +22,7 @@
  * timeout does not wait: it runs outside any region, so a busy poll(..., 0) loop is
  * on-CPU (§(l.3)).
  *
- * Ends that run no atexit handler keep their profile too: `_exit` and `_Exit` have the
+ * Ends that run no atexit handler keep their profile too: `_exit`, `_Exit` and `daemon` have the
  * sampler thread write the raw file first (osp_prof__exit_now), and `execve`, `execv`,
  * `execvp`, `execvpe`, `execl`, `execlp` and `execle` by the profiled process itself (not a
  * forked child) give the new program OSPREY_PROFILE and OSPREY_PROFILE_HZ back, so a
@@ -37,6 +37,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <semaphore.h>
 #include <pthread.h>
@@ -49,7 +50,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include "prof_own_text.h"
@@ -238,6 +241,41 @@ OSP_PROF_PUBLIC long syscall(long number, ...) {
     }
 OSP_PROF_EXIT_WRAPPER(_exit)
 OSP_PROF_EXIT_WRAPPER(_Exit)
+
+/* ---- daemon ---------------------------------------------------------------------------- */
+
+/* glibc's daemon() forks and ends the parent -- the profiled process -- with its internal
+ * _exit, which the interposer above never sees, so a program that daemonizes lost its
+ * profile. The same steps here (glibc's misc/daemon.c), through fork and the interposed
+ * _exit: the parent writes its profile; the child, forked, is inert as after any fork. */
+OSP_PROF_PUBLIC int daemon(int nochdir, int noclose) {
+    switch (fork()) {
+    case -1: return -1;
+    case 0: break;
+    default: _exit(0);
+    }
+    if (setsid() == -1) return -1;
+    if (!nochdir) (void)chdir("/");
+    if (!noclose) {
+        int fd = open("/dev/null", O_RDWR);
+        if (fd == -1) return -1;
+        struct stat st;
+        if (fstat(fd, &st) != 0) {
+            close(fd);
+            return -1;
+        }
+        if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+            close(fd);
+            errno = ENODEV;
+            return -1;
+        }
+        (void)dup2(fd, STDIN_FILENO);
+        (void)dup2(fd, STDOUT_FILENO);
+        (void)dup2(fd, STDERR_FILENO);
+        if (fd > 2) close(fd);
+    }
+    return 0;
+}
 
 /* ---- dlclose --------------------------------------------------------------------------- */
 
