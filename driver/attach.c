@@ -899,6 +899,30 @@ static void read_images(osp_attach *a) {
         index_cfi(a); /* tables moved into v are gone with it */
         return;
     }
+    /* An image gone since the last read -- a plugin dlclose'd, the old program after an
+     * exec -- stays listed, without its table (its memory is something else now), so the
+     * samples taken while it was mapped keep their names; unless a new image took over its
+     * addresses (as the runtime does, docs/profiler-runtime.md "Profiling any program"). */
+    for (size_t j = 0; j < a->nimages; j++) {
+        aimage *o = &a->images[j];
+        if (o->path == NULL) continue;
+        uint64_t olo = o->text_size ? o->text : o->base,
+                 ohi = olo + (o->text_size ? o->text_size : 1);
+        bool keep = true;
+        for (size_t i = 0; i < n && keep; i++) {
+            uint64_t lo = v[i].text_size ? v[i].text : v[i].base;
+            uint64_t hi = lo + (v[i].text_size ? v[i].text_size : 1);
+            if (lo < ohi && olo < hi) keep = false; /* still there, or replaced */
+        }
+        if (!keep) continue;
+        aimage *g = grow(v, &cap, n + 1, sizeof *v);
+        if (!g) break;
+        v = g;
+        v[n] = *o;
+        memset(o, 0, sizeof *o);
+        osp_prof__cfi_table_free(&v[n].cfi);
+        n++;
+    }
     free_images(a->images, a->nimages);
     a->images = v;
     a->nimages = n;
