@@ -5,12 +5,14 @@
  */
 #include "internal.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The on-CPU samples a run got against what its rate asks for its on-CPU time (the
@@ -179,10 +181,22 @@ void ospprof_term_cut(ospprof_buf *b, const char *text, size_t n, size_t room) {
 }
 
 /* Line `line` (1-based) of `path`, trimmed, control characters (tabs included) as spaces or
- * '?'; NULL when the file cannot be read or is shorter. At most 16 MiB are read. */
+ * '?'; NULL when the file cannot be read, is shorter or is not a regular file. At most
+ * 16 MiB are read. The path comes from debug info: a FIFO there used to block the report
+ * for good (in open), a device such as /dev/zero to fill memory (one endless line). */
 static char *source_line(const char *path, uint32_t line) {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return NULL;
+    }
     char *buf = NULL;
     size_t cap = 0, total = 0;
     ssize_t len = 0;
