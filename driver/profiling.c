@@ -117,6 +117,7 @@ static const char *signal_name(int sig) {
     case SIGTERM: return "SIGTERM";
     case SIGHUP: return "SIGHUP";
     case SIGQUIT: return "SIGQUIT";
+    case SIGPIPE: return "SIGPIPE";
     default: return "a signal";
     }
 }
@@ -156,7 +157,8 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
     /* What the report header says ended the run (§(l.5)). */
     int interrupted = out.interrupt_sig;
     if (!interrupted && out.duration_expired) interrupted = SIGINT;
-    if (!interrupted && (out.termsig == SIGINT || out.termsig == SIGTERM || out.termsig == SIGHUP))
+    if (!interrupted && (out.termsig == SIGINT || out.termsig == SIGTERM || out.termsig == SIGHUP ||
+                         out.termsig == SIGPIPE))
         interrupted = out.termsig;
     if (status >= 0) {
         if (access(raw, F_OK) == 0) {

@@ -66,7 +66,7 @@ void osp_prof_label_created_threads(const char *label);
 
 /*
  * Set the function the profiler calls just before it ends the process by re-raising a
- * terminating signal it caught (SIGINT, SIGTERM, SIGHUP at their default action;
+ * terminating signal it caught (SIGINT, SIGTERM, SIGHUP, SIGPIPE at their default action;
  * docs/spec/profiler.md §(l.5)): after the raw file is written, on the sampler thread, or
  * in the signal handler itself when the profile cannot be written first. The Osprey runtime
  * passes its stdout flush, so what the program printed is not lost when it is interrupted

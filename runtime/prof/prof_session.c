@@ -121,7 +121,9 @@ static size_t engine_from_env(void) {
 
 /* ---- termination signals (§(l.5)) ------------------------------------------------------- */
 
-static const int term_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+/* SIGPIPE too (beyond §(l.5)): `osprey prog --profile | head` ends the program with it
+ * when the reader goes away, and the run's profile was lost. */
+static const int term_signals[OSP_PROF_TERM_SIGNALS] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
 /* osp_prof_set_before_signal_death's function (the Osprey runtime's stdout flush). */
 static void (*_Atomic g_before_death)(void);
@@ -240,7 +242,7 @@ static void term_install(struct osp_prof_session *ps) {
     atomic_store(&g_term_dying, 0);
     atomic_store(&g_term_first_ns, 0);
     ps->term_sem_ok = sem_init(&ps->term_sem, 0, 0) == 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < OSP_PROF_TERM_SIGNALS; i++) {
         ps->term_installed[i] = false;
         if (!ps->term_sem_ok) continue;
         if (osp_prof__real_sigaction(term_signals[i], NULL, &ps->term_old[i]) != 0) continue;
@@ -257,7 +259,7 @@ static void term_install(struct osp_prof_session *ps) {
 
 /* Put back the default action of the signals we took, unless the program replaced ours. */
 static void term_restore(struct osp_prof_session *ps) {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < OSP_PROF_TERM_SIGNALS; i++) {
         if (!ps->term_installed[i]) continue;
         ps->term_installed[i] = false;
         struct sigaction cur;
@@ -526,7 +528,7 @@ static void exit_hook(void) {
      * self_sent): the file is written now; die of the signal, as the program would have
      * unprofiled, not with the exit status. */
     int sig = atomic_load(&ps->term_sig);
-    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) die_of(sig);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGPIPE) die_of(sig);
 }
 
 /* The _exit interposer of libosprey_prof.so: _exit runs no atexit handler, so the file

@@ -105,6 +105,9 @@ struct osp_prof_ring {
 };
 
 /* Sampler-side bookkeeping of one slot; accessed only under the registry mutex. */
+/* The terminating signals whose default action the session takes over (prof_session.c). */
+#define OSP_PROF_TERM_SIGNALS 4
+
 struct osp_prof_sampler_state {
     uint64_t last_t;   /* monotonic time of the previous examination */
     uint64_t cpu_req;  /* CPU clock at the last on-CPU request: weight baseline */
@@ -556,8 +559,8 @@ struct osp_prof_session {
     /* §(l.5): termination signals whose default action we replaced, and the one that
      * arrived (0: none; OSP_PROF_TERM_EXIT: the program is calling _exit). The handler (or
      * the _exit interposer) posts term_sem; the sampler thread writes the file. */
-    struct sigaction term_old[3];
-    bool term_installed[3];
+    struct sigaction term_old[OSP_PROF_TERM_SIGNALS];
+    bool term_installed[OSP_PROF_TERM_SIGNALS];
     _Atomic int term_sig;
     _Atomic int exit_written; /* the file of an _exit is written (or was not to be) */
     sem_t term_sem;
@@ -755,7 +758,7 @@ OSP_PROF_HIDDEN void osp_prof__stat_fd_release(struct osp_prof_session *ps,
 #define OSP_PROF_TERM_EXIT (-1)
 
 /* On the sampler thread after its teardown, once a termination signal `sig` (SIGINT,
- * SIGTERM, SIGHUP whose action was the default) arrived: stop the session, write the raw
+ * SIGTERM, SIGHUP, SIGPIPE whose action was the default) arrived: stop the session, write the raw
  * file (temporary + rename), restore the signal's default action and send it to the
  * process again, so the program dies of it. Returns only if the session owner is already
  * stopping the session (it writes the file). With `sig` OSP_PROF_TERM_EXIT (a thread is
