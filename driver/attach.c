@@ -1170,8 +1170,9 @@ static void progress_line(osp_attach *a, FILE *f, uint64_t elapsed_ns, bool last
     if (last) {
         fputs("\r\033[K", f);
     } else {
-        fprintf(f, "\r\033[Kosprey: attached to %d · %.1fs · %zu samples · %zu threads",
-                (int)a->pid, (double)elapsed_ns / 1e9, a->nsamples, alive);
+        fprintf(f, "\r\033[Kosprey: attached to %d · %.1fs · %zu %s · %zu %s", (int)a->pid,
+                (double)elapsed_ns / 1e9, a->nsamples, a->nsamples == 1 ? "sample" : "samples",
+                alive, alive == 1 ? "thread" : "threads");
     }
     fflush(f);
 }

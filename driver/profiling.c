@@ -375,10 +375,10 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
         return 2;
     }
     char *scratch = scratch_create();
-    if (!scratch) {
+    if (!scratch) { /* before the run, like the raw path's and the exports' checks: 2 */
         free(exe);
         free(lib_abs);
-        return 1;
+        return 2;
     }
     char hint[PATH_MAX + 200];
     snprintf(hint, sizeof hint, "'%s' %s", args[0], no_profile_reason(exe));
@@ -447,7 +447,7 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
     const char *prefix = output ? output : def_prefix;
     if (prof_check_export_dir(prefix, false) != 0) return 2;
     char *scratch = scratch_create();
-    if (!scratch) return 1;
+    if (!scratch) return 2; /* nothing attached yet */
 
     char err[PATH_MAX + 256];
     /* From here until the threads are detached, SIGINT/SIGTERM/SIGHUP/SIGQUIT only stop the
@@ -474,9 +474,11 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
         fprintf(stderr, "osprey: process %ld exited after %.1fs; profiling stopped\n", pid,
                 (double)st.elapsed_ns / 1e9);
     fprintf(stderr,
-            "osprey: sampled process %ld for %.1fs at %u Hz: %llu samples, %zu threads; "
+            "osprey: sampled process %ld for %.1fs at %u Hz: %llu %s, %zu %s; "
             "sampled threads were stopped %.2f%% of the time; sampling used %.2f%% of a CPU\n",
-            pid, (double)st.elapsed_ns / 1e9, hz, (unsigned long long)st.samples, st.threads_seen,
+            pid, (double)st.elapsed_ns / 1e9, hz, (unsigned long long)st.samples,
+            st.samples == 1 ? "sample" : "samples", st.threads_seen,
+            st.threads_seen == 1 ? "thread" : "threads",
             st.thread_ns ? 100.0 * (double)st.stopped_ns / (double)st.thread_ns : 0.0,
             st.elapsed_ns ? 100.0 * (double)st.cpu_ns / (double)st.elapsed_ns : 0.0);
     if (st.samples == 0 && st.ended_stopped)
