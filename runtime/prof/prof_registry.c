@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -299,6 +300,20 @@ OSP_PROF_PUBLIC void osp_prof_thread_unregister(void) {
 
 /* ---- blocking regions (§(b.3), §(c) item 6, §(d)) ------------------------------------- */
 
+/* The calling thread's CPU time (user + system, ns) and voluntary context switches, for
+ * a region's time waited (osp_prof_block_end). False (zeros) if getrusage fails. */
+static bool region_usage(uint64_t *cpu_ns, uint64_t *nvcsw) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) {
+        *cpu_ns = *nvcsw = 0;
+        return false;
+    }
+    *cpu_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+              ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+    *nvcsw = (uint64_t)ru.ru_nvcsw;
+    return true;
+}
+
 /* The capture of osp_prof_block_begin, out of line so that the hook's fast path (no
  * session, no slot, nested region) stays a few instructions. `hook_fp` is the hook's
  * frame record {caller's fp, return address}; the walk starts at the caller's record,
@@ -333,7 +348,7 @@ static __attribute__((noinline)) void block_capture(struct osp_prof_slot *s, uin
     /* Sequentially consistent: the thread's half of the request handshake (send_request
      * in prof_sampler.c), read back by osp_prof_block_begin. */
     atomic_store_explicit(&s->block_seq, q + 2, memory_order_seq_cst);
-    if (!osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &s->blk_cpu0)) s->blk_cpu0 = 0;
+    region_usage(&s->blk_cpu0, &s->blk_nvcsw0);
     atomic_store_explicit(&s->blk_t0, osp_prof__mono_ns(), memory_order_relaxed);
     atomic_store_explicit(&s->in_block, 1, memory_order_seq_cst);
 }
@@ -379,16 +394,16 @@ OSP_PROF_PUBLIC void osp_prof_block_end(void) {
     if (s == NULL || s->block_depth == 0) return;
     if (--s->block_depth > 0) return;
     /* The time waited in the region joins the total before the region is seen closed: its
-     * wall time less the CPU time used in it. A region the thread mostly ran in (a busy
-     * poll(..., 0) loop, a wait that keeps returning at once) waited nothing: its
-     * time is on-CPU, or preempted, which no sample shows (§(l.3)). */
+     * wall time less the CPU time used in it. A region in which the thread never blocked
+     * (no voluntary context switch: a busy poll(..., 0) loop, a wait that keeps returning
+     * at once) waited nothing, however long it was preempted on a busy machine: its time
+     * is on-CPU or runnable, which no waiting sample shows (§(l.3)). */
     uint64_t t0 = atomic_load_explicit(&s->blk_t0, memory_order_relaxed);
-    uint64_t now = osp_prof__mono_ns(), cpu;
+    uint64_t now = osp_prof__mono_ns(), cpu, nvcsw;
     uint64_t wall = now > t0 ? now - t0 : 0;
-    uint64_t ran = osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &cpu) && cpu > s->blk_cpu0
-                       ? cpu - s->blk_cpu0
-                       : 0;
-    if (ran * 2 < wall) {
+    bool known = region_usage(&cpu, &nvcsw);
+    uint64_t ran = known && cpu > s->blk_cpu0 ? cpu - s->blk_cpu0 : 0;
+    if (known && nvcsw != s->blk_nvcsw0 && ran < wall) {
         uint64_t done = atomic_load_explicit(&s->wait_done_ns, memory_order_relaxed);
         atomic_store_explicit(&s->wait_done_ns, done + (wall - ran), memory_order_relaxed);
     }

@@ -163,11 +163,12 @@ struct osp_prof_slot {
     _Atomic int leaving;
     _Atomic uint32_t block_seq; /* odd while the owner writes the stack */
     /* Time waited in regions, kept by the owner: the monotonic time the open region began
-     * (and the thread's CPU clock then, owner only), and the total of the regions it ended,
-     * each its wall time less the CPU time it used in it (prof_registry.c; read by
+     * (and the thread's CPU time and voluntary switches then, owner only), and the total of
+     * the regions it ended, each its wall time less the CPU time it used in it, when it
+     * blocked in it (prof_registry.c; read by
      * region_wait in prof_sampler.c). */
     _Atomic uint64_t blk_t0;
-    uint64_t blk_cpu0;
+    uint64_t blk_cpu0, blk_nvcsw0;
     _Atomic uint64_t wait_done_ns;
     _Atomic uint32_t block_n, block_trunc;
     _Atomic uintptr_t block_pcs[OSP_PROF_MAX_FRAMES];

@@ -29,6 +29,14 @@ static inline bool code_address(uintptr_t a) {
     return OSP_PROF_USER_LIMIT == 0 || a < OSP_PROF_USER_LIMIT;
 }
 
+/* code_address, and not inside the stack being walked ([lo, hi)): a word of the stack
+ * taken for a return address (a sample inside _Unwind_RaiseException while it installs
+ * a handler's context, where neither the chain nor the CFI describes the frame) is not
+ * a frame, and the walk ends there instead of naming a stack address. */
+static inline bool code_addr_in(uintptr_t a, uintptr_t lo, uintptr_t hi) {
+    return code_address(a) && a - lo >= hi - lo;
+}
+
 /* True when a frame record [fp, fp + 16) lies inside [lo, hi) and fp is 8-byte aligned.
  * Written so that nothing overflows: hi - 16 is only formed when hi >= lo + 16. */
 static inline bool frame_ok(uintptr_t fp, uintptr_t lo, uintptr_t hi) {
@@ -61,14 +69,15 @@ osp_prof__fp_walk(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintpt
     for (;;) {
         if (n >= cap) {
             /* Stopped by the cap: truncated only if the chain would have continued. */
-            if (!lr_pending && frame_ok(fp, lo, hi) && code_address(*(const uintptr_t *)(fp + 8)))
+            if (!lr_pending && frame_ok(fp, lo, hi) &&
+                code_addr_in(*(const uintptr_t *)(fp + 8), lo, hi))
                 *truncated = true;
             break;
         }
         if (!frame_ok(fp, lo, hi)) break;
         uintptr_t next = *(const uintptr_t *)fp;
         uintptr_t ret = osp_prof__strip_pac(*(const uintptr_t *)(fp + 8));
-        if (!code_address(ret)) break;
+        if (!code_addr_in(ret, lo, hi)) break;
         if (first) {
             first = false;
             if (lr_pending) {
@@ -304,7 +313,7 @@ NO_SAN static bool find_frame_record(const struct osp_cfi_set *set, uintptr_t q,
     uintptr_t best_at = 0;
     for (; a + 16 <= stop && best < CALL_RESOLVED; a += 8) {
         uintptr_t next, ret;
-        if (!stack_word(a + 8, lo, hi, d, &ret) || !code_address(ret)) continue;
+        if (!stack_word(a + 8, lo, hi, d, &ret) || !code_addr_in(ret, lo, hi)) continue;
         const struct osp_cfi_image *img = osp_prof__cfi_find(set, ret - 1);
         if (img == NULL) continue;
         int how = call_into(set, img, ret, entry);
@@ -352,7 +361,7 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
                     *end = OSP_UNWIND_BAD_STACK;
                     return false;
                 }
-                if (!code_address(pc) || sp <= u->sp || sp > hi) {
+                if (!code_addr_in(pc, lo, hi) || sp <= u->sp || sp > hi) {
                     *end = OSP_UNWIND_BAD_STACK;
                     return false;
                 }
@@ -403,7 +412,7 @@ NO_SAN static bool hybrid_step(const struct osp_cfi_set *set, struct ustate *u, 
             } else if (r->fp_rule == OSP_CFI_FP_UNDEF) {
                 fp_known = false;
             }
-            if (!code_address(ra)) {
+            if (!code_addr_in(ra, lo, hi)) {
                 *end = OSP_UNWIND_CHAIN_END;
                 return false;
             }
@@ -433,7 +442,7 @@ fp_step:
     }
     uintptr_t next = RD(u->fp);
     uintptr_t ret = RD(u->fp + 8);
-    if (!code_address(ret)) {
+    if (!code_addr_in(ret, lo, hi)) {
         *end = OSP_UNWIND_CHAIN_END;
         return false;
     }
@@ -496,7 +505,8 @@ NO_SAN static bool chain_settle(const struct osp_cfi_set *set, struct fast_img *
     for (; i < n; i++) {
         uintptr_t q = out[i] - 1;
         if (q - f->run_lo < f->run_len) continue;
-        if (!code_address(out[i]) || !(fast_bits(set, f, q) & OSP_CFI_FPMAP_RET)) break;
+        if (!code_addr_in(out[i], lo, hi16 + 16) || !(fast_bits(set, f, q) & OSP_CFI_FPMAP_RET))
+            break;
     }
     if (i == n) {
         *np = n;
@@ -504,7 +514,7 @@ NO_SAN static bool chain_settle(const struct osp_cfi_set *set, struct fast_img *
         if (n > n0) *u = (struct ustate){out[n - 1], sp, fp, false, true};
         return false;
     }
-    if (!code_address(out[i])) {
+    if (!code_addr_in(out[i], lo, hi16 + 16)) {
         /* The chain broke above frame i - 1, whose step is the chain: the walk ends. */
         *np = i;
         return true;
@@ -563,7 +573,7 @@ NO_SAN static __attribute__((noinline)) size_t walk_on(const struct osp_cfi_set 
                 if (ok) {
                     next = RD(fp);
                     ret = RD(fp + 8);
-                    ok = code_address(ret);
+                    ok = code_addr_in(ret, lo, hi);
                 }
                 if (!ok) {
                     /* The map says this frame's step is the frame chain (its row is the

@@ -154,6 +154,20 @@ static void test_small_return_address_and_big_frame(void **state) {
 #endif
     unplant(&p);
 
+    /* Nor is an address inside the stack being walked (a stack word read as a return
+     * address while a frame is neither a frame record nor described, e.g. inside
+     * _Unwind_RaiseException): the walk ends before it. */
+    plant(&p, 1);
+    f1 = p.lo + 0x100;
+    f2 = p.lo + 0x200;
+    frame(f1, f2, R(1));
+    frame(f2, p.lo + 0x300, p.lo + 0x280);
+    frame(p.lo + 0x300, 0, R(3));
+    assert_int_equal(walk(&p, f1, 0, out, &trunc), 2);
+    frame(f2, p.lo + 0x300, R(2)); /* the same chain with a code address goes on */
+    assert_int_equal(walk(&p, f1, 0, out, &trunc), 4);
+    unplant(&p);
+
     /* A frame bigger than 1 MiB ends the walk (its return address is kept). */
     size_t pages = (2u << 20) / (size_t)getpagesize() + 2;
     plant(&p, pages);
