@@ -1919,17 +1919,63 @@ static int collect_link_directives(Program *prog, Diags *d, const char *src, siz
     return errors;
 }
 
+/* The index just past the balanced group (`(`, `{` or `<`) that opens at toks[k]. */
+static int skip_group(const Token *toks, int n, int k) {
+    int depth = 0;
+    for (; k < n - 1; k++) {
+        TokKind t = toks[k].kind;
+        if (t == P_LPAREN || t == P_LBRACE || t == P_LT)
+            depth++;
+        else if ((t == P_RPAREN || t == P_RBRACE || t == P_GT) && --depth == 0)
+            return k + 1;
+    }
+    return k;
+}
+
+/* After `type Name` (toks[k] is what follows the name): push the names of the union's
+ * variants (not an alias's target, `type L = List<int>` or `type A = B`). */
+static void collect_variant_names(Parser *p, const Token *toks, int n, int k, PtrVec *out) {
+    if (k < n && toks[k].kind == P_LT) k = skip_group(toks, n, k);
+    if (k >= n || toks[k].kind != P_ASSIGN) return;
+    k++;
+    if (k < n && toks[k].kind == P_BAR) k++;
+    PtrVec names = {0};
+    bool is_union = false;
+    while (k < n && toks[k].kind == T_IDENT) {
+        const char *name = toks[k].text;
+        k++;
+        if (k < n && toks[k].kind == P_LT) break; /* a generic type: an alias */
+        if (k < n && (toks[k].kind == P_LBRACE || toks[k].kind == P_LPAREN)) {
+            k = skip_group(toks, n, k);
+            is_union = true;
+        }
+        vec_push(p->a, &names, (void *)name);
+        if (k < n && toks[k].kind == P_BAR) {
+            is_union = true;
+            k++;
+            continue;
+        }
+        break;
+    }
+    if (is_union)
+        for (int i = 0; i < names.len; i++) vec_push(p->a, out, names.items[i]);
+}
+
 int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     Parser P = {.a = prog->arena, .d = d, .prog = prog};
     TokenList tl = lex(prog->arena, d, src, len, (Pos){1, 1});
     P.toks = tl.toks;
     P.ntoks = tl.len;
-    /* the declared type names, so that `Box<int> { ... }` is known to start type arguments
-     * wherever it appears (docs/spec/language.md §3.3) */
+    /* the declared type and constructor names, so that `Box<int> { ... }` and
+     * `Some<int> { value: 1 }` are known to start type arguments wherever they appear
+     * (docs/spec/language.md §3.3: "a declared constructor followed by `<` always begins
+     * type arguments") */
     PtrVec tnames = {0};
     for (int k = 0; k + 1 < tl.len; k++)
-        if (tl.toks[k].kind == K_TYPE && tl.toks[k + 1].kind == T_IDENT)
+        if (tl.toks[k].kind == K_TYPE && tl.toks[k + 1].kind == T_IDENT) {
             vec_push(P.a, &tnames, (void *)tl.toks[k + 1].text);
+            collect_variant_names(&P, tl.toks, tl.len, k + 2, &tnames);
+        }
     P.type_names = (const char **)tnames.items;
     P.ntype_names = tnames.len;
     int lex_errors = d->count;
