@@ -79,10 +79,12 @@ typedef struct Lexer {
     const char *src;
     size_t len, i;
     int line, col;
-    int nest; /* interpolation nesting: limits recursion in fragments */
+    int nest;       /* interpolation nesting: limits recursion in fragments */
+    const Pos *map; /* a fragment's source position of each byte (and of its end), or NULL */
 } Lexer;
 
 static Pos here(const Lexer *L) {
+    if (L->map) return L->map[L->i < L->len ? L->i : L->len];
     return (Pos){L->line, L->col};
 }
 
@@ -116,6 +118,22 @@ static void buf_put(Arena *a, Buf *b, char c) {
     }
     b->p[b->len++] = c;
     b->p[b->len] = 0;
+}
+
+typedef struct PosBuf {
+    Pos *p;
+    size_t len, cap;
+} PosBuf;
+
+static void pos_put(Arena *a, PosBuf *b, Pos pos) {
+    if (b->len == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 32;
+        Pos *p = arena_alloc(a, sizeof *p * cap);
+        if (b->len) memcpy(p, b->p, sizeof *p * b->len);
+        b->p = p;
+        b->cap = cap;
+    }
+    b->p[b->len++] = pos;
 }
 
 /* Resolve one escape after a backslash at L->i (the backslash itself). */
@@ -174,6 +192,7 @@ static void lex_string(Lexer *L, Token *t) {
             advance(L);
             Pos frag_pos = here(L);
             Buf frag = {0};
+            PosBuf fmap = {0}; /* where each byte of `frag` comes from (escapes shrink it) */
             int depth = 1;
             /* When the file ends inside the fragment, the error points at the brace that
              * swallowed the rest of it: the first brace inside a nested string (the `{` of
@@ -186,6 +205,7 @@ static void lex_string(Lexer *L, Token *t) {
                 int f = peekc(L, 0);
                 if (f == '\\') {
                     if (peekc(L, 1) == '"') in_quote = !in_quote;
+                    pos_put(L->a, &fmap, here(L)); /* an escape gives one byte */
                     lex_escape(L, &frag);
                     continue;
                 }
@@ -206,6 +226,7 @@ static void lex_string(Lexer *L, Token *t) {
                 }
                 if (f == '}' && --depth == 0) break;
                 if (f == '}') nopens--;
+                pos_put(L->a, &fmap, here(L));
                 buf_put(L->a, &frag, (char)f);
                 advance(L);
             }
@@ -226,9 +247,11 @@ static void lex_string(Lexer *L, Token *t) {
                 frag_unclosed = true;
                 break;
             }
-            advance(L); /* closing brace */
+            pos_put(L->a, &fmap, here(L)); /* the end: the closing brace */
+            advance(L);                    /* closing brace */
             StrPart *p = arena_alloc(L->a, sizeof *p);
             p->is_expr = true;
+            p->map = fmap.p;
             p->text = frag.p ? frag.p : "";
             p->len = frag.len;
             p->pos = frag_pos;
@@ -254,8 +277,9 @@ static void lex_string(Lexer *L, Token *t) {
     for (int k = 0; k < parts.len; k++) t->parts[k] = *(StrPart *)parts.items[k];
 }
 
-TokenList lex(Arena *a, Diags *d, const char *src, size_t len, Pos start) {
-    Lexer L = {.a = a, .d = d, .src = src, .len = len, .line = start.line, .col = start.col};
+TokenList lex(Arena *a, Diags *d, const char *src, size_t len, Pos start, const Pos *map) {
+    Lexer L = {
+        .a = a, .d = d, .src = src, .len = len, .line = start.line, .col = start.col, .map = map};
     Token *toks = NULL;
     int n = 0, cap = 0;
     bool nl = false, ws = false;

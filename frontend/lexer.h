@@ -92,7 +92,9 @@ typedef struct StrPart {
     bool is_expr;
     const char *text; /* decoded text (NUL-terminated; may contain embedded NULs) */
     size_t len;
-    Pos pos; /* where the text (or the fragment's expression) starts */
+    Pos pos;        /* where the text (or the fragment's expression) starts */
+    const Pos *map; /* a fragment: the source position of each byte of `text` and of its
+                     * end (escapes make the text shorter than its source) */
 } StrPart;
 
 typedef struct Token {
@@ -111,11 +113,11 @@ typedef struct TokenList {
 } TokenList;
 
 /*
- * Lex `len` bytes of `src`, positions starting at `start` (line 1 col 1 for a file;
- * the fragment's position for an interpolation). Errors go to `d`; the list always
- * ends with T_EOF. Tokens live in `a`.
+ * Lex `len` bytes of `src`, positions starting at `start` (line 1 col 1 for a file), or,
+ * when `map` is given (an interpolation's fragment, StrPart.map), the position of byte i
+ * is map[i]. Errors go to `d`; the list always ends with T_EOF. Tokens live in `a`.
  */
-TokenList lex(Arena *a, Diags *d, const char *src, size_t len, Pos start);
+TokenList lex(Arena *a, Diags *d, const char *src, size_t len, Pos start, const Pos *map);
 
 /* Spelling of a token kind for diagnostics, e.g. "`=>`", "identifier". */
 const char *tok_kind_name(TokKind k);

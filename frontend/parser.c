@@ -205,7 +205,7 @@ static bool can_start_expr(TokKind k) {
 /* Parse one `${...}` fragment's source as an expression. */
 static Expr *parse_fragment(Parser *p, StrPart *part) {
     int before = p->d->count;
-    TokenList tl = lex(p->a, p->d, part->text, part->len, part->pos);
+    TokenList tl = lex(p->a, p->d, part->text, part->len, part->pos, part->map);
     p->syntax_errors += p->d->count - before;
     Token *save_toks = p->toks;
     int save_n = p->ntoks, save_i = p->i;
@@ -1963,7 +1963,7 @@ static void collect_variant_names(Parser *p, const Token *toks, int n, int k, Pt
 
 int parse_program(Program *prog, Diags *d, const char *src, size_t len) {
     Parser P = {.a = prog->arena, .d = d, .prog = prog};
-    TokenList tl = lex(prog->arena, d, src, len, (Pos){1, 1});
+    TokenList tl = lex(prog->arena, d, src, len, (Pos){1, 1}, NULL);
     P.toks = tl.toks;
     P.ntoks = tl.len;
     /* the declared type and constructor names, so that `Box<int> { ... }` and
