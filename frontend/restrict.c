@@ -79,6 +79,32 @@ static void restrict_captures(Restrictor *c, Unit *u, Pos pos, const char *what)
     }
 }
 
+/* docs/spec/language.md §3.5: an extern's function-typed parameter takes a C function
+ * pointer, so its argument must be a top-level function's name or a lambda that captures
+ * nothing ("a capturing lambda is a compile error"). */
+static void restrict_extern_fn_args(Restrictor *c, Expr *e, FnDecl *f) {
+    Type *ft = f->type ? ty_find(f->type) : NULL;
+    if (!ft || ft->kind != TY_FN) return;
+    for (int i = 0; i < e->u.call.nargs && i < ft->nargs; i++) {
+        if (ty_find(ft->args[i])->kind != TY_FN) continue;
+        Expr *a = e->u.call.args[i];
+        if (a->kind == E_IDENT && a->u.ident.sym && a->u.ident.sym->kind == SYM_FN) continue;
+        if (a->kind == E_LAMBDA && a->u.lambda.unit) {
+            PtrVec *caps = &a->u.lambda.unit->captures;
+            if (caps->len == 0) continue;
+            error(c, a->pos,
+                  "argument %d of extern `%s` becomes a C function pointer, so the lambda may "
+                  "not capture anything; it captures `%s`",
+                  i + 1, f->name, ((Sym *)caps->items[0])->name);
+            continue;
+        }
+        error(c, a->pos,
+              "argument %d of extern `%s` becomes a C function pointer: pass a top-level "
+              "function's name or a lambda that captures nothing",
+              i + 1, f->name);
+    }
+}
+
 static void restrict_list(Restrictor *c, Expr **es, int n) {
     for (int i = 0; i < n; i++) restrict_expr(c, es[i], R_VALUE);
 }
@@ -114,6 +140,9 @@ static void restrict_expr(Restrictor *c, Expr *e, RCtx ctx) {
         Builtin b = (f->kind == E_IDENT && f->u.ident.sym && f->u.ident.sym->kind == SYM_BUILTIN)
                         ? f->u.ident.sym->builtin
                         : B_NONE;
+        if (f->kind == E_IDENT && f->u.ident.sym && f->u.ident.sym->kind == SYM_FN &&
+            f->u.ident.sym->fn->is_extern)
+            restrict_extern_fn_args(c, e, f->u.ident.sym->fn);
         for (int i = 0; i < e->u.call.nargs; i++) {
             RCtx ac = R_VALUE;
             if ((b == B_MAP || b == B_FILTER || b == B_FOREACH || b == B_FOLD || b == B_TO_GPU) &&
