@@ -20,11 +20,10 @@ IterDesc *gen_iter(CG *g, Expr *e) {
     IterDesc *src = gen_iter(g, e->u.call.args[0]);
     IterDesc *d = arena_alloc(g->arena, sizeof *d);
     *d = *src;
-    if (d->nstages >= 32) {
-        internal_error(g, "iterator pipeline too long (at most 32 stages)");
-        return d;
-    }
-    Stage *st = &d->stages[d->nstages++];
+    Stage *st = arena_alloc(g->arena, sizeof *st);
+    st->prev = src->last;
+    d->last = st;
+    d->nstages++;
     st->is_filter = bi == B_FILTER;
     st->cb = callee_of(g, e->u.call.args[1]);
     st->in = ty_rep(sty(g, e->u.call.args[0]->type))->args[0];
@@ -32,8 +31,11 @@ IterDesc *gen_iter(CG *g, Expr *e) {
     return d;
 }
 void emit_stages(CG *g, IterDesc *d, LLVMValueRef *x, Type **xt, LLVMBasicBlockRef skip) {
-    for (int k = 0; k < d->nstages; k++) {
-        Stage *st = &d->stages[k];
+    Stage **order = arena_alloc(g->arena, sizeof *order * (size_t)(d->nstages + 1));
+    int k = d->nstages;
+    for (Stage *st = d->last; st && k > 0; st = st->prev) order[--k] = st;
+    for (k = 0; k < d->nstages; k++) {
+        Stage *st = order[k];
         LLVMValueRef a[1] = {*x};
         Type *at[1] = {*xt};
         LLVMValueRef r = call_callee(g, &st->cb, a, at, 1);

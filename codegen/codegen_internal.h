@@ -74,12 +74,15 @@ typedef struct Stage {
     bool is_filter;
     Callee cb;
     Type *in, *out;
+    struct Stage *prev; /* the stage before this one (NULL: the first) */
 } Stage;
 
-/* A range pipeline whose bounds have been evaluated (compiled to one counted loop). */
+/* A range pipeline whose bounds have been evaluated (compiled to one counted loop). Its
+ * stages are a list from the last one back, shared with the pipelines it extends (a bound
+ * iterator may be extended twice), so a pipeline may have any number of stages. */
 typedef struct IterDesc {
     LLVMValueRef start, end;
-    Stage stages[32];
+    Stage *last;
     int nstages;
 } IterDesc;
 
