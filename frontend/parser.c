@@ -838,8 +838,9 @@ static bool is_type_name(Parser *p, const char *name) {
     return false;
 }
 
-/* At `<` after a declared type's name: do the tokens up to the matching `>` look like type
- * arguments (names, commas, function arrows, parentheses, nested `<`/`>`)? */
+/* At `<` after a declared type's or constructor's name: do the tokens up to the matching
+ * `>` look like type arguments (names, commas, function arrows, parentheses, anonymous
+ * record types `{ x: int }`, nested `<`/`>`)? */
 static bool type_args_ahead(Parser *p) {
     int depth = 0;
     for (int k = 0;; k++) {
@@ -854,6 +855,9 @@ static bool type_args_ahead(Parser *p) {
         case P_ARROW:
         case P_LPAREN:
         case P_RPAREN:
+        case P_LBRACE:
+        case P_RBRACE:
+        case P_COLON:
         case K_FN: break;
         default: return false;
         }
