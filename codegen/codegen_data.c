@@ -109,7 +109,12 @@ LLVMValueRef gen_update(CG *g, Expr *e) {
     for (int i = 0; i < e->u.update.n; i++) {
         FieldInit *f = &e->u.update.fields[i];
         int slot = record_slot(t, f->name);
-        store_word(g, blk, slot, box(g, gen(g, f->value), record_field_type(g, t, slot)));
+        Type *ft = record_field_type(g, t, slot), *vt = ety(g, f->value);
+        LLVMValueRef v = gen(g, f->value);
+        /* an `any` field updated in a function checked before its record type was known
+         * (docs/spec/language.md §16.1): the value is erased here, per specialisation */
+        if (ty_rep(ft)->kind == TY_ANY && ty_rep(vt)->kind != TY_ANY) v = erase_value(g, v, vt);
+        store_word(g, blk, slot, box(g, v, ft));
     }
     return blk;
 }

@@ -374,6 +374,16 @@ static bool try_solve(Checker *c, Constraint *k) {
             poison(c, k->res);
             return true;
         }
+        Type *vt = ty_find(k->res);
+        if (k->op == OP_UPDATE_FIELD && ty_find(ft)->kind == TY_ANY && vt->kind != TY_ANY &&
+            vt->kind != TY_VAR && vt->kind != TY_POISON) {
+            /* the new value of an `any` field is erased (§4.1; codegen erases it): what is
+             * left to check is that it may be */
+            k->kind = C_ERASABLE;
+            k->a = k->res;
+            k->res = NULL;
+            return try_solve(c, k);
+        }
         if (!ty_unify(tc, k->res, ft))
             error(c, k->pos, "%sfield `%s` has type `%s`, but it is used as `%s`", via_prefix(c, k),
                   k->name, show(c, ft), show(c, k->res));

@@ -224,28 +224,6 @@ static Type *check_call(Checker *c, Expr *e) {
     return tc->t_poison;
 }
 
-/* The declared record types with a field of every name in `names`. */
-static TypeDecl *unique_record_with(Checker *c, const char **names, int n, int *count) {
-    TypeDecl *found = NULL;
-    *count = 0;
-    for (int i = 0; i < c->prog->tdecls.len; i++) {
-        TypeDecl *td = c->prog->tdecls.items[i];
-        if (td->kind != TD_RECORD) continue;
-        bool all = true;
-        for (int k = 0; k < n && all; k++) {
-            bool has = false;
-            for (int f = 0; f < td->nfields; f++)
-                if (strcmp(td->fields[f], names[k]) == 0) has = true;
-            all = has;
-        }
-        if (all) {
-            found = td;
-            (*count)++;
-        }
-    }
-    return found;
-}
-
 static Type *check_field(Checker *c, Expr *e) {
     TypeCtx *tc = c->tc;
     Type *t = ty_find(check_expr(c, e->u.field.e));
@@ -421,19 +399,15 @@ static Type *check_update(Checker *c, Expr *e) {
     int n = e->u.update.n;
     FieldInit *fs = e->u.update.fields;
     if (t->kind == TY_VAR && !t->rigid) {
-        const char **names = arena_alloc(c->a, sizeof(char *) * (size_t)(n + 1));
-        for (int i = 0; i < n; i++) names[i] = fs[i].name;
-        int count;
-        TypeDecl *td = unique_record_with(c, names, n, &count);
-        if (count == 1) {
-            ty_unify(tc, t, fresh_named(c, td));
-            t = ty_find(t);
-        } else {
-            error(c, e->pos,
-                  "cannot tell which record type is updated here; annotate the value's type");
-            for (int i = 0; i < n; i++) check_expr(c, fs[i].value);
-            return tc->t_poison;
+        /* docs/spec/language.md §16.1: like a field access, each field is resolved against
+         * the concrete record type once it is known (per specialisation when it is a
+         * parameter), never by searching the declared records for one with these fields */
+        for (int i = 0; i < n; i++) {
+            Type *vt = check_expr(c, fs[i].value);
+            add_constraint_named(c, C_FIELD, OP_UPDATE_FIELD, t, NULL, vt, fs[i].pos, NULL,
+                                 fs[i].name);
         }
+        return t;
     }
     if (t->kind == TY_POISON) {
         for (int i = 0; i < n; i++) check_expr(c, fs[i].value);

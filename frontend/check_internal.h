@@ -28,7 +28,8 @@
  *   C_SHOW    a is printable (§8) / C_ASSERTABLE: and has a test rendering (§13.1)
  *   C_INDEX   a[b] = res (list, map, string)
  *   C_SIZED   a is a string, list or map (length, isEmpty)
- *   C_FIELD   a.name = res (a record)
+ *   C_FIELD   a.name = res (a record); with op OP_UPDATE_FIELD, res is the new value of
+ *             the field in an update `a { name: v }` (erased when the field is `any`)
  *   C_SENDABLE a may cross a channel (not a Result)
  *   C_GPU_ELEM a is int, float or bool: a GpuBuffer element or gpuFold's accumulator (§9.9);
  *              name: the built-in, b non-NULL for the accumulator
@@ -69,6 +70,9 @@ struct Constraint {
     int overload;          /* OVL_*; 0 until a copy is solved */
     Pos overload_pos;
 };
+
+/* C_FIELD's op for a field of a record update (a plain field access has OP_ADD) */
+#define OP_UPDATE_FIELD OP_SUB
 
 enum { OVL_NONE, OVL_INT, OVL_FLOAT, OVL_STRING, OVL_LIST, OVL_MAP };
 
