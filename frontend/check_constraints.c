@@ -131,9 +131,12 @@ static bool mixed_lists(Type *a, Type *b) {
     b = ty_find(b);
     if (a->kind != TY_LIST || b->kind != TY_LIST) return false;
     Type *ea = ty_find(a->args[0]), *eb = ty_find(b->args[0]);
-    if (!ty_is_ground(ea) || !ty_is_ground(eb) || ea->kind == TY_RECORD || eb->kind == TY_RECORD)
+    if (ea->kind == TY_VAR || eb->kind == TY_VAR || ea->kind == TY_RECORD || eb->kind == TY_RECORD)
         return false;
-    if (ea->kind == TY_ANY || eb->kind == TY_ANY) return ea->kind != eb->kind;
+    /* different type constructors never unify, whatever their unknown parts (`[1] + [[]]`,
+     * `[true] + [Success { value: 1 }]`) */
+    if (ea->kind != eb->kind) return true;
+    if (!ty_is_ground(ea) || !ty_is_ground(eb) || ea->kind == TY_ANY) return false;
     /* two ground types unify exactly when they are equal; trying binds nothing */
     TypeCtx scratch;
     Arena *tmp = arena_new();
