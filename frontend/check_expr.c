@@ -629,7 +629,15 @@ static Type *check_expr_inner(Checker *c, Expr *e) {
             expect_type(c, e->u.un.e, t, tc->t_bool, "the operand of `!`");
             return tc->t_bool;
         }
-        if (e->u.un.op == UOP_PLUS) return t;
+        if (e->u.un.op == UOP_PLUS) {
+            /* docs/spec/language.md §4.1: no operator applies to an erased `any` */
+            if (ty_find(t)->kind == TY_ANY) {
+                error(c, e->pos,
+                      "cannot apply `+` to an erased `any`: match its structure instead");
+                return tc->t_poison;
+            }
+            return t;
+        }
         Type *res = ty_var(tc);
         add_constraint(c, C_NEG, OP_SUB, t, NULL, res, e->pos, NULL);
         return res;
