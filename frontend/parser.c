@@ -1167,13 +1167,17 @@ static Expr *parse_prefix(Parser *p) {
     if (t->kind == P_MINUS || t->kind == P_PLUS) {
         bool neg = t->kind == P_MINUS;
         next(p);
-        Token *n = peek(p);
-        /* a sign applied directly to a numeric literal folds into the literal */
-        if (n->kind == T_INT && !(peek_at(p, 1)->kind == P_LPAREN && !peek_at(p, 1)->nl_before)) {
+        Token *n = peek(p), *after = peek_at(p, 1);
+        /* a sign applied directly to a numeric literal folds into the literal — unless a
+         * postfix form (§5.1 level 9: call, `.field`, `.method()`, index) continues the
+         * literal, which then binds first: `-5.toString()` is `-(5.toString())` */
+        bool postfix = (after->kind == P_LPAREN && !after->nl_before) || after->kind == P_DOT ||
+                       (after->kind == P_LBRACKET && !after->ws_before);
+        if (n->kind == T_INT && !postfix) {
             next(p);
             e = int_literal(p, n, neg);
             e->pos = t->pos;
-        } else if (n->kind == T_FLOAT) {
+        } else if (n->kind == T_FLOAT && !postfix) {
             next(p);
             e = float_literal(p, n, neg);
             e->pos = t->pos;
