@@ -105,6 +105,16 @@ static void restrict_extern_fn_args(Restrictor *c, Expr *e, FnDecl *f) {
     }
 }
 
+/* An extern with a function-typed parameter, whose argument there must be checked where it
+ * is called (restrict_extern_fn_args). */
+static bool extern_takes_fn(FnDecl *f) {
+    Type *ft = f->is_extern && f->type ? ty_find(f->type) : NULL;
+    if (!ft || ft->kind != TY_FN) return false;
+    for (int i = 0; i < ft->nargs; i++)
+        if (ty_find(ft->args[i])->kind == TY_FN) return true;
+    return false;
+}
+
 static void restrict_list(Restrictor *c, Expr **es, int n) {
     for (int i = 0; i < n; i++) restrict_expr(c, es[i], R_VALUE);
 }
@@ -126,6 +136,11 @@ static void restrict_expr(Restrictor *c, Expr *e, RCtx ctx) {
     case E_STRING: return;
     case E_IDENT: {
         Sym *s = e->u.ident.sym;
+        if (s && s->kind == SYM_FN && extern_takes_fn(s->fn))
+            error(c, e->pos,
+                  "extern `%s` takes a C function pointer, so it can only be called directly "
+                  "(its function argument must be checked there), not used as a value",
+                  s->name);
         if (s && s->kind == SYM_LOCAL && s->is_global && s->static_kind == STATIC_ITER &&
             ctx != R_LET)
             error(
@@ -136,7 +151,8 @@ static void restrict_expr(Restrictor *c, Expr *e, RCtx ctx) {
     case E_INTERP: restrict_list(c, e->u.interp.parts, e->u.interp.nparts); return;
     case E_CALL: {
         Expr *f = e->u.call.callee;
-        restrict_expr(c, f, R_VALUE);
+        if (!(f->kind == E_IDENT && f->u.ident.sym && f->u.ident.sym->kind == SYM_FN))
+            restrict_expr(c, f, R_VALUE); /* a named function called directly is no value */
         Builtin b = (f->kind == E_IDENT && f->u.ident.sym && f->u.ident.sym->kind == SYM_BUILTIN)
                         ? f->u.ident.sym->builtin
                         : B_NONE;
