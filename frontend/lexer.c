@@ -192,7 +192,10 @@ static void lex_string(Lexer *L, Token *t) {
             advance(L);
             Pos frag_pos = here(L);
             Buf frag = {0};
-            PosBuf fmap = {0}; /* where each byte of `frag` comes from (escapes shrink it) */
+            /* where each byte of `frag` comes from, once an escape has made the fragment
+             * shorter than its source (or when this text is itself mapped) */
+            PosBuf fmap = {0};
+            bool mapped = L->map != NULL;
             int depth = 1;
             /* When the file ends inside the fragment, the error points at the brace that
              * swallowed the rest of it: the first brace inside a nested string (the `{` of
@@ -205,6 +208,20 @@ static void lex_string(Lexer *L, Token *t) {
                 int f = peekc(L, 0);
                 if (f == '\\') {
                     if (peekc(L, 1) == '"') in_quote = !in_quote;
+                    if (!mapped) {
+                        /* so far each byte was one source character from frag_pos on */
+                        Pos at = frag_pos;
+                        for (size_t k = 0; k < frag.len; k++) {
+                            pos_put(L->a, &fmap, at);
+                            if (frag.p[k] == '\n') {
+                                at.line++;
+                                at.col = 1;
+                            } else {
+                                at.col++;
+                            }
+                        }
+                        mapped = true;
+                    }
                     pos_put(L->a, &fmap, here(L)); /* an escape gives one byte */
                     lex_escape(L, &frag);
                     continue;
@@ -226,7 +243,7 @@ static void lex_string(Lexer *L, Token *t) {
                 }
                 if (f == '}' && --depth == 0) break;
                 if (f == '}') nopens--;
-                pos_put(L->a, &fmap, here(L));
+                if (mapped) pos_put(L->a, &fmap, here(L));
                 buf_put(L->a, &frag, (char)f);
                 advance(L);
             }
@@ -247,11 +264,11 @@ static void lex_string(Lexer *L, Token *t) {
                 frag_unclosed = true;
                 break;
             }
-            pos_put(L->a, &fmap, here(L)); /* the end: the closing brace */
-            advance(L);                    /* closing brace */
+            if (mapped) pos_put(L->a, &fmap, here(L)); /* the end: the closing brace */
+            advance(L);                                /* closing brace */
             StrPart *p = arena_alloc(L->a, sizeof *p);
             p->is_expr = true;
-            p->map = fmap.p;
+            p->map = mapped ? fmap.p : NULL;
             p->text = frag.p ? frag.p : "";
             p->len = frag.len;
             p->pos = frag_pos;
