@@ -56,7 +56,13 @@ Job *fn_instance(CG *g, FnDecl *fn, Type **targs) {
     LLVMTypeRef *ps = arena_alloc(g->arena, sizeof(LLVMTypeRef) * (size_t)(fn->nparams + 1));
     for (int i = 0; i < fn->nparams; i++) ps[i] = llty(g, ft->args[i]);
     j->llty = LLVMFunctionType(llty(g, ft->ret), ps, (unsigned)fn->nparams, 0);
-    j->llfn = LLVMAddFunction(g->mod, name, j->llty);
+    /* docs/spec/language.md §14: `osp_` names are the runtime's, and the generated code and
+     * the inlined runtime bodies find its functions by name; a user function of such a name
+     * (`fn osp_print_line(…)`) is emitted under another one, or it would take those calls */
+    const char *llname = strncmp(name, "osp_", 4) == 0
+                             ? unique_name(g, arena_printf(g->arena, "%s$user", name))
+                             : name;
+    j->llfn = LLVMAddFunction(g->mod, llname, j->llty);
     LLVMSetLinkage(j->llfn, LLVMInternalLinkage);
     for (int i = 0; i < fn->nparams; i++)
         if (fn->params[i].name)
