@@ -103,13 +103,17 @@ bool type_eq(Type *a, Type *b) {
     a = ty_rep(a);
     b = ty_rep(b);
     if (a == b) return true;
+    /* resolved types never change, so an equality found once holds: remembered, a pair of
+     * equal DAGs (`Pair<Pair<…>, Pair<…>>`, n nodes, 2^n paths) is compared in n steps */
+    if (a->eq_partner == b || b->eq_partner == a) return true;
     if (a->kind != b->kind || a->nargs != b->nargs || a->decl != b->decl) return false;
     if (a->kind == TY_RECORD)
         for (int i = 0; i < a->nargs; i++)
             if (strcmp(a->fields[i], b->fields[i]) != 0) return false;
     for (int i = 0; i < a->nargs; i++)
         if (!type_eq(a->args[i], b->args[i])) return false;
-    if (a->ret || b->ret) return a->ret && b->ret && type_eq(a->ret, b->ret);
+    if ((a->ret || b->ret) && !(a->ret && b->ret && type_eq(a->ret, b->ret))) return false;
+    a->eq_partner = b;
     return true;
 }
 
@@ -120,9 +124,21 @@ Type *rebuild_type(CG *g, Type *t, Type **args, Type *ret) {
     return n;
 }
 
+/* No type variable occurs in resolved type `t` (memoised on the node: types are DAGs, and
+ * `Pair<Pair<…>, Pair<…>>` nested n deep is n nodes but 2^n paths). */
+static bool var_free(Type *t) {
+    if (t->var_free) return t->var_free == 1;
+    bool free = t->kind != TY_VAR;
+    for (int i = 0; free && i < t->nargs; i++) free = var_free(ty_rep(t->args[i]));
+    if (free && t->ret) free = var_free(ty_rep(t->ret));
+    t->var_free = free ? 1 : 2;
+    return free;
+}
+
 /* Substitute the generic variables of `inst`'s function by its type arguments. */
 Type *subst(CG *g, Type *t, Job *inst) {
     t = ty_rep(t);
+    if (var_free(t)) return t;
     if (t->kind == TY_VAR) {
         if (t->generic) {
             for (Job *j = inst; j; j = j->encl) {

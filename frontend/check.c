@@ -146,7 +146,7 @@ static void tarjan(Tarjan *t, FnDecl *f) {
 
 /* ---- defaulting and resolving: the finished value handed to the next passes ---- */
 
-static void default_type(Checker *c, Type *t, int depth) {
+static void default_type(Checker *c, Type *t, int depth, unsigned mark) {
     if (!t || depth > 200) return;
     t = ty_find(t);
     if (t->kind == TY_VAR) {
@@ -154,8 +154,10 @@ static void default_type(Checker *c, Type *t, int depth) {
             ty_unify(c->tc, t, t->hint & HINT_ERROR ? c->tc->t_errort : c->tc->t_int);
         return;
     }
-    for (int i = 0; i < t->nargs; i++) default_type(c, t->args[i], depth + 1);
-    if (t->ret) default_type(c, t->ret, depth + 1);
+    if (t->default_mark == mark) return; /* a shared node, done in this walk */
+    t->default_mark = mark;
+    for (int i = 0; i < t->nargs; i++) default_type(c, t->args[i], depth + 1, mark);
+    if (t->ret) default_type(c, t->ret, depth + 1, mark);
 }
 
 /* `t` with every variable link followed, in the whole type: its representative, whose
@@ -352,7 +354,9 @@ static void slots_program(Checker *c, SlotFn visit) {
 }
 
 static void default_slot(Checker *c, Type **slot) {
-    default_type(c, *slot, 0);
+    static unsigned walks;
+    if (++walks == 0) walks = 1; /* 0: never visited */
+    default_type(c, *slot, 0, walks);
 }
 
 static void resolve_slot(Checker *c, Type **slot) {

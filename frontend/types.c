@@ -114,8 +114,9 @@ Type *ty_find(Type *t) {
     return r;
 }
 
-/* Occurs check and level adjustment. Returns false if `v` occurs in `t`. */
-static bool occurs_adjust(Type *v, Type *t, int level, int depth) {
+/* Occurs check and level adjustment. Returns false if `v` occurs in `t`. A node already
+ * visited by this walk (stamp `mark`) holds no `v` and has had its levels adjusted. */
+static bool occurs_adjust(Type *v, Type *t, int level, int depth, unsigned mark) {
     t = ty_find(t);
     if (depth > 10000) return false;
     if (t == v) return false;
@@ -123,11 +124,15 @@ static bool occurs_adjust(Type *v, Type *t, int level, int depth) {
         if (!t->generic && t->level > level) t->level = level;
         return true;
     }
+    if (t->occurs_mark == mark) return true;
+    t->occurs_mark = mark;
     for (int i = 0; i < t->nargs; i++)
-        if (!occurs_adjust(v, t->args[i], level, depth + 1)) return false;
-    if (t->ret && !occurs_adjust(v, t->ret, level, depth + 1)) return false;
+        if (!occurs_adjust(v, t->args[i], level, depth + 1, mark)) return false;
+    if (t->ret && !occurs_adjust(v, t->ret, level, depth + 1, mark)) return false;
     return true;
 }
+
+static unsigned unify_walk; /* the current ty_unify call (stamps Type.unify_mark) */
 
 static bool unify_rec(TypeCtx *tc, Type *a, Type *b, int depth) {
     a = ty_find(a);
@@ -157,13 +162,19 @@ static bool unify_rec(TypeCtx *tc, Type *a, Type *b, int depth) {
             a->link = b;
             return true;
         }
-        if (!occurs_adjust(a, b, a->level, 0)) return false;
+        static unsigned occurs_walks;
+        if (++occurs_walks == 0) occurs_walks = 1; /* 0: never visited */
+        if (!occurs_adjust(a, b, a->level, 0, occurs_walks)) return false;
         a->link = b;
         return true;
     }
     if (b->kind == TY_VAR && !b->generic) return unify_rec(tc, b, a, depth);
     if (a->kind != b->kind || a->nargs != b->nargs) return false;
     if (a->kind == TY_NAMED && a->decl != b->decl) return false;
+    /* a pair met again in this walk (shared nodes of a DAG) is unified, or being unified */
+    if (a->unify_mark == unify_walk && a->unify_partner == b) return true;
+    a->unify_mark = unify_walk;
+    a->unify_partner = b;
     if (a->kind == TY_RECORD) {
         for (int i = 0; i < a->nargs; i++)
             if (strcmp(a->fields[i], b->fields[i]) != 0) return false;
@@ -179,6 +190,7 @@ static bool unify_rec(TypeCtx *tc, Type *a, Type *b, int depth) {
 }
 
 bool ty_unify(TypeCtx *tc, Type *a, Type *b) {
+    if (++unify_walk == 0) unify_walk = 1; /* 0: never visited */
     return unify_rec(tc, a, b, 0);
 }
 
@@ -188,9 +200,11 @@ typedef struct ShowBuf {
     size_t len, cap;
     int vars[26];
     int nvars;
+    bool cut; /* the rendering was cut short */
 } ShowBuf;
 
 static void sb_puts(ShowBuf *b, const char *s) {
+    if (b->cut) return; /* nothing after the `...` of a cut rendering */
     size_t n = strlen(s);
     if (b->len + n + 1 > b->cap) {
         size_t cap = (b->cap ? b->cap : 64);
@@ -204,8 +218,18 @@ static void sb_puts(ShowBuf *b, const char *s) {
     b->len += n;
 }
 
+/* A diagnostic shows at most about this many bytes of one type: a type is a DAG, and
+ * `Pair<Pair<…>, Pair<…>>` nested n deep is n nodes but renders in 2^n bytes. */
+#define SHOW_MAX_BYTES 1000
+
 static void show_rec(ShowBuf *b, Type *t, int depth) {
     t = ty_find(t);
+    if (b->cut) return;
+    if (b->len > SHOW_MAX_BYTES) {
+        sb_puts(b, "...");
+        b->cut = true;
+        return;
+    }
     if (depth > 40) {
         sb_puts(b, "...");
         return;

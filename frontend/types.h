@@ -70,6 +70,16 @@ typedef struct Type {
     /* set by the checker's last pass on every type the program holds: not a linked variable,
      * and its arguments and result (transitively) are resolved too */
     bool resolved;
+    /* walk stamps (a type is a DAG: a walk that visits a shared node once stays linear):
+     * occurs_adjust's, default_type's (frontend/check.c) */
+    unsigned occurs_mark, default_mark;
+    /* unify_rec: this node was (being) unified with `unify_partner` in walk `unify_mark` */
+    unsigned unify_mark;
+    struct Type *unify_partner;
+    /* codegen: 1 when no variable occurs in the (resolved) type, 2 when one does, 0 unknown */
+    unsigned char var_free;
+    /* codegen: a resolved type found structurally equal to this one (type_eq's memo) */
+    struct Type *eq_partner;
 } Type;
 
 typedef struct TypeCtx {
