@@ -547,7 +547,16 @@ void solve_forced(Checker *c, int min_level) {
 
 /* ---- generalisation and instantiation ---- */
 
-static void collect_vars(Type *t, int min_level, PtrVec *out, Arena *a, int depth) {
+/* The stamp of the current collect_vars / mentions walk (Type.leaf_mark): a type is a DAG,
+ * and a walk that visits a shared node once stays linear in its size. */
+static unsigned leaf_walk;
+
+static unsigned new_leaf_walk(void) {
+    if (++leaf_walk == 0) leaf_walk = 1; /* 0: never visited */
+    return leaf_walk;
+}
+
+static void collect_rec(Type *t, int min_level, PtrVec *out, Arena *a, int depth, unsigned mark) {
     t = ty_find(t);
     if (depth > 200) return;
     if (t->kind == TY_VAR) {
@@ -557,11 +566,17 @@ static void collect_vars(Type *t, int min_level, PtrVec *out, Arena *a, int dept
         vec_push(a, out, t);
         return;
     }
-    for (int i = 0; i < t->nargs; i++) collect_vars(t->args[i], min_level, out, a, depth + 1);
-    if (t->ret) collect_vars(t->ret, min_level, out, a, depth + 1);
+    if (t->leaf_mark == mark) return;
+    t->leaf_mark = mark;
+    for (int i = 0; i < t->nargs; i++) collect_rec(t->args[i], min_level, out, a, depth + 1, mark);
+    if (t->ret) collect_rec(t->ret, min_level, out, a, depth + 1, mark);
 }
 
-static bool mentions(Type *t, PtrVec *vars, int depth) {
+static void collect_vars(Type *t, int min_level, PtrVec *out, Arena *a, int depth) {
+    collect_rec(t, min_level, out, a, depth, new_leaf_walk());
+}
+
+static bool mentions_rec(Type *t, PtrVec *vars, int depth, unsigned mark) {
     t = ty_find(t);
     if (depth > 200) return false;
     if (t->kind == TY_VAR) {
@@ -569,9 +584,15 @@ static bool mentions(Type *t, PtrVec *vars, int depth) {
             if (vars->items[i] == t) return true;
         return false;
     }
+    if (t->leaf_mark == mark) return false; /* seen in this walk: it mentions none */
+    t->leaf_mark = mark;
     for (int i = 0; i < t->nargs; i++)
-        if (mentions(t->args[i], vars, depth + 1)) return true;
-    return t->ret && mentions(t->ret, vars, depth + 1);
+        if (mentions_rec(t->args[i], vars, depth + 1, mark)) return true;
+    return t->ret && mentions_rec(t->ret, vars, depth + 1, mark);
+}
+
+static bool mentions(Type *t, PtrVec *vars, int depth) {
+    return mentions_rec(t, vars, depth, new_leaf_walk());
 }
 
 static bool cons_mentions(Constraint *k, PtrVec *vars) {

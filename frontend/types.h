@@ -73,6 +73,8 @@ typedef struct Type {
     /* walk stamps (a type is a DAG: a walk that visits a shared node once stays linear):
      * occurs_adjust's, default_type's (frontend/check.c) */
     unsigned occurs_mark, default_mark;
+    /* collect_vars' and mentions' (frontend/check_constraints.c; they never nest) */
+    unsigned leaf_mark;
     /* unify_rec: this node was (being) unified with `unify_partner` in walk `unify_mark` */
     unsigned unify_mark;
     struct Type *unify_partner;
