@@ -49,17 +49,24 @@ static void *sleeper(void *arg) {
     return NULL;
 }
 
+/* A session at `hz` around one thread running `fn`, writing <scratch dir>/run.osprof.json
+ * (its directory in dir[256], its path in path[512]). */
+static void profile_one_thread(const char *scratch, unsigned hz, void *(*fn)(void *), char *dir,
+                               char *path) {
+    scratch_dir(dir, 256, scratch);
+    snprintf(path, 512, "%s/run.osprof.json", dir);
+    assert_true(osp_prof_session_begin(path, hz));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fn, NULL), 0);
+    pthread_join(t, NULL);
+    assert_true(osp_prof_session_end());
+}
+
 static void test_sleeper_not_signalled(void **state) {
     (void)state;
     char dir[256], path[512];
-    scratch_dir(dir, sizeof dir, "blocked-signals");
-    snprintf(path, sizeof path, "%s/run.osprof.json", dir);
     atomic_store(&g_eintr, 0);
-    assert_true(osp_prof_session_begin(path, 997));
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, sleeper, NULL), 0);
-    pthread_join(t, NULL);
-    assert_true(osp_prof_session_end());
+    profile_one_thread("blocked-signals", 997, sleeper, dir, path);
     struct raw r;
     raw_load(&r, path);
     long row = raw_row(&r, "sleeper", 7);
@@ -130,13 +137,7 @@ static void *burster(void *arg) {
 static void test_region_waits_weigh_the_wait(void **state) {
     (void)state;
     char dir[256], path[512];
-    scratch_dir(dir, sizeof dir, "region-waits");
-    snprintf(path, sizeof path, "%s/run.osprof.json", dir);
-    assert_true(osp_prof_session_begin(path, 997));
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, burster, NULL), 0);
-    pthread_join(t, NULL);
-    assert_true(osp_prof_session_end());
+    profile_one_thread("region-waits", 997, burster, dir, path);
     struct raw r;
     raw_load(&r, path);
     long row = raw_row(&r, "burster", 8);
@@ -230,19 +231,13 @@ static void *handshake_thread(void *arg) {
 static void test_request_answered_before_wait(void **state) {
     (void)state;
     char dir[256], path[512];
-    scratch_dir(dir, sizeof dir, "handshake");
-    snprintf(path, sizeof path, "%s/run.osprof.json", dir);
     /* The sampler engine (the one that sends requests) at a rate too low to send this
      * thread one of its own. */
     const char *was = getenv("OSPREY_PROFILE_ENGINE");
     char saved[32] = "";
     if (was) snprintf(saved, sizeof saved, "%s", was);
     setenv("OSPREY_PROFILE_ENGINE", "sampler", 1);
-    assert_true(osp_prof_session_begin(path, 10));
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, handshake_thread, NULL), 0);
-    pthread_join(t, NULL);
-    assert_true(osp_prof_session_end());
+    profile_one_thread("handshake", 10, handshake_thread, dir, path);
     if (was)
         setenv("OSPREY_PROFILE_ENGINE", saved, 1);
     else
