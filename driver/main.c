@@ -527,6 +527,39 @@ static prof_post_options post_options_of(const Options *o) {
                                .nfibers = o->nfibers};
 }
 
+/* The run's raw profile, which the caller deletes, copied to `<prefix>.osprof.json`
+ * (temporary file + rename: an older file of that name is replaced whole or not at all)
+ * when its post-processing failed, so a long run is not lost with it; one note line says
+ * where. Nothing when the copy cannot be made (the export directory is what failed). */
+static void keep_raw(const char *raw_path, const char *prefix) {
+    char *dst = drv_xasprintf("%s.osprof.json", prefix);
+    char *tmp = drv_xasprintf("%s.tmp-%ld", dst, (long)getpid());
+    int in = open(raw_path, O_RDONLY | O_CLOEXEC);
+    int out = in < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    bool ok = in >= 0 && out >= 0;
+    char buf[65536];
+    while (ok) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        ok = write_all(out, buf, (size_t)n) == 0;
+    }
+    if (in >= 0) close(in);
+    if (out >= 0 && close(out) != 0) ok = false;
+    if (ok && rename(tmp, dst) == 0)
+        fprintf(stderr,
+                "osprey: note: the raw profile is kept as '%s' (osprey --postprocess '%s' "
+                "processes it again)\n",
+                dst, dst);
+    else if (out >= 0)
+        unlink(tmp);
+    free(tmp);
+    free(dst);
+}
+
 void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
                      const char *prefix, int interrupted_signal, const prof_post_options *post) {
     bool to_stdout = post->report_to_stdout;
@@ -537,6 +570,7 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
                 "source file\n",
                 clash);
         free(clash);
+        keep_raw(raw_path, prefix);
         return;
     }
     fflush(stdout); /* the program's output (none of ours) comes first */
@@ -556,6 +590,7 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
     size_t report_len;
     if (postprocess_capture(&po, &report, &report_len, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: warning: profile not processed: %s\n", err);
+        keep_raw(raw_path, prefix);
     } else {
         int e = write_report(to_stdout, report, report_len);
         /* A closed pipe (`| head`) is the reader's choice: nothing to say. */
