@@ -11,6 +11,9 @@ enum { MAX_PHDRS = 512, MAX_NOTE = 4096, MAX_SHDRS = 4096, MAX_SHSTR = 65536 };
 /* Largest .eh_frame read (libc's is about 100 KiB; a large C++ program's a few MiB). */
 #define MAX_EH_FRAME ((uint64_t)64 << 20)
 
+/* Largest symbol or string table read (a large program's .symtab is a few MiB). */
+#define MAX_SYMTAB ((uint64_t)64 << 20)
+
 #ifndef SHT_X86_64_UNWIND
 #define SHT_X86_64_UNWIND 0x70000001
 #endif
@@ -144,21 +147,32 @@ char *attach_elf_symbols_json(const unsigned char *b, size_t size) {
     return out;
 }
 
+/* The ELF header and section headers (at most MAX_SHDRS) of an image read at file
+ * offsets; *sh is malloc'd (free it). False when they are not a 64-bit ELF's or cannot be
+ * read. */
+static bool read_shdrs(attach_elf_read_fn read, void *ctx, Elf64_Ehdr *eh, Elf64_Shdr **sh) {
+    *sh = NULL;
+    if (read(ctx, 0, 0, eh, sizeof *eh) != 0) return false;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum == 0 || eh->e_shnum > MAX_SHDRS ||
+        eh->e_shstrndx >= eh->e_shnum || eh->e_shoff == 0 ||
+        eh->e_shoff > UINT64_MAX - (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr))
+        return false;
+    size_t nbytes = (size_t)eh->e_shnum * sizeof(Elf64_Shdr);
+    *sh = malloc(nbytes);
+    if (*sh && read(ctx, eh->e_shoff, eh->e_shoff, *sh, nbytes) == 0) return true;
+    free(*sh);
+    *sh = NULL;
+    return false;
+}
+
 bool attach_elf_eh_frame(attach_elf_read_fn read, void *ctx, attach_elf_section *out) {
     memset(out, 0, sizeof *out);
     Elf64_Ehdr eh;
-    if (read(ctx, 0, 0, &eh, sizeof eh) != 0) return false;
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 || eh.e_shnum > MAX_SHDRS ||
-        eh.e_shstrndx >= eh.e_shnum || eh.e_shoff == 0 ||
-        eh.e_shoff > UINT64_MAX - (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr))
-        return false;
-    size_t nbytes = (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
-    Elf64_Shdr *sh = malloc(nbytes);
-    if (!sh) return false;
+    Elf64_Shdr *sh;
+    if (!read_shdrs(read, ctx, &eh, &sh)) return false;
     bool found = false;
     char *names = NULL;
-    if (read(ctx, eh.e_shoff, eh.e_shoff, sh, nbytes) != 0) goto done;
     const Elf64_Shdr *ss = &sh[eh.e_shstrndx];
     if (ss->sh_type != SHT_STRTAB || ss->sh_size == 0 || ss->sh_size > MAX_SHSTR) goto done;
     names = malloc((size_t)ss->sh_size + 1);
@@ -179,6 +193,36 @@ bool attach_elf_eh_frame(attach_elf_read_fn read, void *ctx, attach_elf_section 
     }
 done:
     free(names);
+    free(sh);
+    return found;
+}
+
+bool attach_elf_defines(attach_elf_read_fn read, void *ctx, const char *name) {
+    Elf64_Ehdr eh;
+    Elf64_Shdr *sh;
+    if (!read_shdrs(read, ctx, &eh, &sh)) return false;
+    bool found = false;
+    for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
+        const Elf64_Shdr *ss = &sh[i];
+        if ((ss->sh_type != SHT_SYMTAB && ss->sh_type != SHT_DYNSYM) ||
+            ss->sh_entsize != sizeof(Elf64_Sym) || ss->sh_link >= eh.e_shnum ||
+            ss->sh_size > MAX_SYMTAB)
+            continue;
+        const Elf64_Shdr *st = &sh[ss->sh_link];
+        if (st->sh_size == 0 || st->sh_size > MAX_SYMTAB) continue;
+        Elf64_Sym *syms = malloc(ss->sh_size ? (size_t)ss->sh_size : 1);
+        char *strs = malloc((size_t)st->sh_size + 1);
+        if (syms && strs &&
+            read(ctx, ss->sh_offset, ss->sh_offset, syms, (size_t)ss->sh_size) == 0 &&
+            read(ctx, st->sh_offset, st->sh_offset, strs, (size_t)st->sh_size) == 0) {
+            strs[st->sh_size] = 0; /* every name below is NUL-terminated inside the copy */
+            for (size_t k = 0; k < ss->sh_size / sizeof(Elf64_Sym) && !found; k++)
+                found = syms[k].st_shndx != SHN_UNDEF && syms[k].st_name < st->sh_size &&
+                        strcmp(strs + syms[k].st_name, name) == 0;
+        }
+        free(syms);
+        free(strs);
+    }
     free(sh);
     return found;
 }

@@ -1,7 +1,8 @@
 /*
  * attach_elf.h — what `osprey --attach` reads from the ELF images mapped in the target
  * (docs/spec/profiler.md §(e) "Images", §(l.9)): base, slide, executable range, machine,
- * GNU build-id, and the vDSO's dynamic function symbols. The bytes come from another
+ * GNU build-id, and the vDSO's dynamic function symbols; and, for `osprey --record`,
+ * whether a program defines a symbol (attach_elf_defines). The bytes come from another
  * process (or its files) and are untrusted: every offset and size is checked, nothing is
  * read through a cast pointer (memcpy only), and the fuzz target test/fuzz/fuzz_attach_elf.c
  * feeds this module arbitrary bytes.
@@ -56,5 +57,13 @@ typedef struct attach_elf_section {
  * are unusable (an image without section headers: no CFI from the file).
  */
 bool attach_elf_eh_frame(attach_elf_read_fn read, void *ctx, attach_elf_section *out);
+
+/*
+ * Whether a 64-bit ELF image, read with `read` at file offsets (`addr` equal to the
+ * offset), defines symbol `name` (NUL-terminated) in its symbol table or dynamic symbols
+ * (any type, not SHN_UNDEF). Tables over 64 MiB are skipped. False when it does not, or
+ * its section headers are unusable (a stripped program without `name` in .dynsym).
+ */
+bool attach_elf_defines(attach_elf_read_fn read, void *ctx, const char *name);
 
 #endif

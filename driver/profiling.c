@@ -2,6 +2,7 @@
 #include "profiling.h"
 
 #include "attach.h"
+#include "attach_elf.h"
 #include "ospprof.h"
 #include "output.h"
 #include "process.h"
@@ -264,74 +265,24 @@ static const char *no_profile_reason(const char *exe) {
            "or an exec of a static or setuid program or with a cleared environment";
 }
 
-/* Whether `exe` (a 64-bit little-endian ELF file) defines `osp_prof_boot` in its symbol
- * table or dynamic symbols: a program linked with the Osprey runtime (every program osprey
- * builds, or C linked with libosprey_rt.a), whose own profiler runs from OSPREY_PROFILE
- * alone. Preloading libosprey_prof.so into it made a second profiler that took the session
- * from the program's own, so fibers and the collector's threads were plain `thread-N` rows.
- * Reads with pread, every offset and size checked; false when unsure (stripped, not ELF). */
+/* attach_elf_read_fn over an open file (file offsets). */
+static int file_read(void *ctx, uint64_t addr, uint64_t file_off, void *buf, size_t len) {
+    (void)addr;
+    return pread(*(const int *)ctx, buf, len, (off_t)file_off) == (ssize_t)len ? 0 : -1;
+}
+
+/* Whether `exe` defines `osp_prof_boot` in its symbol table or dynamic symbols: a program
+ * linked with the Osprey runtime (every program osprey builds, or C linked with
+ * libosprey_rt.a), whose own profiler runs from OSPREY_PROFILE alone. Preloading
+ * libosprey_prof.so into it made a second profiler that took the session from the
+ * program's own, so fibers and the collector's threads were plain `thread-N` rows. False
+ * when unsure (stripped, not ELF). */
 static bool links_osprey_profiler(const char *exe) {
-    static const char want[] = "osp_prof_boot";
     int fd = open(exe, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat st;
-    unsigned char h[64];
-    bool found = false;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || pread(fd, h, sizeof h, 0) != sizeof h ||
-        memcmp(h,
-               "\x7f"
-               "ELF",
-               4) != 0 ||
-        h[4] != 2 || h[5] != 1) {
-        close(fd);
-        return false;
-    }
-    uint64_t size = (uint64_t)st.st_size, shoff;
-    uint16_t shentsize, shnum;
-    memcpy(&shoff, h + 40, 8);
-    memcpy(&shentsize, h + 58, 2);
-    memcpy(&shnum, h + 60, 2);
-    if (shentsize != 64 || shnum == 0 || shnum > 4096 || shoff > size ||
-        (uint64_t)shnum * 64 > size - shoff) {
-        close(fd);
-        return false;
-    }
-    unsigned char *sh = drv_xmalloc((size_t)shnum * 64);
-    if (pread(fd, sh, (size_t)shnum * 64, (off_t)shoff) != (ssize_t)shnum * 64) shnum = 0;
-    for (uint16_t i = 0; i < shnum && !found; i++) {
-        uint32_t type, link;
-        uint64_t off, sz, entsize;
-        memcpy(&type, sh + i * 64 + 4, 4);
-        if (type != 2 /* SHT_SYMTAB */ && type != 11 /* SHT_DYNSYM */) continue;
-        memcpy(&off, sh + i * 64 + 24, 8);
-        memcpy(&sz, sh + i * 64 + 32, 8);
-        memcpy(&link, sh + i * 64 + 40, 4);
-        memcpy(&entsize, sh + i * 64 + 56, 8);
-        if (entsize != 24 || link >= shnum || off > size || sz > size - off) continue;
-        uint64_t stroff, strsz;
-        memcpy(&stroff, sh + link * 64 + 24, 8);
-        memcpy(&strsz, sh + link * 64 + 32, 8);
-        if (stroff > size || strsz > size - stroff || sz > (64u << 20) || strsz > (64u << 20))
-            continue;
-        unsigned char *syms = drv_xmalloc(sz ? (size_t)sz : 1);
-        char *strs = drv_xmalloc((size_t)strsz + 1);
-        if (pread(fd, syms, (size_t)sz, (off_t)off) == (ssize_t)sz &&
-            pread(fd, strs, (size_t)strsz, (off_t)stroff) == (ssize_t)strsz) {
-            strs[strsz] = 0;
-            for (uint64_t k = 0; k + 24 <= sz && !found; k += 24) {
-                uint32_t name;
-                uint16_t shndx;
-                memcpy(&name, syms + k, 4);
-                memcpy(&shndx, syms + k + 6, 2);
-                if (shndx != 0 /* SHN_UNDEF */ && name + sizeof want - 1 < strsz + 1 &&
-                    strcmp(strs + name, want) == 0)
-                    found = true;
-            }
-        }
-        free(syms);
-        free(strs);
-    }
-    free(sh);
+    bool found = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                 attach_elf_defines(file_read, &fd, "osp_prof_boot");
     close(fd);
     return found;
 }

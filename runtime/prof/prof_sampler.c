@@ -499,26 +499,20 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     }
     if (region_distrusted) in_block = false;
     /* Waiting in regions since the last tick, weighed with the region times the thread
-     * measured: in the region still (case 1), or in one it has left since. */
+     * measured. */
+    /* In a region still (case 1), or in one it left since the last tick: that wait, with
+     * the region's stack (kept until the next region's capture replaces it). */
     uint64_t region_w = region_wait(s, t, region_distrusted);
+    if (region_w > 0) {
+        int64_t k = block_stack(ps, s);
+        if (k >= 0)
+            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, region_w);
+        else
+            ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
+    }
     if (in_block) {
         m->ep_on = false;
-        if (region_w == 0) return; /* (entered since the previous reading) */
-        int64_t k = block_stack(ps, s);
-        if (k >= 0)
-            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, region_w);
-        else
-            ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
         return;
-    }
-    if (region_w > 0) {
-        /* A region it left since the last tick: that wait, with the region's stack (kept
-         * until the next region's capture replaces it). */
-        int64_t k = block_stack(ps, s);
-        if (k >= 0)
-            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, region_w);
-        else
-            ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_ANSWER]++;
     }
 
     /* 2. CPU progress: an on-CPU request (one outstanding at a time) once the thread has

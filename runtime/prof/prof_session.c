@@ -528,7 +528,8 @@ static void exit_hook(void) {
      * self_sent): the file is written now; die of the signal, as the program would have
      * unprofiled, not with the exit status. */
     int sig = atomic_load(&ps->term_sig);
-    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGPIPE) die_of(sig);
+    for (int i = 0; i < OSP_PROF_TERM_SIGNALS; i++)
+        if (sig == term_signals[i]) die_of(sig);
 }
 
 /* The _exit interposer of libosprey_prof.so: _exit runs no atexit handler, so the file

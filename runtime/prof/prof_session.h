@@ -104,10 +104,10 @@ struct osp_prof_ring {
     struct osp_prof_ring_entry e[OSP_PROF_RING_N];
 };
 
-/* Sampler-side bookkeeping of one slot; accessed only under the registry mutex. */
 /* The terminating signals whose default action the session takes over (prof_session.c). */
 #define OSP_PROF_TERM_SIGNALS 4
 
+/* Sampler-side bookkeeping of one slot; accessed only under the registry mutex. */
 struct osp_prof_sampler_state {
     uint64_t last_t;   /* monotonic time of the previous examination */
     uint64_t cpu_req;  /* CPU clock at the last on-CPU request: weight baseline */
@@ -165,8 +165,7 @@ struct osp_prof_slot {
     /* Time waited in regions, kept by the owner: the monotonic time the open region began
      * (and the thread's CPU time and voluntary switches then, owner only), and the total of
      * the regions it ended, each its wall time less the CPU time it used in it, when it
-     * blocked in it (prof_registry.c; read by
-     * region_wait in prof_sampler.c). */
+     * blocked in it (prof_registry.c; read by region_wait in prof_sampler.c). */
     _Atomic uint64_t blk_t0;
     uint64_t blk_cpu0, blk_nvcsw0;
     _Atomic uint64_t wait_done_ns;

@@ -89,6 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *json = attach_elf_symbols_json(data, size);
     if (json && (json[0] != '[' || json[strlen(json) - 1] != ']')) abort();
     free(json);
+    (void)attach_elf_defines(read_file, &im, "osp_prof_boot");
     walk_cfi(&im);
     return 0;
 }
