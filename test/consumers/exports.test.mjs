@@ -171,13 +171,19 @@ test('speedscope viewer loads the .speedscope.json, .cpuprofile and .folded expo
             await page.screenshot({ path: path.join(artifacts, `speedscope-${path.basename(prefix)}.png`) });
           }
           // Sandwich (key 3): one row per function, each name once
+          // The table's header is drawn before its rows (a virtualized list laid out on a
+          // later frame): wait until rows are there too, or the 30 s run out.
           await page.keyboard.press('3');
-          await page.waitForFunction(() => document.body.innerText.includes('Symbol Name'), null,
-                                     { timeout: 30000 });
-          const text = await page.evaluate(() => document.body.innerText);
-          const table = text.slice(text.indexOf('Symbol Name') + 'Symbol Name'.length);
-          const rows = table.split('\n').filter((l) => l.startsWith('\t'))
-            .map((l) => l.trim()).filter((l) => !/^[0-9.]+\s*[a-zµ]*s \(.*%\)$/.test(l));
+          const sandwichRows = () => {
+            const text = document.body.innerText;
+            const at = text.indexOf('Symbol Name');
+            if (at < 0) return null;
+            return text.slice(at + 'Symbol Name'.length).split('\n').filter((l) => l.startsWith('\t'))
+              .map((l) => l.trim()).filter((l) => !/^[0-9.]+\s*[a-zµ]*s \(.*%\)$/.test(l));
+          };
+          await page.waitForFunction(`((${sandwichRows})() || []).length >= 2`, null,
+                                     { timeout: 30000 }).catch(() => {});
+          const rows = await page.evaluate(sandwichRows);
           assert.ok(rows.length >= 2, `${name}: Sandwich rows ${JSON.stringify(rows)}`);
           assert.equal(new Set(rows).size, rows.length, `${name}: Sandwich lists a function twice: ${rows}`);
           if (artifacts) await page.screenshot({ path: path.join(artifacts, `speedscope-${path.basename(prefix)}-sandwich.png`) });
