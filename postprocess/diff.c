@@ -150,7 +150,9 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
      * stacks whose last frame ends in " <base>": refused when every line ends so */
     size_t first = 0, nlines = 0, ntwo = 0;
     int rc = 0;
-    for (size_t pos = 0; pos < len;) {
+    /* a UTF-8 byte order mark (an editor's, PowerShell's) is not part of the first frame */
+    size_t start = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    for (size_t pos = start; pos < len;) {
         const char *line = text + pos;
         const char *nl = memchr(line, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - line) : len - pos;
