@@ -184,8 +184,11 @@ static int parse_args(int argc, char **argv, Options *o) {
                   stderr);
             return 2;
         }
+    } else if (o->output && !*o->output) {
+        fputs("osprey: error: -o '' is an empty path; give a file name\n", stderr);
+        return 2;
     } else if (o->output) {
-        /* "dir/", "", "." and ".." name a directory, never a file (nor an export stem). */
+        /* "dir/", "." and ".." name a directory, never a file (nor an export stem). */
         const char *slash = strrchr(o->output, '/');
         const char *base = slash ? slash + 1 : o->output;
         if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
