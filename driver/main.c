@@ -697,6 +697,22 @@ static int diff_main(const Options *o) {
             }
         }
     }
+    /* The two inputs are read at once, on two threads: a pipe or a device named twice
+     * (`--diff /dev/stdin /dev/stdin`) would be split between them at random. */
+    struct stat st[2];
+    if (stat(o->diff[0], &st[0]) == 0 && stat(o->diff[1], &st[1]) == 0 &&
+        st[0].st_dev == st[1].st_dev && st[0].st_ino == st[1].st_ino && !S_ISREG(st[0].st_mode) &&
+        !S_ISDIR(st[0].st_mode)) {
+        const char *what = S_ISFIFO(st[0].st_mode)   ? "pipe"
+                           : S_ISSOCK(st[0].st_mode) ? "socket"
+                                                     : "device";
+        fprintf(stderr,
+                "osprey: error: --diff: '%s' and '%s' are the same %s, which cannot be read "
+                "for both sides; save it to a file first\n",
+                o->diff[0], o->diff[1], what);
+        free(prefix);
+        return 2;
+    }
     static const char *const ext[] = {".diff.svg", ".diff.folded"};
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < 2; k++) {
