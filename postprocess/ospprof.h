@@ -60,7 +60,8 @@ typedef struct ospprof_options {
      * build-id or architecture does not match, §(l.6)); NULL: stderr. */
     FILE *warnings;
     /* Symbolizer: "llvm", "none" or NULL (= the OSPREY_PROFILE_SYMBOLIZER environment
-     * variable, default "llvm"). Unknown values behave as "llvm". */
+     * variable, default "llvm"). Unknown values behave as "llvm"; an unknown value of the
+     * variable is said once per process on stderr. */
     const char *symbolizer;
     /* --pprof: also write <prefix>.pb.gz (§(l.6)) as a member of the set. */
     bool pprof;

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +174,25 @@ static void qualify(symctx *c, size_t i) {
      * image with samples), --binary suggested for the main executable */
     warn(c, "cannot read '%s': %s; its frames are unnamed%s", im->path, why,
          is_exe ? c->exe_hint : "");
+}
+
+/* OSPREY_PROFILE_SYMBOLIZER (§(a)): "llvm" (also unset or empty) or "none". Anything else
+ * is said once per process, as a bad OSPREY_PROFILE_HZ is, and "llvm" is used ("atos" is
+ * macOS's, which this post-processor does not drive). */
+static const char *symbolizer_from_env(void) {
+    const char *v = getenv("OSPREY_PROFILE_SYMBOLIZER");
+    if (!v || !*v || strcmp(v, "llvm") == 0 || strcmp(v, "none") == 0) return v;
+    static atomic_bool warned;
+    if (!atomic_exchange(&warned, true)) {
+        ospprof_buf b = {0};
+        ospprof_buf_puts(&b, "osprey: warning: OSPREY_PROFILE_SYMBOLIZER=\"");
+        ospprof_term_text(&b, v);
+        ospprof_buf_puts(&b, "\" is not llvm or none; using llvm\n");
+        fwrite(b.p, 1, b.n, stderr);
+        fflush(stderr);
+        ospprof_buf_free(&b);
+    }
+    return "llvm";
 }
 
 static void push_res(symctx *c, uint32_t name, uint32_t file, uint32_t line) {
@@ -455,7 +476,7 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
     }
 
     /* symbolize the stacks used by samples, in stack-index order, leaf to root */
-    const char *mode = symbolizer ? symbolizer : getenv("OSPREY_PROFILE_SYMBOLIZER");
+    const char *mode = symbolizer ? symbolizer : symbolizer_from_env();
     symctx c;
     memset(&c, 0, sizeof c);
     c.raw = raw;

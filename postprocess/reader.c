@@ -21,6 +21,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -984,10 +987,30 @@ ospprof_raw *ospprof_raw_parse(const char *name, const char *text, size_t len, c
 
 size_t ospprof_raw_max_bytes(void) {
     const char *e = getenv("OSPREY_PROFILE_MAX_RAW_BYTES");
-    if (e && *e) {
-        char *end;
-        unsigned long long v = strtoull(e, &end, 10);
-        if (*end == 0 && v > 0 && v <= SIZE_MAX - 1) return (size_t)v;
+    if (!e || !*e) return OSPPROF_RAW_MAX_BYTES;
+    /* decimal digits only: strtoull would take " 12", "+12" and "-1" (as 2^64-1) */
+    size_t v = 0;
+    bool ok = true;
+    for (const char *c = e; *c && ok; c++) {
+        unsigned d = (unsigned)(*c - '0');
+        if (d > 9 || v > (SIZE_MAX - 1 - d) / 10)
+            ok = false;
+        else
+            v = v * 10 + d;
+    }
+    if (ok && v > 0) return v;
+    /* said once per process, however many inputs ask (the two of --diff, on two threads);
+     * the same treatment as a bad OSPREY_PROFILE_HZ: a warning and the default */
+    static atomic_bool warned;
+    if (!atomic_exchange(&warned, true)) {
+        ospprof_buf b = {0};
+        ospprof_buf_puts(&b, "osprey: warning: OSPREY_PROFILE_MAX_RAW_BYTES=\"");
+        ospprof_term_text(&b, e);
+        ospprof_buf_printf(&b, "\" is not a number of bytes greater than 0; using %zu\n",
+                           (size_t)OSPPROF_RAW_MAX_BYTES);
+        fwrite(b.p, 1, b.n, stderr);
+        fflush(stderr);
+        ospprof_buf_free(&b);
     }
     return OSPPROF_RAW_MAX_BYTES;
 }
