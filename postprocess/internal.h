@@ -116,7 +116,8 @@ typedef struct ospprof_rowinfo {
 /* An image as the model keeps it: runtime text range and identity (§(e)). */
 typedef struct ospprof_pimage {
     char *path;            /* owned */
-    const char *basename;  /* points into path */
+    const char *basename;  /* the image's name: `soname` when set, else points into path */
+    char *soname;          /* owned: the DT_SONAME of the object that describes it, or NULL */
     char *build_id;        /* owned, NULL if not recorded */
     uint64_t start, limit; /* runtime text range [start, limit); limit 0 when unknown */
 } ospprof_pimage;
@@ -202,6 +203,10 @@ bool ospprof_llvm_is_sigreturn(ospprof_llvm *s, const char *object, uint64_t add
 /* Lowercase hex of the object's GNU build-id note (or Mach-O UUID); malloc'd, NULL when
  * the object has none or cannot be read. */
 char *ospprof_llvm_build_id(const char *object);
+/* The ELF object's DT_SONAME ("libstdc++.so.6"), malloc'd; NULL when it has none, is not a
+ * valid ELF file or cannot be read. An image's name (docs/profile-formats.md "Names for
+ * code without symbols"). */
+char *ospprof_llvm_soname(const char *object);
 
 /* The demangled form of a C++ (Itanium or MSVC), Rust or D linkage name, keeping a
  * trailing "@plt"; malloc'd, or NULL when `name` is not mangled (then use it unchanged).

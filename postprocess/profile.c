@@ -137,6 +137,18 @@ static bool object_describes(symctx *c, const ospprof_image *im, const char *obj
     return ok;
 }
 
+/* Image i's name, once an object describes it: that object's DT_SONAME when it has one, so
+ * a library is named alike whichever path to it was recorded — the loader's
+ * (`libstdc++.so.6`, --record and --profile) or /proc/<pid>/maps's resolved one
+ * (`libstdc++.so.6.0.30`, --attach) — else its path's basename (docs/profile-formats.md
+ * "Names for code without symbols"). */
+static void name_image(symctx *c, size_t i) {
+    ospprof_pimage *pi = &c->prof->images[i];
+    if (pi->soname) return;
+    pi->soname = ospprof_llvm_soname(c->object[i]);
+    if (pi->soname) pi->basename = pi->soname;
+}
+
 /* §(f).3: which object describes image i. */
 static void qualify(symctx *c, size_t i) {
     const ospprof_image *im = &c->raw->images[i];
@@ -155,6 +167,7 @@ static void qualify(symctx *c, size_t i) {
         if (object_describes(c, im, im->path, (long)i == c->main_image)) {
             c->qual[i] = 1;
             c->object[i] = im->path;
+            name_image(c, i);
         }
         return;
     }
@@ -167,6 +180,7 @@ static void qualify(symctx *c, size_t i) {
         } else if (object_describes(c, im, c->binary, true)) {
             c->qual[i] = 1;
             c->object[i] = c->binary;
+            name_image(c, i);
         }
         return;
     }
@@ -213,9 +227,9 @@ static uint32_t intern_name(symctx *c, const char *name) {
 
 /* The frame for unnamed code inside image `im`: "[<basename>]" (kept as is when the path is
  * already bracketed, like "[vdso]"), file the image path, line 0 (§(l.6)). */
-static void push_image_frame(symctx *c, const ospprof_image *im) {
-    const char *slash = strrchr(im->path, '/');
-    const char *base = slash ? slash + 1 : im->path;
+static void push_image_frame(symctx *c, size_t img) {
+    const ospprof_image *im = &c->raw->images[img];
+    const char *base = c->prof->images[img].basename; /* its name (name_image) */
     size_t n = strlen(base);
     uint32_t name;
     if (n >= 2 && base[0] == '[' && base[n - 1] == ']') {
@@ -308,7 +322,7 @@ static void resolve(symctx *c, uint64_t addr, bool is_return, bool trampoline, s
                         push_res(c, ospprof_intern(c->strs, "[signal handler called]", 23),
                                  ospprof_intern(c->strs, im->path, strlen(im->path)), 0);
                     if (c->nres == start && im->path && im->path[0])
-                        push_image_frame(c, im); /* one row per library without names */
+                        push_image_frame(c, (size_t)img); /* one row per unnamed library */
                     c->res_off[c->ncache] = (uint32_t)start;
                     c->res_n[c->ncache] = (uint32_t)(c->nres - start);
                     c->ncache++;
@@ -357,7 +371,8 @@ void ospprof_profile_free(ospprof_profile *p) {
     free(p->stack_addrs);
     free(p->stack_groups);
     free(p->stack_images);
-    for (size_t i = 0; i < p->nimages; i++) free(p->images[i].path), free(p->images[i].build_id);
+    for (size_t i = 0; i < p->nimages; i++)
+        free(p->images[i].path), free(p->images[i].build_id), free(p->images[i].soname);
     free(p->images);
     for (size_t i = 0; i < p->nwarnings; i++) free(p->warnings[i]);
     free(p->warnings);

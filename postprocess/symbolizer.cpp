@@ -326,6 +326,48 @@ extern "C" char *ospprof_llvm_build_id(const char *object) {
     return c;
 }
 
+extern "C" char *ospprof_llvm_soname(const char *object) {
+    auto bin = llvm::object::ObjectFile::createObjectFile(object);
+    if (!bin) {
+        llvm::consumeError(bin.takeError());
+        return nullptr;
+    }
+    const auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(bin->getBinary());
+    if (!elf) return nullptr;
+    const auto &ef = elf->getELFFile();
+    auto secs = ef.sections();
+    if (!secs) {
+        llvm::consumeError(secs.takeError());
+        return nullptr;
+    }
+    for (const auto &sh : *secs) {
+        if (sh.sh_type != llvm::ELF::SHT_DYNAMIC) continue;
+        auto dyns = ef.template getSectionContentsAsArray<llvm::object::ELF64LE::Dyn>(sh);
+        if (!dyns) {
+            llvm::consumeError(dyns.takeError());
+            return nullptr;
+        }
+        auto strsec = ef.getSection(sh.sh_link);
+        if (!strsec) {
+            llvm::consumeError(strsec.takeError());
+            return nullptr;
+        }
+        llvm::StringRef strtab = value_or(ef.getStringTable(**strsec), llvm::StringRef());
+        for (const auto &d : *dyns) {
+            if (d.d_tag != llvm::ELF::DT_SONAME) continue;
+            uint64_t off = d.getVal();
+            if (off >= strtab.size()) return nullptr;
+            llvm::StringRef name = strtab.drop_front(off);
+            name = name.take_until([](char ch) { return ch == 0; });
+            // a name, never a path: the basename rule's output ("libfoo.so.1")
+            if (name.empty() || name.contains('/')) return nullptr;
+            return dup_cstr(name.str());
+        }
+        return nullptr;
+    }
+    return nullptr;
+}
+
 // One path element of a Rust legacy symbol, unescaped as rustc-demangle does: a leading
 // "_$" loses its "_", ".." is "::", "$LT$" "<", "$u20$" " " and the other "$..$" escapes.
 // False for an escape rustc never writes (the name is then not taken for Rust).
