@@ -182,6 +182,12 @@ struct osp_attach {
     uint64_t cpu_ns;     /* the capturing thread's CPU time during the capture */
     aimage *images;
     size_t nimages;
+    /* the target's mappings that are not executable, in address order (from the last read
+     * of /proc/<pid>/maps): the one holding a thread's sp bounds the stack it walks */
+    struct amap {
+        uint64_t lo, hi;
+    } *data_maps;
+    size_t ndata_maps;
     /* the images' CFI tables, sorted by address, for the walker (osp_unwind_cfi_step) */
     const struct osp_cfi_table **cfi_tables;
     size_t ncfi;
@@ -504,6 +510,25 @@ static void add_sample(osp_attach *a, uint64_t t_ns, const athread *t, long stac
         (struct asample){t_ns, weight_ns, (uint32_t)t->row, (uint32_t)stack, (uint8_t)state};
 }
 
+/* The stack that holds `sp`: the non-executable mapping it lies in, from the last read of
+ * /proc/<pid>/maps (0, 0 when none does: a thread newer than that read). */
+static void stack_bounds(const osp_attach *a, uint64_t sp, uint64_t *lo, uint64_t *hi) {
+    *lo = *hi = 0;
+    size_t l = 0, r = a->ndata_maps;
+    while (l < r) {
+        size_t m = l + (r - l) / 2;
+        if (sp < a->data_maps[m].lo) {
+            r = m;
+        } else if (sp >= a->data_maps[m].hi) {
+            l = m + 1;
+        } else {
+            *lo = a->data_maps[m].lo;
+            *hi = a->data_maps[m].hi;
+            return;
+        }
+    }
+}
+
 /* Walk the stack of `t`, in its interrupt stop, and continue it. `held_from`: when the
  * stop is counted from (see capture_tick). The stack index, -1 when out of memory, -2
  * when nothing could be read. */
@@ -521,6 +546,7 @@ static long walk_stopped(osp_attach *a, athread *t, uint64_t held_from) {
                           .read_ctx = a,
                           .step = a->ncfi ? osp_unwind_cfi_step : NULL,
                           .step_ctx = &a->cfi};
+        stack_bounds(a, regs.sp, &u.stack_lo, &u.stack_hi);
         n = osp_unwind_walk(&u, &regs, frames, MAX_FRAMES, &truncated);
     }
     ptrace(PTRACE_CONT, t->tid, NULL, NULL);
@@ -844,6 +870,8 @@ static void read_images(osp_attach *a) {
     char *line = NULL, *last_path = NULL;
     size_t linecap = 0;
     bool failed = false;
+    struct amap *dm = NULL;
+    size_t ndm = 0, capdm = 0;
     /* Each image once: its mapping at file offset 0 (the first of consecutive mappings of
      * one path); the end of that path's mappings bounds the vDSO copy. */
     while (getline(&line, &linecap, f) > 0) {
@@ -855,6 +883,14 @@ static void read_images(osp_attach *a) {
             continue;
         char *name = line + name_at;
         name[strcspn(name, "\n")] = 0;
+        if (perms[0] && perms[1] && perms[2] != 'x' && hi > lo) {
+            /* a stack is one of these: [stack], a thread's anonymous mapping */
+            struct amap *g = grow(dm, &capdm, ndm + 1, sizeof *dm);
+            if (g) {
+                dm = g;
+                dm[ndm++] = (struct amap){lo, hi};
+            }
+        }
         if (!(name[0] == '/' || strcmp(name, "[vdso]") == 0)) continue;
         if (last_path && strcmp(last_path, name) == 0) continue;
         free(last_path);
@@ -894,6 +930,13 @@ static void read_images(osp_attach *a) {
     free(line);
     free(last_path);
     fclose(f);
+    if (ndm) {
+        free(a->data_maps);
+        a->data_maps = dm;
+        a->ndata_maps = ndm;
+    } else {
+        free(dm);
+    }
     if (failed || n == 0) {
         free_images(v, n);
         index_cfi(a); /* tables moved into v are gone with it */
@@ -1460,6 +1503,7 @@ void osp_attach_close(osp_attach *a) {
     free(a->samples);
     free(a->plans);
     free_images(a->images, a->nimages);
+    free(a->data_maps);
     free(a->cfi_tables);
     free(a);
 }

@@ -15,6 +15,15 @@
 #define OSP_UNWIND_HAVE_CFI 0
 #endif
 
+/* Return addresses below the first page are not code (§(c) item 2). */
+#define MIN_CODE_ADDR ((uint64_t)4096)
+
+/* `a` can be a return address: above the first page and not in the stack being walked. */
+static bool code_addr(const osp_unwinder *u, uint64_t a) {
+    if (a < MIN_CODE_ADDR) return false;
+    return u->stack_hi <= u->stack_lo || a - u->stack_lo >= u->stack_hi - u->stack_lo;
+}
+
 size_t osp_unwind_walk(const osp_unwinder *u, const osp_remote_regs *regs, uint64_t *frames,
                        size_t max, bool *truncated) {
     if (truncated) *truncated = false;
@@ -34,6 +43,12 @@ size_t osp_unwind_walk(const osp_unwinder *u, const osp_remote_regs *regs, uint6
             }
             if (s == OSP_STEP_CALLER) {
                 if (caller.pc == 0) return n; /* the outermost frame */
+                if (!code_addr(u, caller.pc)) {
+                    /* a stack word, not a caller: the chain ends here; a signal frame's
+                     * interrupted pc (precise) leaves the frames below the handler out */
+                    if (caller.precise && truncated) *truncated = true;
+                    return n;
+                }
                 frames[n++] = caller.pc;
                 r = caller;
                 continue;
@@ -45,7 +60,7 @@ size_t osp_unwind_walk(const osp_unwinder *u, const osp_remote_regs *regs, uint6
         if (r.fp < r.sp) return n; /* records live above the stack pointer */
         uint64_t rec[2];           /* [0]: caller's fp, [1]: return address */
         if (u->read(u->read_ctx, r.fp, rec, sizeof rec) != 0) return n; /* unmapped */
-        if (rec[1] == 0) return n; /* a zero return address ends the chain */
+        if (!code_addr(u, rec[1])) return n; /* zero, low or a stack word: the chain's end */
         frames[n++] = rec[1];
         /* The caller's fp is checked when its own frame is walked (fp >= sp = this fp + 16:
          * the chain moves toward the stack base), not here: a caller with CFI may keep no
@@ -61,7 +76,7 @@ size_t osp_unwind_walk(const osp_unwinder *u, const osp_remote_regs *regs, uint6
         if (u->step) {
             osp_remote_regs caller = r;
             int s = u->step(u->step_ctx, &caller);
-            if (s == OSP_STEP_CALLER || s == OSP_STEP_FAIL) {
+            if ((s == OSP_STEP_CALLER && code_addr(u, caller.pc)) || s == OSP_STEP_FAIL) {
                 *truncated = true;
                 return n;
             }
@@ -69,16 +84,14 @@ size_t osp_unwind_walk(const osp_unwinder *u, const osp_remote_regs *regs, uint6
         }
         if (r.fp != 0 && !(r.fp & 7) && r.fp >= r.sp) {
             uint64_t rec[2];
-            if (u->read(u->read_ctx, r.fp, rec, sizeof rec) == 0 && rec[1] != 0) *truncated = true;
+            if (u->read(u->read_ctx, r.fp, rec, sizeof rec) == 0 && code_addr(u, rec[1]))
+                *truncated = true;
         }
     }
     return n;
 }
 
 #if OSP_UNWIND_HAVE_CFI
-
-/* Return addresses below the first page are not code (§(c) item 2). */
-#define MIN_CODE_ADDR ((uint64_t)4096)
 
 /* The table whose range covers `q`, or NULL. */
 static const struct osp_cfi_table *find_table(osp_unwind_cfi *c, uint64_t q) {

@@ -47,6 +47,12 @@ typedef struct osp_unwinder {
     void *read_ctx;
     osp_unwind_step_fn step; /* NULL: frame pointers only */
     void *step_ctx;
+    /* The stack being walked, [stack_lo, stack_hi) (--attach: the mapping that holds the
+     * thread's sp); both 0 when unknown. A return address inside it is a stack word taken
+     * for one (code that neither its chain nor its CFI describes at that instant), not a
+     * frame: the walk ends there, as the runtime's walker does (prof_unwind.c
+     * code_addr_in). */
+    uint64_t stack_lo, stack_hi;
 } osp_unwinder;
 
 /*
@@ -56,7 +62,9 @@ typedef struct osp_unwinder {
  * *truncated (may be NULL) says the root end is missing: the walk stopped at `max` with frames
  * left, or a step returned OSP_STEP_FAIL. The frame-pointer rule stops (each commented in the
  * code) at a zero, misaligned or non-increasing frame pointer, a frame pointer below the stack
- * pointer, an unreadable record or a zero return address: the chain's end, not a truncation.
+ * pointer, an unreadable record, a return address below 4096 or inside [stack_lo, stack_hi):
+ * the chain's end, not a truncation (a signal frame whose interrupted pc is inside the stack
+ * is a truncation: the frames below the handler are lost).
  * Every step moves sp strictly up, so the walk always ends.
  */
 size_t osp_unwind_walk(const osp_unwinder *u, const osp_remote_regs *regs, uint64_t *frames,

@@ -132,6 +132,78 @@ static void walk_asks_the_cfi_step_first(void **state) {
     assert_true(calls >= 2);
 }
 
+/* A CFI step that gives frame 0 the caller pc `st->pc`, precise (a signal frame's
+ * interrupted pc) when `st->precise`. */
+typedef struct stack_step {
+    uint64_t pc;
+    bool precise;
+} stack_step;
+
+static int step_to(void *ctx, osp_remote_regs *regs) {
+    const stack_step *st = ctx;
+    if (!regs->precise) return OSP_STEP_FP;
+    regs->pc = st->pc;
+    regs->sp += 64;
+    regs->precise = st->precise;
+    return OSP_STEP_CALLER;
+}
+
+/* A return address inside the stack being walked is a stack word, not a frame: the walk
+ * ends there (the runtime's walker, prof_unwind.c code_addr_in); the stack is the one the
+ * caller names (--attach: the mapping that holds the thread's sp). */
+static void walk_rejects_return_addresses_into_the_stack(void **state) {
+    (void)state;
+    fake_stack s = {0};
+    uint64_t in_stack = FAKE_BASE + 8 * 50;
+    uint64_t f2 = rec(&s, 12, 0, 0x4002);
+    uint64_t f1 = rec(&s, 4, f2, in_stack); /* a stack word where the return address goes */
+    osp_unwinder u = {.read = fake_read, .read_ctx = &s};
+    osp_remote_regs r = {.pc = 0x4000, .sp = FAKE_BASE, .fp = f1};
+    uint64_t out[16];
+    bool trunc = true;
+    /* the stack unknown: the word is taken for a frame, as before */
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 16, &trunc), 3);
+    assert_int_equal(out[1], in_stack);
+    /* the stack known: the chain ends at it, which is not a truncation */
+    u.stack_lo = FAKE_BASE;
+    u.stack_hi = FAKE_BASE + sizeof s.w;
+    trunc = true;
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 16, &trunc), 1);
+    assert_int_equal(out[0], 0x4000);
+    assert_false(trunc);
+    /* its ends: the word just past the stack is code as far as the walk knows, the first
+     * word of the stack is not */
+    s.w[5] = FAKE_BASE + sizeof s.w;
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 16, &trunc), 3);
+    s.w[5] = FAKE_BASE;
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 16, &trunc), 1);
+    /* a return address in the first page is not code either */
+    s.w[5] = 0x800;
+    u.stack_lo = u.stack_hi = 0;
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 16, &trunc), 1);
+    u.stack_lo = FAKE_BASE;
+    u.stack_hi = FAKE_BASE + sizeof s.w;
+    /* a CFI step's caller in the stack ends the walk; a signal frame's interrupted pc
+     * there loses the frames below the handler: truncated */
+    stack_step st = {in_stack, false};
+    u.step = step_to;
+    u.step_ctx = &st;
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 16, &trunc), 1);
+    assert_false(trunc);
+    st.precise = true;
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 16, &trunc), 1);
+    assert_true(trunc);
+    /* at the cap: a next "frame" in the stack is no frame, so nothing was cut */
+    s.w[5] = 0x4001;
+    rec(&s, 12, 0, in_stack);
+    u.step = NULL;
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 2, &trunc), 2);
+    assert_false(trunc);
+    rec(&s, 12, 0, 0x4002);
+    assert_int_equal(osp_unwind_walk(&u, &r, out, 2, &trunc), 2);
+    assert_true(trunc);
+}
+
 #if defined(__x86_64__)
 /* CFI rows over [0x1000, 0x3000): [0x1000, 0x2000) CFA = rsp + 16 (a function without a
  * frame pointer), [0x2000, 0x3000) the frame-pointer rule. */
@@ -324,6 +396,7 @@ int main(void) {
         cmocka_unit_test(walk_stops_at_bad_records),
         cmocka_unit_test(walk_truncates_at_max),
         cmocka_unit_test(walk_asks_the_cfi_step_first),
+        cmocka_unit_test(walk_rejects_return_addresses_into_the_stack),
 #if defined(__x86_64__)
         cmocka_unit_test(walk_steps_with_cfi_rows),
 #endif
