@@ -756,7 +756,9 @@ static int add_file(ospprof_diff *d, int side, const char *path, const char *sym
     size_t len;
     char *text = slurp(path, &len, err, errlen);
     if (!text) return -1;
-    size_t i = 0;
+    /* past a byte order mark (skipped in collapsed stacks, ospprof_diff_add_folded): a raw
+     * profile behind one is still a raw profile, refused as --postprocess refuses it */
+    size_t i = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
         i++;
     int rc;
