@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_output.h"
 #include "codegen.h"
 #include "config.h"
 #include "frontend.h"
@@ -530,16 +531,31 @@ static prof_post_options post_options_of(const Options *o) {
                                .nfibers = o->nfibers};
 }
 
-/* The run's raw profile, which the caller deletes, copied to `<prefix>.osprof.json`
- * (temporary file + rename: an older file of that name is replaced whole or not at all)
- * when its post-processing failed, so a long run is not lost with it; one note line says
- * where. Nothing when the copy cannot be made (the export directory is what failed). */
-static void keep_raw(const char *raw_path, const char *prefix) {
+/* The run's raw profile, which the caller deletes, copied to `<prefix>.osprof.json` through
+ * the atomic-output helper (temporary + rename: an older file of that name is replaced whole
+ * or not at all; a symbolic link stays a link; an interrupt removes the temporary) when its
+ * post-processing failed, so a long run is not lost with it; one note line says where. Never
+ * over the program or source being profiled (`protect`, either may be NULL): one warning line
+ * instead. Nothing when the copy cannot be made (the export directory is what failed). Mode
+ * 0600, as the runtime writes it (the run's paths and addresses). */
+static void keep_raw(const char *raw_path, const char *prefix, const char *protect0,
+                     const char *protect1) {
     char *dst = drv_xasprintf("%s.osprof.json", prefix);
-    char *tmp = drv_xasprintf("%s.tmp-%ld", dst, (long)getpid());
+    const char *protect[2] = {protect0, protect1};
+    for (int i = 0; i < 2; i++)
+        if (protect[i] && out_same_file(dst, protect[i])) {
+            fprintf(stderr,
+                    "osprey: warning: the raw profile is not kept: '%s' is the program being "
+                    "profiled\n",
+                    dst);
+            free(dst);
+            return;
+        }
+    char reason[256];
+    osp_atomic_out o = {.fd = -1};
     int in = open(raw_path, O_RDONLY | O_CLOEXEC);
-    int out = in < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    bool ok = in >= 0 && out >= 0;
+    bool ok = in >= 0 && osp_atomic_open(&o, dst, reason, sizeof reason) == 0;
+    if (ok && o.tmp && fchmod(o.fd, 0600) != 0) ok = false;
     char buf[65536];
     while (ok) {
         ssize_t n = read(in, buf, sizeof buf);
@@ -548,18 +564,18 @@ static void keep_raw(const char *raw_path, const char *prefix) {
             ok = n == 0;
             break;
         }
-        ok = write_all(out, buf, (size_t)n) == 0;
+        ok = osp_atomic_write(&o, buf, (size_t)n, reason, sizeof reason) == 0;
     }
     if (in >= 0) close(in);
-    if (out >= 0 && close(out) != 0) ok = false;
-    if (ok && rename(tmp, dst) == 0)
+    if (ok)
+        ok = osp_atomic_commit(&o, reason, sizeof reason) == 0;
+    else
+        osp_atomic_abort(&o);
+    if (ok)
         fprintf(stderr,
                 "osprey: note: the raw profile is kept as '%s' (osprey --postprocess '%s' "
                 "processes it again)\n",
                 dst, dst);
-    else if (out >= 0)
-        unlink(tmp);
-    free(tmp);
     free(dst);
 }
 
@@ -573,7 +589,7 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
                 "source file\n",
                 clash);
         free(clash);
-        keep_raw(raw_path, prefix);
+        keep_raw(raw_path, prefix, program, exe_path);
         return;
     }
     fflush(stdout); /* the program's output (none of ours) comes first */
@@ -593,7 +609,7 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
     size_t report_len;
     if (postprocess_capture(&po, &report, &report_len, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: warning: profile not processed: %s\n", err);
-        keep_raw(raw_path, prefix);
+        keep_raw(raw_path, prefix, program, exe_path);
     } else {
         int e = write_report(to_stdout, report, report_len);
         /* A closed pipe (`| head`) is the reader's choice: nothing to say. */
