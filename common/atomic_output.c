@@ -149,19 +149,23 @@ static void random_suffix(char out[7]) {
 }
 
 /* Create a fresh "<dir>/.<base>.XXXXXX" beside `dest`: with flags O_WRONLY (fd returned)
- * when `want_fd`, else only the name is chosen (link target). Returns the fd (or 0 when
- * !want_fd) and *out_name (malloc'd), or -errno. */
+ * when `want_fd`, else only the name is chosen (link target). <base> is cut to
+ * OSP_ATOMIC_TEMP_BASE_MAX bytes, so a destination whose own name fits in NAME_MAX always
+ * gets a temporary (its 8 added bytes made a 248-255-byte name "File name too long").
+ * Returns the fd (or 0 when !want_fd) and *out_name (malloc'd), or -errno. */
 static int make_temp_name(const char *dest, char **out_name, bool want_fd) {
     const char *slash = strrchr(dest, '/');
     size_t dirlen = slash ? (size_t)(slash - dest) + 1 : 0;
     const char *base = dest + dirlen;
+    size_t blen = strlen(base);
+    if (blen > OSP_ATOMIC_TEMP_BASE_MAX) blen = OSP_ATOMIC_TEMP_BASE_MAX;
     size_t n = strlen(dest) + 16;
     char *name = malloc(n);
     if (!name) out_of_memory();
     for (int attempt = 0; attempt < 100; attempt++) {
         char sfx[7];
         random_suffix(sfx);
-        snprintf(name, n, "%.*s.%s.%s", (int)dirlen, dest, base, sfx);
+        snprintf(name, n, "%.*s.%.*s.%s", (int)dirlen, dest, (int)blen, base, sfx);
         if (!want_fd) {
             struct stat st;
             if (lstat(name, &st) != 0 && errno == ENOENT) {

@@ -7,6 +7,8 @@
  * so a crash, a full disk or a signal never leaves half a file where a good one was:
  *  - the temporary is "<dir>/.<base>.XXXXXX" (six random characters from [A-Za-z0-9]),
  *    created with open(O_CREAT | O_EXCL, 0666), so the process umask applies by itself;
+ *    <base> is cut to its first OSP_ATOMIC_TEMP_BASE_MAX bytes, so that the temporary of
+ *    any name that fits in NAME_MAX (255) fits too;
  *  - an existing character device or FIFO (/dev/null, /dev/stdout on a pipe, a named pipe)
  *    is written in place and never replaced by a file;
  *  - a symbolic link to a regular file is followed: the file it points to is replaced in its
@@ -35,6 +37,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The longest <base> in a temporary's name: NAME_MAX − 8 ("." before it, ".XXXXXX" after). */
+#define OSP_ATOMIC_TEMP_BASE_MAX 247
 
 /* One output file being written. Zero-initialise or fill with osp_atomic_open. */
 typedef struct osp_atomic_out {

@@ -145,6 +145,9 @@ static void write_body(struct osp_prof_session *ps, struct osp_prof_out *o, uint
 char *osp_prof__raw_temp_name(const char *dest) {
     const char *slash = strrchr(dest, '/');
     size_t dlen = slash ? (size_t)(slash - dest) + 1 : 0, blen = strlen(dest + dlen);
+    /* the base cut to 247 bytes, as common/atomic_output.c does (OSP_ATOMIC_TEMP_BASE_MAX):
+     * a destination whose name fits in NAME_MAX gets a temporary that fits too */
+    if (blen > 247) blen = 247;
     char *tmp = malloc(dlen + 1 + blen + 8);
     if (tmp == NULL) return NULL;
     memcpy(tmp, dest, dlen);

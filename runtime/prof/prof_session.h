@@ -774,8 +774,8 @@ OSP_PROF_HIDDEN void osp_prof__terminate(struct osp_prof_session *ps, int sig);
 OSP_PROF_HIDDEN int osp_prof__raw_probe(const char *path);
 
 /* The temporary beside `dest` for mkostemp: "<dir>/.<base>.XXXXXX", the one scheme of
- * common/atomic_output.h (hidden, in the destination's own directory). malloc'd (free
- * it), NULL when out of memory. */
+ * common/atomic_output.h (hidden, in the destination's own directory; <base> cut to 247
+ * bytes so the name fits in NAME_MAX). malloc'd (free it), NULL when out of memory. */
 OSP_PROF_HIDDEN char *osp_prof__raw_temp_name(const char *dest);
 
 /* Write the session's raw profile (§(e)) to `path`, atomically where it is a regular file

@@ -111,6 +111,31 @@ static void test_new_file_name_and_mode(void **st) {
     free(dir);
 }
 
+/* A destination whose name is 248 to 255 bytes long fits in NAME_MAX, but its temporary
+ * ".<name>.XXXXXX" did not ("File name too long"): the temporary's copy of the name is cut. */
+static void test_long_name(void **st) {
+    (void)st;
+    char *dir = tmpdir(), path[4200], reason[256];
+    for (size_t len = 246; len <= 255; len++) {
+        snprintf(path, sizeof path, "%s/%0*d", dir, (int)len, 7);
+        put(path, "old\n");
+        osp_atomic_out o;
+        assert_int_equal(osp_atomic_open(&o, path, reason, sizeof reason), 0);
+        assert_true(strlen(strrchr(o.tmp, '/') + 1) <= 255);
+        assert_int_equal(osp_atomic_write(&o, "new\n", 4, reason, sizeof reason), 0);
+        assert_int_equal(osp_atomic_commit(&o, reason, sizeof reason), 0);
+        char *got = get(path);
+        assert_string_equal(got, "new\n");
+        free(got);
+        char *dest = NULL;
+        assert_int_equal(osp_atomic_probe(path, &dest, reason, sizeof reason), 0);
+        free(dest);
+    }
+    assert_int_equal(entries(dir), 10); /* the files, no temporary left */
+    rmtree(dir);
+    free(dir);
+}
+
 static void test_replace_and_abort(void **st) {
     (void)st;
     char *dir = tmpdir(), path[4200], reason[256];
@@ -334,6 +359,7 @@ static void test_probe(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_file_name_and_mode),
+        cmocka_unit_test(test_long_name),
         cmocka_unit_test(test_replace_and_abort),
         cmocka_unit_test(test_streams_in_place),
         cmocka_unit_test(test_links_and_refusals),

@@ -71,6 +71,18 @@ static void test_temporary_name(void **state) {
         assert_string_equal(t, cases[i].tmp);
         free(t);
     }
+    /* a name of 248 to 255 bytes fits in NAME_MAX; its temporary must too: the base is cut
+     * to 247 bytes (common/atomic_output.h's OSP_ATOMIC_TEMP_BASE_MAX) */
+    char longdest[300], want[300];
+    memset(longdest, 0, sizeof longdest);
+    memcpy(longdest, "/d/", 3);
+    memset(longdest + 3, 'n', 255);
+    snprintf(want, sizeof want, "/d/.%.*s.XXXXXX", 247, longdest + 3);
+    char *lt = osp_prof__raw_temp_name(longdest);
+    assert_non_null(lt);
+    assert_string_equal(lt, want);
+    assert_int_equal(strlen(strrchr(lt, '/') + 1), 255);
+    free(lt);
     /* a real write through it leaves only the file */
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/tmpname", g_dir);
