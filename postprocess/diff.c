@@ -152,6 +152,14 @@ int ospprof_diff_add_folded(ospprof_diff *d, int side, const char *name, const c
     int rc = 0;
     /* a UTF-8 byte order mark (an editor's, PowerShell's) is not part of the first frame */
     size_t start = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    /* UTF-16 (PowerShell's `>`, Notepad's "Unicode"): said as such rather than as a NUL byte */
+    if (len >= 2 && (memcmp(text, "\xFF\xFE", 2) == 0 || memcmp(text, "\xFE\xFF", 2) == 0)) {
+        ospprof_seterr(err, errlen,
+                       "%s:1: UTF-16 text (byte order mark %s); collapsed stacks are read as "
+                       "UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)",
+                       name, text[0] == '\xFF' ? "FF FE" : "FE FF");
+        return -1;
+    }
     for (size_t pos = start; pos < len;) {
         const char *line = text + pos;
         const char *nl = memchr(line, '\n', len - pos);
