@@ -198,6 +198,20 @@ static int parse_args(int argc, char **argv, Options *o) {
             return 2;
         }
     }
+    /* An empty path names nothing: said as such (exit 2), not as "error: : cannot read". */
+    const char *const named[][2] = {
+        {"--postprocess", o->postprocess},
+        {"--binary", o->binary},
+        {"--diff", o->diff[0]},
+        {"--diff", o->diff[1]},
+        {"the input file", o->input},
+        {"the program after --", o->record && o->nprog_args > 0 ? o->prog_args[0] : NULL}};
+    for (size_t k = 0; k < sizeof named / sizeof *named; k++)
+        if (named[k][1] && !named[k][1][0]) {
+            fprintf(stderr, "osprey: error: %s '' is an empty path; give a file name\n",
+                    named[k][0]);
+            return 2;
+        }
     if (o->diff[0]) {
         if (o->input || o->postprocess || o->profile || o->run_flag || emit || build || o->debug ||
             o->binary || o->pprof || o->focus || o->ignore || o->nfibers || o->nprog_args ||
