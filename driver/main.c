@@ -103,9 +103,9 @@ static void usage(FILE *out) {
 }
 
 static int usage_error(const char *fmt, const char *arg) {
-    fputs("osprey: error: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see osprey --help)\n", stderr);
+    char *what = drv_xasprintf(fmt, arg);
+    drv_diag("osprey: error: %s (see osprey --help)", what);
+    free(what);
     return 2;
 }
 
@@ -193,8 +193,7 @@ static int parse_args(int argc, char **argv, Options *o) {
         const char *slash = strrchr(o->output, '/');
         const char *base = slash ? slash + 1 : o->output;
         if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
-            fprintf(stderr, "osprey: error: -o '%s' names a directory; give a file name\n",
-                    o->output);
+            drv_diag("osprey: error: -o '%s' names a directory; give a file name", o->output);
             return 2;
         }
     }
@@ -208,8 +207,7 @@ static int parse_args(int argc, char **argv, Options *o) {
         {"the program after --", o->record && o->nprog_args > 0 ? o->prog_args[0] : NULL}};
     for (size_t k = 0; k < sizeof named / sizeof *named; k++)
         if (named[k][1] && !named[k][1][0]) {
-            fprintf(stderr, "osprey: error: %s '' is an empty path; give a file name\n",
-                    named[k][0]);
+            drv_diag("osprey: error: %s '' is an empty path; give a file name", named[k][0]);
             return 2;
         }
     if (o->diff[0]) {
@@ -246,7 +244,7 @@ static int parse_args(int argc, char **argv, Options *o) {
         ospprof_options po = {.focus = o->focus, .ignore = o->ignore};
         char err[OSPPROF_ERR_MAX];
         if (ospprof_filter_check(&po, err, sizeof err) != 0) {
-            fprintf(stderr, "osprey: error: %s\n", err);
+            drv_diag("osprey: error: %s", err);
             return 2;
         }
     }
@@ -399,11 +397,10 @@ static int check_link_libs(const Program *prog) {
         for (size_t k = 0; !found && k < sizeof sys_dirs / sizeof *sys_dirs; k++)
             found = lib_in_dir(sys_dirs[k], name);
         if (!found) {
-            fprintf(stderr,
-                    "%s:%d:1: error: library `%s` (from `// @link: %s`) was not found in the "
-                    "`// @linkdir:` directories, $LIBRARY_PATH or the system library "
-                    "directories\n",
-                    prog->path, prog->link_lines[i], name, name);
+            drv_diag("%s:%d:1: error: library `%s` (from `// @link: %s`) was not found in the "
+                     "`// @linkdir:` directories, $LIBRARY_PATH or the system library "
+                     "directories",
+                     prog->path, prog->link_lines[i], name, name);
             errors++;
         }
     }
@@ -426,8 +423,7 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
     free(bindir);
     free(libdir);
     if (access(rt, R_OK) != 0) {
-        fprintf(stderr, "osprey: error: cannot find the runtime library '%s': %s\n", rt,
-                strerror(errno));
+        drv_diag("osprey: error: cannot find the runtime library '%s': %s", rt, strerror(errno));
         free(rt);
         return 1;
     }
@@ -469,16 +465,16 @@ static int link_program(const char *obj, const char *exe, const char *scratch, b
     free(rt);
     if (st != 0) {
         if (sig > 0)
-            fprintf(stderr, "osprey: error: linking failed ('%s' was killed by signal %d, %s)\n",
-                    cc, sig, strsignal(sig));
+            drv_diag("osprey: error: linking failed ('%s' was killed by signal %d, %s)", cc, sig,
+                     strsignal(sig));
         else if (st > 0)
-            fprintf(stderr, "osprey: error: linking failed ('%s' exited with status %d)\n", cc, st);
+            drv_diag("osprey: error: linking failed ('%s' exited with status %d)", cc, st);
         return 1;
     }
 #ifdef __APPLE__
     const char *ds[] = {"dsymutil", exe, NULL};
     if (proc_run((char *const *)ds, NULL, PROC_TOOL, NULL) != 0)
-        fprintf(stderr, "osprey: warning: dsymutil failed for '%s'\n", exe);
+        drv_diag("osprey: warning: dsymutil failed for '%s'", exe);
 #endif
     return 0;
 }
@@ -558,10 +554,9 @@ static void keep_raw(const char *raw_path, const char *prefix, const char *prote
     const char *protect[2] = {protect0, protect1};
     for (int i = 0; i < 2; i++)
         if (protect[i] && out_same_file(dst, protect[i])) {
-            fprintf(stderr,
-                    "osprey: warning: the raw profile is not kept: '%s' is the program being "
-                    "profiled\n",
-                    dst);
+            drv_diag("osprey: warning: the raw profile is not kept: '%s' is the program being "
+                     "profiled",
+                     dst);
             free(dst);
             return;
         }
@@ -586,10 +581,9 @@ static void keep_raw(const char *raw_path, const char *prefix, const char *prote
     else
         osp_atomic_abort(&o);
     if (ok)
-        fprintf(stderr,
-                "osprey: note: the raw profile is kept as '%s' (osprey --postprocess '%s' "
-                "processes it again)\n",
-                dst, dst);
+        drv_diag("osprey: note: the raw profile is kept as '%s' (osprey --postprocess '%s' "
+                 "processes it again)",
+                 dst, dst);
     free(dst);
 }
 
@@ -598,10 +592,9 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
     bool to_stdout = post->report_to_stdout;
     char *clash = export_clash(prefix, program);
     if (clash) {
-        fprintf(stderr,
-                "osprey: warning: profile not processed: the export '%s' would overwrite the "
-                "source file\n",
-                clash);
+        drv_diag("osprey: warning: profile not processed: the export '%s' would overwrite the "
+                 "source file",
+                 clash);
         free(clash);
         keep_raw(raw_path, prefix, program, exe_path);
         return;
@@ -622,14 +615,14 @@ void run_postprocess(const char *raw_path, const char *exe_path, const char *pro
     char *report;
     size_t report_len;
     if (postprocess_capture(&po, &report, &report_len, err, sizeof err) != 0) {
-        fprintf(stderr, "osprey: warning: profile not processed: %s\n", err);
+        drv_diag("osprey: warning: profile not processed: %s", err);
         keep_raw(raw_path, prefix, program, exe_path);
     } else {
         int e = write_report(to_stdout, report, report_len);
         /* A closed pipe (`| head`) is the reader's choice: nothing to say. */
         if (e && e != EPIPE)
-            fprintf(stderr, "osprey: warning: cannot write the report to standard %s: %s\n",
-                    to_stdout ? "output" : "error", strerror(e));
+            drv_diag("osprey: warning: cannot write the report to standard %s: %s",
+                     to_stdout ? "output" : "error", strerror(e));
     }
     free(report);
 }
@@ -650,7 +643,7 @@ static int postprocess_main(const Options *o) {
         else if (access(o->binary, R_OK) != 0)
             e = errno;
         if (e) {
-            fprintf(stderr, "osprey: error: %s: cannot read: %s\n", o->binary, strerror(e));
+            drv_diag("osprey: error: %s: cannot read: %s", o->binary, strerror(e));
             return 1;
         }
     }
@@ -670,8 +663,8 @@ static int postprocess_main(const Options *o) {
     for (int i = 0; i < 2; i++) {
         char *clash = export_clash(prefix, inputs[i][0]);
         if (clash) {
-            fprintf(stderr, "osprey: error: the export '%s' would overwrite the %s '%s'\n", clash,
-                    inputs[i][1], inputs[i][0]);
+            drv_diag("osprey: error: the export '%s' would overwrite the %s '%s'", clash,
+                     inputs[i][1], inputs[i][0]);
             free(clash);
             free(prefix);
             return 2;
@@ -692,7 +685,7 @@ static int postprocess_main(const Options *o) {
     int rc = postprocess_capture(&po, &report, &report_len, err, sizeof err);
     free(prefix);
     if (rc != 0) {
-        fprintf(stderr, "osprey: error: %s\n", err);
+        drv_diag("osprey: error: %s", err);
         free(report);
         return 1;
     }
@@ -700,8 +693,8 @@ static int postprocess_main(const Options *o) {
     free(report);
     if (e == EPIPE) die_by_signal(SIGPIPE); /* like any filter whose reader went away */
     if (e) {
-        fprintf(stderr, "osprey: error: cannot write standard %s: %s\n",
-                o->report_to_stdout ? "output" : "error", strerror(e));
+        drv_diag("osprey: error: cannot write standard %s: %s",
+                 o->report_to_stdout ? "output" : "error", strerror(e));
         return 1;
     }
     return 0;
@@ -736,10 +729,9 @@ static int diff_main(const Options *o) {
         const char *what = S_ISFIFO(st[0].st_mode)   ? "pipe"
                            : S_ISSOCK(st[0].st_mode) ? "socket"
                                                      : "device";
-        fprintf(stderr,
-                "osprey: error: --diff: '%s' and '%s' are the same %s, which cannot be read "
-                "for both sides; save it to a file first\n",
-                o->diff[0], o->diff[1], what);
+        drv_diag("osprey: error: --diff: '%s' and '%s' are the same %s, which cannot be read "
+                 "for both sides; save it to a file first",
+                 o->diff[0], o->diff[1], what);
         free(prefix);
         return 2;
     }
@@ -748,8 +740,8 @@ static int diff_main(const Options *o) {
         for (int k = 0; k < 2; k++) {
             char *p = export_path(prefix, ext[k]);
             if (p && out_same_file(p, o->diff[i])) {
-                fprintf(stderr, "osprey: error: the output '%s' would overwrite the input '%s'\n",
-                        p, o->diff[i]);
+                drv_diag("osprey: error: the output '%s' would overwrite the input '%s'", p,
+                         o->diff[i]);
                 free(p);
                 free(prefix);
                 return 2;
@@ -765,7 +757,7 @@ static int diff_main(const Options *o) {
     if (mem) fclose(mem);
     free(prefix);
     if (rc != 0) {
-        fprintf(stderr, "osprey: error: %s\n", err);
+        drv_diag("osprey: error: %s", err);
         free(report);
         return 1;
     }
@@ -774,7 +766,7 @@ static int diff_main(const Options *o) {
     free(report);
     if (e == EPIPE) die_by_signal(SIGPIPE);
     if (e) {
-        fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
+        drv_diag("osprey: error: cannot write standard output: %s", strerror(e));
         return 1;
     }
     return 0;
@@ -785,7 +777,7 @@ static int diff_main(const Options *o) {
 void report_signal(int sig) {
     if (sig <= 0 || sig == SIGINT || sig == SIGPIPE) return;
     fflush(stdout);
-    fprintf(stderr, "osprey: program terminated by signal %d (%s)\n", sig, strsignal(sig));
+    drv_diag("osprey: program terminated by signal %d (%s)", sig, strsignal(sig));
 }
 
 static int run_program(const Options *o, const char *exe, const char *scratch, const char *stem) {
@@ -828,12 +820,11 @@ static int compile_with(Options *po) {
     char *src = read_file(o.input, OSP_SOURCE_MAX, &len);
     if (!src) {
         if (errno == EFBIG)
-            fprintf(stderr,
-                    "osprey: error: cannot read '%s': larger than %zu MiB (the limit for a source "
-                    "file)\n",
-                    o.input, OSP_SOURCE_MAX >> 20);
+            drv_diag("osprey: error: cannot read '%s': larger than %zu MiB (the limit for a source "
+                     "file)",
+                     o.input, OSP_SOURCE_MAX >> 20);
         else
-            fprintf(stderr, "osprey: error: cannot read '%s': %s\n", o.input, strerror(errno));
+            drv_diag("osprey: error: cannot read '%s': %s", o.input, strerror(errno));
         return 1;
     }
 
@@ -855,14 +846,13 @@ static int compile_with(Options *po) {
     if (dest) {
         char msg[PATH_MAX + 128];
         if (out_same_file(dest, o.input)) {
-            fprintf(stderr, "osprey: error: the output '%s' would overwrite the source file\n",
-                    dest);
+            drv_diag("osprey: error: the output '%s' would overwrite the source file", dest);
             free(stem);
             free(src);
             return 2;
         }
         if (out_check(dest, &out, msg, sizeof msg) != 0) {
-            fprintf(stderr, "osprey: error: %s\n", msg);
+            drv_diag("osprey: error: %s", msg);
             free(stem);
             free(src);
             return 1;
@@ -900,12 +890,11 @@ static int compile_with(Options *po) {
         if (dest) {
             char msg[PATH_MAX + 128];
             status = out_write(&out, text, tlen, msg, sizeof msg) == 0 ? 0 : 1;
-            if (status) fprintf(stderr, "osprey: error: %s\n", msg);
+            if (status) drv_diag("osprey: error: %s", msg);
         } else {
             int e = write_all(STDOUT_FILENO, text, tlen);
             if (e == EPIPE) die_by_signal(SIGPIPE); /* the reader went away: like cat */
-            if (e)
-                fprintf(stderr, "osprey: error: cannot write standard output: %s\n", strerror(e));
+            if (e) drv_diag("osprey: error: cannot write standard output: %s", strerror(e));
             status = e ? 1 : 0;
         }
         LLVMDisposeMessage(text);
@@ -938,13 +927,13 @@ static int compile_with(Options *po) {
         if (e) unlink(tmp_exe);
         cleanup_temp(NULL);
         if (e) {
-            fprintf(stderr, "osprey: error: cannot write '%s': %s\n", dest, strerror(e));
+            drv_diag("osprey: error: cannot write '%s': %s", dest, strerror(e));
             goto done;
         }
     } else if (dest) {
         char msg[PATH_MAX + 128];
         if (out_copy_into(&out, exe, msg, sizeof msg) != 0) {
-            fprintf(stderr, "osprey: error: %s\n", msg);
+            drv_diag("osprey: error: %s", msg);
             goto done;
         }
     }
@@ -961,7 +950,7 @@ static int compile_with(Options *po) {
     goto done;
 
 fail:
-    fprintf(stderr, "osprey: error: %s\n", err ? err : "internal error");
+    drv_diag("osprey: error: %s", err ? err : "internal error");
     status = 1;
 done:
     free(err);

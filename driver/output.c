@@ -3,6 +3,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include "atomic_output.h"
+#include "ospprof.h"
+#include "xalloc.h"
 
 static int fail(char *msg, size_t msglen, const char *given, const char *reason) {
     snprintf(msg, msglen, "cannot write '%s': %s", given, reason);
@@ -82,4 +85,17 @@ int out_copy_into(const out_target *t, const char *from, char *msg, size_t msgle
     close(in);
     if (close(out) != 0 && !e) e = errno;
     return e ? fail(msg, msglen, t->given, strerror(e)) : 0;
+}
+
+void drv_diag(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    int n = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (n < 0) drv_out_of_memory();
+    char *shown = ospprof_term_string(line);
+    fprintf(stderr, "%s\n", shown);
+    free(shown);
+    free(line);
 }

@@ -55,4 +55,10 @@ int out_copy_into(const out_target *t, const char *from, char *msg, size_t msgle
  * or the errno of the failing write. */
 int write_all(int fd, const void *data, size_t len);
 
+/* One diagnostic line on stderr: `fmt` formatted, every control character shown as '?' and
+ * bytes that are not UTF-8 as U+FFFD — the paths and names in messages come from the command
+ * line, file names and files (docs/ARCHITECTURE.md "Untrusted text on a terminal") — then a
+ * newline. */
+void drv_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

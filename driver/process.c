@@ -1,4 +1,5 @@
 /* process.c — see process.h. */
+#include "output.h"
 #include "process.h"
 
 #include "ospprof.h"
@@ -173,7 +174,7 @@ int proc_signals_init(void) {
     int rc = pthread_create(&t, NULL, signal_thread, NULL);
     if (rc != 0) {
         pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-        fprintf(stderr, "osprey: warning: cannot start the signal thread: %s\n", strerror(rc));
+        drv_diag("osprey: warning: cannot start the signal thread: %s", strerror(rc));
         return -1;
     }
     pthread_detach(t);
@@ -265,13 +266,12 @@ static int run_child(char *const argv[], char *const envp[], proc_kind kind, uin
     int status = -1, died_of = 0;
     bool exp = false;
     if (rc != 0) {
-        fprintf(stderr, "osprey: error: %s: cannot run: %s\n", argv[0], strerror(rc));
+        drv_diag("osprey: error: %s: cannot run: %s", argv[0], strerror(rc));
     } else {
         int ws;
         pid_t w = wait_child(pid, &ws, duration_ns, &exp);
         if (w < 0) {
-            fprintf(stderr, "osprey: error: waiting for '%s' failed: %s\n", argv[0],
-                    strerror(errno));
+            drv_diag("osprey: error: waiting for '%s' failed: %s", argv[0], strerror(errno));
         } else if (WIFEXITED(ws)) {
             status = WEXITSTATUS(ws);
         } else if (WIFSIGNALED(ws)) {
@@ -373,8 +373,7 @@ char *scratch_create(void) {
     pthread_mutex_unlock(&g_lock);
     free(copy);
     if (!made) {
-        fprintf(stderr, "osprey: error: cannot create a temporary directory in %s: %s\n", tmp,
-                strerror(e));
+        drv_diag("osprey: error: cannot create a temporary directory in %s: %s", tmp, strerror(e));
         free(path);
         return NULL;
     }

@@ -56,8 +56,8 @@ int prof_check_export_dir(const char *prefix, bool pprof) {
         e = ENOTDIR;
     if (e) {
         bool has_slash = dir[strlen(dir) - 1] == '/';
-        fprintf(stderr, "osprey: error: cannot write the profile to '%s%s': %s\n", dir,
-                has_slash ? "" : "/", strerror(e));
+        drv_diag("osprey: error: cannot write the profile to '%s%s': %s", dir, has_slash ? "" : "/",
+                 strerror(e));
         free(dir);
         return -1;
     }
@@ -74,7 +74,7 @@ int prof_check_export_dir(const char *prefix, bool pprof) {
         out_target_free(&t);
         free(p);
         if (bad) {
-            fprintf(stderr, "osprey: error: %s (the profile exports)\n", msg);
+            drv_diag("osprey: error: %s (the profile exports)", msg);
             return -1;
         }
     }
@@ -133,8 +133,7 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
     /* §(l.5): the raw path can be created (probed and removed before the program starts). */
     int fd = open(raw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-        fprintf(stderr, "osprey: error: cannot create the raw profile '%s': %s\n", raw,
-                strerror(errno));
+        drv_diag("osprey: error: cannot create the raw profile '%s': %s", raw, strerror(errno));
         free(raw);
         return 2;
     }
@@ -171,12 +170,11 @@ int prof_run_and_postprocess(char *const argv[], const char *preload, const char
                   "of the SIGINT sent at --duration and was killed with SIGKILL)\n",
                   stderr);
         } else if (interrupted && out.termsig) {
-            fprintf(stderr,
-                    "osprey: warning: no profile was written (the program was ended by %s "
-                    "before its profiler wrote one)\n",
-                    signal_name(interrupted));
+            drv_diag("osprey: warning: no profile was written (the program was ended by %s "
+                     "before its profiler wrote one)",
+                     signal_name(interrupted));
         } else if (no_raw_hint && !out.termsig) {
-            fprintf(stderr, "osprey: warning: no profile was written (%s)\n", no_raw_hint);
+            drv_diag("osprey: warning: no profile was written (%s)", no_raw_hint);
         } else {
             fputs("osprey: warning: no profile was written (the program did not exit normally)\n",
                   stderr);
@@ -301,8 +299,7 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
     free(bindir);
     char *lib_abs = realpath(lib, NULL);
     if (!lib_abs || access(lib_abs, R_OK) != 0) {
-        fprintf(stderr, "osprey: error: cannot find the profiler runtime '%s': %s\n", lib,
-                strerror(errno));
+        drv_diag("osprey: error: cannot find the profiler runtime '%s': %s", lib, strerror(errno));
         free(lib_abs);
         free(lib);
         return 1;
@@ -311,8 +308,8 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
     char *exe = find_program(args[0]);
     if (!exe) {
         int e = errno;
-        fprintf(stderr, "osprey: error: %s: cannot run: %s\n", args[0],
-                e == ENOENT && !strchr(args[0], '/') ? "command not found" : strerror(e));
+        drv_diag("osprey: error: %s: cannot run: %s", args[0],
+                 e == ENOENT && !strchr(args[0], '/') ? "command not found" : strerror(e));
         free(lib_abs);
         return e == ENOENT ? 127 : 126; /* as a shell: not found, or found but not runnable */
     }
@@ -353,8 +350,8 @@ static unsigned attach_rate_hz(void) {
     errno = 0;
     long long hz = strtoll(v, &end, 10);
     if (*end || end == v || v[0] == ' ') {
-        fprintf(stderr, "osprey: warning: OSPREY_PROFILE_HZ=\"%s\" is not an integer; using %d\n",
-                v, OSP_ATTACH_DEFAULT_HZ);
+        drv_diag("osprey: warning: OSPREY_PROFILE_HZ=\"%s\" is not an integer; using %d", v,
+                 OSP_ATTACH_DEFAULT_HZ);
         return OSP_ATTACH_DEFAULT_HZ;
     }
     unsigned used = errno == ERANGE          ? (hz < 0 ? OSP_ATTACH_MIN_HZ : OSP_ATTACH_MAX_HZ)
@@ -362,10 +359,9 @@ static unsigned attach_rate_hz(void) {
                     : hz < OSP_ATTACH_MIN_HZ ? OSP_ATTACH_MIN_HZ
                                              : (unsigned)hz;
     if (errno == ERANGE || hz > OSP_ATTACH_MAX_HZ || hz < OSP_ATTACH_MIN_HZ)
-        fprintf(stderr,
-                "osprey: warning: OSPREY_PROFILE_HZ=\"%s\" is out of range %d..%d for --attach; "
-                "using %u\n",
-                v, OSP_ATTACH_MIN_HZ, OSP_ATTACH_MAX_HZ, used);
+        drv_diag("osprey: warning: OSPREY_PROFILE_HZ=\"%s\" is out of range %d..%d for --attach; "
+                 "using %u",
+                 v, OSP_ATTACH_MIN_HZ, OSP_ATTACH_MAX_HZ, used);
     return used;
 }
 int prof_attach_main(const char *pid_text, const char *output, uint64_t duration_ns,
@@ -374,8 +370,7 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
     errno = 0;
     long pid = strtol(pid_text, &end, 10);
     if (*pid_text < '0' || *pid_text > '9' || *end || errno || pid <= 0 || pid > INT_MAX) {
-        fprintf(stderr, "osprey: error: --attach '%s' is not a process id (see osprey --help)\n",
-                pid_text);
+        drv_diag("osprey: error: --attach '%s' is not a process id (see osprey --help)", pid_text);
         return 2;
     }
     unsigned hz = attach_rate_hz();
@@ -407,7 +402,7 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
     osp_attach *a = osp_attach_open((pid_t)pid, err, sizeof err);
     if (!a) {
         proc_capture_end();
-        fprintf(stderr, "osprey: error: %s\n", err);
+        drv_diag("osprey: error: %s", err);
         scratch_remove(scratch);
         free(scratch);
         return 2;
@@ -422,27 +417,25 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
     osp_attach_stats st;
     osp_attach_get_stats(a, &st);
     if (why == OSP_ATTACH_END_EXITED)
-        fprintf(stderr, "osprey: process %ld exited after %.1fs; profiling stopped\n", pid,
-                (double)st.elapsed_ns / 1e9);
-    fprintf(stderr,
-            "osprey: sampled process %ld for %.1fs at %u Hz: %llu %s, %zu %s; "
-            "sampled threads were stopped %.2f%% of the time; sampling used %.2f%% of a CPU\n",
-            pid, (double)st.elapsed_ns / 1e9, hz, (unsigned long long)st.samples,
-            st.samples == 1 ? "sample" : "samples", st.threads_seen,
-            st.threads_seen == 1 ? "thread" : "threads",
-            st.thread_ns ? 100.0 * (double)st.stopped_ns / (double)st.thread_ns : 0.0,
-            st.elapsed_ns ? 100.0 * (double)st.cpu_ns / (double)st.elapsed_ns : 0.0);
+        drv_diag("osprey: process %ld exited after %.1fs; profiling stopped", pid,
+                 (double)st.elapsed_ns / 1e9);
+    drv_diag("osprey: sampled process %ld for %.1fs at %u Hz: %llu %s, %zu %s; "
+             "sampled threads were stopped %.2f%% of the time; sampling used %.2f%% of a CPU",
+             pid, (double)st.elapsed_ns / 1e9, hz, (unsigned long long)st.samples,
+             st.samples == 1 ? "sample" : "samples", st.threads_seen,
+             st.threads_seen == 1 ? "thread" : "threads",
+             st.thread_ns ? 100.0 * (double)st.stopped_ns / (double)st.thread_ns : 0.0,
+             st.elapsed_ns ? 100.0 * (double)st.cpu_ns / (double)st.elapsed_ns : 0.0);
     if (st.samples == 0 && st.ended_stopped)
-        fprintf(stderr,
-                "osprey: warning: process %ld is stopped (SIGSTOP or Ctrl-Z) and was not sampled; "
-                "continue it with 'kill -CONT %ld'\n",
-                pid, pid);
+        drv_diag("osprey: warning: process %ld is stopped (SIGSTOP or Ctrl-Z) and was not sampled; "
+                 "continue it with 'kill -CONT %ld'",
+                 pid, pid);
     char *raw = drv_xasprintf("%s/attach-%ld.osprof.json", scratch, pid);
     int status = sig ? 128 + sig : 0;
     {
         char werr[PATH_MAX + 128];
         if (osp_attach_write_raw(a, raw, werr, sizeof werr) != 0) {
-            fprintf(stderr, "osprey: warning: profile not processed: %s\n", werr);
+            drv_diag("osprey: warning: profile not processed: %s", werr);
         } else {
             const char *exe = osp_attach_exe(a);
             /* An executable deleted or replaced since the process started (an upgrade;

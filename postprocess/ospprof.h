@@ -99,6 +99,10 @@ bool ospprof_color_wanted(FILE *out);
  */
 int ospprof_terminal_columns(FILE *out);
 
+/* `s` as it may be shown on a terminal: control characters as '?', bytes that are not UTF-8
+ * as U+FFFD (docs/ARCHITECTURE.md "Untrusted text on a terminal"). malloc'd (free it). */
+char *ospprof_term_string(const char *s);
+
 /* Without a terminal, a report's name column stops at this many cells, with "…" (a frame
  * name read from a collapsed-stacks file or a symbol table can be megabytes long). */
 #define OSPPROF_REPORT_MAX_CELLS 400

@@ -188,6 +188,13 @@ void ospprof_term_text(ospprof_buf *b, const char *str) {
     put_mapped(b, str, ospprof_is_control, '?');
 }
 
+char *ospprof_term_string(const char *s) {
+    ospprof_buf b = {0};
+    ospprof_term_text(&b, s);
+    ospprof_buf_putc(&b, 0);
+    return b.p;
+}
+
 /* ---- numbers ---------------------------------------------------------------------- */
 
 void ospprof_json_double(ospprof_buf *b, double v) {
