@@ -10,10 +10,12 @@
  * tables, the moved main image substituted by the given binary only, build-id,
  * architecture and text-size checks with their one warning, image frames for unnamed code
  * (docs/spec/profiler.md §(l.6)), OSPREY_PROFILE_SYMBOLIZER=none, and the names-only build
- * of `--diff` (the same names per stack, no file or line).
+ * of `--diff` (the same names per stack, no file or line); an address on DWARF line 0
+ * takes the line of the code before it in its function (line0_fixture.s).
  */
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 
 /* ---- mapping ------------------------------------------------------------------------ */
@@ -339,6 +341,55 @@ static void test_fixture_moved_and_build_id(void **st) {
     free(dir);
 }
 
+/* ---- line 0 --------------------------------------------------------------------------- */
+
+/* The line of `sym` + `off` in the line-0 fixture, and its innermost frame's name. */
+static uint32_t line0_line(ospprof_llvm *s, void *so, const char *sym, uint64_t off, char *name,
+                           size_t cap) {
+    void *a = dlsym(so, sym);
+    assert_non_null(a);
+    Dl_info info;
+    assert_true(dladdr(a, &info) != 0);
+    uint64_t rel = (uint64_t)((uintptr_t)a - (uintptr_t)info.dli_fbase) + off;
+    ospprof_symframe *f = NULL;
+    int n = ospprof_llvm_symbolize(s, LINE0_SO, rel, &f);
+    assert_int_equal(n, 1);
+    snprintf(name, cap, "%s", f[0].name ? f[0].name : "");
+    uint32_t line = f[0].line;
+    ospprof_symframes_free(f, n);
+    return line;
+}
+
+/* An address on DWARF line 0 (code the compiler made or merged: at -O2 most Osprey
+ * functions have some) takes the line of the code before it in the same function, as
+ * llvm-symbolizer --skip-line-zero does; it used to keep line 0, so its samples' attributed
+ * line (§(l.6)) was the caller's call line. Line 0 at a function's start stays 0: the code
+ * before it is another function's. */
+static void test_line_zero_takes_the_line_before(void **st) {
+    (void)st;
+    void *so = dlopen(LINE0_SO, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(so);
+    ospprof_llvm *s = ospprof_llvm_new();
+    assert_non_null(s);
+    char name[64];
+    static const struct {
+        const char *sym;
+        uint64_t off;
+        uint32_t line;
+    } cases[] = {{"line0_func", 0, 10}, {"line0_func", 3, 10}, {"line0_func", 4, 10},
+                 {"line0_func", 7, 10}, {"line0_func", 8, 12}, {"line0_func", 9, 12},
+                 {"line0_first", 0, 0}, {"line0_first", 3, 0}, {"line0_first", 4, 20}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t line = line0_line(s, so, cases[i].sym, cases[i].off, name, sizeof name);
+        print_message("%s+%llu: %s line %u\n", cases[i].sym, (unsigned long long)cases[i].off, name,
+                      line);
+        assert_string_equal(name, cases[i].sym);
+        assert_int_equal(line, cases[i].line);
+    }
+    ospprof_llvm_free(s);
+    dlclose(so);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_image_for),
@@ -346,6 +397,7 @@ int main(void) {
         cmocka_unit_test(test_symbols_table_and_truncation),
         cmocka_unit_test(test_fixture_inline_chain),
         cmocka_unit_test(test_fixture_moved_and_build_id),
+        cmocka_unit_test(test_line_zero_takes_the_line_before),
     };
     return cmocka_run_group_tests_name("postprocess_symbolize", tests, NULL, NULL);
 }
