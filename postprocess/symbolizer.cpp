@@ -6,7 +6,7 @@
 // (symbolizeInlinedCode) and falls back to the symbol table (.symtab, .dynsym) when there
 // is no debug info. Nothing here prints or throws; every llvm::Error is consumed.
 //
-// Two corrections on top of LLVM (docs/profile-formats.md "Symbolization"):
+// Three corrections on top of LLVM (docs/profile-formats.md "Symbolization"):
 //  - an address inside a PLT section (.plt, .plt.sec, .plt.got, .iplt) is named
 //    `<target>@plt` when its slot resolves through the dynamic relocations (x86-64: the
 //    entry's `jmp *slot(%rip)` or its lazy `push $index`), else `[plt]`. The symbol-table
@@ -15,6 +15,8 @@
 //  - the outermost frame's name is dropped (the frame becomes a hex frame) when the symbol
 //    it came from starts in another section than the address, or the address lies in no
 //    executable section at all.
+//  - an address on DWARF line 0 takes the line of the code before it in the same inline
+//    chain of its function (line_before), as llvm-symbolizer --skip-line-zero does.
 // And one fact for profile.c: where the object's x86-64 signal trampolines are
 // (ospprof_llvm_is_sigreturn), whose recorded address is not a return address.
 extern "C" {
