@@ -239,6 +239,7 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     s->sm.last_t = osp_prof__mono_ns();
     s->sm.cpu_req = s->sm.cpu_base = s->sm.cpu_due = cpu0; /* first progress: a request */
     s->sm.last_on = -1;
+    s->sm.last_wait = -1;
     s->sm.ep_stack = -1;
     s->sm.ans_stack = -1;
     s->sm.blk_stack_cached = -1;

@@ -165,6 +165,15 @@ static void settle_unsampled(struct osp_prof_session *ps, struct osp_prof_sample
 
 void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t c) {
     struct osp_prof_sampler_state *m = &s->sm;
+    if (m->wait_carry > 0) {
+        /* Blocked time seen at ticks that found the thread running, with no waiting sample
+         * after them: to its last waiting sample outside a region. */
+        if (m->last_wait >= 0 && (size_t)m->last_wait < ps->store.nsamples)
+            ps->store.samples[m->last_wait].weight_ns += m->wait_carry;
+        else
+            ps->store.dropped[OSP_DROP_NO_STACK]++;
+        m->wait_carry = 0;
+    }
     uint64_t tail = (c > m->cpu_req ? c - m->cpu_req : 0) + m->carry_w;
     if (m->pend_on && !m->pend_capture) tail += m->pend_w;
     if (atomic_load_explicit(&ps->handler_lost, memory_order_relaxed) && !s->ring_delivery) {
@@ -423,6 +432,52 @@ static int sched_observe(struct osp_prof_session *ps, struct osp_prof_slot *s, u
     return st;
 }
 
+/* The time the thread spent waiting for a CPU (runnable, not running), in ns: the second
+ * field of /proc/self/task/<tid>/schedstat (opened and closed per read: at most one read
+ * per tick, for a thread that ran part of it). Its first field, the time on a CPU, is not
+ * used: for a running thread it lags by up to a scheduler tick; the CPU clock does not. A
+ * thread waiting for a CPU now has that wait added only once it runs. False when the
+ * file cannot be read. */
+static bool schedstat_rq(pid_t tid, uint64_t *rq) {
+    char path[64] = "/proc/self/task/";
+    size_t k = strlen(path);
+    k += format_id(path + k, tid);
+    memcpy(path + k, "/schedstat", 11);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[96];
+    ssize_t n = stat_read_fd(fd, buf, sizeof buf);
+    osp_prof__close_nc(fd);
+    if (n <= 0) return false;
+    const char *p = buf;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == buf || *p++ != ' ' || *p < '0' || *p > '9') return false;
+    uint64_t v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+    *rq = v;
+    return true;
+}
+
+/* Blocked time since the last reading: wall time neither on a CPU (the CPU clock, `c`
+ * now) nor waiting for one (schedstat), less the waiting weight given meanwhile
+ * (ss_given: regions, ticks found blocked) and less what earlier readings gave too much;
+ * the reading moves to `t`. False (nothing known) when schedstat cannot be read. */
+static bool blocked_since(struct osp_prof_slot *s, uint64_t t, uint64_t c, uint64_t *fresh) {
+    struct osp_prof_sampler_state *m = &s->sm;
+    uint64_t rq;
+    if (!m->ss_known || !schedstat_rq(s->tid, &rq)) return false;
+    int64_t span = (int64_t)(t - m->ss_t);
+    int64_t busy = (int64_t)(c - m->ss_run) + (int64_t)(rq - m->ss_rq);
+    int64_t bal = m->ss_balance + span - busy - (int64_t)m->ss_given;
+    *fresh = bal > 0 ? (uint64_t)bal : 0;
+    m->ss_balance = bal > 0 ? 0 : bal;
+    m->ss_t = t;
+    m->ss_run = c;
+    m->ss_rq = rq;
+    m->ss_given = 0;
+    return true;
+}
+
 /* The wall time the thread spent in blocking regions since the previous tick, from the
  * times it keeps itself (osp_prof_block_begin/_end): the regions it ended (wait_done_ns)
  * plus the open one so far, less what earlier waiting samples carry (wait_seen). Read
@@ -449,6 +504,13 @@ static uint64_t region_wait(struct osp_prof_slot *s, uint64_t t, bool running_in
     return w;
 }
 
+/* A waiting sample outside a region; remembered as the thread's last (flush_tail). */
+static void wait_add(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t t, int64_t k,
+                     uint64_t w) {
+    if (osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, w))
+        s->sm.last_wait = (int64_t)ps->store.nsamples - 1;
+}
+
 /* Classify one validated slot at time t (§(b.2)). Under the registry mutex. */
 static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t t) {
     struct osp_prof_sampler_state *m = &s->sm;
@@ -466,6 +528,13 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     }
     uint64_t wall = t > m->last_t ? t - m->last_t : 0;
     m->last_t = t;
+    if (!m->ss_tried && s->ktimer_kind != OSP_KTIMER_NONE) {
+        /* The first reading (blocked_since). */
+        m->ss_tried = true;
+        m->ss_known =
+            osp_prof__read_clock(s->cpu_clock, &m->ss_run) && schedstat_rq(s->tid, &m->ss_rq);
+        m->ss_t = t;
+    }
 
     /* 1. Inside a runtime wait: waiting, with the stack the thread captured itself --
      * unless it ran more than REGION_RUN_NS since the region was first seen: then it is
@@ -503,6 +572,7 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
     /* In a region still (case 1), or in one it left since the last tick: that wait, with
      * the region's stack (kept until the next region's capture replaces it). */
     uint64_t region_w = region_wait(s, t, region_distrusted);
+    m->ss_given += region_w;
     if (region_w > 0) {
         int64_t k = block_stack(ps, s);
         if (k >= 0)
@@ -536,11 +606,16 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
                     !atomic_load_explicit(&ps->handler_lost, memory_order_relaxed);
     if (!requests && c > m->cpu_base + SIGNAL_ALLOWANCE_NS) {
         /* It ran since the last tick: on-CPU, sampled by its timer. If it ran for only part
-         * of the interval and is blocked now, the rest was a wait that began after it ran
-         * (a short burst, then a sleep, within one tick): waiting, for the interval's wall
-         * time less the CPU time it used -- without this, a thread that never stays blocked
-         * for a whole tick would show almost none of its waits. Preempted (runnable) threads
-         * get nothing for the rest, as in case 3. */
+         * of the interval, the rest was waiting for a core or blocked -- a short burst,
+         * then a sleep, within one tick, or many short waits (a thread reading a pipe fed
+         * every millisecond). The scheduler's times (schedstat) tell how long it was
+         * blocked since their last reading, less the waiting weight given since then;
+         * that time is waiting, weighed on the thread's next waiting sample outside a
+         * region (now, if it is blocked now): the stack it is found blocked in, as the
+         * CPU time between two on-CPU samples goes to the later one. Without schedstat:
+         * the interval less the CPU time it used, when it is blocked now. (Before, a
+         * thread found running lost the waits of its tick: that reader showed 0.47 s of
+         * its 0.59 s of waiting.) Preempted (runnable) time is in neither, as in case 3. */
         uint64_t ran = c - m->cpu_base;
         m->cpu_base = c;
         m->ep_on = false;
@@ -549,6 +624,13 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
         if (st == SCHED_GONE) {
             slot_gone(ps, s);
             return;
+        }
+        uint64_t fresh;
+        if (blocked_since(s, t, c, &fresh)) {
+            m->wait_carry += fresh;
+            if (st != SCHED_BLOCKED) return;
+            wall = 0; /* the interval is in the carry */
+            goto blocked;
         }
         if (st != SCHED_BLOCKED) return;
         wall -= ran;
@@ -618,11 +700,16 @@ blocked:
      * wait of the profiler's making, not the program's (§(d) "unregister"). The store came
      * before the thread blocked, and the scheduler's answer after it. */
     if (atomic_load_explicit(&s->leaving, memory_order_seq_cst)) return;
+    /* This interval's wait counts as given; blocked time seen at earlier ticks joins it. */
+    m->ss_given += wall;
+    wall += m->wait_carry;
+    m->wait_carry = 0;
+    if (wall == 0) return;
     if (region_distrusted) {
         /* Blocked inside a region it also ran in: waiting, with the region's stack. */
         int64_t k = block_stack(ps, s);
         if (k >= 0)
-            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, wall);
+            wait_add(ps, s, t, k, wall);
         else
             ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_STACK]++;
         return;
@@ -639,8 +726,7 @@ blocked:
     if (m->ep_stack < 0 && !m->pend_on && m->ans_stack >= 0 && m->ans_in_syscall)
         m->ep_stack = m->ans_stack;
     if (m->ep_stack >= 0) {
-        osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)m->ep_stack, 1,
-                            m->ep_pre_w + wall);
+        wait_add(ps, s, t, m->ep_stack, m->ep_pre_w + wall);
         m->ep_pre_w = 0;
     } else if (m->pend_on) {
         m->ep_pre_w += wall; /* an on-CPU request is out: its answer may show this wait */
@@ -653,7 +739,11 @@ blocked:
         m->ep_pre_w = 0;
         if (k >= 0) {
             m->ep_stack = k;
-            osp_prof__store_add(&ps->store, t_rel(ps, t), s->row, (uint32_t)k, 1, w);
+            wait_add(ps, s, t, k, w);
+        } else if (k == -2 && m->ss_known) {
+            /* No stack this time (the thread woke during the read): the wait goes to the
+             * next waiting sample of this thread, like blocked time seen while it ran. */
+            m->wait_carry += w;
         } else {
             ps->store.dropped[k == -1 ? OSP_DROP_ALLOC : OSP_DROP_NO_STACK]++;
         }

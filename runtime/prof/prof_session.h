@@ -138,6 +138,17 @@ struct osp_prof_sampler_state {
     bool blk_distrust_known;
     uint64_t wait_seen; /* region wall time already in waiting samples (region_wait) */
     int stat_fd;        /* cached /proc/self/task/<tid>/stat, or -1 */
+    /* Time blocked outside on-CPU samples (kernel timers only, prof_sampler.c
+     * blocked_since): the reading at ss_t (the CPU clock, and the time spent waiting for a
+     * CPU from /proc/self/task/<tid>/schedstat), the waiting weight given since then, what
+     * earlier readings gave beyond what they measured (negative; the kernel adds a queued
+     * thread's wait only when it runs), and blocked time seen at ticks that found the
+     * thread running, for its next waiting sample outside a region. */
+    bool ss_tried, ss_known;
+    uint64_t ss_t, ss_run, ss_rq, ss_given;
+    int64_t ss_balance;
+    uint64_t wait_carry;
+    int64_t last_wait; /* store index of its last waiting sample outside a region, or -1 */
 };
 
 /* One registered thread (§(d)). */

@@ -218,6 +218,108 @@ static void test_region_wait_after_long_burst(void **state) {
     scratch_cleanup(dir);
 }
 
+/* ---- short waits outside regions ------------------------------------------------------ */
+
+#define PIPE_MSGS 600
+
+static int g_pipe[2], g_ack[2];
+static double g_reader_blocked, g_reader_wall;
+
+/* The time this thread has waited for a CPU (schedstat's second field), ns. */
+static uint64_t own_runqueue_ns(void) {
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    unsigned long long run = 0, rq = 0;
+    assert_int_equal(sscanf(buf, "%llu %llu", &run, &rq), 2);
+    return rq;
+}
+
+static uint64_t own_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Feeds the reader one byte 0.25 ms after each of its acknowledgements, so the reader
+ * blocks at every read however slowly it runs on a loaded machine. */
+static void *pipe_writer(void *arg) {
+    (void)arg;
+    for (int i = 0; i < PIPE_MSGS; i++) {
+        char c;
+        assert_int_equal(read(g_ack[0], &c, 1), 1);
+        struct timespec d = {0, 250000};
+        nanosleep(&d, NULL);
+        assert_int_equal(write(g_pipe[1], "x", 1), 1);
+    }
+    return NULL;
+}
+
+__attribute__((noinline)) void short_waits_read(char *c) {
+    assert_int_equal(read(g_pipe[0], c, 1), 1);
+}
+
+static void *pipe_reader(void *arg) {
+    (void)arg;
+    osp_prof_thread_register(11, "reader");
+    pthread_t w;
+    assert_int_equal(pipe(g_pipe), 0);
+    assert_int_equal(pipe(g_ack), 0);
+    uint64_t t0 = now_ns(), c0 = own_cpu_ns(), q0 = own_runqueue_ns();
+    assert_int_equal(pthread_create(&w, NULL, pipe_writer, NULL), 0);
+    for (int i = 0; i < PIPE_MSGS; i++) {
+        char c;
+        assert_int_equal(write(g_ack[1], "a", 1), 1);
+        short_waits_read(&c);
+        burn_cpu(0.00075);
+    }
+    uint64_t t1 = now_ns(), c1 = own_cpu_ns(), q1 = own_runqueue_ns();
+    pthread_join(w, NULL);
+    /* Blocked: neither on a CPU nor waiting for one. */
+    g_reader_blocked = (double)((t1 - t0) - (c1 - c0) - (q1 - q0)) / 1e9;
+    g_reader_wall = (double)(t1 - t0) / 1e9;
+    osp_prof_thread_unregister();
+    close(g_pipe[0]);
+    close(g_pipe[1]);
+    close(g_ack[0]);
+    close(g_ack[1]);
+    return NULL;
+}
+
+/* A thread that blocks outside any region (a read of a pipe fed 0.25 ms after it asks)
+ * after each 0.75 ms of computation: most ticks find it running, after several of its
+ * waits. Its waiting weight is the time it was blocked (measured by the thread: wall
+ * time less CPU time less time waiting for a CPU). Under the kernel-timed engines a tick
+ * that found the thread running used to drop the waits of its interval (0.68-0.93 of the
+ * time blocked, with the reader fed every millisecond; 0.97-0.98 now). */
+static void test_short_waits_outside_regions(void **state) {
+    (void)state;
+    char dir[256], path[512];
+    profile_one_thread("short-waits", 997, pipe_reader, dir, path);
+    struct raw r;
+    raw_load(&r, path);
+    long row = raw_row(&r, "reader", 11);
+    assert_true(row >= 0);
+    uint64_t waiting = 0, named = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        if ((long)r.samples[i].row != row || r.samples[i].state != 1) continue;
+        waiting += r.samples[i].weight;
+        if (raw_stack_has(&r, r.samples[i].stack, "short_waits_read")) named += r.samples[i].weight;
+    }
+    double w = (double)waiting / 1e9;
+    print_message("reader: %.3f s waiting (%.3f s under short_waits_read), blocked %.3f s of "
+                  "%.3f s wall: %.3f\n",
+                  w, (double)named / 1e9, g_reader_blocked, g_reader_wall, w / g_reader_blocked);
+    assert_true(g_reader_blocked >= 0.1);
+    assert_true(w >= 0.94 * g_reader_blocked && w <= 1.08 * g_reader_blocked + 0.005);
+    assert_true(named * 10 >= waiting * 9);
+    raw_free(&r);
+    scratch_cleanup(dir);
+}
+
 /* ---- the request handshake (osp_prof_block_begin, docs/profiler-runtime.md) ---------- */
 
 struct answer {
@@ -309,6 +411,7 @@ int main(void) {
         cmocka_unit_test(test_request_answered_before_wait),
         cmocka_unit_test(test_region_waits_weigh_the_wait),
         cmocka_unit_test(test_region_wait_after_long_burst),
+        cmocka_unit_test(test_short_waits_outside_regions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
