@@ -163,8 +163,13 @@ void osp_prof__slot_abandon_request(struct osp_prof_slot *s, uint64_t *dropped) 
  * Call before slot_abandon_request. Under the registry mutex. */
 static void settle_unsampled(struct osp_prof_session *ps, struct osp_prof_sampler_state *m);
 
+static bool blocked_since(struct osp_prof_slot *s, uint64_t t, uint64_t c, uint64_t *fresh);
+
 void osp_prof__flush_tail(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64_t c) {
     struct osp_prof_sampler_state *m = &s->sm;
+    uint64_t fresh;
+    /* Blocked time since the last schedstat reading (at most SCHEDSTAT_EVERY_NS old). */
+    if (blocked_since(s, osp_prof__mono_ns(), c, &fresh)) m->wait_carry += fresh;
     if (m->wait_carry > 0) {
         /* Blocked time seen at ticks that found the thread running, with no waiting sample
          * after them: to its last waiting sample outside a region. */
@@ -438,6 +443,9 @@ static int sched_observe(struct osp_prof_session *ps, struct osp_prof_slot *s, u
  * used: for a running thread it lags by up to a scheduler tick; the CPU clock does not. A
  * thread waiting for a CPU now has that wait added only once it runs. False when the
  * file cannot be read. */
+/* The longest a running thread's blocked time waits for its next schedstat reading. */
+#define SCHEDSTAT_EVERY_NS 50000000ull
+
 static bool schedstat_rq(pid_t tid, uint64_t *rq) {
     char path[64] = "/proc/self/task/";
     size_t k = strlen(path);
@@ -625,6 +633,11 @@ static void examine(struct osp_prof_session *ps, struct osp_prof_slot *s, uint64
             slot_gone(ps, s);
             return;
         }
+        /* A thread running now is read at most every SCHEDSTAT_EVERY_NS: the readings are
+         * cumulative, so a later one takes this interval's blocked time too, and a thread
+         * preempted at every tick (more busy threads than cores) costs the sampler thread
+         * one open/read/close per 50 ms, not per tick. */
+        if (st != SCHED_BLOCKED && m->ss_known && t - m->ss_t < SCHEDSTAT_EVERY_NS) return;
         uint64_t fresh;
         if (blocked_since(s, t, c, &fresh)) {
             m->wait_carry += fresh;
