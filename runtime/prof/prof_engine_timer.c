@@ -56,7 +56,7 @@ _Atomic uint64_t osp_prof__sig_fds[OSP_PROF_SIG_FD_WORDS];
  * copy of the top OSP_PROF_PERF_STACK_BYTES of the stack, and the thread is never
  * interrupted for it beyond the timer itself. Without, each overflow signals the thread
  * with SIGPROF. Returns the descriptor (>= OSP_PROF_FD_MIN) or -1 with errno set. */
-static int perf_open(pid_t tid, uint64_t period_ns, bool ring) {
+static int perf_open(pid_t tid, uint64_t period_ns, bool ring, bool kernel) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
@@ -64,12 +64,16 @@ static int perf_open(pid_t tid, uint64_t period_ns, bool ring) {
     a.config = PERF_COUNT_SW_TASK_CLOCK;
     a.sample_period = period_ns;
     a.disabled = 1;
-    /* User-only: allowed at perf_event_paranoid 2, and never a signal that becomes pending
-     * inside a system call. Counting kernel mode too (allowed at paranoid <= 1) was
-     * measured to make blocking calls return EINTR: an expiry on the way into a wait
-     * leaves the signal pending, and the wait returns at once (bench/prof_engines.sh part
-     * 1: 992 EINTR in 1.5 s at 10 kHz, 27 at 997 Hz). */
-    a.exclude_kernel = 1;
+    /* Signal delivery is user-only: allowed at perf_event_paranoid 2, and never a signal
+     * that becomes pending inside a system call. Counting kernel mode too was measured to
+     * make blocking calls return EINTR there: an expiry on the way into a wait leaves the
+     * signal pending, and the wait returns at once (bench/prof_engines.sh part 1: 992
+     * EINTR in 1.5 s at 10 kHz, 27 at 997 Hz). Ring delivery sends no signal, so where
+     * the kernel allows it (`kernel`: paranoid <= 1, or CAP_PERFMON) it samples kernel
+     * mode too: the record still carries the user registers and stack at the system
+     * call, so time in the kernel is sampled at the call that spent it instead of being
+     * weighed on the next user-mode sample, wherever that lands. */
+    a.exclude_kernel = ring && kernel ? 0 : 1;
     a.exclude_hv = 1;
 #if PERF_RING_SUPPORTED
     if (ring) {
@@ -204,11 +208,11 @@ static uint64_t perf_ring_tick_ns(const struct osp_prof_session *ps) {
  * its data bytes in *bytes; -1 (nothing left open) where the counter is refused or the
  * ring cannot be mapped (the locked-memory limit of an unprivileged user:
  * perf_event_mlock_kb, then RLIMIT_MEMLOCK). */
-static int perf_ring_open(uint64_t session_period_ns, pid_t tid, uint64_t period_ns, void **rb,
-                          size_t *bytes) {
+static int perf_ring_open(uint64_t session_period_ns, pid_t tid, uint64_t period_ns, bool kernel,
+                          void **rb, size_t *bytes) {
     *rb = NULL;
     *bytes = 0;
-    int fd = perf_open(tid, period_ns, true);
+    int fd = perf_open(tid, period_ns, true, kernel);
     if (fd < 0) return -1;
     size_t len = perf_ring_bytes(session_period_ns);
     /* Every page is faulted in here, on the registering thread, the control page for
@@ -556,7 +560,7 @@ static bool perf_ring_read(struct osp_prof_session *ps, struct osp_prof_slot *s,
  * ring counter is stopped and emptied. Its handler then walks the whole live stack. On
  * any failure the thread keeps its ring. Sampler thread, under the registry mutex. */
 static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s) {
-    int fd = perf_open(s->tid, ps->period_ns, false);
+    int fd = perf_open(s->tid, ps->period_ns, false, false);
     if (fd < 0) {
         s->perf_stays = true;
         return;
@@ -643,8 +647,9 @@ static void perf_prepare(struct osp_prof_ktimer_prep *p, pid_t tid) {
     p->rb_bytes = 0;
     ktimer_first(tid, p->period_ns, &p->rng, &p->first);
     if (!p->perf_ok) return; /* over the descriptor budget: a CPU-time timer instead */
-    if (p->ring) p->fd = perf_ring_open(p->period_ns, tid, p->first, &p->rb, &p->rb_bytes);
-    if (p->fd < 0 && p->signal_ok) p->fd = perf_open(tid, p->first, false);
+    if (p->ring)
+        p->fd = perf_ring_open(p->period_ns, tid, p->first, p->kernel, &p->rb, &p->rb_bytes);
+    if (p->fd < 0 && p->signal_ok) p->fd = perf_open(tid, p->first, false, false);
 }
 
 void osp_prof__ktimer_prep_release(struct osp_prof_ktimer_prep *p) {
@@ -867,7 +872,7 @@ void osp_prof__ktimer_disarm_signalling(struct osp_prof_session *ps) {
 /* Probe that the calling thread can get a timer of `kind`, then start like the sampler. */
 static bool timer_start(struct osp_prof_session *ps, int kind, int *cause) {
     if (kind == OSP_KTIMER_PERF) {
-        int fd = perf_open((pid_t)syscall(SYS_gettid), ps->period_ns, false);
+        int fd = perf_open((pid_t)syscall(SYS_gettid), ps->period_ns, false, false);
         if (fd < 0 || perf_enable(fd) != 0) {
             *cause = errno;
             return false;
@@ -878,11 +883,23 @@ static bool timer_start(struct osp_prof_session *ps, int kind, int *cause) {
          * docs/profiler-runtime.md) keeps signal delivery. */
         const char *dv = getenv("OSPREY_PROFILE_PERF_DELIVERY");
         ps->perf_ring = false;
+        ps->perf_kernel = false;
         if (PERF_RING_SUPPORTED && (dv == NULL || strcmp(dv, "signal") != 0)) {
             void *rb;
             size_t bytes;
-            fd = perf_ring_open(ps->period_ns, (pid_t)syscall(SYS_gettid), ps->period_ns, &rb,
-                                &bytes);
+            /* Kernel mode too where the kernel allows it (perf_open), unless
+             * OSPREY_PROFILE_PERF_KERNEL=0 (for testing, docs/profiler-runtime.md). */
+            const char *kv = getenv("OSPREY_PROFILE_PERF_KERNEL");
+            ps->perf_kernel = kv == NULL || strcmp(kv, "0") != 0;
+            fd = -1;
+            if (ps->perf_kernel)
+                fd = perf_ring_open(ps->period_ns, (pid_t)syscall(SYS_gettid), ps->period_ns, true,
+                                    &rb, &bytes);
+            if (fd < 0) {
+                ps->perf_kernel = false;
+                fd = perf_ring_open(ps->period_ns, (pid_t)syscall(SYS_gettid), ps->period_ns, false,
+                                    &rb, &bytes);
+            }
             if (fd >= 0) {
                 munmap(rb, page_bytes() + bytes);
                 osp_prof__close_nc(fd);

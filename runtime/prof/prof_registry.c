@@ -115,6 +115,7 @@ static void set_prep(struct osp_prof_session *ps, struct osp_prof_ktimer_prep *p
     p->epoch = ps->epoch;
     p->period_ns = ps->period_ns;
     p->ring = ps->perf_ring;
+    p->kernel = ps->perf_kernel;
     p->signal_ok = !atomic_load(&ps->handler_lost);
     /* Reserved now, under the mutex: threads that start together would otherwise all see
      * the budget unspent. The slot that takes the counter keeps the count (until its timer

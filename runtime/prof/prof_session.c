@@ -600,6 +600,7 @@ static void boot_impl(void) {
                       strerror(cause));
     unsetenv("OSPREY_PROFILE_ENGINE");
     unsetenv("OSPREY_PROFILE_PERF_DELIVERY");
+    unsetenv("OSPREY_PROFILE_PERF_KERNEL");
 }
 
 OSP_PROF_PUBLIC void osp_prof_boot(void) {

@@ -296,6 +296,7 @@ struct osp_prof_ktimer_prep {
     uint64_t epoch;
     uint64_t period_ns;
     bool ring, signal_ok;
+    bool kernel; /* ring delivery samples kernel mode too (the session's perf_kernel) */
     /* Within the session's descriptor budget: may open a counter, one descriptor of the
      * budget reserved for it (set_prep) until a slot takes it or it is given back. */
     bool perf_ok;
@@ -555,6 +556,9 @@ struct osp_prof_session {
      * scratch buffer holds a record that wraps around a ring's end (sampler side, under
      * the registry mutex). */
     bool perf_ring;
+    /* ... and their counters sample kernel mode too (the kernel allows it: paranoid <= 1
+     * or CAP_PERFMON; OSPREY_PROFILE_PERF_KERNEL not "0"). */
+    bool perf_kernel;
     uint8_t perf_scratch[OSP_PROF_PERF_RECORD_MAX];
     /* A ring sample's stack copy followed by the live stack above it, for a walk that the
      * copy alone could not finish (prof_engine_timer.c perf_stack). */
