@@ -437,16 +437,10 @@ static int sched_observe(struct osp_prof_session *ps, struct osp_prof_slot *s, u
     return st;
 }
 
-/* The time the thread spent waiting for a CPU (runnable, not running), in ns: the second
- * field of /proc/self/task/<tid>/schedstat (opened and closed per read: at most one read
- * per tick, for a thread that ran part of it). Its first field, the time on a CPU, is not
- * used: for a running thread it lags by up to a scheduler tick; the CPU clock does not. A
- * thread waiting for a CPU now has that wait added only once it runs. False when the
- * file cannot be read. */
 /* The longest a running thread's blocked time waits for its next schedstat reading. */
 #define SCHEDSTAT_EVERY_NS 50000000ull
 
-static bool schedstat_rq(pid_t tid, uint64_t *rq) {
+bool osp_prof__schedstat(pid_t tid, uint64_t *rq, uint64_t *runs) {
     char path[64] = "/proc/self/task/";
     size_t k = strlen(path);
     k += format_id(path + k, tid);
@@ -457,13 +451,27 @@ static bool schedstat_rq(pid_t tid, uint64_t *rq) {
     ssize_t n = stat_read_fd(fd, buf, sizeof buf);
     osp_prof__close_nc(fd);
     if (n <= 0) return false;
+    /* "<ns on a CPU> <ns waiting for a CPU> <times run on a CPU>\n" */
+    uint64_t v[3] = {0, 0, 0};
     const char *p = buf;
-    while (*p >= '0' && *p <= '9') p++;
-    if (p == buf || *p++ != ' ' || *p < '0' || *p > '9') return false;
-    uint64_t v = 0;
-    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
-    *rq = v;
+    for (int i = 0; i < 3; i++) {
+        if (*p < '0' || *p > '9') return false;
+        while (*p >= '0' && *p <= '9') v[i] = v[i] * 10 + (uint64_t)(*p++ - '0');
+        if (i < 2 && *p++ != ' ') return false;
+    }
+    *rq = v[1];
+    *runs = v[2];
     return true;
+}
+
+/* The time the thread spent waiting for a CPU (runnable, not running), in ns (schedstat's
+ * second field; opened and closed per read, at most one read per SCHEDSTAT_EVERY_NS for
+ * a thread that runs). Its first field, the time on a CPU, is not used: for a running
+ * thread it lags by up to a scheduler tick; the CPU clock does not. A thread waiting for
+ * a CPU now has that wait added only once it runs. False when the file cannot be read. */
+static bool schedstat_rq(pid_t tid, uint64_t *rq) {
+    uint64_t runs;
+    return osp_prof__schedstat(tid, rq, &runs);
 }
 
 /* Blocked time since the last reading: wall time neither on a CPU (the CPU clock, `c`

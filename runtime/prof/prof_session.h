@@ -225,6 +225,14 @@ struct osp_prof_slot {
      * at the first, the thread is moved to signal delivery (CUT_LIMIT). */
     uint32_t perf_cut;
     bool perf_stays; /* its move to signal delivery failed: cut samples are kept truncated */
+    /* Ring delivery: the thread's context switches in (schedstat) at sw_t, for the move of
+     * a thread that switches so often that its counter's per-switch cost shows
+     * (prof_engine_timer.c perf_to_cpu_timer). */
+    uint64_t sw_t, sw_runs;
+    bool sw_known;
+    uint8_t sw_checks; /* windows measured so far, up to 255 */
+    bool sw_over;      /* the last window was over the switch rate */
+    bool sw_stays;     /* that move failed, or SIGPROF is blocked in it: keeps its ring */
     /* What perf_fd was when opened (fstat): a program that closes every descriptor and
      * opens its own at that number keeps it -- the profiler then never reads, stops or
      * closes it. */
@@ -766,6 +774,11 @@ OSP_PROF_HIDDEN void osp_prof__slot_abandon_request(struct osp_prof_slot *s, uin
  * mutex. */
 OSP_PROF_HIDDEN void osp_prof__stat_fd_release(struct osp_prof_session *ps,
                                                struct osp_prof_slot *s);
+/* Thread `tid`'s /proc/self/task/<tid>/schedstat: *rq the nanoseconds it spent waiting for
+ * a CPU, *runs the times it was put on a CPU (each one a context switch in). Opened, read
+ * and closed (no descriptor kept). False when it cannot be read (no schedstat in this
+ * kernel, the thread gone). Any thread; async-signal-unsafe (open). */
+OSP_PROF_HIDDEN bool osp_prof__schedstat(pid_t tid, uint64_t *rq, uint64_t *runs);
 
 /* ---- interrupted runs (prof_session.c), §(l.5) ------------------------------------------ */
 

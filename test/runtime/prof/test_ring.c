@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,15 @@ static bool ring_mapped(void) {
     static char buf[1 << 20];
     long n = read_text("/proc/self/maps", buf, sizeof buf);
     return n > 0 && strstr(buf, "perf_event") != NULL;
+}
+
+/* The perf_event rings mapped in this process now. */
+static int rings_mapped(void) {
+    static char buf[1 << 20];
+    long n = read_text("/proc/self/maps", buf, sizeof buf);
+    int c = 0;
+    for (const char *p = buf; n > 0 && (p = strstr(p, "perf_event")) != NULL; p++) c++;
+    return c;
 }
 
 /* Start a session at `hz` with the given delivery ("ring" or "signal"); false when the
@@ -473,6 +483,87 @@ static void test_kernel_time_at_its_call(void **state) {
     raw_free(&r);
 }
 
+/* ---- threads that switch often ----------------------------------------------------------- */
+
+struct pingpong {
+    int in, out; /* pipe ends: read a byte from in, write it to out */
+    int64_t fiber;
+    atomic_bool *stop;
+    double cpu;
+    long rounds;
+};
+
+__attribute__((noinline)) void *ring_pingpong(void *p) {
+    struct pingpong *pp = p;
+    osp_prof_thread_register(pp->fiber, "fiber");
+    double c0 = thread_cpu_seconds();
+    char b = 0;
+    while (!atomic_load(pp->stop)) {
+        if (read(pp->in, &b, 1) != 1) break;
+        if (write(pp->out, &b, 1) != 1) break;
+        pp->rounds++;
+    }
+    pp->cpu = thread_cpu_seconds() - c0;
+    osp_prof_thread_unregister();
+    return NULL;
+}
+
+/* Two threads passing a byte back and forth through pipes switch tens of thousands of
+ * times a second: each moves from its ring counter (whose timer the kernel stops and
+ * starts at every switch: the ping-pong ran several times slower) to a CPU-time timer
+ * within the first ticks, and is still sampled, its weight its CPU time. */
+static void test_switching_threads_leave_the_ring(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/pingpong.json", g_dir);
+    if (!begin(path, 997, "ring")) return;
+    int before = rings_mapped();
+    int ab[2], ba[2];
+    assert_int_equal(pipe(ab), 0);
+    assert_int_equal(pipe(ba), 0);
+    atomic_bool stop = false;
+    struct pingpong a = {ba[0], ab[1], 31, &stop, 0, 0}, b = {ab[0], ba[1], 32, &stop, 0, 0};
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, ring_pingpong, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, ring_pingpong, &b), 0);
+    char go = 1;
+    assert_int_equal(write(ab[1], &go, 1), 1); /* b reads first, then a */
+    struct timespec nap = {0, 400000000};
+    nanosleep(&nap, NULL);
+    int during = rings_mapped();
+    atomic_store(&stop, true);
+    close(ab[1]);
+    close(ba[1]);
+    assert_int_equal(pthread_join(ta, NULL), 0);
+    assert_int_equal(pthread_join(tb, NULL), 0);
+    close(ab[0]);
+    close(ba[0]);
+    struct raw r;
+    if (!finish(path, &r)) return;
+    print_message("rings mapped: %d before the threads, %d after 0.4 s of ping-pong (%ld and "
+                  "%ld round trips)\n",
+                  before, during, a.rounds, b.rounds);
+    assert_true(a.rounds > 1000);
+    assert_int_equal(during, before);
+    struct pingpong *t[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        long row = raw_row(&r, "fiber", t[i]->fiber);
+        assert_true(row >= 0);
+        size_t on = 0;
+        uint64_t w = 0;
+        for (size_t k = 0; k < r.nsamples; k++)
+            if ((long)r.samples[k].row == row && r.samples[k].state == 0) {
+                on++;
+                w += r.samples[k].weight;
+            }
+        print_message("thread %d: %zu on-CPU samples, weight %.3f s of %.3f s CPU\n", i, on,
+                      (double)w / 1e9, t[i]->cpu);
+        assert_true((double)w / 1e9 >= 0.9 * t[i]->cpu);
+        assert_true(on >= 5);
+    }
+    raw_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_deep_ring, end_session),
@@ -486,6 +577,7 @@ int main(void) {
 #endif
         cmocka_unit_test_teardown(test_ring_threads_unregister, end_session),
         cmocka_unit_test_teardown(test_kernel_time_at_its_call, end_session),
+        cmocka_unit_test_teardown(test_switching_threads_leave_the_ring, end_session),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
