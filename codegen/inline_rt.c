@@ -287,8 +287,28 @@ static const struct {
     {"osp_show_int", MEM_ALLOC_ONLY},
 };
 
+/*
+ * Runtime functions that codegen hands a stack buffer of its own (entry_alloca: a list
+ * literal's element words, an interpolation's parts, a Result shown by osp_show_result, a
+ * GPU launch's context) and that only read it during the call. Saying `nocapture` keeps the
+ * buffer from escaping, and an escaped alloca stops tailcallelim from marking any later call
+ * `tail`: a self-recursive call after `let xs = [n]` or `print("${x} ${y}")` stayed a real
+ * call and a loop written as recursion overflowed the stack (tail-call-after-buffer.osp).
+ */
+static const struct {
+    const char *name;
+    unsigned param; /* 1-based, as LLVMAddAttributeAtIndex counts */
+} stack_buffer_params[] = {
+    {"osp_list_new", 2},    {"osp_list_new_scalar", 2}, {"osp_str_concat", 2},
+    {"osp_show_result", 1}, {"osp_gpu_run", 3},
+};
+
 void osp_inline_rt_declared(LLVMContextRef ctx, LLVMModuleRef mod, const char *name,
                             LLVMValueRef fn, LLVMAttributeRef fp_attr, bool with_bodies) {
+    for (size_t i = 0; i < sizeof stack_buffer_params / sizeof *stack_buffer_params; i++)
+        if (strcmp(name, stack_buffer_params[i].name) == 0)
+            LLVMAddAttributeAtIndex(fn, stack_buffer_params[i].param,
+                                    enum_attr(ctx, "nocapture", 0));
     if (strcmp(name, "osp_gc_alloc") == 0) {
         mark_allocator(ctx, fn);
         return;
