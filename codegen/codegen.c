@@ -132,9 +132,26 @@ static void emit_job(CG *g, Job *j) {
     case JOB_FN: {
         FnDecl *f = j->fn;
         begin_function(g, &fs, j->llfn, j->name, f->line, j, j);
-        for (int i = 0; i < f->nparams; i++)
-            if (f->params[i].sym)
-                bind_sym(g, f->params[i].sym, BIND_VALUE)->v = LLVMGetParam(j->llfn, (unsigned)i);
+        fs.acc_state = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(f->nparams + 1));
+        for (int i = 0; i < f->nparams; i++) {
+            fs.acc_state[i] = NULL;
+            Type *pt = ty_rep(sty(g, ty_rep(f->type)->args[i]));
+            if (pt->kind != TY_STRING || !str_param_appendable(f, i)) continue;
+            LLVMTypeRef st = LLVMArrayType2(g->i64, 3);
+            fs.acc_state[i] = entry_alloca(g, st, "str.acc");
+            LLVMBuildStore(g->b, LLVMConstNull(st), fs.acc_state[i]);
+        }
+        fs.loop_head = LLVMAppendBasicBlockInContext(g->ctx, j->llfn, "tailrecurse");
+        LLVMBuildBr(g->b, fs.loop_head);
+        LLVMPositionBuilderAtEnd(g->b, fs.loop_head);
+        fs.loop_phis = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(f->nparams + 1));
+        for (int i = 0; i < f->nparams; i++) {
+            LLVMValueRef p = LLVMGetParam(j->llfn, (unsigned)i);
+            fs.loop_phis[i] = LLVMBuildPhi(g->b, LLVMTypeOf(p), f->params[i].name);
+            LLVMAddIncoming(fs.loop_phis[i], &p, &fs.entry, 1);
+            if (f->params[i].sym) bind_sym(g, f->params[i].sym, BIND_VALUE)->v = fs.loop_phis[i];
+        }
+        fs.tail = true;
         LLVMValueRef v = gen(g, f->body);
         LLVMBuildRet(g->b, v);
         break;

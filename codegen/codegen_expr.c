@@ -39,7 +39,15 @@ void internal_error(CG *g, const char *msg) {
 
 /* ---- expressions ---- */
 
+/* A call of the function being emitted, in tail position: a jump back to its start with
+ * the arguments as the new parameters (FnState.loop_head). */
+static bool self_tail_call(CG *g, const Callee *c, bool tail) {
+    return tail && g->fs->loop_head && c->kind == CAL_FN && !c->fn->is_extern &&
+           fn_instance(g, c->fn, c->targs) == g->fs->job;
+}
+
 static LLVMValueRef gen_call(CG *g, Expr *e) {
+    bool tail = g->fs->at_tail;
     Expr *callee = e->u.call.callee;
     if (callee->kind == E_IDENT && callee->u.ident.sym && callee->u.ident.sym->kind == SYM_BUILTIN)
         return gen_builtin_call(g, e, callee->u.ident.sym->builtin);
@@ -58,9 +66,26 @@ static LLVMValueRef gen_call(CG *g, Expr *e) {
     LLVMValueRef *args = arena_alloc(g->arena, sizeof(LLVMValueRef) * (size_t)(n + 1));
     Type **at = arena_alloc(g->arena, sizeof(Type *) * (size_t)(n + 1));
     Callee c = callee_of(g, callee);
+    bool self = self_tail_call(g, &c, tail) && n == c.fn->nparams;
     for (int i = 0; i < n; i++) {
-        args[i] = gen(g, e->u.call.args[i]);
-        at[i] = ety(g, e->u.call.args[i]);
+        Expr *a = e->u.call.args[i];
+        at[i] = ety(g, a);
+        if (self && g->fs->acc_state[i] && str_append_arg(e, i, c.fn->params[i].sym)) {
+            /* `p + s` passed on as `p`: appended in place (codegen_own.c) */
+            LLVMValueRef l = gen(g, a->u.bin.l), r = gen(g, a->u.bin.r);
+            args[i] = call_sig(g, "osp_str_append_owned", "p:ppp",
+                               (LLVMValueRef[]){l, r, g->fs->acc_state[i]}, NULL);
+            continue;
+        }
+        args[i] = gen(g, a);
+    }
+    if (self) {
+        LLVMBasicBlockRef here = LLVMGetInsertBlock(g->b);
+        for (int i = 0; i < n; i++) LLVMAddIncoming(g->fs->loop_phis[i], &args[i], &here, 1);
+        LLVMBuildBr(g->b, g->fs->loop_head);
+        /* the call's value is never used: the join after it is reached from other paths */
+        LLVMPositionBuilderAtEnd(g->b, new_block(g, "tailcall.dead"));
+        return LLVMGetPoison(llty(g, ety(g, e)));
     }
     return call_callee(g, &c, args, at, n);
 }
@@ -319,15 +344,18 @@ static LLVMValueRef gen_interp(CG *g, Expr *e) {
 }
 
 static LLVMValueRef gen_if(CG *g, Expr *e) {
+    bool tail = g->fs->at_tail;
     LLVMValueRef c = gen(g, e->u.if_.cond);
     LLVMBasicBlockRef tb = new_block(g, "if.then"), eb = new_block(g, "if.else"),
                       join = new_block(g, "if.end");
     LLVMBuildCondBr(g->b, c, tb, eb);
     LLVMPositionBuilderAtEnd(g->b, tb);
+    g->fs->tail = tail;
     LLVMValueRef a = gen(g, e->u.if_.then);
     LLVMBasicBlockRef tend = LLVMGetInsertBlock(g->b);
     LLVMBuildBr(g->b, join);
     LLVMPositionBuilderAtEnd(g->b, eb);
+    g->fs->tail = tail;
     LLVMValueRef b = gen(g, e->u.if_.els);
     LLVMBasicBlockRef eend = LLVMGetInsertBlock(g->b);
     LLVMBuildBr(g->b, join);
@@ -397,13 +425,18 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
     case E_ELVIS: return gen_elvis(g, e);
     case E_MATCH: return gen_match(g, e);
     case E_BLOCK: {
+        bool tail = g->fs->at_tail;
         Binding *save = g->fs->env;
         LLVMValueRef value = unit_value(g);
         LLVMValueRef at_end[16]; /* lists released when the block's value is computed */
         int nend = 0;
         for (int i = 0; i < e->u.block.nstmts; i++) {
             Stmt *st = e->u.block.stmts[i];
+            /* releases at the end of the block come after its value (own_let_plan makes
+             * none when the value may end in a call) */
+            g->fs->tail = tail && i == e->u.block.nstmts - 1 && st->kind == S_EXPR;
             gen_stmt(g, st, &value);
+            g->fs->tail = false;
             OwnPlan plan = own_let_plan(e, i);
             Binding *b = plan != OWN_NONE ? lookup(g, st->u.let.sym) : NULL;
             if (b == NULL || b->kind != BIND_VALUE) continue;
@@ -449,7 +482,7 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
         }
         return unbox(g, load_word(g, r, slot, e->u.field.name), ety(g, e));
     }
-    case E_METHOD: return gen(g, e->u.method.call);
+    case E_METHOD: g->fs->tail = g->fs->at_tail; return gen(g, e->u.method.call);
     case E_RECORD: return gen_record(g, e);
     case E_UPDATE: return gen_update(g, e);
     case E_INDEX: return gen_index(g, e);
@@ -476,6 +509,8 @@ static LLVMValueRef gen_inner(CG *g, Expr *e) {
 }
 
 LLVMValueRef gen(CG *g, Expr *e) {
+    g->fs->at_tail = g->fs->tail;
+    g->fs->tail = false;
     LLVMMetadataRef prev = g->fs->loc;
     set_loc_line(g, e->pos.line, e->pos.col);
     LLVMValueRef v = gen_inner(g, e);

@@ -145,6 +145,18 @@ typedef struct FnState {
     LLVMMetadataRef loc;
     LLVMValueRef cont_k; /* resuming arm: its continuation (ptr) */
     Type *handle_type;   /* resuming arm: the value type of its handle */
+    /*
+     * Self tail calls (JOB_FN): the function's body starts at `loop_head`, where one phi per
+     * parameter (`loop_phis`) stands for it; a call of this same instance in tail position
+     * adds its arguments to the phis and branches there, so iteration written as tail
+     * recursion runs in constant stack at every optimisation level, whatever the body holds
+     * (docs/compiler.md). `tail` is set by the parent for the expression it is about to
+     * generate; gen() moves it into `at_tail` (and clears it) before generating anything.
+     */
+    LLVMBasicBlockRef loop_head;
+    LLVMValueRef *loop_phis;
+    LLVMValueRef *acc_state; /* per parameter: its osp_str_acc (str_param_appendable), or NULL */
+    bool tail, at_tail;
 } FnState;
 
 typedef struct CG {
@@ -290,6 +302,14 @@ bool list_taking_arg(Builtin b, int argi);
  * (OWN_AT_USE), at the end of the block (OWN_AT_END), or never (OWN_NONE). */
 typedef enum OwnPlan { OWN_NONE, OWN_AT_USE, OWN_AT_END } OwnPlan;
 OwnPlan own_let_plan(const Expr *block, int i);
+/* Whether parameter `i` of `f` (a string in the instance being emitted) is only read —
+ * compared, measured, printed, copied by `+` or an interpolation, outside any closure — so
+ * that a self tail call may pass it on as `p + e` appended in place (osp_str_append_owned):
+ * nothing else can hold the string the previous iteration built. */
+bool str_param_appendable(const FnDecl *f, int i);
+/* Whether argument `i` of the self tail call `call` is `p + e` with `p` not read by `e`
+ * or by any other argument (they run after or beside the append), so it may append in place. */
+bool str_append_arg(const Expr *call, int i, const Sym *p);
 
 /* codegen_effects.c */
 Type **concrete_inst(CG *g, EffectDecl *d, Type **inst);

@@ -148,6 +148,7 @@ static bool gen_pattern(CG *g, Pattern *p, LLVMValueRef v, Type *t, LLVMBasicBlo
 }
 
 LLVMValueRef gen_match(CG *g, Expr *e) {
+    bool tail = g->fs->at_tail;
     LLVMValueRef sv = gen(g, e->u.match.scrut);
     Type *st = ty_rep(ety(g, e->u.match.scrut));
     Type *rt = ety(g, e);
@@ -165,6 +166,7 @@ LLVMValueRef gen_match(CG *g, Expr *e) {
         LLVMBasicBlockRef next = new_block(g, "match.next");
         Binding *save_env = g->fs->env;
         if (gen_pattern(g, p, sv, st, next)) exhausted = true;
+        g->fs->tail = tail;
         LLVMValueRef v = gen(g, arm->body);
         g->fs->env = save_env;
         vals[nin] = v;

@@ -65,6 +65,9 @@ enum { UNKNOWN_USES = 1 << 20 };
 typedef struct Own {
     const Sym *sym;
     bool (*reads)(Builtin b, int argi);
+    /* a string: an operand of a comparison or of `+`, and a part of an interpolation of
+     * two or more parts, are reads too (each copies or only compares its bytes) */
+    bool str_ops;
 } Own;
 
 static int uses(const Expr *e, const Own *s, bool captured);
@@ -97,7 +100,16 @@ static int uses(const Expr *e, const Own *s, bool captured) {
     case E_BOOL:
     case E_STRING: return 0;
     case E_IDENT: return e->u.ident.sym == s->sym ? 1 : 0;
-    case E_INTERP: return uses_all(e->u.interp.parts, e->u.interp.nparts, s, captured);
+    case E_INTERP: {
+        int k = 0;
+        for (int i = 0; i < e->u.interp.nparts; i++) {
+            const Expr *part = e->u.interp.parts[i];
+            if (!captured && s->str_ops && e->u.interp.nparts >= 2 && is_sym(part, s->sym))
+                continue; /* copied into the new string */
+            k += uses(part, s, captured);
+        }
+        return k;
+    }
     case E_CALL: {
         int k = uses(e->u.call.callee, s, captured);
         Builtin b = called_builtin(e);
@@ -109,7 +121,13 @@ static int uses(const Expr *e, const Own *s, bool captured) {
         }
         return k;
     }
-    case E_BINARY: return uses(e->u.bin.l, s, captured) + uses(e->u.bin.r, s, captured);
+    case E_BINARY: {
+        BinOp op = e->u.bin.op;
+        bool reads = !captured && s->str_ops && op != OP_SUB && op != OP_MUL && op != OP_DIV &&
+                     op != OP_MOD && op != OP_AND && op != OP_OR;
+        return (reads && is_sym(e->u.bin.l, s->sym) ? 0 : uses(e->u.bin.l, s, captured)) +
+               (reads && is_sym(e->u.bin.r, s->sym) ? 0 : uses(e->u.bin.r, s, captured));
+    }
     case E_UNARY: return uses(e->u.un.e, s, captured);
     case E_ELVIS: return uses(e->u.elvis.l, s, captured) + uses(e->u.elvis.r, s, captured);
     case E_MATCH: {
@@ -212,7 +230,7 @@ bool fold_step_linear(const Callee *cb) {
     }
     if (nparams < 1 || body == NULL) return false;
     if (params[0].sym == NULL) return true; /* `_`: the step never sees the accumulator */
-    Own acc = {params[0].sym, map_borrow};
+    Own acc = {params[0].sym, map_borrow, false};
     return linear_result(body, &acc);
 }
 
@@ -275,7 +293,7 @@ OwnPlan own_let_plan(const Expr *block, int i) {
     if (x == NULL || x->file_scope || x->is_mut || x->static_kind != STATIC_NONE ||
         !owned_list_temp(st[i]->u.let.init))
         return OWN_NONE;
-    Own own = {x, list_taking_arg};
+    Own own = {x, list_taking_arg, false};
     int all = 0, other = 0;
     for (int k = i + 1; k < n; k++) {
         all += uses_stmt(st[k], &own, true);
@@ -285,4 +303,66 @@ OwnPlan own_let_plan(const Expr *block, int i) {
     if (all == 1) return OWN_AT_USE;
     if (st[n - 1]->kind != S_EXPR || tail_may_call(st[n - 1]->u.expr)) return OWN_NONE;
     return OWN_AT_END;
+}
+
+/* ---- strings ------------------------------------------------------------------------------ */
+
+/* The built-ins that only read a string argument and return nothing that shares it. */
+static bool str_read(Builtin b, int argi) {
+    (void)argi;
+    switch (b) {
+    case B_PRINT:
+    case B_LENGTH:
+    case B_BYTE_LENGTH:
+    case B_IS_EMPTY:
+    case B_CONTAINS:
+    case B_STARTS_WITH:
+    case B_ENDS_WITH:
+    case B_INDEX_OF: return true;
+    default: return false;
+    }
+}
+
+/* The uses of `s` in `e`, the value of the function, that are not reads; `s` itself as that
+ * value is none: the function returns it and the activation that appends to it ends. */
+static int uses_but_result(const Expr *e, const Own *s) {
+    switch (e->kind) {
+    case E_IDENT: return 0;
+    case E_IF:
+        return uses(e->u.if_.cond, s, false) + uses_but_result(e->u.if_.then, s) +
+               (e->u.if_.els ? uses_but_result(e->u.if_.els, s) : 0);
+    case E_MATCH: {
+        int k = uses(e->u.match.scrut, s, false);
+        for (int i = 0; i < e->u.match.narms; i++) k += uses_but_result(e->u.match.arms[i].body, s);
+        return k;
+    }
+    case E_BLOCK: {
+        int n = e->u.block.nstmts, k = 0;
+        for (int i = 0; i < n; i++) {
+            const Stmt *st = e->u.block.stmts[i];
+            k += i == n - 1 && st->kind == S_EXPR ? uses_but_result(st->u.expr, s)
+                                                  : uses_stmt(st, s, false);
+        }
+        return k;
+    }
+    default: return uses(e, s, false);
+    }
+}
+
+bool str_param_appendable(const FnDecl *f, int i) {
+    const Sym *p = f->params[i].sym;
+    if (p == NULL || f->body == NULL) return false;
+    Own own = {p, str_read, true};
+    return uses_but_result(f->body, &own) == 0;
+}
+
+bool str_append_arg(const Expr *call, int i, const Sym *p) {
+    const Expr *a = call->u.call.args[i];
+    if (a->kind != E_BINARY || a->u.bin.op != OP_ADD || !is_sym(a->u.bin.l, p)) return false;
+    Own own = {p, str_read, true};
+    if (uses(a->u.bin.r, &own, true) != 0 || uses(call->u.call.callee, &own, true) != 0)
+        return false;
+    for (int j = 0; j < call->u.call.nargs; j++)
+        if (j != i && uses(call->u.call.args[j], &own, true) != 0) return false;
+    return true;
 }

@@ -290,7 +290,7 @@ static const struct {
 /*
  * Runtime functions that codegen hands a stack buffer of its own (entry_alloca: a list
  * literal's element words, an interpolation's parts, a Result shown by osp_show_result, a
- * GPU launch's context) and that only read it during the call. Saying `nocapture` keeps the
+ * GPU launch's context, a string accumulator) and that use it only during the call. Saying `nocapture` keeps the
  * buffer from escaping, and an escaped alloca stops tailcallelim from marking any later call
  * `tail`: a self-recursive call after `let xs = [n]` or `print("${x} ${y}")` stayed a real
  * call and a loop written as recursion overflowed the stack (tail-call-after-buffer.osp).
@@ -300,7 +300,7 @@ static const struct {
     unsigned param; /* 1-based, as LLVMAddAttributeAtIndex counts */
 } stack_buffer_params[] = {
     {"osp_list_new", 2},    {"osp_list_new_scalar", 2}, {"osp_str_concat", 2},
-    {"osp_show_result", 1}, {"osp_gpu_run", 3},
+    {"osp_show_result", 1}, {"osp_gpu_run", 3},         {"osp_str_append_owned", 3},
 };
 
 void osp_inline_rt_declared(LLVMContextRef ctx, LLVMModuleRef mod, const char *name,

@@ -156,6 +156,23 @@ const char *osp_str_concat(int64_t n, const char *const *parts);
 /* Byte-wise comparison: negative, 0 or positive, as strcmp. */
 int64_t osp_str_cmp(const char *a, const char *b);
 
+/*
+ * A string accumulator of one activation of a tail-recursive function (docs/compiler.md,
+ * "Updates in place"): the string it last built, that string's length and the bytes its
+ * buffer holds before the NUL. Codegen zeroes one in the function's entry block for each
+ * string parameter that is only read and passed on as `p + e` in self tail calls.
+ */
+typedef struct osp_str_acc {
+    char *buf;
+    int64_t len;
+    int64_t cap;
+} osp_str_acc;
+
+/* `a + b` (as osp_str_cat) for such a parameter `a`: when `a` is the string `acc` last built,
+ * which nothing else can read, `b` is appended in its buffer, growing it geometrically, so a
+ * loop that appends to an accumulator is linear; otherwise a new buffer with room to spare. */
+const char *osp_str_append_owned(const char *a, const char *b, osp_str_acc *acc);
+
 /* ---- results (§6) -------------------------------------------------------------------- */
 
 /* New Success holding the boxed `value`. */

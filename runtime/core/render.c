@@ -66,6 +66,29 @@ const char *osp_str_cat(const char *a, const char *b) {
     return osp_str_concat(2, parts);
 }
 
+const char *osp_str_append_owned(const char *a, const char *b, osp_str_acc *acc) {
+    size_t lb = b ? strlen(b) : 0;
+    bool owned = a != NULL && a == acc->buf;
+    size_t la = owned ? (size_t)acc->len : a ? strlen(a) : 0;
+    if (la > SIZE_MAX / 2 - 16 - lb) osp_fatal_oom();
+    size_t need = la + lb;
+    if (owned && need <= (size_t)acc->cap) {
+        memcpy(acc->buf + la, b, lb);
+        acc->buf[need] = '\0';
+        acc->len = (int64_t)need;
+        return acc->buf;
+    }
+    size_t cap = need < 16 ? 32 : 2 * need;
+    char *s = osp_gc_alloc_atomic(cap + 1);
+    if (la) memcpy(s, a, la);
+    if (lb) memcpy(s + la, b, lb);
+    s[need] = '\0';
+    acc->buf = s;
+    acc->len = (int64_t)need;
+    acc->cap = (int64_t)cap;
+    return s;
+}
+
 const char *osp_str_concat(int64_t n, const char *const *parts) {
     /* Each part's length is measured once (kept for the first 16 parts). */
     size_t lens[16];
