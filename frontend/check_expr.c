@@ -45,6 +45,20 @@ bool coerce(Checker *c, Expr **slot, Type *actual, Type *expected) {
 Type *check_expected(Checker *c, Expr **slot, Type *expected) {
     Expr *e = *slot;
     Type *x = expected ? ty_find(expected) : NULL;
+    if (e->kind == E_MAPLIT && !e->type && x && x->kind == TY_MAP && x->nargs == 2 &&
+        ty_find(x->args[1])->kind == TY_ANY) {
+        /* likewise the values of a map literal where a `Map<string, any>` is expected */
+        for (int i = 0; i < e->u.maplit.n; i++) {
+            Expr *k = e->u.maplit.keys[i];
+            Type *kt = check_expr(c, k);
+            if (!ty_unify(c->tc, kt, c->tc->t_string))
+                error(c, k->pos, "a map key must be a `string`, found `%s`", show(c, kt));
+            coerce(c, &e->u.maplit.vals[i], check_expr(c, e->u.maplit.vals[i]), c->tc->t_any);
+        }
+        Type *args[2] = {c->tc->t_string, c->tc->t_any};
+        e->type = ty_con(c->tc, TY_MAP, 2, args);
+        return e->type;
+    }
     if (e->kind != E_LIST || e->type || !x || x->kind != TY_LIST ||
         ty_find(x->args[0])->kind != TY_ANY)
         return check_expr(c, e);
