@@ -39,6 +39,8 @@ void internal_error(CG *g, const char *msg) {
 
 /* ---- expressions ---- */
 
+static LLVMValueRef gen_owned_append(CG *g, Expr *a, LLVMValueRef acc);
+
 /* A call of the function being emitted, in tail position: a jump back to its start with
  * the arguments as the new parameters (FnState.loop_head). */
 static bool self_tail_call(CG *g, const Callee *c, bool tail) {
@@ -72,9 +74,7 @@ static LLVMValueRef gen_call(CG *g, Expr *e) {
         at[i] = ety(g, a);
         if (self && g->fs->acc_state[i] && str_append_arg(e, i, c.fn->params[i].sym)) {
             /* `p + s` passed on as `p`: appended in place (codegen_own.c) */
-            LLVMValueRef l = gen(g, a->u.bin.l), r = gen(g, a->u.bin.r);
-            args[i] = call_sig(g, "osp_str_append_owned", "p:ppp",
-                               (LLVMValueRef[]){l, r, g->fs->acc_state[i]}, NULL);
+            args[i] = gen_owned_append(g, a, g->fs->acc_state[i]);
             continue;
         }
         args[i] = gen(g, a);
@@ -317,6 +317,29 @@ static LLVMValueRef gen_elvis(CG *g, Expr *e) {
     LLVMBasicBlockRef bbs[2] = {okend, dend};
     LLVMAddIncoming(phi, vals, bbs, 2);
     return phi;
+}
+
+/* A part of an interpolation as a string. */
+static LLVMValueRef interp_part(CG *g, Expr *p) {
+    LLVMValueRef v = gen(g, p);
+    return p->kind == E_STRING ? v : render(g, v, ety(g, p), false);
+}
+
+/* An argument str_append_arg accepted, appended in place to the string of `acc`: the parts
+ * are evaluated left to right as the copying forms do, each appended as soon as it is known. */
+static LLVMValueRef gen_owned_append(CG *g, Expr *a, LLVMValueRef acc) {
+    LLVMValueRef s;
+    if (a->kind == E_INTERP) {
+        int first = interp_first_part(a);
+        s = interp_part(g, a->u.interp.parts[first]);
+        for (int i = first + 1; i < a->u.interp.nparts; i++)
+            s = call_sig(g, "osp_str_append_owned", "p:ppp",
+                         (LLVMValueRef[]){s, interp_part(g, a->u.interp.parts[i]), acc}, NULL);
+        return s;
+    }
+    s = a->u.bin.l->kind == E_IDENT ? gen(g, a->u.bin.l) : gen_owned_append(g, a->u.bin.l, acc);
+    return call_sig(g, "osp_str_append_owned", "p:ppp",
+                    (LLVMValueRef[]){s, gen(g, a->u.bin.r), acc}, NULL);
 }
 
 static LLVMValueRef gen_interp(CG *g, Expr *e) {

@@ -307,9 +307,13 @@ OwnPlan own_let_plan(const Expr *block, int i);
  * that a self tail call may pass it on as `p + e` appended in place (osp_str_append_owned):
  * nothing else can hold the string the previous iteration built. */
 bool str_param_appendable(const FnDecl *f, int i);
-/* Whether argument `i` of the self tail call `call` is `p + e` with `p` not read by `e`
- * or by any other argument (they run after or beside the append), so it may append in place. */
+/* Whether argument `i` of the self tail call `call` is `p + e` (or `p + e1 + e2 …`, or an
+ * interpolation `"${p}…"` of two or more parts) with `p` not read by the `e`s or by any other
+ * argument (they run after or beside the appends), so it may append in place. */
 bool str_append_arg(const Expr *call, int i, const Sym *p);
+/* The first part of interpolation `e` that is not an empty string literal (the lexer puts
+ * one before a leading `${…}`). */
+int interp_first_part(const Expr *e);
 
 /* codegen_effects.c */
 Type **concrete_inst(CG *g, EffectDecl *d, Type **inst);

@@ -356,12 +356,32 @@ bool str_param_appendable(const FnDecl *f, int i) {
     return uses_but_result(f->body, &own) == 0;
 }
 
+int interp_first_part(const Expr *e) {
+    int k = 0;
+    while (k + 1 < e->u.interp.nparts && e->u.interp.parts[k]->kind == E_STRING &&
+           e->u.interp.parts[k]->u.str.len == 0)
+        k++;
+    return k;
+}
+
+/* `p + e`, `p + e1 + e2 + …` or `"${p}…"` (two or more parts) with no other mention of `p`. */
+static bool append_chain(const Expr *a, const Own *own) {
+    if (a->kind == E_INTERP) {
+        int first = interp_first_part(a);
+        if (a->u.interp.nparts < 2 || !is_sym(a->u.interp.parts[first], own->sym)) return false;
+        for (int k = first + 1; k < a->u.interp.nparts; k++)
+            if (uses(a->u.interp.parts[k], own, true) != 0) return false;
+        return true;
+    }
+    if (a->kind != E_BINARY || a->u.bin.op != OP_ADD) return false;
+    if (!is_sym(a->u.bin.l, own->sym) && !append_chain(a->u.bin.l, own)) return false;
+    return uses(a->u.bin.r, own, true) == 0;
+}
+
 bool str_append_arg(const Expr *call, int i, const Sym *p) {
     const Expr *a = call->u.call.args[i];
-    if (a->kind != E_BINARY || a->u.bin.op != OP_ADD || !is_sym(a->u.bin.l, p)) return false;
     Own own = {p, str_read, true};
-    if (uses(a->u.bin.r, &own, true) != 0 || uses(call->u.call.callee, &own, true) != 0)
-        return false;
+    if (!append_chain(a, &own) || uses(call->u.call.callee, &own, true) != 0) return false;
     for (int j = 0; j < call->u.call.nargs; j++)
         if (j != i && uses(call->u.call.args[j], &own, true) != 0) return false;
     return true;
