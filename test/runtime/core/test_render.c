@@ -193,6 +193,32 @@ static void test_strings(void **state) {
     assert_int_equal(osp_str_cmp("z", "\xc3\xa9"), -1);
 }
 
+/* osp_str_append_owned: a string the accumulator did not build is copied (never written);
+ * the one it built last is extended in its own buffer, growing it when full. */
+static void test_str_append_owned(void **state) {
+    (void)state;
+    osp_str_acc acc = {0};
+    const char *outside = osp_str_cat("ab", "");
+    const char *s = osp_str_append_owned(outside, "c", &acc);
+    assert_string_equal(outside, "ab");
+    assert_ptr_not_equal(s, outside);
+    assert_string_equal(s, "abc");
+    const char *t = osp_str_append_owned(s, "de", &acc);
+    assert_ptr_equal(t, s); /* room to spare: in place */
+    assert_string_equal(t, "abcde");
+    assert_int_equal(acc.len, 5);
+    for (int i = 0; i < 1000; i++) t = osp_str_append_owned(t, "xyz", &acc);
+    assert_int_equal(strlen(t), 3005);
+    assert_int_equal(acc.len, 3005);
+    assert_true(acc.cap >= acc.len);
+    assert_string_equal(t + 3002, "xyz");
+    /* an older string of the same accumulator is not its last one: copied */
+    const char *u = osp_str_append_owned(s, "!", &acc);
+    assert_ptr_not_equal(u, t);
+    assert_int_equal(strlen(t), 3005);
+    assert_string_equal(osp_str_append_owned(NULL, NULL, &acc), "");
+}
+
 static void test_heap(void **state) {
     (void)state;
     for (size_t size = 0; size < 300; size += 7) {
@@ -290,6 +316,7 @@ int main(void) {
         cmocka_unit_test(test_bool),
         cmocka_unit_test(test_result),
         cmocka_unit_test(test_strings),
+        cmocka_unit_test(test_str_append_owned),
         cmocka_unit_test(test_heap),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_no_match),
