@@ -34,7 +34,10 @@ static const char *S(const char *s) {
  * A string has no stored length, so without this a loop that reads a long string byte by
  * byte (`byteAt(s, i)`, `s[i]`, `codePointAt`, `substring` at increasing `i`) measured the
  * whole string at every step: quadratic (a 1.3 MB file scanned with byteAt took 24 s).
- * Strings never change. The remembered pointers live in a static table, which the collector
+ * A string changes only by growing at its end, in the buffer osp_str_append_owned (render.c)
+ * extends for the one tail-recursive loop that can still read it: a remembered length
+ * whose byte is no longer the terminating NUL is stale and the string is measured again.
+ * The remembered pointers live in a static table, which the collector
  * scans (like gpu.c's free lists), so a remembered string stays alive and its address
  * cannot be reused while it is there; the table has a fixed number of slots, so at most
  * that many strings are kept alive by it, however many threads come and go. Threads share
@@ -60,7 +63,7 @@ static size_t str_len(const char *s) {
         bool hit = e->s == s;
         size_t n = e->len;
         atomic_flag_clear_explicit(&e->busy, memory_order_release);
-        if (hit) return n;
+        if (hit && s[n] == '\0') return n;
     }
     size_t n = strlen(s);
     if (n >= LEN_CACHE_MIN && !atomic_flag_test_and_set_explicit(&e->busy, memory_order_acquire)) {
