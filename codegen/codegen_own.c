@@ -323,26 +323,42 @@ static bool str_read(Builtin b, int argi) {
     }
 }
 
-/* The uses of `s` in `e`, the value of the function, that are not reads; `s` itself as that
- * value is none: the function returns it and the activation that appends to it ends. */
-static int uses_but_result(const Expr *e, const Own *s) {
+/* The uses of `s` (parameter `i` of `f`) in `e`, the value of `f`, that are not reads;
+ * `s` itself as that value is none (the function returns it and the activation that appends
+ * to it ends), nor is `s` passed on unchanged as argument `i` of a call of `f` there (the
+ * loop keeps it, or the activation ends). */
+static int uses_but_result(const Expr *e, const Own *s, const FnDecl *f, int i) {
     switch (e->kind) {
     case E_IDENT: return 0;
     case E_IF:
-        return uses(e->u.if_.cond, s, false) + uses_but_result(e->u.if_.then, s) +
-               (e->u.if_.els ? uses_but_result(e->u.if_.els, s) : 0);
+        return uses(e->u.if_.cond, s, false) + uses_but_result(e->u.if_.then, s, f, i) +
+               (e->u.if_.els ? uses_but_result(e->u.if_.els, s, f, i) : 0);
     case E_MATCH: {
         int k = uses(e->u.match.scrut, s, false);
-        for (int i = 0; i < e->u.match.narms; i++) k += uses_but_result(e->u.match.arms[i].body, s);
+        for (int a = 0; a < e->u.match.narms; a++)
+            k += uses_but_result(e->u.match.arms[a].body, s, f, i);
         return k;
     }
     case E_BLOCK: {
         int n = e->u.block.nstmts, k = 0;
-        for (int i = 0; i < n; i++) {
-            const Stmt *st = e->u.block.stmts[i];
-            k += i == n - 1 && st->kind == S_EXPR ? uses_but_result(st->u.expr, s)
+        for (int a = 0; a < n; a++) {
+            const Stmt *st = e->u.block.stmts[a];
+            k += a == n - 1 && st->kind == S_EXPR ? uses_but_result(st->u.expr, s, f, i)
                                                   : uses_stmt(st, s, false);
         }
+        return k;
+    }
+    case E_METHOD:
+        return e->u.method.call ? uses_but_result(e->u.method.call, s, f, i) : UNKNOWN_USES;
+    case E_CALL: {
+        const Expr *c = e->u.call.callee;
+        if (c->kind != E_IDENT || c->u.ident.sym == NULL || c->u.ident.sym->kind != SYM_FN ||
+            c->u.ident.sym->fn != f)
+            return uses(e, s, false);
+        int k = 0;
+        for (int a = 0; a < e->u.call.nargs; a++)
+            if (a != i || !is_sym(e->u.call.args[a], s->sym))
+                k += uses(e->u.call.args[a], s, false);
         return k;
     }
     default: return uses(e, s, false);
@@ -353,7 +369,7 @@ bool str_param_appendable(const FnDecl *f, int i) {
     const Sym *p = f->params[i].sym;
     if (p == NULL || f->body == NULL) return false;
     Own own = {p, str_read, true};
-    return uses_but_result(f->body, &own) == 0;
+    return uses_but_result(f->body, &own, f, i) == 0;
 }
 
 int interp_first_part(const Expr *e) {
