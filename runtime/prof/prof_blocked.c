@@ -80,22 +80,26 @@ bool osp_prof__parse_task_syscall(const char *text, size_t len, uintptr_t *sp, u
     return true;
 }
 
-/* Decimal digits of a positive id; returns the length (at most 11). */
-static size_t put_id(char *out, pid_t id) {
+void osp_prof__task_path(char out[OSP_PROF_TASK_PATH_MAX], pid_t tid, const char *leaf) {
+    static const char dir[] = "/proc/self/task/";
+    memcpy(out, dir, sizeof dir - 1);
+    size_t k = sizeof dir - 1;
     char tmp[12];
     size_t n = 0;
-    unsigned u = (unsigned)id;
+    unsigned u = (unsigned)tid;
     do tmp[n++] = (char)('0' + u % 10);
     while ((u /= 10) != 0);
-    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-    return n;
+    while (n > 0) out[k++] = tmp[--n];
+    out[k++] = '/';
+    size_t ll = strlen(leaf);
+    if (ll > OSP_PROF_TASK_PATH_MAX - 1 - k) ll = OSP_PROF_TASK_PATH_MAX - 1 - k;
+    memcpy(out + k, leaf, ll);
+    out[k + ll] = '\0';
 }
 
 bool osp_prof__task_syscall_regs(pid_t tid, uintptr_t *sp, uintptr_t *pc) {
-    char path[64] = "/proc/self/task/";
-    size_t k = strlen(path);
-    k += put_id(path + k, tid);
-    memcpy(path + k, "/syscall", 9);
+    char path[OSP_PROF_TASK_PATH_MAX];
+    osp_prof__task_path(path, tid, "syscall");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[256];

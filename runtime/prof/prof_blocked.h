@@ -26,6 +26,13 @@ OSP_PROF_HIDDEN bool osp_prof__parse_task_syscall(const char *text, size_t len, 
  * file cannot be read. Not async-signal-safe (sampler thread). */
 OSP_PROF_HIDDEN bool osp_prof__task_syscall_regs(pid_t tid, uintptr_t *sp, uintptr_t *pc);
 
+/* Room for "/proc/self/task/<tid>/<leaf>" with the leaves the profiler reads. */
+#define OSP_PROF_TASK_PATH_MAX 64
+/* Write "/proc/self/task/<tid>/<leaf>" into `out` (NUL-terminated, a leaf too long for
+ * OSP_PROF_TASK_PATH_MAX is cut). No allocation, no locale: async-signal-safe. */
+OSP_PROF_HIDDEN void osp_prof__task_path(char out[OSP_PROF_TASK_PATH_MAX], pid_t tid,
+                                         const char *leaf);
+
 /*
  * The blocking stack of thread `tid`, whose stack bounds are [lo, hi) (lo = hi = 0:
  * unknown, then the walk reads nothing beyond pc): unwinds from the kernel-reported sp

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "prof_blocked.h"
 #include "prof_cfi.h"
 #include "prof_session.h"
 
@@ -605,16 +606,28 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
 #define SWITCH_EARLY_NS 50000000ull
 #define SWITCH_EARLY    4
 
+/* A POSIX timer on CPU clock `clock` whose expiries send SIGPROF to slot `s`'s thread, its
+ * value the slot (the handler's check), not armed. False (errno set) when refused. */
+static bool posix_timer_new(struct osp_prof_slot *s, clockid_t clock, timer_t *out) {
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = SIGPROF;
+    ev.sigev_value.sival_ptr = s;
+#ifdef sigev_notify_thread_id
+    ev.sigev_notify_thread_id = s->tid;
+#else
+    ev._sigev_un._tid = s->tid;
+#endif
+    return timer_create(clock, &ev, out) == 0;
+}
+
 /* Whether thread `tid` blocks SIGPROF now (the SigBlk mask of /proc/self/task/<tid>/status;
  * true when it cannot be read): its timer's signals would stay pending, and ring delivery
  * needs none. */
 static bool sigprof_blocked(pid_t tid) {
-    char path[64] = "/proc/self/task/", digits[16];
-    size_t k = strlen(path), nd = 0;
-    for (unsigned v = (unsigned)tid; nd == 0 || v != 0; v /= 10)
-        digits[nd++] = (char)('0' + v % 10);
-    while (nd > 0) path[k++] = digits[--nd];
-    memcpy(path + k, "/status", 8);
+    char path[OSP_PROF_TASK_PATH_MAX];
+    osp_prof__task_path(path, tid, "status");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return true;
     char buf[2048];
@@ -633,18 +646,8 @@ static bool sigprof_blocked(pid_t tid) {
  * its ring emptied. On failure it keeps its counter. Sampler thread, under the registry
  * mutex. */
 static void perf_to_cpu_timer(struct osp_prof_session *ps, struct osp_prof_slot *s) {
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_THREAD_ID;
-    ev.sigev_signo = SIGPROF;
-    ev.sigev_value.sival_ptr = s;
-#ifdef sigev_notify_thread_id
-    ev.sigev_notify_thread_id = s->tid;
-#else
-    ev._sigev_un._tid = s->tid;
-#endif
     timer_t tm;
-    if (sigprof_blocked(s->tid) || timer_create(s->cpu_clock, &ev, &tm) != 0) {
+    if (sigprof_blocked(s->tid) || !posix_timer_new(s, s->cpu_clock, &tm)) {
         s->sw_stays = true;
         return;
     }
@@ -840,17 +843,7 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         p->perf_ok = false; /* the descriptor reserved for it is the slot's (ktimer_disarm) */
         return;
     } else {
-        struct sigevent ev;
-        memset(&ev, 0, sizeof ev);
-        ev.sigev_notify = SIGEV_THREAD_ID;
-        ev.sigev_signo = SIGPROF;
-        ev.sigev_value.sival_ptr = s;
-#ifdef sigev_notify_thread_id
-        ev.sigev_notify_thread_id = s->tid;
-#else
-        ev._sigev_un._tid = s->tid;
-#endif
-        if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &s->posix_timer) != 0) return;
+        if (!posix_timer_new(s, CLOCK_THREAD_CPUTIME_ID, &s->posix_timer)) return;
         struct itimerspec its = {{0, 0},
                                  {(time_t)(first / 1000000000ull), (long)(first % 1000000000ull)}};
         if (timer_settime(s->posix_timer, 0, &its, NULL) != 0) {

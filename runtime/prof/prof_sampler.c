@@ -68,22 +68,12 @@ static ssize_t stat_read_fd(int fd, char *buf, size_t cap) {
     return n;
 }
 
-/* Decimal digits of a positive id into `out` (at least 12 bytes); returns the length. */
-static size_t format_id(char *out, pid_t id) {
-    char tmp[12];
-    size_t n = 0;
-    unsigned v = (unsigned)id;
-    do tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-    return n;
-}
-
 /* Whether a stat line belongs to thread `tid` ("<tid> (comm) ..."). */
 static bool stat_names(const char *buf, pid_t tid) {
-    char digits[12];
-    size_t n = format_id(digits, tid);
-    return strncmp(buf, digits, n) == 0 && buf[n] == ' ' && buf[n + 1] == '(';
+    unsigned long long v = 0;
+    size_t n = 0;
+    while (buf[n] >= '0' && buf[n] <= '9' && n < 12) v = v * 10 + (unsigned)(buf[n++] - '0');
+    return n > 0 && v == (unsigned long long)(unsigned)tid && buf[n] == ' ' && buf[n + 1] == '(';
 }
 
 static void stat_fd_forget(struct osp_prof_session *ps, struct osp_prof_slot *s, bool close_it) {
@@ -114,10 +104,8 @@ static int sched_state(struct osp_prof_session *ps, struct osp_prof_slot *s) {
         }
     }
     if (n < 0) {
-        char path[64] = "/proc/self/task/";
-        size_t k = strlen(path);
-        k += format_id(path + k, s->tid);
-        memcpy(path + k, "/stat", 6);
+        char path[OSP_PROF_TASK_PATH_MAX];
+        osp_prof__task_path(path, s->tid, "stat");
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return errno == ENOENT || errno == ESRCH ? SCHED_GONE : SCHED_BLOCKED;
         n = stat_read_fd(fd, buf, sizeof buf);
@@ -441,10 +429,8 @@ static int sched_observe(struct osp_prof_session *ps, struct osp_prof_slot *s, u
 #define SCHEDSTAT_EVERY_NS 50000000ull
 
 bool osp_prof__schedstat(pid_t tid, uint64_t *rq, uint64_t *runs) {
-    char path[64] = "/proc/self/task/";
-    size_t k = strlen(path);
-    k += format_id(path + k, tid);
-    memcpy(path + k, "/schedstat", 11);
+    char path[OSP_PROF_TASK_PATH_MAX];
+    osp_prof__task_path(path, tid, "schedstat");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[96];
