@@ -134,6 +134,22 @@ static int perf_enable(int fd) {
 
 /* ---- per-thread timers ----------------------------------------------------------------- */
 
+/* A POSIX timer on CPU clock `clock` whose expiries send SIGPROF to slot `s`'s thread, its
+ * value the slot (the handler's check), not armed. False (errno set) when refused. */
+static bool posix_timer_new(struct osp_prof_slot *s, clockid_t clock, timer_t *out) {
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = SIGPROF;
+    ev.sigev_value.sival_ptr = s;
+#ifdef sigev_notify_thread_id
+    ev.sigev_notify_thread_id = s->tid;
+#else
+    ev._sigev_un._tid = s->tid;
+#endif
+    return timer_create(clock, &ev, out) == 0;
+}
+
 /* The shortest period the kernel's software timers accept (perf: 10 µs). */
 #define MIN_PERIOD_NS    10000ull
 /* CPU time between two new draws of a perf_event counter's period (see perf_schedule):
@@ -605,22 +621,6 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
 #define SWITCH_CHECK_NS 200000000ull
 #define SWITCH_EARLY_NS 50000000ull
 #define SWITCH_EARLY    4
-
-/* A POSIX timer on CPU clock `clock` whose expiries send SIGPROF to slot `s`'s thread, its
- * value the slot (the handler's check), not armed. False (errno set) when refused. */
-static bool posix_timer_new(struct osp_prof_slot *s, clockid_t clock, timer_t *out) {
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_THREAD_ID;
-    ev.sigev_signo = SIGPROF;
-    ev.sigev_value.sival_ptr = s;
-#ifdef sigev_notify_thread_id
-    ev.sigev_notify_thread_id = s->tid;
-#else
-    ev._sigev_un._tid = s->tid;
-#endif
-    return timer_create(clock, &ev, out) == 0;
-}
 
 /* Whether thread `tid` blocks SIGPROF now (the SigBlk mask of /proc/self/task/<tid>/status;
  * true when it cannot be read): its timer's signals would stay pending, and ring delivery
