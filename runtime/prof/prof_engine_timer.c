@@ -571,6 +571,21 @@ static bool perf_ring_read(struct osp_prof_session *ps, struct osp_prof_slot *s,
     return draw;
 }
 
+/* Take a thread off its ring: its counter stopped, the records the kernel wrote made
+ * samples (h_cpu_last: the CPU clock at the last), the ring unmapped and the counter
+ * closed if the descriptor is still ours. The slot keeps perf_fd -1 and its place in the
+ * descriptor budget (perf_fds). Sampler thread, under the registry mutex. */
+static void ring_retire(struct osp_prof_session *ps, struct osp_prof_slot *s) {
+    bool ours = perf_fd_ours(s);
+    if (ours) ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+    uint64_t period;
+    (void)perf_ring_read(ps, s, &period);
+    perf_ring_unmap(s);
+    s->ring_delivery = false;
+    if (ours) osp_prof__close_nc(s->perf_fd);
+    s->perf_fd = -1;
+}
+
 /* Move a thread whose stacks the copy keeps cutting (deep stacks under code without
  * frame records: its ring samples cannot tell what lies above the copy) to signal
  * delivery: a new counter of that thread that signals it, opened here, enabled once the
@@ -582,17 +597,10 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
         s->perf_stays = true;
         return;
     }
-    bool ours = perf_fd_ours(s);
-    if (ours) ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-    uint64_t period;
-    (void)perf_ring_read(ps, s, &period);
-    int old = s->perf_fd;
-    perf_ring_unmap(s);
-    s->ring_delivery = false;
+    ring_retire(ps, s);
     s->h_left = 1; /* the handler's first sample draws a period */
     s->perf_fd = fd;
     perf_fd_remember(s);
-    if (ours) osp_prof__close_nc(old);
     /* Published to the handler, which reads ktimer_kind before perf_fd and the h_* fields
      * (the counter cannot fire before it is enabled, but that order goes through the
      * kernel, which a race detector does not see). */
@@ -651,16 +659,10 @@ static void perf_to_cpu_timer(struct osp_prof_session *ps, struct osp_prof_slot 
         s->sw_stays = true;
         return;
     }
-    bool ours = perf_fd_ours(s);
-    if (ours) ioctl(s->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-    uint64_t period, c;
-    (void)perf_ring_read(ps, s, &period); /* h_cpu_last: the CPU clock at its last sample */
     atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
-    perf_ring_unmap(s);
-    s->ring_delivery = false;
-    if (ours) osp_prof__close_nc(s->perf_fd);
-    s->perf_fd = -1;
-    if (ps->perf_fds > 0) ps->perf_fds--;
+    ring_retire(ps, s);
+    if (ps->perf_fds > 0) ps->perf_fds--; /* a CPU-time timer holds no descriptor */
+    uint64_t c;
     s->posix_timer = tm;
     if (!osp_prof__read_clock(s->cpu_clock, &c)) c = s->h_cpu_last;
     uint64_t first = osp_prof__jitter_ns(&s->h_rng, s->h_period_ns);
