@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include "prof_own_text.h"
@@ -1443,6 +1444,45 @@ void osp_prof__cfi_set_free(struct osp_cfi_set *set) {
     munmap(set, set->map_bytes);
 }
 
+/* The process's id, for process_vm_readv on itself: cached (getpid is a system call),
+ * and looked up again when the cached one is refused (a forked child's copy). */
+static _Atomic pid_t g_self_pid;
+static _Atomic bool g_no_vm_readv; /* the call is refused here: read directly */
+
+bool osp_prof__image_bytes(uintptr_t a, void *dst, size_t n) {
+    if (n == 0) return true;
+    if (atomic_load_explicit(&g_no_vm_readv, memory_order_relaxed)) {
+        memcpy(dst, (const void *)a, n);
+        return true;
+    }
+    int saved = errno; /* async-signal-safe: the interrupted code's errno is kept */
+    bool ok = false;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pid_t pid = atomic_load_explicit(&g_self_pid, memory_order_relaxed);
+        if (pid == 0 || attempt > 0) {
+            pid = (pid_t)syscall(SYS_getpid);
+            atomic_store_explicit(&g_self_pid, pid, memory_order_relaxed);
+        }
+        struct iovec local = {dst, n}, remote = {(void *)a, n};
+        ssize_t got = syscall(SYS_process_vm_readv, pid, &local, 1UL, &remote, 1UL, 0UL);
+        if (got == (ssize_t)n) {
+            ok = true;
+            break;
+        }
+        if (got >= 0 || errno == EFAULT || errno == ENOMEM) break; /* not mapped (all) */
+        if (errno == ENOSYS || (errno == EPERM && attempt > 0)) {
+            /* Refused (seccomp, an old kernel): the walks read image bytes directly. */
+            atomic_store_explicit(&g_no_vm_readv, true, memory_order_relaxed);
+            memcpy(dst, (const void *)a, n);
+            ok = true;
+            break;
+        }
+        /* ESRCH or EPERM with a cached pid: look the pid up again once. */
+    }
+    errno = saved;
+    return ok;
+}
+
 bool osp_prof__is_sigreturn(const struct osp_cfi_image *img, uintptr_t pc) {
 #if defined(__x86_64__)
     /* mov $15,%rax (48 c7 c0 0f 00 00 00) or mov $15,%eax (b8 0f 00 00 00); syscall. */
@@ -1451,10 +1491,11 @@ bool osp_prof__is_sigreturn(const struct osp_cfi_image *img, uintptr_t pc) {
     for (size_t j = 0; j < img->nsegs; j++) {
         uintptr_t lo = img->segs[j][0], hi = img->segs[j][1];
         if (pc < lo || pc >= hi) continue;
-        const uint8_t *p = (const uint8_t *)pc;
-        if (hi - pc >= sizeof a && memcmp(p, a, sizeof a) == 0) return true;
-        if (hi - pc >= sizeof b && memcmp(p, b, sizeof b) == 0) return true;
-        return false;
+        uint8_t code[sizeof a];
+        size_t n = hi - pc >= sizeof a ? sizeof a : hi - pc;
+        if (n < sizeof b || !osp_prof__image_bytes(pc, code, n)) return false;
+        if (n >= sizeof a && memcmp(code, a, sizeof a) == 0) return true;
+        return memcmp(code, b, sizeof b) == 0;
     }
     return false;
 #else

@@ -428,9 +428,19 @@ static inline size_t osp_prof__sample_walk(size_t walker, const struct osp_unwin
     return n;
 }
 
+/* Copies the n bytes at address `a` of this process (code or data of a loaded image) into
+ * `dst` without ever faulting: an image in a published set may have been dlclose'd (its
+ * segments unmapped) since the set was built, or while a walk runs, so the walks never
+ * dereference image bytes. Returns false, `dst` unspecified, where any of the bytes is not
+ * mapped readable now. One process_vm_readv on the process itself (no ptrace permission
+ * is involved for the own process); where a sandbox refuses that call (ENOSYS, EPERM) the
+ * bytes are read directly, as before this check existed. Async-signal-safe. */
+OSP_PROF_HIDDEN bool osp_prof__image_bytes(uintptr_t a, void *dst, size_t n);
+
 /* Whether the bytes at `pc` are the x86-64 sigreturn trampoline (`mov $15,%eax; syscall`
- * in either encoding glibc and musl use). `pc` must point into mapped code of `img`; the
- * check stays inside the image's executable segment. Async-signal-safe. */
+ * in either encoding glibc and musl use). `pc` points into an executable segment of `img`
+ * (as the set knows it; read with osp_prof__image_bytes, so an unmapped one is "no"); the
+ * check stays inside that segment. Async-signal-safe. */
 OSP_PROF_HIDDEN bool osp_prof__is_sigreturn(const struct osp_cfi_image *img, uintptr_t pc);
 
 #endif /* OSP_PROF_CFI_H */

@@ -264,6 +264,16 @@ OSP_PROF_HIDDEN uint64_t osp_prof__session_start_mono_ns(void);
 OSP_PROF_HIDDEN uint64_t osp_prof__mono_ns(void);
 /* Whether a session is running (hooks act). */
 OSP_PROF_HIDDEN bool osp_prof__active(void);
+#if OSP_PROF_SAMPLER
+#include <signal.h>
+/* Whether `si` describes a SIGPROF the profiler generated (a CPU-time timer of a slot, a
+ * perf_event counter's overflow, a directed request of this process's sampler thread):
+ * one a program waiting for signals must never receive (§(l.3)). Async-signal-safe. */
+OSP_PROF_HIDDEN bool osp_prof__sigprof_is_ours(const siginfo_t *si);
+/* Whether a session runs and SIGPROF is the profiler's alone (the program installed no
+ * action of its own for it). */
+OSP_PROF_HIDDEN bool osp_prof__owns_sigprof(void);
+#endif
 
 /* ---- the profiler's own code ------------------------------------------------------------ */
 

@@ -199,22 +199,21 @@ static inline int32_t rel32_at(const uint8_t *p) {
  * bnd prefix), whose slot is read -- the function the dynamic linker bound the entry to, or
  * before binding the entry's own lazy path. Either optionally after endbr64. */
 NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, uintptr_t *to) {
-    if (!in_segs(img->segs, img->nsegs, pc, 5)) return false;
-    const uint8_t *p = (const uint8_t *)pc;
-    if (in_segs(img->segs, img->nsegs, pc, 9) && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e &&
-        p[3] == 0xfa)
-        p += 4;
-    if (p[0] == 0xe9) {
-        *to = (uintptr_t)(p + 5) + (uintptr_t)(intptr_t)rel32_at(p + 1);
+    uint8_t b[11]; /* endbr64 (4), bnd (1), jmp *slot(%rip) (6) */
+    size_t n = 0;
+    while (n < sizeof b && in_segs(img->segs, img->nsegs, pc, n + 1)) n++;
+    if (n < 5 || !osp_prof__image_bytes(pc, b, n)) return false;
+    size_t i = 0;
+    if (n >= 9 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa) i = 4;
+    if (n - i >= 5 && b[i] == 0xe9) {
+        *to = pc + i + 5 + (uintptr_t)(intptr_t)rel32_at(b + i + 1);
         return true;
     }
-    if (in_segs(img->segs, img->nsegs, (uintptr_t)p, 7) && p[0] == 0xf2) p++;
-    if (!in_segs(img->segs, img->nsegs, (uintptr_t)p, 6) || p[0] != 0xff || p[1] != 0x25)
-        return false;
-    uintptr_t slot = (uintptr_t)(p + 6) + (uintptr_t)(intptr_t)rel32_at(p + 2);
+    if (n - i >= 7 && b[i] == 0xf2) i++;
+    if (n - i < 6 || b[i] != 0xff || b[i + 1] != 0x25) return false;
+    uintptr_t slot = pc + i + 6 + (uintptr_t)(intptr_t)rel32_at(b + i + 2);
     if (!in_segs(img->dsegs, img->ndsegs, slot, 8)) return false;
-    __builtin_memcpy(to, (const void *)slot, sizeof *to); /* one load */
-    return true;
+    return osp_prof__image_bytes(slot, to, sizeof *to); /* one read */
 }
 
 /* How well the instruction ending at `ret` (inside an executable segment of `img`) shows
@@ -229,7 +228,8 @@ NO_SAN static bool jump_target(const struct osp_cfi_image *img, uintptr_t pc, ui
  *                  any function;
  *   CALL_NONE      not a call, or a direct call to another function of a known image.
  * Code bytes are read only inside the image's executable segments, a PLT slot only inside
- * its other loaded segments. */
+ * its other loaded segments, and both through osp_prof__image_bytes: the words searched
+ * are often stale, and an image of the set may have been dlclose'd since it was built. */
 enum { CALL_NONE = 0, CALL_INDIRECT, CALL_RESOLVED, CALL_DIRECT };
 
 NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_image *img,
@@ -237,7 +237,9 @@ NO_SAN static int call_into(const struct osp_cfi_set *set, const struct osp_cfi_
     for (size_t j = 0; j < img->nsegs; j++) {
         uintptr_t lo = img->segs[j][0], hi = img->segs[j][1];
         if (ret < lo + 7 || ret > hi) continue;
-        const uint8_t *p = (const uint8_t *)ret;
+        uint8_t b[7]; /* the 7 code bytes before ret: p[-k] is b[7 - k] */
+        if (!osp_prof__image_bytes(ret - 7, b, sizeof b)) return CALL_NONE; /* unmapped now */
+        const uint8_t *p = b + 7;
         if (p[-5] == 0xe8) {
             uintptr_t target = ret + (uintptr_t)(intptr_t)rel32_at(p - 4);
             /* What the call shows when it does not lead to the entry: a call into a PLT

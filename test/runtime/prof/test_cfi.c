@@ -898,6 +898,73 @@ static void test_planted_chain_through_frameless(void **state) {
     osp_prof__cfi_set_free(set);
 }
 
+/* An image the published set still lists after its code was unmapped (a dlclose between
+ * two refreshes of the set, or during a walk) is never read: the frame-record search of a
+ * blocked thread's walk (rbp unknown) checks the bytes before each candidate return
+ * address, and the signal-frame check the bytes at pc, both through
+ * osp_prof__image_bytes. Here a real page holds a call into a frame-pointer function; with
+ * the page mapped the search finds the record after that call, unmapped it finds nothing
+ * and the walk ends (it read the page directly before, and the sampler thread took a
+ * SIGSEGV under the registry lock: test_handler_malloc hung). */
+static void test_unmapped_image_code(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    const uintptr_t code = BASE + 0x200000; /* within reach of the FDEs' pc-relative fields */
+    void *m = mmap((void *)code, 4096, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (m != (void *)code) {
+        if (m != MAP_FAILED) munmap(m, 4096);
+        skip();
+    }
+    /* f at +0x100 (frame-pointer function); the root at +0x200 calls it: e8 rel32 at
+     * +0x210, returning to +0x215. */
+    uint8_t *c = m;
+    c[0x210] = 0xe8;
+    int32_t rel = (int32_t)(0x100 - 0x215);
+    memcpy(c + 0x211, &rel, 4);
+    struct ebuf e = {.n = 0};
+    size_t ci = cie(&e, "zR");
+    fde(&e, ci, code + 0x100, 0x40, fp_prog, sizeof fp_prog);
+    static const uint8_t root[] = {0x07, 0x10};
+    fde(&e, ci, code + 0x200, 0x40, root, sizeof root);
+    put4(&e, 0);
+    struct osp_cfi_image img;
+    memset(&img, 0, sizeof img);
+    assert_true(build(&e, &img.table));
+    img.lo = img.table.lo;
+    img.hi = img.table.hi;
+    img.segs[0][0] = code;
+    img.segs[0][1] = code + 4096;
+    img.nsegs = 1;
+    struct osp_cfi_set *set = osp_prof__cfi_set_new(&img, 1);
+    assert_non_null(set);
+    struct planted p;
+    plant(&p, 1);
+    uintptr_t sp = p.lo + 0x100, rec = sp + 0x40;
+    word(rec, 0);
+    word(rec + 8, code + 0x215);
+    /* Blocked in f after its prologue (CFA = rbp + 16), rbp unknown. */
+    struct osp_unwind_regs r = {.pc = code + 0x108, .sp = sp, .fp = 0, .fp_known = false};
+    uintptr_t out[OSP_PROF_MAX_FRAMES];
+    bool tr;
+    struct osp_unwind_info info;
+    size_t n = osp_prof__hybrid_walk(set, &r, p.lo, p.hi, out, OSP_PROF_MAX_FRAMES, &tr, &info);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[1], code + 0x215);
+    assert_int_equal(info.end, OSP_UNWIND_ROOT);
+    uint8_t b[5];
+    assert_true(osp_prof__image_bytes(code + 0x210, b, sizeof b));
+    assert_memory_equal(b, c + 0x210, sizeof b);
+    assert_int_equal(munmap(m, 4096), 0);
+    assert_false(osp_prof__image_bytes(code + 0x210, b, sizeof b));
+    assert_false(osp_prof__is_sigreturn(&set->images[0], code + 0x100));
+    n = osp_prof__hybrid_walk(set, &r, p.lo, p.hi, out, OSP_PROF_MAX_FRAMES, &tr, &info);
+    assert_int_equal(n, 1);
+    assert_int_equal(info.end, OSP_UNWIND_NO_RULE);
+    unplant(&p);
+    osp_prof__cfi_set_free(set);
+}
+
 /* The SIGPROF handler does not disable cancellation around its walk: a thread cancelled
  * asynchronously inside one leaves its walker word entered, and releasing its registry
  * slot (its exit: the slot's destructor) resets the word, before the slot and its walker
@@ -1457,6 +1524,7 @@ int main(void) {
         cmocka_unit_test(test_no_tables_is_fp_walk),
         cmocka_unit_test(test_planted_cfi_steps),
         cmocka_unit_test(test_planted_chain_through_frameless),
+        cmocka_unit_test(test_unmapped_image_code),
         cmocka_unit_test(test_walker_word_reset_on_release),
         cmocka_unit_test(test_real_frameless),
         cmocka_unit_test(test_real_qsort),
