@@ -26,7 +26,8 @@ _Static_assert(OSP_CFI_WALKERS == OSP_PROF_NSLOTS, "one CFI walker id per regist
  * was the default (a program's setitimer(ITIMER_PROF) without a handler) ends the process
  * as it would unprofiled: default action restored, signal unblocked and re-raised
  * (§(l.3)). */
-static void chain_foreign(struct osp_prof_session *ps, int sig, siginfo_t *si, void *uc) {
+OSP_PROF_WRAPPER static void chain_foreign(struct osp_prof_session *ps, int sig, siginfo_t *si,
+                                           void *uc) {
     if (!atomic_load_explicit(&ps->old_action_ready, memory_order_acquire)) return;
     const struct sigaction *old = &ps->old_action;
     if (old->sa_flags & SA_SIGINFO) {

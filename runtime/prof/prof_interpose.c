@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "prof_session.h"
+#define OSP_PROF_WRAPPER_FILE 1 /* its functions wrap the program's calls */
 #include "prof_own_text.h"
 
 #if defined(OSP_PROF_UNDER_ASAN) || defined(OSP_PROF_UNDER_TSAN)

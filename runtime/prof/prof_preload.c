@@ -55,6 +55,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#define OSP_PROF_WRAPPER_FILE 1 /* its functions wrap the program's calls */
 #include "prof_own_text.h"
 
 /* Resolve the next definition of `name` once; NULL if there is none. */

@@ -315,7 +315,7 @@ void osp_prof__record_timer_sample(struct osp_prof_session *ps, struct osp_prof_
                                    uint64_t t_ns, uint64_t cpu_ns, uint64_t weight_ns,
                                    const uintptr_t *pcs, uint32_t n, bool truncated) {
     struct osp_prof_sampler_state *m = &s->sm;
-    if (n > 0 && osp_prof__own_pc(pcs[0])) {
+    if (osp_prof__own_stack(pcs, n)) {
         /* Taken in the profiler's own code: its CPU time is the profiler's (a sample all
          * the same for the rate's balance). */
         ps->own_thread_ns += weight_ns;
@@ -362,7 +362,7 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
             int64_t k = n ? osp_prof__store_intern(&ps->store, e->pcs, n, e->truncated != 0) : -1;
             if (k < 0) {
                 ps->store.dropped[OSP_DROP_ALLOC]++;
-            } else if (!m->pend_capture && osp_prof__own_pc(e->pcs[0])) {
+            } else if (!m->pend_capture && osp_prof__own_stack(e->pcs, n)) {
                 ps->own_thread_ns += m->pend_w; /* the profiler's own code, as above */
                 count_unsampled(ps, m, m->pend_w);
             } else {
