@@ -398,6 +398,12 @@ OSP_PROF_HIDDEN size_t osp_prof__hybrid_walk(const struct osp_cfi_set *set,
                                              bool *truncated, struct osp_unwind_info *info);
 
 #if defined(__x86_64__)
+/* Whether `ret`, a return address, lies where the set's fast-path map vouches that the
+ * calling function keeps the frame chain at its calls (OSP_CFI_FPMAP_RET): its frame
+ * record is then its own, and the record's return address names its caller for certain.
+ * False without a set or a map for the image. x86-64; async-signal-safe. */
+OSP_PROF_HIDDEN bool osp_prof__keeps_chain(const struct osp_cfi_set *set, uintptr_t ret);
+
 /*
  * osp_prof__hybrid_walk over a copy of the stack (the perf_event engine's ring delivery,
  * docs/profiler-runtime.md "Sampling engines"): the walk is that of osp_prof__hybrid_walk

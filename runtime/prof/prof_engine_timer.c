@@ -331,9 +331,20 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
         uintptr_t next, ret;
         memcpy(&next, (const void *)(b + (uintptr_t)d), sizeof next);
         memcpy(&ret, (const void *)(b + 8 + (uintptr_t)d), sizeof ret);
-        if (ret != kc[idx + 1]) break;
+        if (ret != kc[idx + 1] || ret == 0) break;
         idx++;
         b = next;
+    }
+    /* A frame record whose return address is 0 is the outermost frame (the runtime's
+     * fiber entry zeroes its own, so that walks end there). When the chain, agreeing with
+     * the copy's records up to the walk's last frame, shows that record right after it,
+     * the walk is whole: the walk read the record in the copy and stopped there, or the
+     * copy ended below it and the kernel read it (the record of the function the walk's
+     * last frame returns into, when that function keeps the chain). */
+    if (idx > 0 && idx + 1 < kn && kc[idx + 1] == 0 && out[n - 1] == kc[idx] &&
+        (b < hi ? info.end == OSP_UNWIND_CHAIN_END : osp_prof__keeps_chain(set, out[n - 1]))) {
+        *trunc = false;
+        return n;
     }
     if (idx == 0 || b < hi || b > s->hi - 16 || out[n - 1] != kc[idx]) {
         *cut = true;
@@ -376,8 +387,21 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
             return m;
         }
     }
-    /* The live stack moved on, or the chain named code where the live walk did not: the
-     * chain, as far as it names code, still cut (marked truncated and counted). */
+    /* The live stack moved on (a late drain: the thread returned past those frames), or
+     * the chain named code where the live walk did not. The chain alone is certain when
+     * every function it passes keeps the frame chain at its calls (Osprey code, the
+     * runtime) and it ends in a zero return address (a fiber's entry): taken whole.
+     * Under load such fiber samples were cut, and their thread moved to signal delivery. */
+    size_t k0 = idx + 1, ke = k0;
+    bool certain = osp_prof__keeps_chain(set, out[n - 1]);
+    for (; certain && ke < kn && kc[ke] != 0; ke++) certain = osp_prof__keeps_chain(set, kc[ke]);
+    if (certain && ke < kn && n + (ke - k0) <= cap) {
+        for (size_t j = k0; j < ke; j++) out[n++] = kc[j];
+        *trunc = false;
+        return n;
+    }
+    /* Otherwise the chain, as far as it names code, still cut (marked truncated and
+     * counted). */
     *cut = true;
     for (size_t k = idx + 1; k < kn && n < cap; k++) {
         if (!chain_code(set, kc[k])) break;

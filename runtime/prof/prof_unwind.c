@@ -485,6 +485,12 @@ static inline unsigned fast_bits(const struct osp_cfi_set *set, struct fast_img 
     return (unsigned)(f->map[c / 32] >> (2 * (c % 32))) & 3u;
 }
 
+bool osp_prof__keeps_chain(const struct osp_cfi_set *set, uintptr_t ret) {
+    if (set == NULL || !code_address(ret)) return false;
+    struct fast_img f = {0, 0, 0, 0, NULL};
+    return (fast_bits(set, &f, ret - 1) & OSP_CFI_FPMAP_RET) != 0;
+}
+
 /* Whether the frame record at fp may be the next one above a frame whose stack pointer
  * is sp: the fast path's checks (those of osp_prof__fp_walk): aligned, [fp, fp + 16)
  * inside [lo, hi16 + 16), above sp and at most OSP_PROF_MAX_FRAME_BYTES above it. */
