@@ -484,18 +484,6 @@ static char *export_path(const char *prefix, const char *ext) {
     return drv_xasprintf("%s%s", prefix, ext);
 }
 
-/* The first export of `prefix` that is the file `protect` (malloc'd), or NULL. */
-static char *export_clash(const char *prefix, const char *protect) {
-    if (!protect) return NULL;
-    for (int i = 0; i <= OSPPROF_NEXPORTS; i++) {
-        char *p =
-            export_path(prefix, i < OSPPROF_NEXPORTS ? ospprof_export_ext[i] : OSPPROF_PPROF_EXT);
-        if (p && out_same_file(p, protect)) return p;
-        free(p);
-    }
-    return NULL;
-}
-
 /* Write the report to stdout or stderr (docs/spec/profiler.md §(l.7)). Returns 0 or the
  * errno of the failing write. */
 static int write_report(bool to_stdout, const char *text, size_t len) {
@@ -590,7 +578,9 @@ static void keep_raw(const char *raw_path, const char *prefix, const char *prote
 void run_postprocess(const char *raw_path, const char *exe_path, const char *program,
                      const char *prefix, int interrupted_signal, const prof_post_options *post) {
     bool to_stdout = post->report_to_stdout;
-    char *clash = export_clash(prefix, program);
+    /* Checked before the run too (prof_check_export_dir); this is for a file that became
+     * an export's path while the program ran. */
+    char *clash = prof_export_clash(prefix, post->pprof, program);
     if (clash) {
         drv_diag("osprey: warning: profile not processed: the export '%s' would overwrite the "
                  "source file",
@@ -661,7 +651,7 @@ static int postprocess_main(const Options *o) {
     }
     const char *inputs[2][2] = {{o->postprocess, "raw profile"}, {o->binary, "binary"}};
     for (int i = 0; i < 2; i++) {
-        char *clash = export_clash(prefix, inputs[i][0]);
+        char *clash = prof_export_clash(prefix, o->pprof, inputs[i][0]);
         if (clash) {
             drv_diag("osprey: error: the export '%s' would overwrite the %s '%s'", clash,
                      inputs[i][1], inputs[i][0]);
@@ -837,8 +827,10 @@ static int compile_with(Options *po) {
     else if (!(run && (o.profile || !o.output)))
         dest = o.output ? o.output : stem;
     out_target out = {0};
-    /* docs/spec/profiler.md §(l.5): what can fail after the run is checked before it. */
-    if (run && o.profile && prof_check_export_dir(o.output ? o.output : stem, o.pprof) != 0) {
+    /* docs/spec/profiler.md §(l.5): what can fail after the run is checked before it (an
+     * export that is the source file included). */
+    if (run && o.profile &&
+        prof_check_export_dir(o.output ? o.output : stem, o.pprof, o.input, "source file") != 0) {
         free(stem);
         free(src);
         return 2;

@@ -45,7 +45,19 @@ int prof_parse_duration(const char *text, uint64_t *duration_ns) {
     return 0;
 }
 
-int prof_check_export_dir(const char *prefix, bool pprof) {
+char *prof_export_clash(const char *prefix, bool pprof, const char *protect) {
+    if (!protect) return NULL;
+    for (int i = 0; i < OSPPROF_NEXPORTS + (pprof ? 1 : 0); i++) {
+        char *p = drv_xasprintf("%s%s", prefix,
+                                i < OSPPROF_NEXPORTS ? ospprof_export_ext[i] : OSPPROF_PPROF_EXT);
+        if (out_same_file(p, protect)) return p;
+        free(p);
+    }
+    return NULL;
+}
+
+int prof_check_export_dir(const char *prefix, bool pprof, const char *protect,
+                          const char *protect_what) {
     const char *slash = strrchr(prefix, '/');
     char *dir = slash ? drv_xasprintf("%.*s", (int)(slash - prefix) + 1, prefix) : drv_xstrdup(".");
     struct stat st;
@@ -62,6 +74,15 @@ int prof_check_export_dir(const char *prefix, bool pprof) {
         return -1;
     }
     free(dir);
+    /* An input that is one of the exports (`osprey a.folded --profile`) would be replaced by
+     * the run's result: refused now, before it is built or run, not found after the run. */
+    char *clash = prof_export_clash(prefix, pprof, protect);
+    if (clash) {
+        drv_diag("osprey: error: the export '%s' would overwrite the %s '%s'", clash, protect_what,
+                 protect);
+        free(clash);
+        return -1;
+    }
     /* The directory is there: each export is tried as its atomic write will make it (a
      * temporary created and removed), since access() says yes to root almost everywhere
      * (/proc, /sys, a read-only mount); an export path that is a directory fails here too. */
@@ -317,7 +338,7 @@ int prof_record_main(char **args, int nargs, const char *output, uint64_t durati
     const char *base = strrchr(args[0], '/');
     base = base ? base + 1 : args[0];
     const char *prefix = output ? output : base;
-    if (prof_check_export_dir(prefix, false) != 0) {
+    if (prof_check_export_dir(prefix, false, exe, "program") != 0) {
         free(exe);
         free(lib_abs);
         return 2;
@@ -391,7 +412,20 @@ int prof_attach_main(const char *pid_text, const char *output, uint64_t duration
     char def_prefix[96];
     snprintf(def_prefix, sizeof def_prefix, "%s-%ld", comm[0] ? comm : "process", pid);
     const char *prefix = output ? output : def_prefix;
-    if (prof_check_export_dir(prefix, false) != 0) return 2;
+    /* The process's executable, as far as /proc shows it before attaching: an export
+     * that is that file is refused now rather than after the sampling. */
+    char exe_link[PATH_MAX];
+    const char *protect = NULL;
+    {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/exe", pid);
+        ssize_t n = readlink(path, exe_link, sizeof exe_link - 1);
+        if (n > 0) {
+            exe_link[n] = 0;
+            protect = exe_link;
+        }
+    }
+    if (prof_check_export_dir(prefix, false, protect, "program") != 0) return 2;
     char *scratch = scratch_create();
     if (!scratch) return 2; /* nothing attached yet */
 

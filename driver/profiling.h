@@ -24,15 +24,25 @@
 int prof_parse_duration(const char *text, uint64_t *duration_ns);
 
 /*
+ * The first export of `prefix` — the five, and `<prefix>.pb.gz` when `pprof` — that is the
+ * file `protect` (out_same_file: links count), as a malloc'd path; NULL when none is, or
+ * when `protect` is NULL.
+ */
+char *prof_export_clash(const char *prefix, bool pprof, const char *protect);
+
+/*
  * docs/spec/profiler.md §(l.5): the exports of `prefix` ("dir/stem" or "stem") can be
  * written. Its directory must exist and be a directory, else one line
- * `osprey: error: cannot write the profile to '<dir>/': <reason>`; then each of the five
- * exports, and `<prefix>.pb.gz` when `pprof` (--pprof), is checked with out_check (its
- * temporary is really created and removed), else one line
+ * `osprey: error: cannot write the profile to '<dir>/': <reason>`; no export may be the
+ * input `protect` (the source file, the program; may be NULL), else one line
+ * `osprey: error: the export '<path>' would overwrite the <protect_what> '<protect>'`; then
+ * each of the five exports, and `<prefix>.pb.gz` when `pprof` (--pprof), is checked with
+ * out_check (its temporary is really created and removed), else one line
  * `osprey: error: cannot write '<prefix><ext>': <reason> (the profile exports)`.
  * Returns 0, or -1 after printing that line (callers exit 2, before anything runs).
  */
-int prof_check_export_dir(const char *prefix, bool pprof);
+int prof_check_export_dir(const char *prefix, bool pprof, const char *protect,
+                          const char *protect_what);
 
 /* What the command line asks of every post-processing the driver runs: the report's stream
  * (--report-to-stdout) and the export and filter options (docs/spec/profiler.md §(l.6)
