@@ -264,6 +264,16 @@ static int parse_args(int argc, char **argv, Options *o) {
     }
     o->mode = emit ? MODE_EMIT_LLVM : build ? MODE_BUILD : o->run_flag ? MODE_RUN : MODE_DEFAULT;
     if (o->mode == MODE_DEFAULT) o->mode = o->profile ? MODE_RUN : MODE_BUILD;
+    /* Here -o names the executable or the .ll file (with --profile and a run it is the
+     * exports' stem, and "dir" gives dir.speedscope.json… beside an existing directory): an
+     * existing directory is refused as "dir/" is, before the source is even read. */
+    if (o->output && strcmp(o->output, "-") != 0 && !(o->mode == MODE_RUN && o->profile)) {
+        struct stat st;
+        if (stat(o->output, &st) == 0 && S_ISDIR(st.st_mode)) {
+            drv_diag("osprey: error: -o '%s' names a directory; give a file name", o->output);
+            return 2;
+        }
+    }
     return -1;
 }
 
