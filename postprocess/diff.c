@@ -757,6 +757,15 @@ static char *slurp(const char *path, size_t *len, char *err, size_t errlen) {
     return buf;
 }
 
+/* "osprey: warning: <path>: no<what> samples<why>\n" appended to `warnings`: an input that
+ * adds nothing to its side. */
+static void no_samples_warning(ospprof_buf *warnings, const char *path, const char *what,
+                               const char *why) {
+    ospprof_buf_puts(warnings, "osprey: warning: ");
+    ospprof_term_text(warnings, path);
+    ospprof_buf_printf(warnings, ": no%s samples%s\n", what, why);
+}
+
 /* ospprof_diff_add_file, with the symbolizer's warnings about a raw profile appended to
  * `warnings` as "osprey: warning: <path>: <warning>\n" lines (filtered like the report). */
 static int add_file(ospprof_diff *d, int side, const char *path, const char *symbolizer,
@@ -764,6 +773,7 @@ static int add_file(ospprof_diff *d, int side, const char *path, const char *sym
     size_t len;
     char *text = slurp(path, &len, err, errlen);
     if (!text) return -1;
+    uint64_t before = d->sum[side];
     /* past a byte order mark (skipped in collapsed stacks, ospprof_diff_add_folded): a raw
      * profile behind one is still a raw profile, refused as --postprocess refuses it */
     size_t i = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
@@ -788,11 +798,19 @@ static int add_file(ospprof_diff *d, int side, const char *path, const char *sym
             ospprof_buf_putc(warnings, '\n');
         }
         rc = ospprof_diff_add_profile(d, side, p);
+        /* a profile whose samples are all waiting ones counts nothing on-CPU */
+        if (rc == 0 && d->sum[side] == before && p->nsamples)
+            no_samples_warning(warnings, path, " on-CPU", " (only waiting ones)");
+        else if (rc == 0 && d->sum[side] == before)
+            no_samples_warning(warnings, path, "", "");
         ospprof_profile_free(p);
         return rc;
     }
     rc = ospprof_diff_add_folded(d, side, path, text, len, err, errlen);
     free(text);
+    /* empty, a byte order mark alone, blank lines, only counts of 0: compared as a side
+     * with nothing in it (every share 0%), said in one line rather than silently */
+    if (rc == 0 && d->sum[side] == before) no_samples_warning(warnings, path, "", "");
     return rc;
 }
 

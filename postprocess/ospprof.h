@@ -259,7 +259,10 @@ int ospprof_diff_add_profile(ospprof_diff *d, int side, const ospprof_profile *p
  * symbolized with `symbolizer` as in ospprof_options) or a collapsed-stacks file. 0, or -1
  * with one line naming the file (and the line for collapsed stacks) in err. The symbolizer's
  * warnings about a raw profile (a moved executable, …) go to stderr, one
- * "osprey: warning: <path>: <warning>" line each. */
+ * "osprey: warning: <path>: <warning>" line each, and so does "osprey: warning: <path>: no
+ * samples" for a file that added nothing to its side (empty, a byte order mark or blank
+ * lines alone, counts of 0, a raw profile without samples; "no on-CPU samples (only waiting
+ * ones)" for a raw profile of waiting samples): not an error, the side stays empty. */
 int ospprof_diff_add_file(ospprof_diff *d, int side, const char *path, const char *symbolizer,
                           char *err, size_t errlen);
 
