@@ -30,7 +30,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include "prof_own_text.h"
@@ -1444,42 +1443,64 @@ void osp_prof__cfi_set_free(struct osp_cfi_set *set) {
     munmap(set, set->map_bytes);
 }
 
-/* The process's id, for process_vm_readv on itself: cached (getpid is a system call),
- * and looked up again when the cached one is refused (a forked child's copy). */
-static _Atomic pid_t g_self_pid;
-static _Atomic bool g_no_vm_readv; /* the call is refused here: read directly */
+/* The calling thread's probe pipe (osp_prof__image_probe_set), -1 where it has none. */
+static __thread int t_probe_r __attribute__((tls_model("initial-exec"))) = -1;
+static __thread int t_probe_w __attribute__((tls_model("initial-exec"))) = -1;
+
+/* Bytes already copied through the probe, by address (only the one thread that owns a
+ * probe, the sampler thread, reads or writes this): the frame-record search meets the
+ * same stale return addresses again and again (a deep recursion's records under a
+ * wait). Emptied whenever the published set changes (an image loaded or unloaded).
+ * Bytes of an image unloaded since they were copied are harmless: they were its code. */
+#define PROBE_CACHE 256
+static struct {
+    uintptr_t a;
+    uint8_t n, b[16];
+} g_probe_cache[PROBE_CACHE];
+static const struct osp_cfi_set *g_probe_cache_set;
+
+void osp_prof__image_probe_set(int rfd, int wfd) {
+    t_probe_r = rfd;
+    t_probe_w = wfd;
+    g_probe_cache_set = NULL;
+    memset(g_probe_cache, 0, sizeof g_probe_cache);
+}
+
+/* Copy through the probe pipe: the kernel reads the bytes for write(2), and an unmapped
+ * page is EFAULT there, never a fault of ours. False (nothing left in the pipe) when any
+ * byte could not be read. */
+static bool probe_copy(uintptr_t a, void *dst, size_t n) {
+    long w = syscall(SYS_write, t_probe_w, (const void *)a, n);
+    if (w <= 0) return false;
+    long r = syscall(SYS_read, t_probe_r, dst, (size_t)w);
+    return w == (long)n && r == w;
+}
 
 bool osp_prof__image_bytes(uintptr_t a, void *dst, size_t n) {
     if (n == 0) return true;
-    if (atomic_load_explicit(&g_no_vm_readv, memory_order_relaxed)) {
+    if (t_probe_w < 0) {
         memcpy(dst, (const void *)a, n);
         return true;
     }
-    int saved = errno; /* async-signal-safe: the interrupted code's errno is kept */
-    bool ok = false;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        pid_t pid = atomic_load_explicit(&g_self_pid, memory_order_relaxed);
-        if (pid == 0 || attempt > 0) {
-            pid = (pid_t)syscall(SYS_getpid);
-            atomic_store_explicit(&g_self_pid, pid, memory_order_relaxed);
-        }
-        struct iovec local = {dst, n}, remote = {(void *)a, n};
-        ssize_t got = syscall(SYS_process_vm_readv, pid, &local, 1UL, &remote, 1UL, 0UL);
-        if (got == (ssize_t)n) {
-            ok = true;
-            break;
-        }
-        if (got >= 0 || errno == EFAULT || errno == ENOMEM) break; /* not mapped (all) */
-        if (errno == ENOSYS || (errno == EPERM && attempt > 0)) {
-            /* Refused (seccomp, an old kernel): the walks read image bytes directly. */
-            atomic_store_explicit(&g_no_vm_readv, true, memory_order_relaxed);
-            memcpy(dst, (const void *)a, n);
-            ok = true;
-            break;
-        }
-        /* ESRCH or EPERM with a cached pid: look the pid up again once. */
+    const struct osp_cfi_set *set =
+        atomic_load_explicit(&osp_prof__cfi_pub.set, memory_order_relaxed);
+    if (set != g_probe_cache_set) {
+        memset(g_probe_cache, 0, sizeof g_probe_cache);
+        g_probe_cache_set = set;
     }
+    size_t k = (size_t)((a >> 2) ^ (a >> 11)) % PROBE_CACHE;
+    if (n <= sizeof g_probe_cache[k].b && g_probe_cache[k].a == a && g_probe_cache[k].n == n) {
+        memcpy(dst, g_probe_cache[k].b, n);
+        return true;
+    }
+    int saved = errno; /* the caller's errno is kept */
+    bool ok = probe_copy(a, dst, n);
     errno = saved;
+    if (ok && n <= sizeof g_probe_cache[k].b) {
+        g_probe_cache[k].a = a;
+        g_probe_cache[k].n = (uint8_t)n;
+        memcpy(g_probe_cache[k].b, dst, n);
+    }
     return ok;
 }
 

@@ -435,13 +435,19 @@ static inline size_t osp_prof__sample_walk(size_t walker, const struct osp_unwin
 }
 
 /* Copies the n bytes at address `a` of this process (code or data of a loaded image) into
- * `dst` without ever faulting: an image in a published set may have been dlclose'd (its
- * segments unmapped) since the set was built, or while a walk runs, so the walks never
- * dereference image bytes. Returns false, `dst` unspecified, where any of the bytes is not
- * mapped readable now. One process_vm_readv on the process itself (no ptrace permission
- * is involved for the own process); where a sandbox refuses that call (ENOSYS, EPERM) the
- * bytes are read directly, as before this check existed. Async-signal-safe. */
+ * `dst`. On a thread with a probe pipe (osp_prof__image_probe_set: the sampler thread,
+ * which walks blocked threads' stacks and ring samples' copies, where stale words name
+ * images that may have been dlclose'd since the published set was built) the bytes go
+ * through the pipe: write(2) reads them in the kernel, an unmapped page is EFAULT there,
+ * and the answer is false (`dst` unspecified) instead of a SIGSEGV; copies are cached by
+ * address until the published set changes. Elsewhere (a signal handler walking its own
+ * thread) the bytes are read directly. Async-signal-safe; keeps errno. */
 OSP_PROF_HIDDEN bool osp_prof__image_bytes(uintptr_t a, void *dst, size_t n);
+
+/* Gives the calling thread the probe pipe osp_prof__image_bytes copies through: the read
+ * and write ends of a pipe the caller made (non-blocking, close-on-exec), or -1, -1 to
+ * take it away (the caller closes the descriptors). Also empties the copy cache. */
+OSP_PROF_HIDDEN void osp_prof__image_probe_set(int rfd, int wfd);
 
 /* Whether the bytes at `pc` are the x86-64 sigreturn trampoline (`mov $15,%eax; syscall`
  * in either encoding glibc and musl use). `pc` points into an executable segment of `img`

@@ -644,15 +644,21 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
  * and 1.06 s with the counters (perf record, whose events are per thread too: 1.10 s),
  * 0.19 s with CPU-time timers, which the kernel checks at its tick and which cost nothing
  * at a switch. So a ring-delivered thread that switches in more than SWITCH_HZ_MAX times
- * a second of wall time (schedstat, switches_often) moves to a CPU-time
+ * a second of wall time (switches_often) moves to a CPU-time
  * timer for the rest of its life: at most CONFIG_HZ samples per CPU-second, each
  * weighed with the CPU time since the previous one, and its system calls sampled where
- * the signal arrives, on their return. A busy thread preempted on a loaded machine
- * switches a few hundred times a second, well below. */
-#define SWITCH_HZ_MAX   2000
-#define SWITCH_CHECK_NS 200000000ull
-#define SWITCH_EARLY_NS 50000000ull
-#define SWITCH_EARLY    4
+ * the signal arrives, on their return. Only voluntary switches count (the thread
+ * blocked): a busy thread preempted on an overloaded machine passed 2,000 a second. */
+#define SWITCH_HZ_MAX     2000
+/* A rate no start-up reaches (its one window over 1,000/s was 1,040/s; a channel
+ * ping-pong switches 20,000-70,000 times a second): over it for SWITCH_AT_ONCE_NS is
+ * enough, so a short-lived thread that switches from its start pays the counter for
+ * 20-35 ms, not 100. */
+#define SWITCH_HZ_AT_ONCE 10000
+#define SWITCH_AT_ONCE_NS 20000000ull
+#define SWITCH_CHECK_NS   200000000ull
+#define SWITCH_EARLY_NS   50000000ull
+#define SWITCH_EARLY      4
 
 /* Whether thread `tid` blocks SIGPROF now (the SigBlk mask of /proc/self/task/<tid>/status;
  * true when it cannot be read): its timer's signals would stay pending, and ring delivery
@@ -671,6 +677,24 @@ static bool sigprof_blocked(pid_t tid) {
     if (p == NULL) return true;
     unsigned long long mask = strtoull(p + 8, NULL, 16);
     return (mask >> (SIGPROF - 1)) & 1;
+}
+
+/* The voluntary context switches of thread `tid` so far (voluntary_ctxt_switches in
+ * /proc/self/task/<tid>/status): the times it blocked. False when they cannot be read. */
+static bool voluntary_switches(pid_t tid, uint64_t *out) {
+    char path[OSP_PROF_TASK_PATH_MAX];
+    osp_prof__task_path(path, tid, "status");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[4096];
+    ssize_t n = osp_prof__pread_nc(fd, buf, sizeof buf - 1, 0);
+    osp_prof__close_nc(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *p = strstr(buf, "\nvoluntary_ctxt_switches:");
+    if (p == NULL) return false;
+    *out = strtoull(p + 26, NULL, 10);
+    return true;
 }
 
 /* Move a ring-delivered thread to a POSIX CPU-time timer on its own CPU clock (created
@@ -704,18 +728,27 @@ static void perf_to_cpu_timer(struct osp_prof_session *ps, struct osp_prof_slot 
 }
 
 /* Whether a ring-delivered thread switches often enough to move: more than SWITCH_HZ_MAX
- * switches a second in two windows in a row (a thread's start-up alone -- the session's
- * own start, the collector's first collections -- gave one window over 1,000/s). Windows
+ * voluntary switches (blocking: a preempted busy thread's switches are not, and on an
+ * overloaded machine they passed 2,000 a second and moved busy threads to the coarser
+ * timer) a second in two windows in a row (a thread's start-up alone -- the session's
+ * own start, the collector's first collections -- gave one window over 1,000/s), or more
+ * than SWITCH_HZ_AT_ONCE in one. Windows
  * last SWITCH_EARLY_NS for a thread's first SWITCH_EARLY windows, so one that switches
- * from its start moves after about 100 ms, then SWITCH_CHECK_NS (one schedstat read per
- * window). */
+ * from its start moves after about 50-100 ms, then SWITCH_CHECK_NS (one read of its
+ * status per window). */
 static bool switches_often(struct osp_prof_slot *s, uint64_t now) {
-    uint64_t window = s->sw_checks < SWITCH_EARLY ? SWITCH_EARLY_NS : SWITCH_CHECK_NS;
-    if (s->sw_known && now - s->sw_t < window) return false;
-    uint64_t rq, runs;
-    if (!osp_prof__schedstat(s->tid, &rq, &runs)) return false;
-    bool over = s->sw_known && runs > s->sw_runs &&
-                (double)(runs - s->sw_runs) * 1e9 > (double)SWITCH_HZ_MAX * (double)(now - s->sw_t);
+    bool early = s->sw_checks < SWITCH_EARLY;
+    uint64_t window = early ? SWITCH_EARLY_NS : SWITCH_CHECK_NS;
+    uint64_t elapsed = now - s->sw_t;
+    /* In a thread's first windows the rate so far is read at every drain once
+     * SWITCH_AT_ONCE_NS of the window have passed: over SWITCH_HZ_AT_ONCE, it moves. */
+    if (s->sw_known && elapsed < (early ? SWITCH_AT_ONCE_NS : window)) return false;
+    uint64_t runs;
+    if (!voluntary_switches(s->tid, &runs)) return false;
+    double switched = s->sw_known && runs > s->sw_runs ? (double)(runs - s->sw_runs) * 1e9 : 0;
+    if (switched > (double)SWITCH_HZ_AT_ONCE * (double)elapsed) return true;
+    if (s->sw_known && elapsed < window) return false; /* the window goes on */
+    bool over = switched > (double)SWITCH_HZ_MAX * (double)elapsed;
     if (s->sw_known && s->sw_checks < 255) s->sw_checks++;
     bool often = over && s->sw_over;
     s->sw_over = over;

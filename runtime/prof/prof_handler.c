@@ -104,25 +104,6 @@ static void timer_sample(struct osp_prof_session *ps, struct osp_prof_slot *s, v
     osp_prof__ktimer_rearm(ps, s, cpu);
 }
 
-bool osp_prof__sigprof_is_ours(const siginfo_t *si) {
-    struct osp_prof_session *ps = &osp_prof__session;
-    if (si == NULL || si->si_signo != SIGPROF) return false;
-    if (si->si_code == SI_TKILL)
-        return si->si_pid == atomic_load_explicit(&ps->pid, memory_order_relaxed);
-    if (si->si_code == POLL_IN || si->si_code == POLL_HUP)
-        return osp_prof__sig_fd_ours(si->si_fd, __atomic_load_n(&ps->engine, __ATOMIC_RELAXED) ==
-                                                    &osp_prof__engine_perf_event);
-    if (si->si_code == SI_TIMER)
-        return ps->slots != NULL && (uintptr_t)si->si_value.sival_ptr >= (uintptr_t)ps->slots &&
-               (uintptr_t)si->si_value.sival_ptr < (uintptr_t)(ps->slots + OSP_PROF_NSLOTS);
-    return false;
-}
-
-bool osp_prof__owns_sigprof(void) {
-    return osp_prof__active() &&
-           !atomic_load_explicit(&osp_prof__session.handler_lost, memory_order_relaxed);
-}
-
 void osp_prof__on_sigprof(int sig, siginfo_t *si, void *ucv) {
     struct osp_prof_session *ps = &osp_prof__session;
     int saved_errno = errno;

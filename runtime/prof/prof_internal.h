@@ -264,16 +264,10 @@ OSP_PROF_HIDDEN uint64_t osp_prof__session_start_mono_ns(void);
 OSP_PROF_HIDDEN uint64_t osp_prof__mono_ns(void);
 /* Whether a session is running (hooks act). */
 OSP_PROF_HIDDEN bool osp_prof__active(void);
-#if OSP_PROF_SAMPLER
-#include <signal.h>
-/* Whether `si` describes a SIGPROF the profiler generated (a CPU-time timer of a slot, a
- * perf_event counter's overflow, a directed request of this process's sampler thread):
- * one a program waiting for signals must never receive (§(l.3)). Async-signal-safe. */
-OSP_PROF_HIDDEN bool osp_prof__sigprof_is_ours(const siginfo_t *si);
-/* Whether a session runs and SIGPROF is the profiler's alone (the program installed no
- * action of its own for it). */
-OSP_PROF_HIDDEN bool osp_prof__owns_sigprof(void);
-#endif
+/* Whether the program has a SIGPROF action of its own: one the session found installed
+ * when it started (and chains to), or one it installed since (the handler was replaced).
+ * Its threads' SIGPROF mask is then the program's business (§(l.3)). */
+OSP_PROF_HIDDEN bool osp_prof__program_takes_sigprof(void);
 
 /* ---- the profiler's own code ------------------------------------------------------------ */
 
@@ -286,8 +280,9 @@ extern const char __stop_osp_prof_text[] __attribute__((weak, visibility("hidden
 extern const char __start_osp_prof_wrap[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_osp_prof_wrap[] __attribute__((weak, visibility("hidden")));
 #define OSP_PROF_OWN_TEXT 1
-/* A function of a work file that calls the program's code (a chained signal handler). */
-#define OSP_PROF_WRAPPER  __attribute__((section("osp_prof_wrap"), noinline))
+/* A function of a work file that calls the program's code (a chained signal handler):
+ * its frame stays under that code's (no tail call), so the time there is the program's. */
+#define OSP_PROF_WRAPPER  __attribute__((section("osp_prof_wrap"), noinline, disable_tail_calls))
 #else
 #define OSP_PROF_OWN_TEXT 0
 #define OSP_PROF_WRAPPER
@@ -325,15 +320,21 @@ static inline bool osp_prof__own_pc(uintptr_t pc) {
 /* Whether an on-CPU stack `pcs[0..n)` (leaf first, callers' return addresses after it)
  * is the profiler's own work, whose time is the profiler's ("profiler_cpu_ns") and not a
  * sample of the program: its leaf is in the profiler's code, or the innermost of its
- * frames in that code is work rather than a wrapper -- the C library's getrusage or
+ * frames in that code, among the OSP_PROF_OWN_DEPTH nearest the leaf, is work rather than
+ * a wrapper -- the C library's getrusage or
  * clock_gettime under a blocking region's bookkeeping, sched_yield under a region's wait
  * for a sample request (in a tight channel ping-pong those were 15-20 % of the program's
  * on-CPU samples). Below a wrapper (a wait, pthread_create, the program's own SIGPROF
  * handler chained to) the time is the program's. Async-signal-safe. */
+#define OSP_PROF_OWN_DEPTH 5
 static inline bool osp_prof__own_stack(const uintptr_t *pcs, uint32_t n) {
     if (n == 0) return false;
     if (osp_prof__own_pc(pcs[0])) return true;
-    for (uint32_t i = 1; i < n; i++) {
+    /* The profiler's work calls the C library directly: its frame is within a few of the
+     * leaf. Looking no further keeps a walk's wrong outer frames (through code without
+     * frame records) from making a program sample the profiler's. */
+    uint32_t depth = n < OSP_PROF_OWN_DEPTH ? n : OSP_PROF_OWN_DEPTH;
+    for (uint32_t i = 1; i < depth; i++) {
         uintptr_t q = pcs[i] - 1; /* the call */
         if (osp_prof__wrap_pc(q)) return false;
         if (osp_prof__work_pc(q)) return true;

@@ -127,11 +127,16 @@ static void *start_trampoline(void *p) {
     free(p);
     /* Libraries often start their threads with every signal blocked (Boehm GC's marker
      * threads do): SIGPROF, the profiler's own signal while a session runs, is let
-     * through, or the thread's kernel timer could never sample it. */
+     * through, or the thread's kernel timer could never sample it. Not when the program
+     * has a SIGPROF action of its own: then which thread takes a process-directed SIGPROF
+     * is the program's design (a thread that blocked it before creating others, then
+     * waits for it in sigsuspend, hung when the new thread took it); such a thread is
+     * sampled by its ring, or its loss is counted. */
     sigset_t prof;
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
-    if (osp_prof__active()) pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
+    if (osp_prof__active() && !osp_prof__program_takes_sigprof())
+        pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
     osp_prof__register_auto(a.fiber, a.label);
     void *result = a.start(a.arg);
     osp_prof_thread_unregister();

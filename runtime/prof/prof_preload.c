@@ -122,92 +122,11 @@ OSP_PROF_WAIT_WRAPPER_IF(int, epoll_pwait,
                           const sigset_t *mask),
                          (fd, ev, max, timeout, mask), -1, timeout != 0)
 OSP_PROF_WAIT_WRAPPER(int, pause, (void), (), -1)
-
-/* Waiting for signals. A thread that blocks SIGPROF may have one of the profiler's pending
- * (its CPU-time timer expired while it ran with SIGPROF blocked): a program waiting for a
- * set that holds SIGPROF must not receive it (§(l.3)). sigtimedwait and sigwaitinfo take
- * such a signal out and wait again, for the time left; sigsuspend keeps SIGPROF blocked
- * while the profiler owns it (unprofiled, no SIGPROF would come), so a pending one neither
- * runs the handler nor ends the wait. glibc's sigwait calls its internal sigtimedwait, so
- * it is wrapped too. */
-OSP_PROF_PUBLIC int sigsuspend(const sigset_t *mask) {
-    static _Atomic(void *) real_;
-    int (*real)(const sigset_t *) = (int (*)(const sigset_t *))next_symbol(&real_, "sigsuspend");
-    if (real == NULL) {
-        errno = ENOSYS;
-        return -1;
-    }
-    sigset_t m;
-    if (osp_prof__owns_sigprof()) {
-        m = *mask;
-        sigaddset(&m, SIGPROF);
-        mask = &m;
-    }
-    osp_prof_block_begin();
-    int r = real(mask);
-    int saved = errno;
-    osp_prof_block_end();
-    errno = saved;
-    return r;
-}
-
-/* sigtimedwait without the profiler's signals; `timeout` NULL waits forever. */
-static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timespec *timeout) {
-    static _Atomic(void *) real_;
-    int (*real)(const sigset_t *, siginfo_t *, const struct timespec *) = (int (*)(
-        const sigset_t *, siginfo_t *, const struct timespec *))next_symbol(&real_, "sigtimedwait");
-    if (real == NULL) {
-        errno = ENOSYS;
-        return -1;
-    }
-    siginfo_t own;
-    if (info == NULL) info = &own;
-    bool waits = TS_WAITS(timeout);
-    uint64_t deadline = 0;
-    if (timeout != NULL && timeout->tv_sec >= 0 && timeout->tv_nsec >= 0 &&
-        timeout->tv_nsec < 1000000000L)
-        deadline = osp_prof__mono_ns() + (uint64_t)timeout->tv_sec * 1000000000ull +
-                   (uint64_t)timeout->tv_nsec;
-    struct timespec left;
-    for (;;) {
-        if (waits) osp_prof_block_begin();
-        int r = real(set, info, timeout);
-        int saved = errno;
-        if (waits) osp_prof_block_end();
-        if (r != SIGPROF || !osp_prof__sigprof_is_ours(info)) {
-            errno = saved;
-            return r;
-        }
-        if (timeout != NULL) {
-            uint64_t now = osp_prof__mono_ns();
-            if (deadline == 0 || now >= deadline) {
-                errno = EAGAIN;
-                return -1;
-            }
-            left.tv_sec = (time_t)((deadline - now) / 1000000000ull);
-            left.tv_nsec = (long)((deadline - now) % 1000000000ull);
-            timeout = &left;
-        }
-    }
-}
-
-OSP_PROF_PUBLIC int sigtimedwait(const sigset_t *set, siginfo_t *info,
-                                 const struct timespec *timeout) {
-    return wait_signal(set, info, timeout);
-}
-
-OSP_PROF_PUBLIC int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
-    return wait_signal(set, info, NULL);
-}
-
-OSP_PROF_PUBLIC int sigwait(const sigset_t *set, int *sig) {
-    int r;
-    do r = wait_signal(set, NULL, NULL);
-    while (r < 0 && errno == EINTR);
-    if (r < 0) return errno;
-    *sig = r;
-    return 0;
-}
+OSP_PROF_WAIT_WRAPPER(int, sigsuspend, (const sigset_t *mask), (mask), -1)
+OSP_PROF_WAIT_WRAPPER(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info), -1)
+OSP_PROF_WAIT_WRAPPER_IF(int, sigtimedwait,
+                         (const sigset_t *set, siginfo_t *info, const struct timespec *timeout),
+                         (set, info, timeout), -1, TS_WAITS(timeout))
 
 /* Semaphores: a semaphore that can be taken at once is taken without a region (no walk on
  * the uncontended path); only a wait that may block runs inside one. sem_trywait first is

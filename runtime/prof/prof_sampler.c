@@ -316,7 +316,7 @@ void osp_prof__record_timer_sample(struct osp_prof_session *ps, struct osp_prof_
                                    const uintptr_t *pcs, uint32_t n, bool truncated) {
     struct osp_prof_sampler_state *m = &s->sm;
     if (osp_prof__own_stack(pcs, n)) {
-        /* Taken in the profiler's own code: its CPU time is the profiler's (a sample all
+        /* Taken in the profiler's own work: its CPU time is the profiler's (a sample all
          * the same for the rate's balance). */
         ps->own_thread_ns += weight_ns;
         count_unsampled(ps, m, weight_ns);
@@ -363,7 +363,7 @@ void osp_prof__drain(struct osp_prof_session *ps, struct osp_prof_slot *s) {
             if (k < 0) {
                 ps->store.dropped[OSP_DROP_ALLOC]++;
             } else if (!m->pend_capture && osp_prof__own_stack(e->pcs, n)) {
-                ps->own_thread_ns += m->pend_w; /* the profiler's own code, as above */
+                ps->own_thread_ns += m->pend_w; /* the profiler's own work, as above */
                 count_unsampled(ps, m, m->pend_w);
             } else {
                 if (e->unwind_end < OSP_RAW_UNWIND_COUNT) ps->unwind_ends[e->unwind_end]++;
@@ -884,10 +884,37 @@ static void sampler_short_slice(void) {
 #endif
 }
 
+/* This thread's probe pipe for image bytes (osp_prof__image_bytes): its walks of blocked
+ * threads' stacks and of ring samples meet stale return addresses into images the
+ * program may have unloaded. Without one (descriptors exhausted) bytes are read directly. */
+static void probe_open(int fds[2]) {
+    fds[0] = fds[1] = -1;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    fds[0] = osp_prof__fd_high(p[0]);
+    fds[1] = osp_prof__fd_high(p[1]);
+    if (fds[0] < 0 || fds[1] < 0) {
+        if (fds[0] >= 0) osp_prof__close_nc(fds[0]);
+        if (fds[1] >= 0) osp_prof__close_nc(fds[1]);
+        fds[0] = fds[1] = -1;
+        return;
+    }
+    osp_prof__image_probe_set(fds[0], fds[1]);
+}
+
+static void probe_close(int fds[2]) {
+    if (fds[0] < 0) return;
+    osp_prof__image_probe_set(-1, -1);
+    osp_prof__close_nc(fds[0]);
+    osp_prof__close_nc(fds[1]);
+}
+
 void *osp_prof__sampler_main(void *arg) {
     struct osp_prof_session *ps = arg;
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     sampler_short_slice();
+    int probe[2];
+    probe_open(probe);
     uint64_t rng = osp_prof__mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
     if (rng == 0) rng = 1;
     uint64_t deadline = osp_prof__mono_ns();
@@ -907,6 +934,7 @@ void *osp_prof__sampler_main(void *arg) {
         tick(ps);
     }
     sampler_teardown(ps);
+    probe_close(probe);
     /* This thread's CPU is sampled nowhere: the file accounts for it ("profiler_cpu_ns"). */
     if (!osp_prof__read_clock(CLOCK_THREAD_CPUTIME_ID, &ps->sampler_cpu_ns)) ps->sampler_cpu_ns = 0;
     int sig = atomic_load(&ps->term_sig);

@@ -69,6 +69,15 @@ bool osp_prof__active(void) {
     return atomic_load_explicit(&osp_prof__session.on, memory_order_acquire) != 0;
 }
 
+bool osp_prof__program_takes_sigprof(void) {
+    struct osp_prof_session *ps = &osp_prof__session;
+    if (atomic_load_explicit(&ps->handler_lost, memory_order_acquire)) return true;
+    if (!atomic_load_explicit(&ps->old_action_ready, memory_order_acquire)) return false;
+    const struct sigaction *old = &ps->old_action;
+    if (old->sa_flags & SA_SIGINFO) return old->sa_sigaction != NULL;
+    return old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN;
+}
+
 void osp_prof__say(const char *fmt, ...) {
     char line[OSP_PROF_PATH_MAX + 256];
     va_list ap;

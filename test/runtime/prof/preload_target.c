@@ -108,21 +108,6 @@ int main(int argc, char **argv) {
         snprintf(half, sizeof half, "%.3f", secs / 2);
         char *again[] = {argv[0], half, NULL};
         if (strcmp(argv[2], "_exit") == 0) _exit(7);
-        if (strcmp(argv[2], "sigwait") == 0) {
-            /* Every signal blocked, then on-CPU (a CPU-time timer of the profiler expires
-             * and its SIGPROF stays pending), then a wait for any signal: none comes. */
-            sigset_t all;
-            sigfillset(&all);
-            pthread_sigmask(SIG_BLOCK, &all, NULL);
-            target_hot(secs);
-            struct timespec ts = {0, 100000000};
-            siginfo_t si;
-            int r = sigtimedwait(&all, &si, &ts);
-            struct timespec zero = {0, 0};
-            int r2 = sigtimedwait(&all, &si, &zero);
-            printf("sigtimedwait=%d then=%d\n", r, r2);
-            return 0;
-        }
         if (strcmp(argv[2], "exec") == 0) {
             execv(argv[0], again);
             return 2;

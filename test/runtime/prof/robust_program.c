@@ -19,6 +19,15 @@
  *   robust_program poll0              a busy poll(NULL, 0, 0) loop inside a blocking region
  *                                     for 0.3 s of CPU, then 0.03 s of CPU outside it
  *   robust_program itimer             setitimer(ITIMER_PROF) with no handler, then burns
+ *   robust_program ownprof            a SIGPROF handler of its own, installed by a
+ *                                     constructor before the profiler's (which chains to
+ *                                     it), doing ~300 us of work per signal under
+ *                                     setitimer(ITIMER_PROF) every 2 ms for 0.6 s of CPU;
+ *                                     prints "hits=<n>"
+ *   robust_program ownprof-suspend    the same handler; main blocks SIGPROF, starts a busy
+ *                                     thread (which inherits the mask), then waits 40 times
+ *                                     for its ITIMER_PROF signal in sigsuspend; prints
+ *                                     "woken=<n>"
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -107,6 +116,40 @@ __attribute__((noinline)) static void wait_then_jump(void) {
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
     }
     osp_prof_block_end();
+}
+
+/* ---- ownprof: the program's own SIGPROF handler, there before the profiler ------------- */
+
+static volatile int g_own_hits;
+
+__attribute__((noinline)) static void robust_own_handler_work(void) {
+    robust_hot(0.0003);
+}
+
+static void on_own_sigprof(int sig) {
+    (void)sig;
+    g_own_hits++;
+    robust_own_handler_work();
+}
+
+static atomic_int g_burner_done;
+
+static void *suspend_burner(void *p) {
+    (void)p;
+    while (!atomic_load(&g_burner_done)) robust_hot(0.001);
+    return NULL;
+}
+
+/* Before the profiler's constructor (default priority), as a library that installs its
+ * handler at load time would be. glibc passes constructors argc and argv. */
+__attribute__((constructor(102))) static void ownprof_early(int argc, char **argv) {
+    if (argc != 2 || strncmp(argv[1], "ownprof", 7) != 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_own_sigprof;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGPROF, &sa, NULL);
 }
 
 int main(int argc, char **argv) {
@@ -207,6 +250,35 @@ int main(int argc, char **argv) {
         osp_prof_block_end();
         robust_hot(0.03); /* ticks after the region: its time is not a wait either */
         printf("ok\n");
+        return 0;
+    }
+    if (strcmp(m, "ownprof") == 0) {
+        struct itimerval it = {{0, 2000}, {0, 2000}}, off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_PROF, &it, NULL);
+        robust_hot(0.6);
+        setitimer(ITIMER_PROF, &off, NULL);
+        printf("hits=%d\n", g_own_hits);
+        return 0;
+    }
+    if (strcmp(m, "ownprof-suspend") == 0) {
+        sigset_t prof, old;
+        sigemptyset(&prof);
+        sigaddset(&prof, SIGPROF);
+        pthread_sigmask(SIG_BLOCK, &prof, &old);
+        pthread_t t;
+        pthread_create(&t, NULL, suspend_burner, NULL);
+        struct itimerval it = {{0, 5000}, {0, 5000}}, off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_PROF, &it, NULL);
+        int woken = 0;
+        for (int i = 0; i < 40; i++) {
+            int before = g_own_hits;
+            sigsuspend(&old);
+            if (g_own_hits > before) woken++;
+        }
+        setitimer(ITIMER_PROF, &off, NULL);
+        atomic_store(&g_burner_done, 1);
+        pthread_join(t, NULL);
+        printf("woken=%d\n", woken);
         return 0;
     }
     if (strcmp(m, "itimer") == 0) {

@@ -242,9 +242,13 @@ static void test_capture_main_and_two_workers(void **state) {
         assert_true(st.n[1] * 50 <= st.n[0]); /* CPU-bound: waiting is rare */
         /* All the CPU time the worker used while registered is in its weights, including
          * what it used after its last sample (added to that sample when it unregistered):
-         * never less than what it measured between registering and unregistering. */
+         * never less than what it measured between registering and unregistering, but for
+         * a kernel-timed sample that lands in the unregistration itself (a system call of
+         * the profiler's work there: osp_prof__own_stack), whose weight, at most a period
+         * or two, is the profiler's (ASan and TSan runs, 0.400 s vs 0.400 s). */
         double ratio = (double)st.w[0] / 1e9 / w[i].cpu_used;
-        assert_true(ratio >= 1.0 - 1e-6 && ratio < 1.02);
+        double slack = 2.0 / 2000 / w[i].cpu_used; /* two periods at 2 kHz */
+        assert_true(ratio >= 1.0 - slack && ratio < 1.02);
     }
     assert_int_equal(r.dropped_reasons[OSP_RAW_DROP_THREAD_GONE], 0);
     raw_print_dropped(&r, "main and two workers");

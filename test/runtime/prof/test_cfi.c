@@ -902,10 +902,11 @@ static void test_planted_chain_through_frameless(void **state) {
  * two refreshes of the set, or during a walk) is never read: the frame-record search of a
  * blocked thread's walk (rbp unknown) checks the bytes before each candidate return
  * address, and the signal-frame check the bytes at pc, both through
- * osp_prof__image_bytes. Here a real page holds a call into a frame-pointer function; with
- * the page mapped the search finds the record after that call, unmapped it finds nothing
- * and the walk ends (it read the page directly before, and the sampler thread took a
- * SIGSEGV under the registry lock: test_handler_malloc hung). */
+ * osp_prof__image_bytes, through the sampler thread's probe pipe. Here a real page holds a
+ * call into a frame-pointer function; with the page mapped the search finds the record
+ * after that call, unmapped it finds nothing and the walk ends (it read the page directly
+ * before, and the sampler thread took a SIGSEGV under the registry lock:
+ * test_handler_malloc hung). */
 static void test_unmapped_image_code(void **state) {
     (void)state;
     X86_64_ONLY();
@@ -938,6 +939,11 @@ static void test_unmapped_image_code(void **state) {
     img.nsegs = 1;
     struct osp_cfi_set *set = osp_prof__cfi_set_new(&img, 1);
     assert_non_null(set);
+    /* The sampler thread's probe pipe, on this thread: the walk copies image bytes
+     * through it (osp_prof__image_bytes). */
+    int probe[2];
+    assert_int_equal(pipe2(probe, O_CLOEXEC | O_NONBLOCK), 0);
+    osp_prof__image_probe_set(probe[0], probe[1]);
     struct planted p;
     plant(&p, 1);
     uintptr_t sp = p.lo + 0x100, rec = sp + 0x40;
@@ -956,11 +962,25 @@ static void test_unmapped_image_code(void **state) {
     assert_true(osp_prof__image_bytes(code + 0x210, b, sizeof b));
     assert_memory_equal(b, c + 0x210, sizeof b);
     assert_int_equal(munmap(m, 4096), 0);
+    /* Copies are cached by address until the published set changes (the bytes of an
+     * image unloaded since are harmless); setting the probe again empties the cache, as
+     * the set that drops the image would. */
+    assert_true(osp_prof__image_bytes(code + 0x210, b, sizeof b));
+    osp_prof__image_probe_set(probe[0], probe[1]);
     assert_false(osp_prof__image_bytes(code + 0x210, b, sizeof b));
     assert_false(osp_prof__is_sigreturn(&set->images[0], code + 0x100));
     n = osp_prof__hybrid_walk(set, &r, p.lo, p.hi, out, OSP_PROF_MAX_FRAMES, &tr, &info);
     assert_int_equal(n, 1);
     assert_int_equal(info.end, OSP_UNWIND_NO_RULE);
+    /* A copy that faults part-way leaves nothing in the pipe: the next one is whole. */
+    uint8_t two[16];
+    assert_false(osp_prof__image_bytes(p.lo - 8, two, 16)); /* guard page, then the stack */
+    word(p.lo, 0x1122334455667788ull);
+    assert_true(osp_prof__image_bytes(p.lo, two, 8));
+    assert_memory_equal(two, (const void *)p.lo, 8);
+    osp_prof__image_probe_set(-1, -1);
+    close(probe[0]);
+    close(probe[1]);
     unplant(&p);
     osp_prof__cfi_set_free(set);
 }

@@ -140,28 +140,6 @@ static int run_ending(const char *dir, const char *path, const char *end, int *p
     return status;
 }
 
-/* A thread that blocks every signal and runs has its CPU-time timer's SIGPROF pending
- * (cpu_timer engine; a perf_event thread moved off its ring likewise): a wait for any
- * signal must not return it (§(l.3)) -- it timed out, as unprofiled. */
-static void test_own_sigprof_not_waited_for(void **state) {
-    (void)state;
-    char dir[PATH_MAX], path[PATH_MAX], var[PATH_MAX + 32], out_path[PATH_MAX], out[4096],
-        err[4096];
-    scratch_dir(dir, sizeof dir, "preload-sigwait");
-    snprintf(path, sizeof path, "%s/raw.json", dir);
-    snprintf(var, sizeof var, "OSPREY_PROFILE=%s", path);
-    snprintf(out_path, sizeof out_path, "%s/stdout", dir);
-    char *env[] = {var, "OSPREY_PROFILE_HZ=997", "OSPREY_PROFILE_ENGINE=cpu_timer",
-                   "LD_PRELOAD=" PROF_PRELOAD_LIB, NULL};
-    char *argv[] = {PROF_PRELOAD_TARGET, "0.2", "sigwait", NULL};
-    int status = run_child(argv, env, dir, out_path, err, sizeof err);
-    assert_true(read_text(out_path, out, sizeof out) > 0);
-    print_message("%s", strstr(out, "sigtimedwait=") ? strstr(out, "sigtimedwait=") : out);
-    assert_int_equal(status, 0);
-    assert_non_null(strstr(out, "sigtimedwait=-1 then=-1\n"));
-    scratch_cleanup(dir);
-}
-
 /* _exit runs no atexit handler: the profile is written all the same (by the sampler
  * thread, before the real _exit), and the exit status is the program's. */
 static void test_exit_underscore_keeps_profile(void **state) {
@@ -248,7 +226,6 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preloaded_program_is_profiled),
         cmocka_unit_test(test_other_waits_are_wrapped),
-        cmocka_unit_test(test_own_sigprof_not_waited_for),
         cmocka_unit_test(test_exit_underscore_keeps_profile),
         cmocka_unit_test(test_exec_is_followed),
         cmocka_unit_test(test_execl_family_is_followed),
