@@ -660,28 +660,10 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
 #define SWITCH_EARLY_NS   50000000ull
 #define SWITCH_EARLY      4
 
-/* Whether thread `tid` blocks SIGPROF now (the SigBlk mask of /proc/self/task/<tid>/status;
- * true when it cannot be read): its timer's signals would stay pending, and ring delivery
- * needs none. */
-static bool sigprof_blocked(pid_t tid) {
-    char path[OSP_PROF_TASK_PATH_MAX];
-    osp_prof__task_path(path, tid, "status");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return true;
-    char buf[2048];
-    ssize_t n = osp_prof__pread_nc(fd, buf, sizeof buf - 1, 0);
-    osp_prof__close_nc(fd);
-    if (n <= 0) return true;
-    buf[n] = 0;
-    const char *p = strstr(buf, "\nSigBlk:");
-    if (p == NULL) return true;
-    unsigned long long mask = strtoull(p + 8, NULL, 16);
-    return (mask >> (SIGPROF - 1)) & 1;
-}
-
-/* The voluntary context switches of thread `tid` so far (voluntary_ctxt_switches in
- * /proc/self/task/<tid>/status): the times it blocked. False when they cannot be read. */
-static bool voluntary_switches(pid_t tid, uint64_t *out) {
+/* The number after `key` (with its leading newline, e.g. "\nSigBlk:") in thread `tid`'s
+ * /proc/self/task/<tid>/status, read in `base`. False when the file or the line cannot be
+ * read. */
+static bool status_number(pid_t tid, const char *key, int base, unsigned long long *out) {
     char path[OSP_PROF_TASK_PATH_MAX];
     osp_prof__task_path(path, tid, "status");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -691,9 +673,26 @@ static bool voluntary_switches(pid_t tid, uint64_t *out) {
     osp_prof__close_nc(fd);
     if (n <= 0) return false;
     buf[n] = 0;
-    const char *p = strstr(buf, "\nvoluntary_ctxt_switches:");
+    const char *p = strstr(buf, key);
     if (p == NULL) return false;
-    *out = strtoull(p + 26, NULL, 10);
+    *out = strtoull(p + strlen(key), NULL, base);
+    return true;
+}
+
+/* Whether thread `tid` blocks SIGPROF now (its SigBlk mask; true when it cannot be read):
+ * its timer's signals would stay pending, and ring delivery needs none. */
+static bool sigprof_blocked(pid_t tid) {
+    unsigned long long mask;
+    if (!status_number(tid, "\nSigBlk:", 16, &mask)) return true;
+    return (mask >> (SIGPROF - 1)) & 1;
+}
+
+/* The voluntary context switches of thread `tid` so far (voluntary_ctxt_switches): the
+ * times it blocked. False when they cannot be read. */
+static bool voluntary_switches(pid_t tid, uint64_t *out) {
+    unsigned long long v;
+    if (!status_number(tid, "\nvoluntary_ctxt_switches:", 10, &v)) return false;
+    *out = v;
     return true;
 }
 

@@ -288,12 +288,17 @@ extern const char __stop_osp_prof_wrap[] __attribute__((weak, visibility("hidden
 #define OSP_PROF_WRAPPER
 #endif
 
+/* Whether `pc` lies in [lo, hi) (a section's bounds; lo 0: the section is not there). */
+static inline bool osp_prof__in_section(const char *lo, const char *hi, uintptr_t pc) {
+    uintptr_t a = (uintptr_t)lo, z = (uintptr_t)hi;
+    return a != 0 && pc - a < z - a;
+}
+
 /* Whether `pc` lies in the profiler's work (section osp_prof_text); false where the
  * section is not made (other compilers and platforms). Async-signal-safe. */
 static inline bool osp_prof__work_pc(uintptr_t pc) {
 #if OSP_PROF_OWN_TEXT
-    uintptr_t lo = (uintptr_t)__start_osp_prof_text, hi = (uintptr_t)__stop_osp_prof_text;
-    return lo != 0 && pc - lo < hi - lo;
+    return osp_prof__in_section(__start_osp_prof_text, __stop_osp_prof_text, pc);
 #else
     (void)pc;
     return false;
@@ -304,8 +309,7 @@ static inline bool osp_prof__work_pc(uintptr_t pc) {
  * osp_prof_wrap). Async-signal-safe. */
 static inline bool osp_prof__wrap_pc(uintptr_t pc) {
 #if OSP_PROF_OWN_TEXT
-    uintptr_t lo = (uintptr_t)__start_osp_prof_wrap, hi = (uintptr_t)__stop_osp_prof_wrap;
-    return lo != 0 && pc - lo < hi - lo;
+    return osp_prof__in_section(__start_osp_prof_wrap, __stop_osp_prof_wrap, pc);
 #else
     (void)pc;
     return false;
