@@ -652,8 +652,8 @@ static void perf_to_signal(struct osp_prof_session *ps, struct osp_prof_slot *s)
 #define SWITCH_HZ_MAX     2000
 /* A rate no start-up reaches (its one window over 1,000/s was 1,040/s; a channel
  * ping-pong switches 20,000-70,000 times a second): over it for SWITCH_AT_ONCE_NS is
- * enough, so a short-lived thread that switches from its start pays the counter for
- * 20-35 ms, not 100. */
+ * enough, so a short-lived thread that switches from its start moves at the first tick
+ * 20 ms into its first window, not after two whole windows. */
 #define SWITCH_HZ_AT_ONCE 10000
 #define SWITCH_AT_ONCE_NS 20000000ull
 #define SWITCH_CHECK_NS   200000000ull
