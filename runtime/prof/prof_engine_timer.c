@@ -346,7 +346,12 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
         *trunc = false;
         return n;
     }
-    if (idx == 0 || b < hi || b > s->hi - 16 || out[n - 1] != kc[idx]) {
+    /* No record of the chain lies in the copy: the first is above it (a function with
+     * more than the copy's bytes of locals below its frame record -- a buffer on the
+     * stack -- that called a function without one, memcpy or a system call's wrapper).
+     * Only the walk over the live stack can join the two, below. */
+    bool above = idx == 0 && b >= hi && (b & 7u) == 0 && b <= s->hi - 16;
+    if (!above && (idx == 0 || b < hi || b > s->hi - 16 || out[n - 1] != kc[idx])) {
         *cut = true;
         return n;
     }
@@ -386,6 +391,12 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
             *trunc = all_trunc || (all_info.end != OSP_UNWIND_ROOT && top < s->hi);
             return m;
         }
+    }
+    if (above) {
+        /* The walk's last frame is not known to be the one whose record the chain starts
+         * at, so the chain cannot be joined to it without the live walk. */
+        *cut = true;
+        return n;
     }
     /* The live stack moved on (a late drain: the thread returned past those frames), or
      * the chain named code where the live walk did not. The chain alone is certain when
@@ -742,11 +753,48 @@ static bool switches_often(struct osp_prof_slot *s, uint64_t now) {
     /* In a thread's first windows the rate so far is read at every drain once
      * SWITCH_AT_ONCE_NS of the window have passed: over SWITCH_HZ_AT_ONCE, it moves. */
     if (s->sw_known && elapsed < (early ? SWITCH_AT_ONCE_NS : window)) return false;
+    bool ends = elapsed >= window;
+    /* Every voluntary switch is also a run on a CPU (schedstat, three numbers), so while
+     * the runs stay under the rate that matters here the voluntary switches do too, and
+     * their count (status: a page of text, which takes the address-space lock) is not
+     * read. That read was a quarter of the sampler thread's CPU with 16 busy threads on 2
+     * cores, each read at every drain of its first windows. */
+    uint64_t rq, all = 0;
+    bool all_ok = osp_prof__schedstat(s->tid, &rq, &all);
+    if (s->sw_known && all_ok && s->sw_all_ok) {
+        double runs_ns = all > s->sw_all ? (double)(all - s->sw_all) * 1e9 : 0;
+        double hz = (double)(ends ? SWITCH_HZ_MAX : SWITCH_HZ_AT_ONCE);
+        if (runs_ns <= hz * (double)elapsed) {
+            if (!ends) return false;
+            /* The window ends under the rate; the next one starts without a status read,
+             * its voluntary switches unknown until the runs pass the rate. */
+            if (s->sw_checks < 255) s->sw_checks++;
+            s->sw_over = false;
+            s->sw_t = now;
+            s->sw_all = all;
+            s->sw_runs_ok = false;
+            return false;
+        }
+    }
     uint64_t runs;
     if (!voluntary_switches(s->tid, &runs)) return false;
+    if (s->sw_known && !s->sw_runs_ok) {
+        /* Runs passed the rate in a window begun without a status read: what part of them
+         * was voluntary is measured from now, in windows as short as a new thread's (a
+         * thread that starts switching late moves as soon as one that switches from its
+         * start). */
+        s->sw_checks = 0;
+        s->sw_over = false;
+        s->sw_t = now;
+        s->sw_runs = runs;
+        s->sw_runs_ok = true;
+        s->sw_all = all;
+        s->sw_all_ok = all_ok;
+        return false;
+    }
     double switched = s->sw_known && runs > s->sw_runs ? (double)(runs - s->sw_runs) * 1e9 : 0;
     if (switched > (double)SWITCH_HZ_AT_ONCE * (double)elapsed) return true;
-    if (s->sw_known && elapsed < window) return false; /* the window goes on */
+    if (s->sw_known && !ends) return false; /* the window goes on */
     bool over = switched > (double)SWITCH_HZ_MAX * (double)elapsed;
     if (s->sw_known && s->sw_checks < 255) s->sw_checks++;
     bool often = over && s->sw_over;
@@ -754,6 +802,9 @@ static bool switches_often(struct osp_prof_slot *s, uint64_t now) {
     s->sw_known = true;
     s->sw_t = now;
     s->sw_runs = runs;
+    s->sw_runs_ok = true;
+    s->sw_all = all;
+    s->sw_all_ok = all_ok;
     return often;
 }
 
@@ -875,6 +926,8 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         s->perf_cut = 0;
         s->perf_stays = false;
         s->sw_known = false;
+        s->sw_runs_ok = false;
+        s->sw_all_ok = false;
         s->sw_checks = 0;
         s->sw_over = false;
         s->sw_stays = false;

@@ -225,11 +225,13 @@ struct osp_prof_slot {
      * at the first, the thread is moved to signal delivery (CUT_LIMIT). */
     uint32_t perf_cut;
     bool perf_stays; /* its move to signal delivery failed: cut samples are kept truncated */
-    /* Ring delivery: the thread's context switches in (schedstat) at sw_t, for the move of
-     * a thread that switches so often that its counter's per-switch cost shows
-     * (prof_engine_timer.c perf_to_cpu_timer). */
-    uint64_t sw_t, sw_runs;
-    bool sw_known;
+    /* Ring delivery: the thread's voluntary context switches (status) and all its runs on
+     * a CPU (schedstat) at sw_t, for the move of a thread that switches so often that its
+     * counter's per-switch cost shows (prof_engine_timer.c switches_often). sw_runs_ok:
+     * sw_runs was read at sw_t (the status read is skipped while schedstat shows too few
+     * switches of any kind); sw_all_ok: sw_all was. */
+    uint64_t sw_t, sw_runs, sw_all;
+    bool sw_known, sw_runs_ok, sw_all_ok;
     uint8_t sw_checks; /* windows measured so far, up to 255 */
     bool sw_over;      /* the last window was over the switch rate */
     bool sw_stays;     /* that move failed, or SIGPROF is blocked in it: keeps its ring */

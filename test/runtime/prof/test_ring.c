@@ -226,6 +226,54 @@ static void test_frameless_signal(void **state) {
     frameless_case("signal");
 }
 
+/* ---- a buffer on the stack bigger than the copy ------------------------------------------- */
+
+/* A frame-pointer function with 16 KiB of locals calls a frameless leaf (as a function
+ * with an I/O buffer on its stack calls memcpy or read): the copy taken at the leaf ends
+ * inside the buffer, below the caller's frame record, so the copy holds no record of the
+ * kernel's chain. Such samples were cut, marked truncated, and the thread moved to signal
+ * delivery at the first. */
+__attribute__((noinline)) long ring_big_frame(double seconds) {
+    volatile char buf[16384];
+    memset((char *)buf, 5, sizeof buf);
+    unsigned long acc = 0;
+    double end = thread_cpu_seconds() + seconds;
+    while (thread_cpu_seconds() < end) acc += (unsigned long)osp_test_frameless_spin(200000);
+    return (long)((acc + (unsigned long)buf[acc % sizeof buf]) & 0xffff);
+}
+
+static void test_big_frame_ring(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/bigframe.json", g_dir);
+    if (!begin(path, 997, "ring")) return;
+    int before = rings_mapped();
+    ring_big_frame(0.4);
+    int after = rings_mapped();
+    struct raw r;
+    if (!finish(path, &r)) return;
+    size_t leaf = 0, whole = 0, truncated = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        if (r.samples[i].state != 0) continue;
+        uint32_t k = r.samples[i].stack;
+        if (r.stack_len[k] < 2 ||
+            strcmp(sym_name(r.stacks[k][0], false), "osp_test_frameless_spin") != 0)
+            continue;
+        leaf++;
+        if (r.truncated[k]) truncated++;
+        if (strcmp(sym_name(r.stacks[k][1], true), "ring_big_frame") == 0 &&
+            raw_stack_has(&r, k, "main") && !r.truncated[k])
+            whole++;
+    }
+    print_message("16 KiB frame: %zu samples in the frameless leaf, %zu whole to main, %zu "
+                  "truncated; rings %d before, %d after\n",
+                  leaf, whole, truncated, before, after);
+    assert_true(leaf >= 150);
+    assert_true(whole >= leaf * 97 / 100);
+    assert_int_equal(after, before); /* the thread kept its ring */
+    raw_free(&r);
+}
+
 /* ---- callers above the copy that change ---------------------------------------------------- */
 
 /* The main thread alternates two callers every 5 ms, each under the same 30 KiB of
@@ -584,6 +632,7 @@ struct pingpong {
     int64_t fiber;
     double cpu;
     long rounds;
+    double busy_first; /* seconds of CPU computed before the first read */
 };
 
 /* Pass each byte read on, until a 'q' (put into both pipes at the end: each thread reads
@@ -592,6 +641,9 @@ __attribute__((noinline)) void *ring_pingpong(void *p) {
     struct pingpong *pp = p;
     osp_prof_thread_register(pp->fiber, "fiber");
     double c0 = thread_cpu_seconds();
+    volatile unsigned long acc = 0;
+    while (thread_cpu_seconds() < c0 + pp->busy_first)
+        acc += (unsigned long)osp_test_frameless_spin(20000);
     char b = 0;
     while (read(pp->in, &b, 1) == 1 && b != 'q') {
         if (write(pp->out, &b, 1) != 1) break;
@@ -615,7 +667,7 @@ static void test_switching_threads_leave_the_ring(void **state) {
     int ab[2], ba[2];
     assert_int_equal(pipe(ab), 0);
     assert_int_equal(pipe(ba), 0);
-    struct pingpong a = {ba[0], ab[1], 31, 0, 0}, b = {ab[0], ba[1], 32, 0, 0};
+    struct pingpong a = {ba[0], ab[1], 31, 0, 0, 0}, b = {ab[0], ba[1], 32, 0, 0, 0};
     pthread_t ta, tb;
     assert_int_equal(pthread_create(&ta, NULL, ring_pingpong, &a), 0);
     assert_int_equal(pthread_create(&tb, NULL, ring_pingpong, &b), 0);
@@ -658,12 +710,66 @@ static void test_switching_threads_leave_the_ring(void **state) {
     raw_free(&r);
 }
 
+/* Threads that compute for 0.3 s first (past their first switch-rate windows, whose
+ * voluntary switches are then not read: schedstat shows too few runs on a CPU) and then
+ * pass a byte back and forth leave the ring too, within 0.3 s of starting to switch. */
+static void test_late_switching_threads_leave_the_ring(void **state) {
+    (void)state;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/latepingpong.json", g_dir);
+    if (!begin(path, 997, "ring")) return;
+    int before = rings_mapped();
+    int ab[2], ba[2];
+    assert_int_equal(pipe(ab), 0);
+    assert_int_equal(pipe(ba), 0);
+    struct pingpong a = {ba[0], ab[1], 33, 0, 0, 0.3}, b = {ab[0], ba[1], 34, 0, 0, 0.3};
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, ring_pingpong, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, ring_pingpong, &b), 0);
+    char go = 1, quit = 'q';
+    assert_int_equal(write(ab[1], &go, 1), 1); /* read once b has computed */
+    /* Both compute until about 0.3 s of CPU each (on two cores: about 0.3 s of wall time,
+     * up to 0.6 s on one). The rings are counted while they are still computing, then
+     * 0.3 s into the ping-pong. */
+    struct timespec nap = {0, 150000000};
+    nanosleep(&nap, NULL);
+    int computing = rings_mapped();
+    long r0 = 0;
+    for (int i = 0; i < 100 && (r0 = __atomic_load_n(&a.rounds, __ATOMIC_RELAXED)) == 0; i++) {
+        struct timespec ms10 = {0, 10000000};
+        nanosleep(&ms10, NULL);
+    }
+    nap.tv_nsec = 300000000;
+    nanosleep(&nap, NULL);
+    int during = rings_mapped();
+    long r1 = __atomic_load_n(&a.rounds, __ATOMIC_RELAXED);
+    assert_int_equal(write(ab[1], &quit, 1), 1);
+    assert_int_equal(write(ba[1], &quit, 1), 1);
+    assert_int_equal(pthread_join(ta, NULL), 0);
+    assert_int_equal(pthread_join(tb, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        close(ab[i]);
+        close(ba[i]);
+    }
+    struct raw r;
+    if (!finish(path, &r)) return;
+    print_message("rings mapped: %d before the threads, %d while they compute, %d after 0.3 s "
+                  "of ping-pong (%ld round trips then, %ld in all)\n",
+                  before, computing, during, r1 - r0, a.rounds);
+    assert_true(r0 > 0);
+    assert_int_equal(computing, before + 2); /* computing threads keep their rings */
+    assert_true(r1 - r0 > 1000);
+    assert_int_equal(during, before); /* both left theirs */
+    raw_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_deep_ring, end_session),
         cmocka_unit_test_teardown(test_deep_signal, end_session),
         cmocka_unit_test_teardown(test_frameless_ring, end_session),
         cmocka_unit_test_teardown(test_frameless_signal, end_session),
+        cmocka_unit_test_teardown(test_big_frame_ring, end_session),
         cmocka_unit_test_teardown(test_callers_ring, end_session),
         cmocka_unit_test_teardown(test_callers_signal, end_session),
 #if defined(__x86_64__)
@@ -673,6 +779,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_ring_threads_unregister, end_session),
         cmocka_unit_test_teardown(test_kernel_time_at_its_call, end_session),
         cmocka_unit_test_teardown(test_switching_threads_leave_the_ring, end_session),
+        cmocka_unit_test_teardown(test_late_switching_threads_leave_the_ring, end_session),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
