@@ -243,7 +243,8 @@ int osp_prof__fd_budget(void) {
                        ? (uint64_t)rl.rlim_cur
                        : (uint64_t)1 << 20;
     uint64_t b = lim / 8;
-    return b > 1000000 ? 1000000 : (int)b;
+    if (b > 1000000) b = 1000000;
+    return b > OSP_PROF_PROBE_FDS ? (int)b - OSP_PROF_PROBE_FDS : 0;
 }
 
 static void term_install(struct osp_prof_session *ps) {

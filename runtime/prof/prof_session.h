@@ -521,8 +521,10 @@ struct osp_prof_session {
     /* Set by the session owner before the engine starts; read-only while it runs. */
     const struct osp_prof_engine *engine;
     /* Descriptors the profiler may hold for its threads at once (per-thread counters,
-     * cached /proc stat files): an eighth of the soft RLIMIT_NOFILE, so a program near its
-     * limit keeps nearly all of it (§(l.3)); threads beyond it get a CPU-time timer. */
+     * cached /proc stat files): an eighth of the soft RLIMIT_NOFILE less the sampler
+     * thread's probe pipe (OSP_PROF_PROBE_FDS, held for the whole session), so a program
+     * near its limit keeps nearly all of it (§(l.3)); threads beyond it get a CPU-time
+     * timer. */
     int fd_budget;
     uint32_t rate_hz;
     uint64_t period_ns;
@@ -814,10 +816,14 @@ OSP_PROF_HIDDEN char *osp_prof__raw_temp_name(const char *dest);
 OSP_PROF_HIDDEN bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path,
                                          uint64_t end_unix_ns);
 
+/* The descriptors of the sampler thread's probe pipe (prof_sampler.c probe_open). */
+#define OSP_PROF_PROBE_FDS 2
+
 /* The session's fd_budget: an eighth of the soft RLIMIT_NOFILE (2^20 when unlimited),
- * at most 10^6. Descriptors the profiler holds per thread (perf_event counters, cached
- * /proc stat files) stay within it, so a program that opens files up to its limit loses
- * at most that many (§(l.3) "its file descriptors"). */
+ * at most 10^6, less the OSP_PROF_PROBE_FDS of the probe pipe (0 at least). Descriptors
+ * the profiler holds per thread (perf_event counters, cached /proc stat files) stay
+ * within it, and with the pipe within the eighth, so a program that opens files up to its
+ * limit loses at most that many (§(l.3) "its file descriptors"). */
 OSP_PROF_HIDDEN int osp_prof__fd_budget(void);
 
 /* The most cached /proc stat descriptors the sampler thread keeps (prof_sampler.c): a
