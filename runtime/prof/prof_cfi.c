@@ -1294,6 +1294,13 @@ bool osp_prof__cfi_build_sections(const struct osp_cfi_section *eh,
         if (!(rows[i].plt_min & ROW_FP_FDE)) clear |= OSP_CFI_FPMAP_RET;
         if (!row_is_fp(&rows[i])) clear |= OSP_CFI_FPMAP_PC;
         fpmap_clear(map, za, zz, clear);
+        /* A signal trampoline is entered by the kernel, not called: the "return address"
+         * a handler's frame record holds is the trampoline's first byte, looked up at the
+         * byte before it. glibc's FDE starts one nop early for that; a trampoline whose
+         * FDE starts at its first byte would be looked up in the gap or function before
+         * it, and the frame chain followed from there skips the interrupted frame. */
+        if (rows[i].kind == OSP_CFI_SIGNAL && za > 0)
+            fpmap_clear(map, za - 1, za, OSP_CFI_FPMAP_RET);
     }
     for (size_t i = 0; i < k; i++) {
         rows[i].pc_off -= tlo_off;

@@ -402,6 +402,46 @@ static void test_fast_path_map(void **state) {
     osp_prof__cfi_table_free(&t);
 }
 
+/* A signal trampoline's "return address" (where a handler returns to) is its first byte,
+ * looked up at the byte before it: the map must not vouch for it whatever lies before the
+ * trampoline's FDE -- a gap, a frame-pointer function, or (glibc's layout) the FDE's own
+ * leading nop. Before the builder cleared the byte before a signal FDE, the first two were
+ * vouched for (the frame chain from there skips the interrupted frame). */
+static void test_signal_trampoline_not_fast(void **state) {
+    (void)state;
+    X86_64_ONLY();
+    static const uint8_t sig_prog[] = {0x0f, 0x03, 0x77, 0xa0, 0x01, 0x06}; /* CFA expression */
+    struct ebuf e = {.n = 0};
+    size_t c = cie(&e, "zR");
+    size_t cs = cie(&e, "zRS");
+    fde(&e, c, 0x402000, 0x30, fp_prog, sizeof fp_prog);
+    fde(&e, cs, 0x402040, 0x10, sig_prog, sizeof sig_prog); /* after a gap */
+    fde(&e, c, 0x402100, 0x40, fp_prog, sizeof fp_prog);
+    fde(&e, cs, 0x402140, 0x10, sig_prog, sizeof sig_prog); /* right after fp code */
+    fde(&e, c, 0x402200, 0x4f, fp_prog, sizeof fp_prog);
+    fde(&e, cs, 0x40224f, 0x0a, sig_prog, sizeof sig_prog); /* glibc's: one nop early */
+    put4(&e, 0);
+    struct osp_cfi_table t;
+    assert_true(build(&e, &t));
+    assert_int_equal(osp_prof__cfi_lookup(&t, 0x402040)->kind, OSP_CFI_SIGNAL);
+    const uintptr_t tramp[] = {0x402040, 0x402140, 0x402250};
+    unsigned bits[3];
+    for (size_t i = 0; i < 3; i++) {
+        bits[i] = fpmap_bits(&t, tramp[i] - 1) & OSP_CFI_FPMAP_RET;
+        printf("# trampoline %#lx: RET bit at ret - 1: %u\n", (unsigned long)tramp[i], bits[i]);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(bits[i], 0);
+        for (uintptr_t q = tramp[i]; q < tramp[i] + 9; q++)
+            assert_int_equal(fpmap_bits(&t, q) & OSP_CFI_FPMAP_RET, 0);
+    }
+    /* The frame-pointer functions keep the bit away from the trampolines. */
+    assert_true(fpmap_bits(&t, 0x402010) & OSP_CFI_FPMAP_RET);
+    assert_true(fpmap_bits(&t, 0x402120) & OSP_CFI_FPMAP_RET);
+    assert_true(fpmap_bits(&t, 0x402230) & OSP_CFI_FPMAP_RET);
+    osp_prof__cfi_table_free(&t);
+}
+
 /* Functions that never move sp (every row CFA = rsp + 8) take the fast path for return
  * addresses only when their code, read through the section's code view, holds no call:
  * GCC calls from such functions when the callee needs no stack alignment. */
@@ -1280,6 +1320,81 @@ static void test_real_signal_frame(void **state) {
     assert_int_equal(w->info.end, OSP_UNWIND_ROOT);
 }
 
+/* The C library's signal trampoline (__restore_rt: the return address the kernel gives a
+ * handler) is never vouched for as keeping the frame chain. The kernel's frame-pointer
+ * chain through a handler reads __restore_rt as the handler's return address and then the
+ * interrupted function's frame record, skipping the interrupted pc: the ring engine takes
+ * such a chain whole only when osp_prof__keeps_chain vouches for every return address in
+ * it (perf_stack). The trampoline's FDE (augmentation "S") starts one nop before it, so a
+ * lookup at ret - 1 lands in it; every return address whose ret - 1 lies in that FDE, and
+ * the chunks around it, must not have OSP_CFI_FPMAP_RET. The restorer is read back from
+ * the kernel (rt_sigaction, past any sanitizer's interceptor) after installing a handler
+ * through the C library, which supplies it. */
+static void cfi_test_noop_handler(int sig) {
+    (void)sig;
+}
+
+static void test_real_restorer_not_chain(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = cfi_test_noop_handler;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR2, &sa, &old), 0);
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        uint64_t mask;
+    } k;
+    memset(&k, 0, sizeof k);
+    assert_int_equal(syscall(SYS_rt_sigaction, SIGUSR2, NULL, &k, sizeof k.mask), 0);
+    sigaction(SIGUSR2, &old, NULL);
+    uintptr_t restorer = (uintptr_t)k.restorer;
+    assert_true(k.flags & 0x04000000ul); /* SA_RESTORER: the C library's trampoline */
+    assert_true(restorer != 0);
+    Dl_info di;
+    assert_true(dladdr((void *)restorer, &di) != 0);
+    printf("# restorer %#lx in %s\n", (unsigned long)restorer, di.dli_fname);
+    assert_non_null(strstr(di.dli_fname, "libc.so"));
+    osp_prof__cfi_refresh();
+    const struct osp_cfi_set *set = osp_prof__cfi_acquire();
+    assert_non_null(set);
+    const struct osp_cfi_image *img = osp_prof__cfi_find(set, restorer);
+    assert_non_null(img);
+    const struct osp_cfi_table *t = &img->table;
+    /* The trampoline's FDE: a signal row at the restorer and at the nop before it. */
+    assert_int_equal(osp_prof__cfi_lookup(t, restorer)->kind, OSP_CFI_SIGNAL);
+    assert_int_equal(osp_prof__cfi_lookup(t, restorer - 1)->kind, OSP_CFI_SIGNAL);
+    uintptr_t fde_lo = restorer - 1, fde_hi = restorer;
+    while (fde_lo > t->lo && osp_prof__cfi_lookup(t, fde_lo - 1)->kind == OSP_CFI_SIGNAL) fde_lo--;
+    while (fde_hi < t->hi && osp_prof__cfi_lookup(t, fde_hi)->kind == OSP_CFI_SIGNAL) fde_hi++;
+    printf("# signal FDE [%#lx, %#lx), %zu bytes\n", (unsigned long)fde_lo, (unsigned long)fde_hi,
+           (size_t)(fde_hi - fde_lo));
+    /* Every return address whose ret - 1 lies in the signal FDE's chunks. */
+    uintptr_t c_lo = fde_lo & ~(OSP_CFI_FP_CHUNK - 1);
+    uintptr_t c_hi = (fde_hi + OSP_CFI_FP_CHUNK - 1) & ~(OSP_CFI_FP_CHUNK - 1);
+    size_t vouched = 0;
+    for (uintptr_t ret = c_lo + 1; ret <= c_hi; ret++) {
+        if (osp_prof__keeps_chain(set, ret)) {
+            printf("# keeps_chain(%#lx) (restorer %+ld) is true\n", (unsigned long)ret,
+                   (long)(ret - restorer));
+            vouched++;
+        }
+    }
+    printf("# return addresses vouched for in the trampoline's chunks: %zu of %zu\n", vouched,
+           (size_t)(c_hi - c_lo));
+    bool at_restorer = osp_prof__keeps_chain(set, restorer);
+    osp_prof__cfi_release();
+    assert_false(at_restorer);
+    assert_int_equal(vouched, 0);
+#else
+    (void)cfi_test_noop_handler;
+    skip(); /* osp_prof__keeps_chain is x86-64's (the ring engine's) */
+#endif
+}
+
 /* A thread's walk ends at its root (clone3 / clone mark RA undefined). */
 static void *thread_body(void *arg) {
     osp_test_frameless_call(cfi_test_leaf_capture, arg);
@@ -1537,6 +1652,7 @@ int main(void) {
         cmocka_unit_test(test_signal_cie),
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_fast_path_map),
+        cmocka_unit_test(test_signal_trampoline_not_fast),
         cmocka_unit_test(test_frameless_callers_not_fast),
         cmocka_unit_test(test_debug_frame_formats),
         cmocka_unit_test(test_debug_frame_behind_eh_frame),
@@ -1550,6 +1666,7 @@ int main(void) {
         cmocka_unit_test(test_real_qsort),
         cmocka_unit_test(test_real_debug_frame),
         cmocka_unit_test(test_real_signal_frame),
+        cmocka_unit_test(test_real_restorer_not_chain),
         cmocka_unit_test(test_real_thread_root),
         cmocka_unit_test(test_refresh_dlopen),
         cmocka_unit_test(test_parse_task_syscall),
