@@ -17,11 +17,14 @@
  *    sampling first (samples after that are counted lost, §(l.3)).
  *  - signal and bsd_signal: for SIGPROF, through the sigaction above (glibc's call its
  *    internal one); other signals go to the C library's.
+ *  - execve, execv, execvp, execvpe (the runtime archive only; libosprey_prof.so has its
+ *    own in prof_preload.c): no SIGPROF request of the session crosses the exec
+ *    (osp_prof__exec_prepare). Interposed under the sanitizers too.
  *
- * Under AddressSanitizer / ThreadSanitizer nothing is interposed (the sanitizers
- * intercept both functions themselves and must see every thread); the real functions are
- * then the ordinary ones. Runs on program threads; takes the registry mutex only through
- * the registry's functions.
+ * Under AddressSanitizer / ThreadSanitizer only the exec functions are interposed (the
+ * sanitizers intercept the others themselves and must see every thread); the real
+ * functions are then the ordinary ones. Runs on program threads; takes the registry mutex
+ * only through the registry's functions and osp_prof__exec_prepare.
  *
  * Source: docs/spec/profiler.md §(l.2), §(l.3), §(d).
  */
@@ -37,6 +40,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "prof_session.h"
 #define OSP_PROF_WRAPPER_FILE 1 /* its functions wrap the program's calls */
@@ -53,6 +57,63 @@ OSP_PROF_PUBLIC void osp_prof_label_created_threads(const char *label) {
     created_label = label;
 }
 
+#ifndef OSP_PROF_PRELOAD
+/* exec by the program itself: the session's SIGPROF requests are stopped and any pending
+ * one discarded first (osp_prof__exec_prepare), or one could reach the new image, which
+ * has no handler for it, and end it. libosprey_prof.so has its own exec interposers
+ * (prof_preload.c, which also follow the session into the new program); here they are
+ * interposed under the sanitizers too (none intercepts exec). glibc's execv and execvp
+ * call its internal execve, so they are interposed as well (execl and its kin, fexecve
+ * and posix_spawn are not). */
+typedef int (*exec_fn)(const char *, char *const[], char *const[]);
+static _Atomic(exec_fn) g_real_execve, g_real_execvpe;
+
+static void exec_resolve(void) {
+    if (atomic_load_explicit(&g_real_execve, memory_order_acquire) == NULL)
+        atomic_store_explicit(&g_real_execve, (exec_fn)dlsym(RTLD_NEXT, "execve"),
+                              memory_order_release);
+    if (atomic_load_explicit(&g_real_execvpe, memory_order_acquire) == NULL)
+        atomic_store_explicit(&g_real_execvpe, (exec_fn)dlsym(RTLD_NEXT, "execvpe"),
+                              memory_order_release);
+}
+
+static int exec_through(_Atomic(exec_fn) *real_, const char *what, char *const argv[],
+                        char *const envp[]) {
+    exec_fn real = atomic_load_explicit(real_, memory_order_acquire);
+    if (real == NULL) {
+        exec_resolve();
+        real = atomic_load_explicit(real_, memory_order_acquire);
+        if (real == NULL) {
+            errno = ENOSYS;
+            return -1;
+        }
+    }
+    struct osp_prof_exec_hold hold;
+    osp_prof__exec_prepare(&hold);
+    int rc = real(what, argv, envp);
+    osp_prof__exec_failed(&hold);
+    return rc;
+}
+
+OSP_PROF_PUBLIC int execve(const char *path, char *const argv[], char *const envp[]) {
+    return exec_through(&g_real_execve, path, argv, envp);
+}
+
+OSP_PROF_PUBLIC int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    return exec_through(&g_real_execvpe, file, argv, envp);
+}
+
+OSP_PROF_PUBLIC int execv(const char *path, char *const argv[]) {
+    return execve(path, argv, environ);
+}
+
+OSP_PROF_PUBLIC int execvp(const char *file, char *const argv[]) {
+    return execvpe(file, argv, environ);
+}
+#else
+static void exec_resolve(void) {}
+#endif
+
 #ifdef OSP_PROF_NO_INTERPOSE
 
 int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*start)(void *),
@@ -62,7 +123,9 @@ int osp_prof__real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void
 int osp_prof__real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     return sigaction(sig, act, old);
 }
-void osp_prof__interpose_init(void) {}
+void osp_prof__interpose_init(void) {
+    exec_resolve();
+}
 
 #else
 
@@ -75,6 +138,7 @@ static _Atomic(sigaction_fn) g_real_sigaction;
 /* Resolve the C library's definitions once (dlsym may allocate: never in a handler; the
  * session resolves them at start through osp_prof__interpose_init). */
 void osp_prof__interpose_init(void) {
+    exec_resolve();
     if (atomic_load_explicit(&g_real_create, memory_order_acquire) == NULL)
         atomic_store_explicit(&g_real_create, (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create"),
                               memory_order_release);

@@ -28,7 +28,9 @@
  * forked child) give the new program OSPREY_PROFILE and OSPREY_PROFILE_HZ back, so a
  * program that becomes another (`env ./prog`, a shell's last command) is followed: the new
  * program, which inherits LD_PRELOAD, profiles into the same file (what ran before the exec
- * is not kept). An exec that fails changes nothing.
+ * is not kept). An exec that fails changes nothing. Before every exec, no SIGPROF request
+ * of the session may be sent or stay pending (osp_prof__exec_prepare): the new image has
+ * no handler for it, and its default action ends the process.
  */
 #define _GNU_SOURCE
 #include "prof_internal.h"
@@ -56,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 #define OSP_PROF_WRAPPER_FILE 1 /* its functions wrap the program's calls */
+#include "prof_session.h"
 #include "prof_own_text.h"
 
 /* Resolve the next definition of `name` once; NULL if there is none. */
@@ -330,7 +333,10 @@ OSP_PROF_PUBLIC int execve(const char *path, char *const argv[], char *const env
         return -1;
     }
     char **env = follow_env(envp);
+    struct osp_prof_exec_hold hold;
+    osp_prof__exec_prepare(&hold);
     int rc = real(path, argv, env != NULL ? env : envp);
+    osp_prof__exec_failed(&hold);
     int saved = errno;
     free(env);
     errno = saved;
@@ -346,7 +352,10 @@ OSP_PROF_PUBLIC int execvpe(const char *file, char *const argv[], char *const en
         return -1;
     }
     char **env = follow_env(envp);
+    struct osp_prof_exec_hold hold;
+    osp_prof__exec_prepare(&hold);
     int rc = real(file, argv, env != NULL ? env : envp);
+    osp_prof__exec_failed(&hold);
     int saved = errno;
     free(env);
     errno = saved;

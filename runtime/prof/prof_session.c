@@ -579,6 +579,56 @@ bool osp_prof__exec_follow(char *prof, size_t pcap, char *hz, size_t hcap) {
     return n > 0 && (size_t)n < pcap && m > 0 && (size_t)m < hcap;
 }
 
+/* How long osp_prof__exec_prepare polls for the registry mutex. */
+#define EXEC_HOLD_WAIT_NS 1000000000ull
+
+void osp_prof__exec_prepare(struct osp_prof_exec_hold *h) {
+    struct osp_prof_session *ps = &osp_prof__session;
+    memset(h, 0, sizeof *h);
+    if (atomic_load(&ps->forked_child) || !atomic_load(&ps->on)) return;
+    if (getpid() != atomic_load(&ps->pid)) return;
+    int saved = errno;
+    uint64_t until = osp_prof__mono_ns() + EXEC_HOLD_WAIT_NS;
+    long ns = 20000;
+    bool held = true;
+    while (pthread_mutex_trylock(&ps->reg) != 0) {
+        if (osp_prof__mono_ns() >= until) {
+            held = false; /* pending requests are still discarded below */
+            break;
+        }
+        struct timespec ts = {0, ns};
+        syscall(SYS_nanosleep, &ts, NULL); /* not the preload library's nanosleep */
+        if (ns < 1000000) ns *= 2;
+    }
+    h->held = held;
+    struct sigaction cur;
+    if (osp_prof__real_sigaction(SIGPROF, NULL, &cur) == 0 && osp_prof__own_sigprof(&cur)) {
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        osp_prof__real_sigaction(SIGPROF, &ign, NULL); /* discards every pending SIGPROF */
+        const struct sigaction *old = &ps->old_action;
+        if (atomic_load_explicit(&ps->old_action_ready, memory_order_acquire) &&
+            !(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN) {
+            h->ign = true;
+            h->ours = cur;
+        } else {
+            osp_prof__real_sigaction(SIGPROF, &cur, NULL);
+        }
+    }
+    errno = saved;
+}
+
+void osp_prof__exec_failed(struct osp_prof_exec_hold *h) {
+    int saved = errno;
+    if (h->ign) osp_prof__real_sigaction(SIGPROF, &h->ours, NULL);
+    if (h->held) pthread_mutex_unlock(&osp_prof__session.reg);
+    h->ign = false;
+    h->held = false;
+    errno = saved;
+}
+
 static void boot_impl(void) {
     const char *out = getenv("OSPREY_PROFILE");
     if (out == NULL || out[0] == '\0') return; /* inert: nothing else happens */

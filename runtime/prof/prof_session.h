@@ -797,6 +797,36 @@ OSP_PROF_HIDDEN bool osp_prof__schedstat(pid_t tid, uint64_t *rq, uint64_t *runs
  * in _exit, osp_prof__exit_now): stop, write, set exit_written and return. */
 OSP_PROF_HIDDEN void osp_prof__terminate(struct osp_prof_session *ps, int sig);
 
+/* ---- exec by the profiled process (prof_session.c) ------------------------------------- */
+
+/* What osp_prof__exec_prepare did, for osp_prof__exec_failed. */
+struct osp_prof_exec_hold {
+    bool held;             /* the registry mutex is held across the exec */
+    bool ign;              /* SIGPROF was left ignored (the program's action) for the exec */
+    struct sigaction ours; /* with `ign`: the profiler's action, put back on failure */
+};
+
+/*
+ * Right before the C library's exec (the exec interposers, prof_preload.c and
+ * prof_interpose.c): when this process's session runs, make sure no SIGPROF of the
+ * profiler's is pending or can be sent across the exec, into an image with no handler for
+ * it (SIGPROF's default action ends the process; handlers reset at exec, pending signals
+ * survive it). Takes the registry mutex, under which the sampler thread sends every
+ * request, so none is sent from now on (polled, for at most 1 s: exec may be called from
+ * a signal handler that interrupted this thread holding it; it then goes ahead without
+ * it). Then sets SIGPROF to SIG_IGN, which discards the instances pending in every
+ * thread, and back: to the program's own action when that was SIG_IGN (inherited by the
+ * new image as it would be unprofiled), else to the profiler's handler (reset to SIG_DFL
+ * by the exec, as the program's would be; until then it absorbs a kernel timer's signal).
+ * The session keeps running. Nothing in a forked child, without a session, or when the
+ * program took SIGPROF over (its action is left alone). Keeps errno.
+ */
+OSP_PROF_HIDDEN void osp_prof__exec_prepare(struct osp_prof_exec_hold *h);
+/* After an exec that failed: undo osp_prof__exec_prepare (the profiler's action back,
+ * the registry mutex released); sampling goes on. A request discarded by the prepare is
+ * counted as unanswered. Keeps errno. */
+OSP_PROF_HIDDEN void osp_prof__exec_failed(struct osp_prof_exec_hold *h);
+
 /* ---- the raw writer (prof_raw_writer.c) ------------------------------------------------ */
 
 /* Check at session start that `path` can be written as the writer will (§(l.5)): a

@@ -28,6 +28,13 @@
  *                                     thread (which inherits the mask), then waits 40 times
  *                                     for its ITIMER_PROF signal in sigsuspend; prints
  *                                     "woken=<n>"
+ *   robust_program exec               3 ms of CPU, then execv("/bin/true") (exit 127 if it
+ *                                     fails)
+ *   robust_program exec-fail          an execv that fails between two bursts of CPU;
+ *                                     prints "errno=<n> ok"
+ *   robust_program exec-self          execv of itself as "sigprof-state" (not profiled:
+ *                                     OSPREY_PROFILE is gone from the environment)
+ *   robust_program sigprof-state      prints "sigprof=ign", "sigprof=dfl" or "sigprof=other"
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,6 +44,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +287,36 @@ int main(int argc, char **argv) {
         atomic_store(&g_burner_done, 1);
         pthread_join(t, NULL);
         printf("woken=%d\n", woken);
+        return 0;
+    }
+    if (strcmp(m, "exec") == 0) {
+        robust_hot(0.003);
+        char *args[] = {"true", NULL};
+        execv("/bin/true", args);
+        return 127;
+    }
+    if (strcmp(m, "exec-fail") == 0) {
+        robust_hot(0.05);
+        char *args[] = {"missing", NULL};
+        int rc = execv("/nonexistent/osprey-robust-missing", args);
+        int e = errno;
+        robust_hot(0.05);
+        printf("errno=%d %s\n", e, rc == -1 ? "ok" : "returned");
+        return 0;
+    }
+    if (strcmp(m, "exec-self") == 0) {
+        robust_hot(0.01);
+        char *args[] = {argv[0], "sigprof-state", NULL};
+        execv("/proc/self/exe", args);
+        return 127;
+    }
+    if (strcmp(m, "sigprof-state") == 0) {
+        struct sigaction cur;
+        if (sigaction(SIGPROF, NULL, &cur) != 0) return 3;
+        bool info = (cur.sa_flags & SA_SIGINFO) != 0;
+        printf("sigprof=%s\n", !info && cur.sa_handler == SIG_IGN   ? "ign"
+                               : !info && cur.sa_handler == SIG_DFL ? "dfl"
+                                                                    : "other");
         return 0;
     }
     if (strcmp(m, "itimer") == 0) {

@@ -13,7 +13,10 @@
  *  - the profiler's descriptors never take a low number (close(0); open() gets 0);
  *  - siglongjmp out of a wait in a blocking region: the CPU time after it is on-CPU;
  *  - a busy poll(NULL, 0, 0) loop inside a region is on-CPU;
- *  - setitimer(ITIMER_PROF) with no handler kills the program with SIGPROF.
+ *  - setitimer(ITIMER_PROF) with no handler kills the program with SIGPROF;
+ *  - an exec by the profiled program is never killed by a SIGPROF request of the session
+ *    it leaves; one that fails changes nothing; SIGPROF ignored at start stays ignored
+ *    in the image it execs.
  */
 #define _GNU_SOURCE
 #include "support.h"
@@ -310,6 +313,114 @@ static void test_itimer_prof_without_handler_kills(void **state) {
     assert_null(strstr(p.text, "survived"));
 }
 
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Run robust_program `mode` profiled into `raw` at `hz` (stdout discarded) and wait. */
+static int spawn_mode(const char *mode, const char *raw, const char *hz) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("OSPREY_PROFILE", raw, 1);
+        setenv("OSPREY_PROFILE_HZ", hz, 1);
+        const char *e = getenv("OSPREY_PROFILE_ENGINE");
+        if (e == NULL || e[0] == '\0') setenv("OSPREY_PROFILE_ENGINE", "sampler", 1);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 1);
+        execl(ROBUST_PROGRAM, ROBUST_PROGRAM, mode, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+}
+
+/* A profiled program that execs: a SIGPROF request of the session pending, or sent, across
+ * the exec reached the new image, whose action for it is the default (terminate). Under
+ * the sampler engine at 10 kHz, a program that burned 3 ms of CPU then exec'd /bin/true
+ * was killed by SIGPROF in 36 runs of 100 before the exec interposers stopped the
+ * requests and discarded pending ones (osp_prof__exec_prepare); under cpu_timer and
+ * perf_event's signal delivery none was, before or after (the kernel deletes a thread's
+ * POSIX timers and flushes their pending signals at exec). Runs under the engine the test
+ * run names, the sampler by default. */
+static void test_exec_never_killed_by_sigprof(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/exec.json", g_dir);
+    const char *engine = getenv("OSPREY_PROFILE_ENGINE");
+    /* Sanitizer builds start each program in about 90 ms: fewer runs (0.64^40 is 2e-8). */
+    int runs = UNDER_SANITIZER ? 40 : 100, killed = 0, other = 0;
+    double t0 = mono_s();
+    for (int i = 0; i < runs; i++) {
+        int status = spawn_mode("exec", raw, "10000");
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGPROF)
+            killed++;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            other++;
+    }
+    print_message("exec after 3 ms of CPU at 10 kHz (%s engine): %d of %d killed by SIGPROF, "
+                  "%d other failures, %.1f s\n",
+                  engine && engine[0] ? engine : "sampler", killed, runs, other, mono_s() - t0);
+    assert_int_equal(killed, 0);
+    assert_int_equal(other, 0);
+}
+
+/* An exec that fails: the program goes on, still profiled, and keeps its whole profile. */
+static void test_failed_exec_changes_nothing(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/exec-fail.json", g_dir);
+    struct proc p;
+    int status = run_mode("exec-fail", raw, &p);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    char want[64];
+    snprintf(want, sizeof want, "errno=%d ok", ENOENT);
+    assert_non_null(strstr(p.text, want));
+    struct raw r;
+    raw_load(&r, raw);
+    double on, wait;
+    main_weights(&r, &on, &wait);
+    print_message("failed exec: %.3f s on-CPU in the profile (0.1 s burned)\n", on);
+    assert_true(on >= 0.06); /* both bursts: sampling went on after the failed exec */
+    raw_free(&r);
+}
+
+/* SIGPROF ignored when the program started (inherited, like nohup's SIGHUP) is inherited
+ * by the image it execs, as it would be unprofiled: the profiler's handler, which replaced
+ * it for the session, was reset to the default action by the exec before. */
+static void test_exec_keeps_ignored_sigprof(void **state) {
+    (void)state;
+    char raw[PATH_MAX];
+    snprintf(raw, sizeof raw, "%s/exec-self.json", g_dir);
+    int fds[2];
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        setenv("OSPREY_PROFILE", raw, 1);
+        setenv("OSPREY_PROFILE_HZ", "2000", 1);
+        signal(SIGPROF, SIG_IGN);
+        execl(ROBUST_PROGRAM, ROBUST_PROGRAM, "exec-self", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    struct proc p;
+    memset(&p, 0, sizeof p);
+    p.pid = pid;
+    p.out = fds[0];
+    int status = finish(&p);
+    print_message("exec'd image: %s", p.text);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_non_null(strstr(p.text, "sigprof=ign"));
+}
+
 /* A program's SIGPROF handler installed before the profiler started is chained to from the
  * profiler's handler: the time in it is the program's, not the profiler's ("profiler_cpu_ns",
  * osp_prof__own_stack). The chaining function's frame stays under the program's handler
@@ -406,6 +517,9 @@ int main(void) {
         cmocka_unit_test(test_siglongjmp_out_of_a_region),
         cmocka_unit_test(test_busy_poll_zero_is_on_cpu),
         cmocka_unit_test(test_itimer_prof_without_handler_kills),
+        cmocka_unit_test(test_exec_never_killed_by_sigprof),
+        cmocka_unit_test(test_failed_exec_changes_nothing),
+        cmocka_unit_test(test_exec_keeps_ignored_sigprof),
         cmocka_unit_test(test_own_early_sigprof_handler_is_the_programs),
         cmocka_unit_test(test_own_sigprof_mask_left_alone),
     };
