@@ -123,6 +123,19 @@ static int perf_open(pid_t tid, uint64_t period_ns, bool ring, bool kernel) {
     return fd;
 }
 
+/* Start a counter of perf_open for one overflow (PERF_EVENT_IOC_REFRESH 1): the kernel
+ * disables it at its first overflow, after writing that sample, and the sampler thread
+ * enables it again with the next period (osp_prof__perf_ring_drain). For ring delivery
+ * only: with a signal (F_SETSIG) the kernel would also send one at that overflow. On
+ * failure it is closed. Returns 0 or -1 with errno. */
+static int perf_enable_first(int fd) {
+    if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) == 0) return 0;
+    int e = errno;
+    osp_prof__close_nc(fd);
+    errno = e;
+    return -1;
+}
+
 /* Start a counter of perf_open; on failure it is closed. Returns 0 or -1 with errno. */
 static int perf_enable(int fd) {
     if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0) return 0;
@@ -152,6 +165,9 @@ static bool posix_timer_new(struct osp_prof_slot *s, clockid_t clock, timer_t *o
 
 /* The shortest period the kernel's software timers accept (perf: 10 µs). */
 #define MIN_PERIOD_NS    10000ull
+/* The shortest first period of a thread's timer, unless half the period is shorter (see
+ * ktimer_first). */
+#define FIRST_MIN_NS     100000ull
 /* CPU time between two new draws of a perf_event counter's period (see perf_schedule):
  * signal delivery draws in the handler; ring delivery from the sampler thread, where each
  * draw costs the sampled thread an interrupt (the ioctl reaches its core), so less often. */
@@ -829,6 +845,12 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
         double pc = (double)period / s->perf_rho;
         period = pc < (double)MIN_PERIOD_NS ? MIN_PERIOD_NS : (uint64_t)pc;
         ioctl(s->perf_fd, PERF_EVENT_IOC_PERIOD, &period);
+        /* The first sample drew (h_left was 1): a counter started for one overflow
+         * stopped there, and runs again from now with that period. */
+        if (s->perf_limited) {
+            s->perf_limited = false;
+            ioctl(s->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+        }
     }
 }
 
@@ -845,17 +867,23 @@ void osp_prof__perf_ring_drain(struct osp_prof_session *ps, struct osp_prof_slot
 static void ktimer_first(pid_t tid, uint64_t period_ns, uint64_t *rng, uint64_t *first) {
     uint64_t r = osp_prof__mono_ns() ^ ((uint64_t)tid << 20) ^ 0x9E3779B97F4A7C15ull;
     if (r == 0) r = 1;
-    /* The first due time comes from the residual distribution of the periods (so the
+    /* The first due time comes from the residual distribution of the periods, so the
      * expected count of a thread's samples is its CPU time over the period from its
-     * start), but never sooner than half a period: a counter that expires again and
-     * again while its thread is still in the kernel (here, on its way out of the ioctl
-     * that enabled it) is dropped each time but costs a timer interrupt each time, and
-     * with a first period of 10 µs threads were measured spending hundreds of
-     * milliseconds of CPU in that interrupt storm (64 threads at 997 Hz on this virtual
-     * machine). Flooring it loses 0.125 samples per thread on average; a first period
-     * drawn like the others lost 0.5. */
+     * start: a thread of a third of a period has one chance in three of a sample, which
+     * then weighs its CPU time. It was once floored at half a period, and threads (or
+     * fibers) shorter than that were never sampled: 3,000 threads of 0.3 ms each showed
+     * none of their 0.9 s at 997 Hz, only cpu_unsampled. The floor is now FIRST_MIN_NS
+     * (at most half a period): a counter that expires again and again while its thread is
+     * still in the kernel (on its way out of the ioctl that enabled it) is dropped each
+     * time but costs a timer interrupt each time, and with a first period of 10 µs
+     * threads were measured spending hundreds of milliseconds of CPU in that interrupt
+     * storm (64 threads at 997 Hz on this virtual machine); 50 µs (half of 10 kHz's
+     * period) never showed it. A ring counter with a first period under half a period
+     * stops after its first overflow (perf_enable_first), so the short period is not
+     * repeated until the sampler thread's next drain. */
     uint64_t f = osp_prof__first_due_ns(&r, period_ns);
-    if (f < period_ns / 2) f = period_ns / 2;
+    uint64_t floor_ns = period_ns / 2 < FIRST_MIN_NS ? period_ns / 2 : FIRST_MIN_NS;
+    if (f < floor_ns) f = floor_ns;
     if (f < MIN_PERIOD_NS) f = MIN_PERIOD_NS;
     *rng = r;
     *first = f;
@@ -913,6 +941,7 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         p->rb = NULL;
         p->rb_bytes = 0;
         s->ring_delivery = rb != NULL;
+        s->sm.perf_timed = true;
         /* The slot knows its counter before the counter runs: a signal of it that the
          * handler did not recognise would not re-arm it, and with a period shorter than
          * a signal's round trip (delivery, handler, sigreturn: over 70 µs on a loaded
@@ -943,7 +972,10 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         }
         s->ktimer_kind = kind;
         atomic_store_explicit(&s->ktimer_armed, 1, memory_order_release);
-        if (perf_enable(fd) != 0) {
+        /* A short first period of ring delivery is for one overflow only: the kernel would
+         * keep it until the sampler thread's drain sets the next (perf_ring_drain). */
+        s->perf_limited = rb != NULL && first < ps->period_ns / 2;
+        if (s->perf_limited ? perf_enable_first(fd) != 0 : perf_enable(fd) != 0) {
             atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
             s->ktimer_kind = OSP_KTIMER_NONE;
             perf_ring_unmap(s);

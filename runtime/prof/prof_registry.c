@@ -239,6 +239,7 @@ static void register_impl(struct osp_prof_session *ps, int64_t fiber_id, const c
     memset(&s->sm, 0, sizeof s->sm);
     s->sm.last_t = osp_prof__mono_ns();
     s->sm.cpu_req = s->sm.cpu_base = s->sm.cpu_due = cpu0; /* first progress: a request */
+    s->sm.cpu_start = cpu0;
     s->sm.last_on = -1;
     s->sm.last_wait = -1;
     s->sm.ep_stack = -1;

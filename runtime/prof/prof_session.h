@@ -121,6 +121,10 @@ struct osp_prof_sampler_state {
     uint64_t ring_full_seen;
     uint64_t rf_credit; /* ring_full losses not yet matched by a heavier timer sample */
     int64_t owed_ns;    /* on-CPU weight recorded minus one period per on-CPU sample */
+    uint64_t cpu_start; /* CPU clock at registration */
+    uint32_t on_n;      /* on-CPU timer samples stored (up to 2: one, or more) */
+    bool perf_timed;    /* sampled by a perf_event counter whose first period was drawn
+                         * from the residual distribution (ktimer_first) */
     bool pend_on, pend_capture;
     uint64_t pend_seq, pend_t, pend_w, pend_sent;
     uint64_t pend_cpu;   /* the thread's CPU clock when the request was sent */
@@ -225,6 +229,9 @@ struct osp_prof_slot {
      * at the first, the thread is moved to signal delivery (CUT_LIMIT). */
     uint32_t perf_cut;
     bool perf_stays; /* its move to signal delivery failed: cut samples are kept truncated */
+    /* Its ring counter was started for one overflow (a short first period): the sampler
+     * thread enables it again at the drain that reads that sample. */
+    bool perf_limited;
     /* Ring delivery: the thread's voluntary context switches (status) and all its runs on
      * a CPU (schedstat) at sw_t, for the move of a thread that switches so often that its
      * counter's per-switch cost shows (prof_engine_timer.c switches_often). sw_runs_ok:
