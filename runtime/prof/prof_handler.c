@@ -70,6 +70,11 @@ static struct osp_prof_ring_entry *ring_walk(struct osp_prof_slot *s, void *ucv,
     size_t walker = (size_t)(s - osp_prof__session.slots);
     e->n = (uint32_t)osp_prof__sample_walk(walker, &ur, lo, s->hi, e->pcs, OSP_PROF_MAX_FRAMES,
                                            &truncated, &info);
+    /* Off the registered stack (a makecontext coroutine's, an alternate signal stack's)
+     * nothing above the interrupted frame can be read: the sample is the leaf end of a
+     * stack whose callers are unknown, marked truncated rather than shown as called from
+     * the thread's root. */
+    if ((regs.sp < s->lo || regs.sp >= s->hi) && info.end != OSP_UNWIND_ROOT) truncated = true;
     e->truncated = truncated;
     e->unwind_end = info.end;
     /* A sleeping call this signal interrupted (nanosleep, poll, select, epoll_wait, ...)

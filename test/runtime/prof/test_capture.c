@@ -35,6 +35,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static char g_dir[PATH_MAX];
@@ -1109,6 +1110,84 @@ static void test_truncated_stacks(void **state) {
     raw_free(&r);
 }
 
+/* ---- a coroutine's own stack ------------------------------------------------------------ */
+
+static ucontext_t g_co_main, g_co_ctx;
+static volatile unsigned long g_co_sink;
+
+/* About a millisecond of CPU, with no call: every sample in it has it as its leaf. */
+__attribute__((noinline)) void coro_hot(void) {
+    for (int i = 0; i < 1000000; i++) g_co_sink = g_co_sink * 3 + 1;
+}
+
+/* The coroutine's loop: a burst of CPU, then back to the thread's own stack. */
+__attribute__((noinline)) void coro_loop(void) {
+    for (;;) {
+        coro_hot();
+        swapcontext(&g_co_ctx, &g_co_main);
+    }
+}
+
+__attribute__((noinline)) void coro_level(int d) {
+    volatile char pad[64];
+    pad[0] = (char)d;
+    if (d > 0)
+        coro_level(d - 1);
+    else
+        coro_loop();
+    g_co_sink += (unsigned long)pad[0];
+}
+
+static void coro_entry(void) {
+    coro_level(8);
+}
+
+/* Samples taken on a coroutine's stack (makecontext, on the heap: off the thread's
+ * registered stack, where the signal handler's walk cannot read) are each whole (ring
+ * delivery: the kernel's copy of the stack) or marked truncated -- never a bare leaf shown
+ * as called from the thread's root, as they were under signal delivery. */
+static void test_coroutine_stack(void **state) {
+    (void)state;
+#if RUNNING_UNDER_TSAN
+    skip(); /* ThreadSanitizer does not follow swapcontext */
+#else
+    char path[PATH_MAX];
+    raw_path(path, sizeof path, "coro.json");
+    size_t sz = 256 * 1024;
+    void *stk = malloc(sz);
+    assert_non_null(stk);
+    assert_int_equal(getcontext(&g_co_ctx), 0);
+    g_co_ctx.uc_stack.ss_sp = stk;
+    g_co_ctx.uc_stack.ss_size = sz;
+    g_co_ctx.uc_link = &g_co_main;
+    makecontext(&g_co_ctx, coro_entry, 0);
+    assert_true(osp_prof_session_begin(path, 997));
+    double end = thread_cpu_seconds() + 0.3;
+    while (thread_cpu_seconds() < end) assert_int_equal(swapcontext(&g_co_main, &g_co_ctx), 0);
+    assert_true(osp_prof_session_end());
+    free(stk);
+    struct raw r;
+    raw_load(&r, path);
+    size_t hot = 0, whole = 0, truncated = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        if (r.samples[i].state != 0) continue;
+        uint32_t k = r.samples[i].stack;
+        if (r.stack_len[k] == 0 || strcmp(sym_name(r.stacks[k][0], false), "coro_hot") != 0)
+            continue;
+        hot++;
+        if (r.truncated[k])
+            truncated++;
+        else if (raw_stack_has(&r, k, "coro_entry") && raw_stack_has(&r, k, "coro_level"))
+            whole++;
+    }
+    print_message("coroutine: %zu samples in coro_hot, %zu whole, %zu truncated (%s)\n", hot, whole,
+                  truncated, r.engine);
+    assert_true(hot >= 20);
+    assert_int_equal(whole + truncated, hot);
+    raw_free(&r);
+#endif
+}
+
 /* ---- registrations racing session starts and stops ------------------------------------ */
 
 /* Whether descriptor `fd` is open on a perf_event counter. */
@@ -1283,6 +1362,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_previous_handler_chained_and_restored, restore_sigprof),
         cmocka_unit_test_teardown(test_fork_child_never_writes, end_session),
         cmocka_unit_test_teardown(test_truncated_stacks, end_session),
+        cmocka_unit_test_teardown(test_coroutine_stack, end_session),
         cmocka_unit_test_teardown(test_registrations_race_session_stops, end_session),
         cmocka_unit_test_teardown(test_late_overflow_signal_dropped, end_session),
     };

@@ -745,7 +745,10 @@ static void test_switching_threads_leave_the_ring(void **state) {
                   "%ld round trips)\n",
                   before, during, a.rounds, b.rounds);
     assert_true(a.rounds > 1000);
-    assert_int_equal(during, before);
+    /* Both threads left their rings (the main thread may have lost its own meanwhile: a
+     * sample in a function that uses rbp as a scratch register, under a sanitizer its
+     * runtime's, cut and moved to signal delivery). */
+    assert_true(during <= before);
     struct pingpong *t[2] = {&a, &b};
     for (int i = 0; i < 2; i++) {
         long row = raw_row(&r, "fiber", t[i]->fiber);
