@@ -787,13 +787,14 @@ static void test_late_switching_threads_leave_the_ring(void **state) {
     char go = 1, quit = 'q';
     assert_int_equal(write(ab[1], &go, 1), 1); /* read once b has computed */
     /* Both compute until about 0.3 s of CPU each (on two cores: about 0.3 s of wall time,
-     * up to 0.6 s on one). The rings are counted while they are still computing, then
-     * 0.3 s into the ping-pong. */
+     * up to 0.6 s on one, more on a loaded machine: the first round trip is awaited for up
+     * to 10 s). The rings are counted while they are still computing, then 0.3 s into the
+     * ping-pong. */
     struct timespec nap = {0, 150000000};
     nanosleep(&nap, NULL);
     int computing = rings_mapped();
     long r0 = 0;
-    for (int i = 0; i < 100 && (r0 = __atomic_load_n(&a.rounds, __ATOMIC_RELAXED)) == 0; i++) {
+    for (int i = 0; i < 1000 && (r0 = __atomic_load_n(&a.rounds, __ATOMIC_RELAXED)) == 0; i++) {
         struct timespec ms10 = {0, 10000000};
         nanosleep(&ms10, NULL);
     }
