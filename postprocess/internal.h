@@ -60,6 +60,7 @@ struct ospprof_raw {
     size_t nsamples;
     uint64_t dropped;
     uint64_t profiler_cpu_ns; /* "profiler_cpu_ns" (docs/spec/profiler.md §(e)); 0 if absent */
+    uint64_t cpu_unsampled;   /* dropped_reasons.cpu_unsampled; 0 if absent */
     bool has_weights;
 };
 

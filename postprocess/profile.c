@@ -511,6 +511,27 @@ static ospprof_profile *build(const ospprof_raw *raw, const char *program, const
             c.main_image = (long)i;
             break;
         }
+    /* §(l.3) "any shortfall is counted": CPU time the rate asked samples for and got none
+     * (dropped_reasons.cpu_unsampled, in periods) is said when it is a noticeable part of
+     * the profile, so that a CPU total and shares short of it are not taken for the
+     * program's whole: at least 10 periods and a tenth of the CPU time. */
+    if (raw->cpu_unsampled >= 10 && raw->rate_hz > 0) {
+        double missing = (double)raw->cpu_unsampled / (double)raw->rate_hz;
+        double have = (double)p->on_w / 1e9;
+        const char *why =
+            strcmp(p->engine, "cpu_timer") == 0
+                ? "; under the cpu_timer engine, threads that block SIGPROF or run less than a "
+                  "scheduler tick are seldom sampled"
+            : strcmp(p->engine, "sampler") == 0
+                ? "; under the sampler engine, threads that block SIGPROF are not sampled, and "
+                  "a busy machine delays the sampler thread"
+                : "";
+        if (missing > 0.1 * (have + missing))
+            warn(&c,
+                 "about %.2fs of CPU time is not in this profile (%" PRIu64
+                 " on-CPU samples the rate asked for were not taken: cpu_unsampled)%s",
+                 missing, raw->cpu_unsampled, why);
+    }
     if (c.enabled && !resolver) c.llvm = ospprof_llvm_new_ex(lines);
     uint32_t truncated_name = ospprof_intern(&p->strs, "[truncated]", 11);
 

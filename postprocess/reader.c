@@ -331,6 +331,7 @@ enum {
     K_TRUNC,
     K_ENGINE,
     K_PROFILER_CPU,
+    K_REASONS,
     K_COUNT
 };
 static const char *const key_names[K_COUNT] = {OSP_RAW_KEY_VERSION,
@@ -348,7 +349,8 @@ static const char *const key_names[K_COUNT] = {OSP_RAW_KEY_VERSION,
                                                OSP_RAW_KEY_SAMPLE_WEIGHTS_NS,
                                                OSP_RAW_KEY_TRUNCATED_STACKS,
                                                OSP_RAW_KEY_ENGINE,
-                                               OSP_RAW_KEY_PROFILER_CPU_NS};
+                                               OSP_RAW_KEY_PROFILER_CPU_NS,
+                                               OSP_RAW_KEY_DROPPED_REASONS};
 /* required keys: all but dropped and the additional ones */
 static const unsigned required_mask = (1u << K_DROPPED) - 1;
 
@@ -729,6 +731,27 @@ static int tkey_cmp(const void *a, const void *b) {
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* dropped_reasons: only cpu_unsampled is read (the report's warning of CPU time no sample
+ * carries). The key is informative: a value that is not an object, and members that are
+ * not non-negative integers, are passed over without an error. */
+static bool parse_reasons(rd *r, const char **pp, ospprof_raw *raw) {
+    if (!open_c(r, pp, '{')) return skip_value(r, pp);
+    bool first = true;
+    leaf k;
+    int rc;
+    while ((rc = next_item(r, pp, &first, '}', &k)) == 1) {
+        leaf v;
+        if (!leaf_parse(r, pp, &v)) {
+            leaf_clear(&k);
+            return false;
+        }
+        if (key_is(&k, OSP_RAW_DROP_NAME_CPU_UNSAMPLED) && is_u64(&v)) raw->cpu_unsampled = v.mag;
+        leaf_clear(&v);
+        leaf_clear(&k);
+    }
+    return rc == 0;
+}
+
 static bool parse_top(rd *r, parse *ps) {
     ospprof_raw *raw = ps->raw;
     const char *p = ws(r, r->b);
@@ -780,6 +803,7 @@ static bool parse_top(rd *r, parse *ps) {
                                  &ps->cap_trunc);
             break;
         case -1: ok = skip_value(r, &p); break;
+        case K_REASONS: ok = parse_reasons(r, &p, raw); break;
         default: {
             leaf v;
             ok = leaf_parse(r, &p, &v);

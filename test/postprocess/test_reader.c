@@ -73,6 +73,48 @@ static void test_profiler_cpu(void **st) {
                    "t.json: key \"profiler_cpu_ns\" must be a non-negative integer");
 }
 
+/* "dropped_reasons" (§(e), informative): its cpu_unsampled is read; a value that is not an
+ * object, or members that are not non-negative integers, are passed over without an error.
+ * The profile warns of CPU time the rate asked samples for and got none, when it is at
+ * least 10 periods and a tenth of the CPU time. */
+static void test_dropped_reasons(void **st) {
+    (void)st;
+    char err[OSPPROF_ERR_MAX] = "";
+    static const struct {
+        const char *tail;
+        uint64_t unsampled;
+        bool warned;
+    } cases[] = {
+        {"\"dropped\":0}", 0, false},
+        {"\"dropped\":105,\"dropped_reasons\":{\"ring_full\":5,\"cpu_unsampled\":100}}", 100, true},
+        {"\"dropped\":9,\"dropped_reasons\":{\"cpu_unsampled\":9}}", 9, false},
+        {"\"dropped\":0,\"dropped_reasons\":[1,2]}", 0, false},
+        {"\"dropped\":0,\"dropped_reasons\":{\"cpu_unsampled\":-3,\"x\":{\"y\":[]}}}", 0, false},
+        {"\"dropped\":0,\"dropped_reasons\":{\"cpu_unsampled\":\"7\"}}", 0, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *doc = variant(TAIL, cases[i].tail);
+        ospprof_raw *r = parse_str(doc, err);
+        if (!r) fail_msg("rejected %s: %s", doc, err);
+        assert_int_equal(r->cpu_unsampled, cases[i].unsampled);
+        ospprof_profile *p = ospprof_profile_build(r, "x.osp", NULL, "none", err, sizeof err);
+        assert_non_null(p);
+        bool warned = false;
+        for (size_t w = 0; w < p->nwarnings; w++)
+            if (strstr(p->warnings[w], "of CPU time is not in this profile")) warned = true;
+        if (warned != cases[i].warned) fail_msg("case %zu: warned %d", i, warned);
+        if (warned)
+            assert_string_equal(p->warnings[0],
+                                "about 0.10s of CPU time is not in this profile (100 on-CPU "
+                                "samples the rate asked for were not taken: cpu_unsampled)");
+        ospprof_profile_free(p);
+        ospprof_raw_free(r);
+        free(doc);
+    }
+    expect_variant(TAIL, "\"dropped\":0,\"dropped_reasons\":{},\"dropped_reasons\":{}}",
+                   "t.json: duplicate key \"dropped_reasons\"");
+}
+
 static void test_valid_document(void **st) {
     (void)st;
     char err[OSPPROF_ERR_MAX] = "";
@@ -502,6 +544,7 @@ int main(void) {
         cmocka_unit_test(test_weight_total),
         cmocka_unit_test(test_whitespace_everywhere),
         cmocka_unit_test(test_profiler_cpu),
+        cmocka_unit_test(test_dropped_reasons),
     };
     return cmocka_run_group_tests_name("postprocess_reader", tests, NULL, NULL);
 }
