@@ -365,8 +365,12 @@ static size_t perf_stack(const struct osp_prof_slot *s, const struct osp_cfi_set
     /* No record of the chain lies in the copy: the first is above it (a function with
      * more than the copy's bytes of locals below its frame record -- a buffer on the
      * stack -- that called a function without one, memcpy or a system call's wrapper).
-     * Only the walk over the live stack can join the two, below. */
-    bool above = idx == 0 && b >= hi && (b & 7u) == 0 && b <= s->hi - 16;
+     * Only the walk over the live stack can join the two, below, and only where the chain
+     * names code above that record: the live walk must agree with it there, or an rbp
+     * that is no frame pointer (the chain then ends at once) would let a live stack that
+     * has moved on since the sample stand unchecked. */
+    bool above = idx == 0 && b >= hi && (b & 7u) == 0 && b <= s->hi - 16 && kn >= 2 &&
+                 chain_code(set, kc[1]);
     if (!above && (idx == 0 || b < hi || b > s->hi - 16 || out[n - 1] != kc[idx])) {
         *cut = true;
         return n;

@@ -78,7 +78,16 @@ static void test_fibers_sleep_and_await(void **state) {
         if (((long)s->row == ra && raw_stack_has(&r, s->stack, "computing_fiber")) ||
             ((long)s->row == rb && raw_stack_has(&r, s->stack, "sleeping_fiber"))) {
             const uint64_t *st = r.stacks[s->stack];
-            assert_true(raw_in_text(&r, mi, st[r.stack_len[s->stack] - 1]));
+            if (!raw_in_text(&r, mi, st[r.stack_len[s->stack] - 1])) {
+                /* Say which stack, to tell a walk past the fiber entry from one cut short. */
+                for (uint32_t f = 0; f < r.stack_len[s->stack]; f++)
+                    print_message("  frame %u: %#llx %s%s\n", f, (unsigned long long)st[f],
+                                  sym_name(st[f], f > 0),
+                                  raw_in_text(&r, mi, st[f]) ? "" : " (not the program's)");
+                fail_msg("a fiber stack (row %u, state %d, truncated %d) ends outside the "
+                         "program",
+                         s->row, s->state, (int)r.truncated[s->stack]);
+            }
             rooted++;
         }
     }
