@@ -123,26 +123,24 @@ static int perf_open(pid_t tid, uint64_t period_ns, bool ring, bool kernel) {
     return fd;
 }
 
-/* Start a counter of perf_open for one overflow (PERF_EVENT_IOC_REFRESH 1): the kernel
- * disables it at its first overflow, after writing that sample, and the sampler thread
- * enables it again with the next period (osp_prof__perf_ring_drain). For ring delivery
- * only: with a signal (F_SETSIG) the kernel would also send one at that overflow. On
- * failure it is closed. Returns 0 or -1 with errno. */
-static int perf_enable_first(int fd) {
-    if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) == 0) return 0;
+/* Start a counter of perf_open; on failure it is closed. Returns 0 or -1 with errno.
+ * `one_overflow`: for one overflow only (PERF_EVENT_IOC_REFRESH 1): the kernel disables it
+ * at its first overflow, after writing that sample, and the sampler thread enables it
+ * again with the next period (osp_prof__perf_ring_drain). For ring delivery only: with a
+ * signal (F_SETSIG) the kernel would also send one at that overflow. */
+static int perf_enable_ex(int fd, bool one_overflow) {
+    int rc =
+        one_overflow ? ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    if (rc == 0) return 0;
     int e = errno;
     osp_prof__close_nc(fd);
     errno = e;
     return -1;
 }
 
-/* Start a counter of perf_open; on failure it is closed. Returns 0 or -1 with errno. */
+/* Start a counter of perf_open (perf_enable_ex, every overflow). */
 static int perf_enable(int fd) {
-    if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0) return 0;
-    int e = errno;
-    osp_prof__close_nc(fd);
-    errno = e;
-    return -1;
+    return perf_enable_ex(fd, false);
 }
 
 /* ---- per-thread timers ----------------------------------------------------------------- */
@@ -883,7 +881,7 @@ static void ktimer_first(pid_t tid, uint64_t period_ns, uint64_t *rng, uint64_t 
      * threads were measured spending hundreds of milliseconds of CPU in that interrupt
      * storm (64 threads at 997 Hz on this virtual machine); 50 µs (half of 10 kHz's
      * period) never showed it. A ring counter with a first period under half a period
-     * stops after its first overflow (perf_enable_first), so the short period is not
+     * stops after its first overflow (perf_enable_ex), so the short period is not
      * repeated until the sampler thread's next drain. */
     uint64_t f = osp_prof__first_due_ns(&r, period_ns);
     uint64_t floor_ns = period_ns / 2 < FIRST_MIN_NS ? period_ns / 2 : FIRST_MIN_NS;
@@ -979,7 +977,7 @@ static void ktimer_create(struct osp_prof_session *ps, struct osp_prof_slot *s, 
         /* A short first period of ring delivery is for one overflow only: the kernel would
          * keep it until the sampler thread's drain sets the next (perf_ring_drain). */
         s->perf_limited = rb != NULL && first < ps->period_ns / 2;
-        if (s->perf_limited ? perf_enable_first(fd) != 0 : perf_enable(fd) != 0) {
+        if (perf_enable_ex(fd, s->perf_limited) != 0) {
             atomic_store_explicit(&s->ktimer_armed, 0, memory_order_release);
             s->ktimer_kind = OSP_KTIMER_NONE;
             perf_ring_unmap(s);
