@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,10 +158,42 @@ char *osp_prof__raw_temp_name(const char *dest) {
     return tmp;
 }
 
-int osp_prof__raw_probe(const char *path) {
+/* Open an unnamed file in `dest`'s directory for the body (O_TMPFILE, mode 0600), moved
+ * to a descriptor >= OSP_PROF_FD_MIN. Returns the descriptor, or -1 with errno. */
+static int tmpfile_open(const char *dest) {
+    const char *slash = strrchr(dest, '/');
+    size_t dlen = slash == NULL ? 0 : slash == dest ? 1 : (size_t)(slash - dest);
+    char *dir = malloc(dlen + 2);
+    if (dir == NULL) return -1;
+    if (dlen == 0)
+        dir[dlen++] = '.';
+    else
+        memcpy(dir, dest, dlen);
+    dir[dlen] = '\0';
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int e = errno;
+    free(dir);
+    errno = e;
+    if (fd < 0) return -1;
+    return osp_prof__fd_high(fd);
+}
+
+bool osp_prof__raw_hold_ours(const struct osp_prof_raw_hold *hold) {
+    struct stat st;
+    return hold->fd >= 0 && fstat(hold->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0 &&
+           st.st_dev == hold->dev && st.st_ino == hold->ino;
+}
+
+void osp_prof__raw_release(struct osp_prof_raw_hold *hold) {
+    if (osp_prof__raw_hold_ours(hold)) osp_prof__close_nc(hold->fd);
+    hold->fd = -1;
+}
+
+int osp_prof__raw_probe(const char *path, struct osp_prof_raw_hold *hold) {
     const char *dest = path;
     char *resolved = NULL;
     struct stat lst, st;
+    hold->fd = -1;
     if (lstat(path, &lst) == 0) {
         st = lst;
         if (S_ISLNK(lst.st_mode) && stat(path, &st) != 0) return errno;
@@ -173,6 +206,20 @@ int osp_prof__raw_probe(const char *path) {
             dest = resolved;
         }
     }
+    /* The body, held to the end: the directory takes a new file, which is all a named
+     * temporary would have shown. A file system without O_TMPFILE (or a descriptor that
+     * cannot go high: RLIMIT_NOFILE at or below OSP_PROF_FD_MIN) falls back to the named
+     * probe below and to a new temporary at the end. */
+    int hfd = tmpfile_open(dest);
+    struct stat hst;
+    if (hfd >= 0 && fstat(hfd, &hst) == 0) {
+        hold->fd = hfd;
+        hold->dev = hst.st_dev;
+        hold->ino = hst.st_ino;
+        free(resolved);
+        return 0;
+    }
+    if (hfd >= 0) osp_prof__close_nc(hfd);
     char *tmp = osp_prof__raw_temp_name(dest);
     if (tmp == NULL) {
         free(resolved);
@@ -187,6 +234,30 @@ int osp_prof__raw_probe(const char *path) {
     free(tmp);
     free(resolved);
     return err;
+}
+
+/* Give the held body (known ours) the temporary name `tmp` (its "XXXXXX" replaced, tried
+ * again on a clash): linkat through /proc/self/fd, or AT_EMPTY_PATH where /proc is not
+ * mounted. Neither needs a new descriptor or an openat. 0 or an errno value. */
+static int hold_link(int fd, char *tmp) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    char *x = tmp + strlen(tmp) - 6;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    uint64_t r = osp_prof__mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)tmp;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        for (int i = 0; i < 6; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            x[i] = digits[(r >> 33) % (sizeof digits - 1)];
+        }
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
+        int e = errno;
+        if (e == EEXIST) continue;
+        if (linkat(fd, "", AT_FDCWD, tmp, AT_EMPTY_PATH) == 0) return 0;
+        if (errno == EEXIST) continue;
+        return e;
+    }
+    return EEXIST;
 }
 
 /* Write the raw profile to a temporary "<dir>/.<base>.XXXXXX" (mode 0600), check
@@ -214,6 +285,7 @@ bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path, uint64_t
             goto fail;
         }
         if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+            osp_prof__raw_release(&ps->raw);
             fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
             if (fd < 0) {
                 err = errno;
@@ -234,6 +306,7 @@ bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path, uint64_t
             goto fail;
         }
         if (!S_ISREG(st.st_mode)) {
+            osp_prof__raw_release(&ps->raw);
             free(buf);
             osp_prof__say(
                 "osprey profiler: cannot write %s: not a regular file, character device or FIFO",
@@ -254,12 +327,27 @@ bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path, uint64_t
         err = ENOMEM;
         goto fail;
     }
-    fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        err = errno;
-        free(tmp);
-        tmp = NULL;
-        goto fail;
+    /* The body held since the start, when the program has not closed it: named under
+     * the temporary and written there, needing no new descriptor. Anything else about it
+     * (gone, replaced, on another file system than a link now points to) falls back to a
+     * new temporary, as before the body was held. */
+    if (osp_prof__raw_hold_ours(&ps->raw) && hold_link(ps->raw.fd, tmp) == 0) {
+        fd = ps->raw.fd;
+        ps->raw.fd = -1;
+        if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) {
+            err = errno;
+            goto fail;
+        }
+    } else {
+        osp_prof__raw_release(&ps->raw);
+        memcpy(tmp + strlen(tmp) - 6, "XXXXXX", 6);
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0) {
+            err = errno;
+            free(tmp);
+            tmp = NULL;
+            goto fail;
+        }
     }
     if (fchmod(fd, 0600) != 0) {
         err = errno;
@@ -284,6 +372,7 @@ bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path, uint64_t
     free(buf);
     return true;
 fail:
+    osp_prof__raw_release(&ps->raw);
     if (fd >= 0) close(fd);
     if (tmp) {
         unlink(tmp);

@@ -244,7 +244,8 @@ int osp_prof__fd_budget(void) {
                        : (uint64_t)1 << 20;
     uint64_t b = lim / 8;
     if (b > 1000000) b = 1000000;
-    return b > OSP_PROF_PROBE_FDS ? (int)b - OSP_PROF_PROBE_FDS : 0;
+    uint64_t held = OSP_PROF_PROBE_FDS + OSP_PROF_RAW_FDS;
+    return b > held ? (int)(b - held) : 0;
 }
 
 static void term_install(struct osp_prof_session *ps) {
@@ -289,6 +290,9 @@ static void atfork_child(void) {
     atomic_store(&ps->forked_child, 1);
     atomic_store(&ps->on, 0);
     osp_prof__t_slot = NULL;
+    /* The parent's raw body: never written here; the child's copy of the descriptor goes
+     * (a raw fork keeps it, unused, until its exec or exit). */
+    if (was_on) osp_prof__raw_release(&ps->raw);
     if (was_on && ps->engine != NULL && ps->engine->fork_child != NULL) ps->engine->fork_child(ps);
 }
 
@@ -343,7 +347,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
     if (rate < OSP_PROF_HZ_MIN) rate = OSP_PROF_HZ_MIN;
     if (rate > OSP_PROF_HZ_MAX) rate = OSP_PROF_HZ_MAX;
     /* §(l.5): a path that cannot be written is reported now, not after the run. */
-    int perr = osp_prof__raw_probe(path);
+    int perr = osp_prof__raw_probe(path, &ps->raw);
     if (perr != 0) {
         if (perr < 0)
             osp_prof__say("osprey profiler: cannot write %s: not a regular file, character device "
@@ -412,6 +416,7 @@ static bool session_start(struct osp_prof_session *ps, const char *path, uint32_
         }
     }
     if (ps->engine == NULL) {
+        osp_prof__raw_release(&ps->raw);
         term_restore(ps);
         if (ps->term_sem_ok) sem_destroy(&ps->term_sem);
         ps->term_sem_ok = false;

@@ -490,6 +490,19 @@ static inline bool osp_prof__sig_fd_ours(int fd, bool perf_engine) {
  * open). Returns the new descriptor, or -1 (errno set; `fd` closed). prof_session.c. */
 OSP_PROF_HIDDEN int osp_prof__fd_high(int fd);
 
+/* The raw file's body, opened at session start and held to the end (§(l.3), §(l.5)): an
+ * unnamed O_TMPFILE in the destination's directory at a descriptor >= OSP_PROF_FD_MIN,
+ * close-on-exec, so the write at the end needs no new descriptor (a program that holds
+ * every descriptor at exit, or a seccomp filter that refuses openat, still gets its
+ * profile) and a run that ends by exec, _exit, a crash or SIGKILL leaves no stray file.
+ * `fd` is -1 when nothing is held; `dev`/`ino` tell it from whatever a program may have
+ * put at that number since (osp_prof__raw_hold_ours). */
+struct osp_prof_raw_hold {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+};
+
 /* ---- the session ----------------------------------------------------------------------- */
 
 /* Scratch of one sampler tick: a slot to examine and the generation it had. */
@@ -529,10 +542,13 @@ struct osp_prof_session {
     const struct osp_prof_engine *engine;
     /* Descriptors the profiler may hold for its threads at once (per-thread counters,
      * cached /proc stat files): an eighth of the soft RLIMIT_NOFILE less the sampler
-     * thread's probe pipe (OSP_PROF_PROBE_FDS, held for the whole session), so a program
+     * thread's probe pipe (OSP_PROF_PROBE_FDS) and the raw file's body (OSP_PROF_RAW_FDS),
+     * both held for the whole session, so a program
      * near its limit keeps nearly all of it (§(l.3)); threads beyond it get a CPU-time
      * timer. */
     int fd_budget;
+    /* The raw file's body (osp_prof__raw_probe); session owner only, under session_lock. */
+    struct osp_prof_raw_hold raw;
     uint32_t rate_hz;
     uint64_t period_ns;
     /* The sampler thread's tick: the period under the "sampler" engine; with a kernel
@@ -836,11 +852,21 @@ OSP_PROF_HIDDEN void osp_prof__exec_failed(struct osp_prof_exec_hold *h);
 
 /* ---- the raw writer (prof_raw_writer.c) ------------------------------------------------ */
 
-/* Check at session start that `path` can be written as the writer will (§(l.5)): a
- * temporary file is created in the destination directory and removed again, a FIFO or
- * character device is accepted as is, a directory or dangling link is refused. Returns 0
- * or an errno value; -1 for "not a regular file, character device or FIFO". */
-OSP_PROF_HIDDEN int osp_prof__raw_probe(const char *path);
+/* Check at session start that `path` can be written as the writer will (§(l.5)): the
+ * destination directory must take a new file (the body is created there now and kept in
+ * `*hold` when the file system supports O_TMPFILE; otherwise a named temporary is created
+ * and removed again, hold->fd = -1), a FIFO or character device is accepted as is, a
+ * directory or dangling link is refused. Returns 0 or an errno value; -1 for "not a
+ * regular file, character device or FIFO". */
+OSP_PROF_HIDDEN int osp_prof__raw_probe(const char *path, struct osp_prof_raw_hold *hold);
+
+/* Whether hold->fd is still the file the probe opened (same device and inode, a regular
+ * file with no name): a program may have closed it and reused the number. */
+OSP_PROF_HIDDEN bool osp_prof__raw_hold_ours(const struct osp_prof_raw_hold *hold);
+
+/* Give the held body up without writing (a session that ends unwritten, a forked child's
+ * copy): closed only when it is still ours; hold->fd becomes -1 either way. */
+OSP_PROF_HIDDEN void osp_prof__raw_release(struct osp_prof_raw_hold *hold);
 
 /* The temporary beside `dest` for mkostemp: "<dir>/.<base>.XXXXXX", the one scheme of
  * common/atomic_output.h (hidden, in the destination's own directory; <base> cut to 247
@@ -848,16 +874,22 @@ OSP_PROF_HIDDEN int osp_prof__raw_probe(const char *path);
 OSP_PROF_HIDDEN char *osp_prof__raw_temp_name(const char *dest);
 
 /* Write the session's raw profile (§(e)) to `path`, atomically where it is a regular file
- * (§(a), (k) item 14); `end_unix_ns` is the end time written. On failure prints one line
- * naming the path and returns false. Session owner, after the engine has stopped. */
+ * (§(a), (k) item 14); `end_unix_ns` is the end time written. The body goes into the
+ * session's held O_TMPFILE (ps->raw) when it is still ours, linked under a temporary name
+ * and renamed; otherwise into a new temporary. ps->raw is consumed (closed, fd -1). On
+ * failure prints one line naming the path and returns false. Session owner, after the
+ * engine has stopped. */
 OSP_PROF_HIDDEN bool osp_prof__write_raw(struct osp_prof_session *ps, const char *path,
                                          uint64_t end_unix_ns);
 
 /* The descriptors of the sampler thread's probe pipe (prof_sampler.c probe_open). */
 #define OSP_PROF_PROBE_FDS 2
+/* The raw file's body, held for the session (struct osp_prof_raw_hold). */
+#define OSP_PROF_RAW_FDS   1
 
 /* The session's fd_budget: an eighth of the soft RLIMIT_NOFILE (2^20 when unlimited),
- * at most 10^6, less the OSP_PROF_PROBE_FDS of the probe pipe (0 at least). Descriptors
+ * at most 10^6, less the OSP_PROF_PROBE_FDS of the probe pipe and the OSP_PROF_RAW_FDS of
+ * the held raw file (0 at least). Descriptors
  * the profiler holds per thread (perf_event counters, cached /proc stat files) stay
  * within it, and with the pipe within the eighth, so a program that opens files up to its
  * limit loses at most that many (§(l.3) "its file descriptors"). */
