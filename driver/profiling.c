@@ -280,8 +280,12 @@ static const char *no_profile_reason(const char *exe) {
     }
     if (fd >= 0) close(fd);
     if (is_static) return "did not load the profiler: a static program cannot be preloaded";
-    return "loaded the profiler but ended without writing a profile: a raw exit system call, "
-           "or an exec of a static or setuid program or with a cleared environment";
+    /* The profiler reports a write it could not make itself ("osprey profiler: cannot
+     * write ..."), on the program's stderr, which the driver does not see: the causes
+     * below are only the ones that leave no such line. */
+    return "loaded the profiler but ended without writing a profile: unless an 'osprey "
+           "profiler:' line above says why, a raw exit system call, or an exec of a static or "
+           "setuid program or with a cleared environment";
 }
 
 /* attach_elf_read_fn over an open file (file offsets). */
