@@ -764,6 +764,16 @@ static void perf_to_cpu_timer(struct osp_prof_session *ps, struct osp_prof_slot 
  * last SWITCH_EARLY_NS for a thread's first SWITCH_EARLY windows, so one that switches
  * from its start moves after about 50-100 ms, then SWITCH_CHECK_NS (one read of its
  * status per window). */
+/* Start a switch-rate window at `now` from these readings (`runs_ok`/`all_ok`: read). */
+static void sw_window(struct osp_prof_slot *s, uint64_t now, bool runs_ok, uint64_t runs,
+                      bool all_ok, uint64_t all) {
+    s->sw_t = now;
+    s->sw_runs_ok = runs_ok;
+    s->sw_runs = runs;
+    s->sw_all_ok = all_ok;
+    s->sw_all = all;
+}
+
 static bool switches_often(struct osp_prof_slot *s, uint64_t now) {
     bool early = s->sw_checks < SWITCH_EARLY;
     uint64_t window = early ? SWITCH_EARLY_NS : SWITCH_CHECK_NS;
@@ -788,9 +798,7 @@ static bool switches_often(struct osp_prof_slot *s, uint64_t now) {
              * its voluntary switches unknown until the runs pass the rate. */
             if (s->sw_checks < 255) s->sw_checks++;
             s->sw_over = false;
-            s->sw_t = now;
-            s->sw_all = all;
-            s->sw_runs_ok = false;
+            sw_window(s, now, false, s->sw_runs, true, all);
             return false;
         }
     }
@@ -803,11 +811,7 @@ static bool switches_often(struct osp_prof_slot *s, uint64_t now) {
          * start). */
         s->sw_checks = 0;
         s->sw_over = false;
-        s->sw_t = now;
-        s->sw_runs = runs;
-        s->sw_runs_ok = true;
-        s->sw_all = all;
-        s->sw_all_ok = all_ok;
+        sw_window(s, now, true, runs, all_ok, all);
         return false;
     }
     double switched = s->sw_known && runs > s->sw_runs ? (double)(runs - s->sw_runs) * 1e9 : 0;
@@ -818,11 +822,7 @@ static bool switches_often(struct osp_prof_slot *s, uint64_t now) {
     bool often = over && s->sw_over;
     s->sw_over = over;
     s->sw_known = true;
-    s->sw_t = now;
-    s->sw_runs = runs;
-    s->sw_runs_ok = true;
-    s->sw_all = all;
-    s->sw_all_ok = all_ok;
+    sw_window(s, now, true, runs, all_ok, all);
     return often;
 }
 
